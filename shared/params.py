@@ -1,0 +1,82 @@
+# The board's parameter table: one source of truth for ids, names, types, units, ranges and defaults.
+# The board validates SET_PARAM against it, stores it as JSON, and HELLO carries schema_hash() so a host built
+# against another table refuses to talk. Gains act on wheel speed in rad/s and produce duty (1.0 = full PWM);
+# the board converts them to its fixed-point counts domain when a value is applied.
+
+ID = 0
+NAME = 1
+TYPE = 2        # struct code on the wire: "f" float32, "H" u16
+UNIT = 3
+MIN = 4
+MAX = 5
+DEFAULT = 6
+HELP = 7
+
+TABLE = (
+    # id, name, type, unit, min, max, default, meaning
+    (0, "kp", "f", "duty/(rad/s)", 0.0, 10.0, 0.04, "proportional gain on wheel speed error"),
+    (1, "ki", "f", "duty/rad", 0.0, 100.0, 0.6, "integral gain (integrates speed error)"),
+    (2, "kd", "f", "duty/(rad/s^2)", 0.0, 1.0, 0.0, "derivative gain, on the measurement"),
+    (3, "kd_tau", "f", "s", 0.0005, 1.0, 0.01, "time constant of the derivative's one-pole filter"),
+    (4, "kt", "f", "s", 0.001, 10.0, 0.1, "anti-windup back-calculation tracking time Tt"),
+    (5, "ks", "f", "duty", 0.0, 0.6, 0.0, "feedforward static friction kS*sign(w)"),
+    (6, "kv", "f", "duty/(rad/s)", 0.0, 1.0, 0.05, "feedforward back-EMF kV*w"),
+    (7, "ka", "f", "duty/(rad/s^2)", 0.0, 1.0, 0.0, "feedforward inertia kA*dw/dt"),
+    (8, "deadband", "f", "duty", 0.0, 0.5, 0.0, "deadband compensation added in the direction of a nonzero output"),
+    (9, "max_duty", "f", "duty", 0.05, 1.0, 1.0, "output clamp"),
+    (10, "max_wheel_speed", "f", "rad/s", 0.1, 500.0, 20.0, "setpoints are scaled jointly to this"),
+    (11, "max_accel", "f", "rad/s^2", 0.1, 5000.0, 30.0, "joint wheel acceleration limit (ratio kept)"),
+    (12, "deadman_ms", "H", "ms", 20, 1000, 100, "no SET_VEL for this long: ramp to zero, DEADMAN"),
+    (13, "deadman_disable_ms", "H", "ms", 100, 60000, 2000, "no SET_VEL for this long: de-energize"),
+    (14, "stall_ms", "H", "ms", 50, 10000, 500, "saturated output with no motion this long: FAULT"),
+    (15, "stall_speed", "f", "rad/s", 0.0, 50.0, 0.5, "below this |speed| a saturated wheel counts as stalled"),
+    (16, "track_err_max", "f", "rad/s", 0.1, 500.0, 15.0, "tracking error above this for track_err_ms: FAULT"),
+    (17, "track_err_ms", "H", "ms", 50, 10000, 1000, "how long the tracking error may persist"),
+    (18, "vel_tau", "f", "s", 0.0, 0.5, 0.01, "velocity estimate one-pole filter time constant"),
+    (19, "wheel_radius", "f", "m", 0.005, 1.0, 0.0325, "board odometry: wheel radius"),
+    (20, "wheel_separation", "f", "m", 0.02, 5.0, 0.152, "board odometry: effective wheel separation"),
+)
+
+_BY_ID = {}
+_BY_NAME = {}
+for _p in TABLE:
+    _BY_ID[_p[ID]] = _p
+    _BY_NAME[_p[NAME]] = _p
+
+
+def by_id(pid):
+    return _BY_ID.get(pid)
+
+
+def by_name(name):
+    return _BY_NAME.get(name)
+
+
+def defaults():
+    """{name: default} for every parameter."""
+    return {p[NAME]: p[DEFAULT] for p in TABLE}
+
+
+def schema_hash():
+    """FNV-1a 32 over id, name, type and unit of every entry: changes when the wire meaning changes.
+    Ranges and defaults are left out on purpose (a float's text differs between ports)."""
+    h = 0x811C9DC5
+    for p in TABLE:
+        for ch in "%d:%s:%s:%s;" % (p[ID], p[NAME], p[TYPE], p[UNIT]):
+            h ^= ord(ch)
+            h = (h * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def check(pid, value):
+    """None when value is acceptable for parameter pid, else the reason as text."""
+    p = _BY_ID.get(pid)
+    if p is None:
+        return "unknown parameter id %d" % pid
+    if value != value or value in (float("inf"), float("-inf")):
+        return "%s must be a finite number" % p[NAME]
+    if p[TYPE] != "f" and int(value) != value:
+        return "%s must be a whole number" % p[NAME]
+    if value < p[MIN] or value > p[MAX]:
+        return "%s=%s outside [%s, %s] %s" % (p[NAME], value, p[MIN], p[MAX], p[UNIT])
+    return None

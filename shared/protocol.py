@@ -1,0 +1,571 @@
+# viperdrive wire protocol: the one definition of every frame, imported unchanged by the board (MicroPython,
+# CircuitPython) and by the host (CPython, as viperdrive.shared.protocol). docs/protocol.md is its prose twin.
+#
+# Frame: [0xAA][LEN][CMD][PAYLOAD ...][CRC_LO][CRC_HI]
+#   LEN = len(CMD + PAYLOAD), 1..64. CRC-16/CCITT-FALSE over LEN, CMD, PAYLOAD, little-endian on the wire.
+#   All multi-byte fields little-endian. Replies use CMD | 0x80; NACK is 0xFF [u8 cmd][u8 code].
+#
+# Imports only struct (both interpreters have it); micropython.const where it exists.
+import struct
+
+try:
+    from micropython import const
+except ImportError:  # CPython (Blinka's micropython module may be absent)
+    def const(x):
+        return x
+
+PROTOCOL_VERSION = const(1)
+
+SYNC = const(0xAA)
+MAX_LEN = const(64)             # LEN upper bound: CMD + PAYLOAD
+OVERHEAD = const(4)             # SYNC, LEN, CRC16
+MAX_FRAME = const(68)           # OVERHEAD + MAX_LEN
+REPLY = const(0x80)
+
+# host -> board commands
+HELLO = const(0x00)
+SET_VEL = const(0x01)
+ENABLE = const(0x02)
+ZERO = const(0x03)
+TIME = const(0x04)
+GET_PARAM = const(0x05)
+SET_PARAM = const(0x06)
+SAVE_PARAMS = const(0x07)
+CLEAR_FAULT = const(0x08)
+GET_DIAG = const(0x09)
+TELEMETRY = const(0x0A)
+GET_ODOM = const(0x0B)
+
+# board -> host replies (CMD | 0x80)
+INFO = const(0x80)
+STATE = const(0x81)
+ENABLE_ACK = const(0x82)
+ZERO_ACK = const(0x83)
+TIME_ACK = const(0x84)
+PARAM = const(0x85)
+PARAM_SET = const(0x86)
+SAVE_ACK = const(0x87)
+FAULT_CLEARED = const(0x88)
+DIAG = const(0x89)
+TELEMETRY_ACK = const(0x8A)
+ODOM = const(0x8B)
+# unsolicited board -> host frames (0x90..0xFE): sent without a request
+TELEMETRY_DATA = const(0x90)
+NACK = const(0xFF)
+
+COMMAND_NAMES = {
+    HELLO: "HELLO", SET_VEL: "SET_VEL", ENABLE: "ENABLE", ZERO: "ZERO", TIME: "TIME",
+    GET_PARAM: "GET_PARAM", SET_PARAM: "SET_PARAM", SAVE_PARAMS: "SAVE_PARAMS", CLEAR_FAULT: "CLEAR_FAULT",
+    GET_DIAG: "GET_DIAG", TELEMETRY: "TELEMETRY", GET_ODOM: "GET_ODOM",
+    INFO: "INFO", STATE: "STATE", ENABLE_ACK: "ENABLE_ACK", ZERO_ACK: "ZERO_ACK", TIME_ACK: "TIME_ACK",
+    PARAM: "PARAM", PARAM_SET: "PARAM_SET", SAVE_ACK: "SAVE_ACK", FAULT_CLEARED: "FAULT_CLEARED",
+    DIAG: "DIAG", TELEMETRY_ACK: "TELEMETRY_ACK", ODOM: "ODOM", TELEMETRY_DATA: "TELEMETRY_DATA",
+    NACK: "NACK",
+}
+
+# NACK codes
+NACK_UNKNOWN = const(1)         # unknown command
+NACK_BAD_LENGTH = const(2)      # payload length does not match the command
+NACK_OUT_OF_RANGE = const(3)    # value outside the parameter's [min, max] or not finite
+NACK_NOT_ALLOWED = const(4)     # not allowed in this state (e.g. ENABLE while FAULT is latched)
+NACK_STORAGE = const(5)         # filesystem error while saving parameters
+NACK_UNKNOWN_PARAM = const(6)   # parameter id not in the schema
+NACK_NAMES = {
+    NACK_UNKNOWN: "unknown command", NACK_BAD_LENGTH: "bad length", NACK_OUT_OF_RANGE: "out of range",
+    NACK_NOT_ALLOWED: "not allowed in this state", NACK_STORAGE: "storage error",
+    NACK_UNKNOWN_PARAM: "unknown parameter id",
+}
+
+# STATE status byte
+ST_ENABLED = const(0x01)        # outputs energized
+ST_DEADMAN = const(0x02)        # no valid SET_VEL within deadman_ms; clears on the next one
+ST_FAULT = const(0x04)          # latched fault; cleared only by CLEAR_FAULT
+ST_SATURATED = const(0x08)      # a wheel's PID output is at its limit
+ST_WDT_RESET = const(0x10)      # the last reset was the watchdog's; cleared by CLEAR_FAULT
+STATUS_BITS = ((ST_ENABLED, "ENABLED"), (ST_DEADMAN, "DEADMAN"), (ST_FAULT, "FAULT"),
+               (ST_SATURATED, "SATURATED"), (ST_WDT_RESET, "WDT_RESET"))
+
+# fault codes (GET_DIAG fault_code, CLEAR_FAULT reply)
+FAULT_NONE = const(0)
+FAULT_STALL_LEFT = const(1)     # left output saturated while |speed| < stall_speed for stall_ms
+FAULT_STALL_RIGHT = const(2)
+FAULT_TRACKING_LEFT = const(3)  # |setpoint - speed| > track_err_max for track_err_ms
+FAULT_TRACKING_RIGHT = const(4)
+FAULT_OVERSPEED_LEFT = const(5)  # measured speed above 1.5 x max_wheel_speed
+FAULT_OVERSPEED_RIGHT = const(6)
+FAULT_WATCHDOG = const(7)       # the board came back from a watchdog reset
+FAULT_NAMES = {
+    FAULT_NONE: "none",
+    FAULT_STALL_LEFT: "left wheel stalled (output saturated, no motion)",
+    FAULT_STALL_RIGHT: "right wheel stalled (output saturated, no motion)",
+    FAULT_TRACKING_LEFT: "left wheel tracking error too large",
+    FAULT_TRACKING_RIGHT: "right wheel tracking error too large",
+    FAULT_OVERSPEED_LEFT: "left wheel over speed",
+    FAULT_OVERSPEED_RIGHT: "right wheel over speed",
+    FAULT_WATCHDOG: "watchdog reset",
+}
+
+# reset causes (GET_DIAG reset_cause)
+RESET_POWER_ON = const(0)
+RESET_WATCHDOG = const(1)
+RESET_SOFT = const(2)
+RESET_OTHER = const(3)
+RESET_NAMES = {RESET_POWER_ON: "power on", RESET_WATCHDOG: "watchdog", RESET_SOFT: "soft reset",
+               RESET_OTHER: "other"}
+
+# GET_DIAG flags
+DIAG_PARAMS_DEFAULTED = const(0x01)  # the parameter file was missing or corrupt: defaults are in use
+DIAG_TIMER_SOFT = const(0x02)        # the control loop runs from a soft timer/thread, not a hard IRQ
+DIAG_FLAG_NAMES = ((DIAG_PARAMS_DEFAULTED, "PARAMS_DEFAULTED"), (DIAG_TIMER_SOFT, "TIMER_SOFT"))
+
+
+def status_names(status):
+    """The names of the bits set in a STATE status byte, e.g. ['ENABLED', 'DEADMAN']."""
+    return [name for bit, name in STATUS_BITS if status & bit]
+
+
+# ---- CRC-16/CCITT-FALSE: poly 0x1021, init 0xFFFF, no reflection, xorout 0; check('123456789') = 0x29B1 ----
+
+def _make_crc_table():
+    t = []
+    for i in range(256):
+        c = i << 8
+        for _ in range(8):
+            c = ((c << 1) ^ 0x1021) if c & 0x8000 else (c << 1)
+        t.append(c & 0xFFFF)
+    # a tuple of small ints: no per-lookup allocation on MicroPython
+    return tuple(t)
+
+
+_CRC_TABLE = _make_crc_table()
+
+
+def crc16(data, crc=0xFFFF, start=0, end=-1):
+    """CRC-16/CCITT-FALSE of data[start:end] (end=-1: to the end) continuing from crc."""
+    if end < 0:
+        end = len(data)
+    table = _CRC_TABLE
+    for i in range(start, end):
+        crc = ((crc << 8) & 0xFF00) ^ table[((crc >> 8) ^ data[i]) & 0xFF]
+    return crc
+
+
+# ---- framing ----
+
+def encode(cmd, payload=b""):
+    """A whole frame for cmd with payload (bytes-like)."""
+    n = len(payload) + 1
+    if n > MAX_LEN:
+        raise ValueError("payload too long")
+    buf = bytearray(n + OVERHEAD)
+    buf[0] = SYNC
+    buf[1] = n
+    buf[2] = cmd
+    buf[3:3 + n - 1] = payload
+    crc = crc16(buf, 0xFFFF, 1, n + 2)
+    buf[n + 2] = crc & 0xFF
+    buf[n + 3] = crc >> 8
+    return bytes(buf)
+
+
+def encode_into(buf, cmd, payload_len):
+    """Frame in place: the caller wrote payload_len bytes at buf[3:]; fills SYNC, LEN, CMD, CRC.
+
+    Returns the frame length. Allocation-free: the board's reply path uses one preallocated buffer.
+    """
+    n = payload_len + 1
+    buf[0] = SYNC
+    buf[1] = n
+    buf[2] = cmd
+    crc = crc16(buf, 0xFFFF, 1, n + 2)
+    buf[n + 2] = crc & 0xFF
+    buf[n + 3] = crc >> 8
+    return n + OVERHEAD
+
+
+class Parser:
+    """Byte-stream deframer: feed(data) -> [(cmd, payload bytes), ...].
+
+    Resynchronises after garbage, a bad length and a bad CRC: on an error it drops only the sync byte and
+    hunts for the next 0xAA among the bytes it already holds, so a real frame that starts inside a broken one
+    is still found. Every byte fed ends in exactly one place: a good frame (frame_bytes), garbage_bytes, or
+    the pending buffer, so bytes_in == frame_bytes + garbage_bytes + pending() at all times.
+    crc_errors and length_errors count events.
+
+    feed_byte(b) and poll() are the allocation-free core over one preallocated buffer: each returns the
+    command code of a completed frame (payload readable as buf[3:3+payload_len] until the next call) or -1.
+    Work per byte is constant; the CRC is computed once per candidate frame when its last byte arrives.
+    """
+
+    def __init__(self):
+        self.buf = bytearray(MAX_FRAME + 1)
+        self.n = 0              # bytes held in buf[0:n]
+        self.consumed = 0       # bytes of the frame returned last time, dropped on the next call
+        self.payload_len = 0
+        self.frames = 0
+        self.frame_bytes = 0
+        self.crc_errors = 0
+        self.length_errors = 0
+        self.garbage_bytes = 0
+        self.bytes_in = 0
+
+    def pending(self):
+        return self.n - self.consumed
+
+    def reset(self):
+        """Drop a pending partial frame (counted as garbage); counters are kept."""
+        self._drop(self.consumed)
+        self.consumed = 0
+        self.garbage_bytes += self.n
+        self.n = 0
+
+    def _drop(self, k):
+        # Shift buf[k:n] down to buf[0:] in place (a slice copy would allocate).
+        if k <= 0:
+            return
+        buf = self.buf
+        n = self.n
+        i = k
+        while i < n:
+            buf[i - k] = buf[i]
+            i += 1
+        self.n = n - k
+
+    def poll(self):
+        """Scan the held bytes for a complete frame without adding input; cmd or -1."""
+        if self.consumed:
+            self._drop(self.consumed)
+            self.consumed = 0
+        buf = self.buf
+        while self.n:
+            n = self.n
+            if buf[0] != SYNC:
+                # hunt: discard everything up to the next sync byte
+                j = 1
+                while j < n and buf[j] != SYNC:
+                    j += 1
+                self.garbage_bytes += j
+                self._drop(j)
+                continue
+            if n < 2:
+                return -1
+            ln = buf[1]
+            if ln < 1 or ln > MAX_LEN:
+                self.length_errors += 1
+                self.garbage_bytes += 1
+                self._drop(1)
+                continue
+            total = ln + OVERHEAD
+            if n < total:
+                return -1
+            crc = crc16(buf, 0xFFFF, 1, total - 2)
+            if (crc & 0xFF) != buf[total - 2] or (crc >> 8) != buf[total - 1]:
+                self.crc_errors += 1
+                self.garbage_bytes += 1
+                self._drop(1)
+                continue
+            self.frames += 1
+            self.frame_bytes += total
+            self.payload_len = ln - 1
+            self.consumed = total
+            return buf[2]
+        return -1
+
+    def feed_byte(self, b):
+        """Add one byte; the command code of a frame it completed, or -1."""
+        if self.consumed:
+            self._drop(self.consumed)
+            self.consumed = 0
+        self.bytes_in += 1
+        n = self.n
+        if n == 0 and b != SYNC:
+            # fast path while hunting: nothing held, not a sync byte
+            self.garbage_bytes += 1
+            return -1
+        self.buf[n] = b
+        self.n = n + 1
+        return self.poll()
+
+    def payload(self):
+        """The last completed frame's payload as bytes (allocates; the board reads buf directly)."""
+        return bytes(self.buf[3:3 + self.payload_len])
+
+    def feed(self, data):
+        """Feed a chunk of bytes; returns [(cmd, payload), ...] for every good frame completed."""
+        out = []
+        for b in data:
+            cmd = self.feed_byte(b)
+            while cmd >= 0:
+                out.append((cmd, bytes(self.buf[3:3 + self.payload_len])))
+                cmd = self.poll()
+        return out
+
+
+# ---- payload layouts (struct formats, little-endian) ----
+
+FMT_SET_VEL = "<ii"             # v_left, v_right: counts/s
+FMT_STATE = "<iiiiB"            # p_left, p_right (counts), v_left, v_right (counts/s, board estimate), status
+FMT_INFO_HEAD = "<BIHI"         # version, schema hash, control rate Hz, counts per wheel rev; then 2 short strings
+FMT_U8 = "<B"
+FMT_U16 = "<H"
+FMT_TIME = "<I"                 # host time us (u32, wraps)
+FMT_TIME_ACK = "<III"           # host time echoed, board ticks_us at receipt, board ticks_us at reply
+FMT_NACK = "<BB"                # command, code
+FMT_ODOM = "<Iiii"              # board time us, x um, y um, theta urad (wrapped to [-pi, pi))
+FMT_TELEMETRY_DATA = "<HIiihhiihhB"  # seq, board time us, then per wheel (left, right): setpoint counts/s,
+#                                    measured counts/s, output (Q15 duty), integrator (Q15 duty); status byte
+ODOM_LENGTH_SCALE = 1e6         # um per m
+ODOM_ANGLE_SCALE = 1e6          # urad per rad
+Q15 = const(32768)              # duty 1.0 on the wire (telemetry output and integrator)
+
+DIAG_FIELDS = (
+    ("period_min_us", "I"), ("period_max_us", "I"), ("exec_max_us", "I"), ("exec_avg_us", "I"),
+    ("overruns", "I"), ("frames_ok", "I"), ("crc_errors", "I"), ("length_errors", "I"),
+    ("garbage_bytes", "I"), ("nacks", "I"), ("deadman_trips", "I"), ("fault_code", "B"), ("uptime_ms", "I"),
+    ("free_heap", "I"), ("reset_cause", "B"), ("flags", "B"),
+)
+FMT_DIAG = "<" + "".join(t for _, t in DIAG_FIELDS)
+
+
+def _check_len(payload, fmt):
+    if len(payload) != struct.calcsize(fmt):
+        raise ValueError("bad payload length %d for %s" % (len(payload), fmt))
+
+
+def _unpack(fmt, payload):
+    _check_len(payload, fmt)
+    return struct.unpack(fmt, payload)
+
+
+# HELLO / INFO
+def pack_hello():
+    return encode(HELLO)
+
+
+def _short_str(s):
+    b = s.encode() if isinstance(s, str) else bytes(s)
+    b = b[:20]
+    return bytes((len(b),)) + b
+
+
+def pack_info(version, schema_hash, control_hz, counts_per_rev, firmware, board):
+    return encode(INFO, struct.pack(FMT_INFO_HEAD, version, schema_hash, control_hz, counts_per_rev)
+                  + _short_str(firmware) + _short_str(board))
+
+
+def unpack_info(payload):
+    """-> (protocol_version, schema_hash, control_hz, counts_per_rev, firmware, board)."""
+    head = struct.calcsize(FMT_INFO_HEAD)
+    if len(payload) < head + 2:
+        raise ValueError("INFO payload too short")
+    version, schema_hash, hz, cpr = struct.unpack(FMT_INFO_HEAD, payload[:head])
+    i = head
+    strings = []
+    for _ in range(2):
+        n = payload[i]
+        if i + 1 + n > len(payload):
+            raise ValueError("INFO string runs past the payload")
+        strings.append(bytes(payload[i + 1:i + 1 + n]).decode())
+        i += 1 + n
+    return version, schema_hash, hz, cpr, strings[0], strings[1]
+
+
+# SET_VEL / STATE
+def pack_set_vel(v_left, v_right):
+    return encode(SET_VEL, struct.pack(FMT_SET_VEL, v_left, v_right))
+
+
+def unpack_set_vel(payload):
+    return _unpack(FMT_SET_VEL, payload)
+
+
+def pack_state(p_left, p_right, v_left, v_right, status):
+    return encode(STATE, struct.pack(FMT_STATE, p_left, p_right, v_left, v_right, status))
+
+
+def unpack_state(payload):
+    """-> (p_left, p_right, v_left, v_right, status): counts, counts/s."""
+    return _unpack(FMT_STATE, payload)
+
+
+# ENABLE
+def pack_enable(on):
+    return encode(ENABLE, bytes((1 if on else 0,)))
+
+
+def unpack_enable(payload):
+    """-> True to energize. Any value other than 0 or 1 is a ValueError (NACK 3 on the board)."""
+    (v,) = _unpack(FMT_U8, payload)
+    if v > 1:
+        raise ValueError("ENABLE takes 0 or 1")
+    return v == 1
+
+
+def pack_enable_ack(enabled):
+    return encode(ENABLE_ACK, bytes((1 if enabled else 0,)))
+
+
+def unpack_enable_ack(payload):
+    return _unpack(FMT_U8, payload)[0] == 1
+
+
+# ZERO
+def pack_zero():
+    return encode(ZERO)
+
+
+def pack_zero_ack():
+    return encode(ZERO_ACK)
+
+
+# TIME
+def pack_time(host_us):
+    return encode(TIME, struct.pack(FMT_TIME, host_us & 0xFFFFFFFF))
+
+
+def unpack_time(payload):
+    return _unpack(FMT_TIME, payload)[0]
+
+
+def pack_time_ack(host_us, board_rx_us, board_tx_us):
+    return encode(TIME_ACK, struct.pack(FMT_TIME_ACK, host_us & 0xFFFFFFFF, board_rx_us & 0xFFFFFFFF,
+                                        board_tx_us & 0xFFFFFFFF))
+
+
+def unpack_time_ack(payload):
+    """-> (host_us echoed, board_rx_us, board_tx_us)."""
+    return _unpack(FMT_TIME_ACK, payload)
+
+
+# GET_PARAM / SET_PARAM (value type from shared.params)
+def _param_type(pid):
+    from . import params  # late: params imports this module's const helper only
+    p = params.by_id(pid)
+    if p is None:
+        raise KeyError(pid)
+    return p[params.TYPE]
+
+
+def pack_get_param(pid):
+    return encode(GET_PARAM, bytes((pid,)))
+
+
+def unpack_get_param(payload):
+    return _unpack(FMT_U8, payload)[0]
+
+
+def _pack_param_payload(pid, value):
+    t = _param_type(pid)
+    if t == "f":
+        return struct.pack("<Bf", pid, value)
+    return struct.pack("<B" + t, pid, int(value))
+
+
+def unpack_param_value(payload):
+    """(id, value) from a SET_PARAM, PARAM or PARAM_SET payload. KeyError for an unknown id,
+    ValueError for a length that does not match the parameter's type."""
+    if len(payload) < 1:
+        raise ValueError("empty parameter payload")
+    pid = payload[0]
+    t = _param_type(pid)
+    return _unpack("<B" + t, payload)
+
+
+def pack_set_param(pid, value):
+    return encode(SET_PARAM, _pack_param_payload(pid, value))
+
+
+def pack_param(pid, value):
+    return encode(PARAM, _pack_param_payload(pid, value))
+
+
+def pack_param_set(pid, value):
+    return encode(PARAM_SET, _pack_param_payload(pid, value))
+
+
+# SAVE_PARAMS / CLEAR_FAULT
+def pack_save_params():
+    return encode(SAVE_PARAMS)
+
+
+def pack_save_ack():
+    return encode(SAVE_ACK)
+
+
+def pack_clear_fault():
+    return encode(CLEAR_FAULT)
+
+
+def pack_fault_cleared(code):
+    return encode(FAULT_CLEARED, bytes((code,)))
+
+
+def unpack_fault_cleared(payload):
+    return _unpack(FMT_U8, payload)[0]
+
+
+# GET_DIAG
+def pack_get_diag():
+    return encode(GET_DIAG)
+
+
+def pack_diag(values):
+    """values: a dict with every DIAG_FIELDS name."""
+    return encode(DIAG, struct.pack(FMT_DIAG, *[values[name] for name, _ in DIAG_FIELDS]))
+
+
+def unpack_diag(payload):
+    """-> dict keyed by the DIAG_FIELDS names."""
+    vals = _unpack(FMT_DIAG, payload)
+    return {name: vals[i] for i, (name, _) in enumerate(DIAG_FIELDS)}
+
+
+# TELEMETRY
+def pack_telemetry(rate_hz):
+    return encode(TELEMETRY, struct.pack(FMT_U16, rate_hz))
+
+
+def unpack_telemetry(payload):
+    return _unpack(FMT_U16, payload)[0]
+
+
+def pack_telemetry_ack(rate_hz):
+    return encode(TELEMETRY_ACK, struct.pack(FMT_U16, rate_hz))
+
+
+def unpack_telemetry_ack(payload):
+    return _unpack(FMT_U16, payload)[0]
+
+
+def pack_telemetry_data(seq, t_us, sp_l, meas_l, out_l, integ_l, sp_r, meas_r, out_r, integ_r, status):
+    return encode(TELEMETRY_DATA, struct.pack(FMT_TELEMETRY_DATA, seq & 0xFFFF, t_us & 0xFFFFFFFF, sp_l, meas_l,
+                                              out_l, integ_l, sp_r, meas_r, out_r, integ_r, status))
+
+
+def unpack_telemetry_data(payload):
+    """-> (seq, t_us, sp_l, meas_l, out_l, integ_l, sp_r, meas_r, out_r, integ_r, status)."""
+    return _unpack(FMT_TELEMETRY_DATA, payload)
+
+
+# GET_ODOM
+def pack_get_odom():
+    return encode(GET_ODOM)
+
+
+def pack_odom(t_us, x_um, y_um, theta_urad):
+    return encode(ODOM, struct.pack(FMT_ODOM, t_us & 0xFFFFFFFF, x_um, y_um, theta_urad))
+
+
+def unpack_odom(payload):
+    """-> (t_us, x_um, y_um, theta_urad); divide by ODOM_*_SCALE for m and rad."""
+    return _unpack(FMT_ODOM, payload)
+
+
+# NACK
+def pack_nack(cmd, code):
+    return encode(NACK, bytes((cmd & 0xFF, code)))
+
+
+def unpack_nack(payload):
+    """-> (cmd, code)."""
+    return _unpack(FMT_NACK, payload)
