@@ -1,0 +1,52 @@
+# Hardware layer: one module per backend (rp2, esp32, stm32, circuitpython, sim). Code that only one port can
+# import lives in its backend module and nowhere else. The firmware picks the backend named by the board
+# config file ("backend": "rp2" | "esp32" | "stm32" | "circuitpython" | "sim") through load().
+#
+# Every backend module defines `class Board` with this interface (the firmware uses nothing else):
+#
+#   Board(cfg)                      cfg: the parsed board config dict (see docs/board-config.md)
+#   counter_bits                    16 or 32: the raw encoder counters wrap at 2**counter_bits
+#   read_counts(buf)                buf: array('i', 2); writes the RAW counters (left, right) as
+#                                   non-negative ints in [0, 2**counter_bits). No allocation. Direction signs
+#                                   are applied by the firmware (control.py), in one place, from the config.
+#   write_duty(left, right)         signed duty in Q15 (-32767..32767 = -100%..100%), RAW (sign applied by the
+#                                   firmware). No allocation. Ignored while de-energized.
+#   set_energized(on)               False: H-bridge outputs off (coast), duty forced to 0
+#   start_periodic(hz, fn)          call fn() every 1/hz s: a hard timer IRQ where the port has one (fn is
+#                                   allocation-free), a thread or soft timer otherwise; soft = True then
+#   stop_periodic()
+#   soft                            True when start_periodic is not a hard IRQ (reported in GET_DIAG flags)
+#   ticks_us() / ticks_ms()         the port's wrapping tick counters (use time.ticks_diff on them)
+#   watchdog_start(timeout_ms)      start the hardware watchdog (cannot be stopped once started)
+#   watchdog_feed()
+#   reset_cause()                   shared.protocol.RESET_* code of the last reset
+#   open_link()                     the host link stream: an object with readinto(buf) -> int|None
+#                                   (non-blocking; None or 0 when nothing is waiting), write(buf) -> int,
+#                                   close(). UART or USB CDC (stdin/stdout, Ctrl-C disabled) on hardware,
+#                                   a TCP socket in the virtual board.
+#   free_heap()                     bytes free (gc.mem_free() where the port has it)
+#   edge_period_us(buf)             optional (hasattr): last encoder edge period per wheel in us, 0 if none,
+#                                   for low-speed velocity estimation
+#   idle()                          called by the slow loop when it has nothing to do (sleep ~1 ms)
+#
+# The sim backend additionally takes the plant and the link stream from the virtual board:
+#   Board(cfg, plant=..., link=...)   plant.step(dt_s, duty_l_q15, duty_r_q15) advances the physics one
+#                                     control period; plant.counts(buf) gives the raw quadrature counters.
+
+
+def load(cfg, **kw):
+    """The Board of the backend cfg names; extra keywords go to the backend (the sim's plant and link)."""
+    name = cfg.get("backend", "sim")
+    if name == "rp2":
+        from . import rp2 as mod
+    elif name == "esp32":
+        from . import esp32 as mod
+    elif name == "stm32":
+        from . import stm32 as mod
+    elif name == "circuitpython":
+        from . import circuitpython as mod
+    elif name == "sim":
+        from . import sim as mod
+    else:
+        raise ValueError("unknown backend %r in the board config" % name)
+    return mod.Board(cfg, **kw)
