@@ -1,0 +1,205 @@
+"""ROS 2 message types as Cyclone DDS IDL structs, field for field as the ROS 2 .msg definitions.
+
+ROS 2 maps `<pkg>/msg/<Type>` to the IDL struct `<pkg>::msg::dds_::<Type>_` (rosidl_generator_dds_idl) and
+rmw_cyclonedds_cpp writes it as a final struct in XCDR1 (plain CDR, encapsulation CDR_LE). A reader in a ROS 2
+graph matches our writer by that type name; the bytes must be exactly what rosidl would produce, which
+tests/test_ros2_cdr.py checks against an independent serializer (rosbags) in both directions.
+
+Field types follow the .msg -> IDL mapping: float64 -> double, int32 -> long, uint32 -> unsigned long,
+byte -> octet (uint8), string -> string (unbounded), T[] -> sequence<T>, T[N] -> T[N].
+Default values match ROS 2's (a Quaternion defaults to the identity, w = 1).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from cyclonedds.idl import IdlStruct
+from cyclonedds.idl.types import array, float64, int32, sequence, uint8, uint32
+
+
+def _zeros36():
+    return [0.0] * 36
+
+
+# ----------------------------------------------------------------------------------------- builtin_interfaces
+@dataclass
+class Time(IdlStruct, typename="builtin_interfaces::msg::dds_::Time_"):
+    sec: int32 = 0
+    nanosec: uint32 = 0
+
+
+# ----------------------------------------------------------------------------------------------------- std_msgs
+@dataclass
+class Header(IdlStruct, typename="std_msgs::msg::dds_::Header_"):
+    stamp: Time = field(default_factory=Time)
+    frame_id: str = ""
+
+
+# ----------------------------------------------------------------------------------------------- geometry_msgs
+@dataclass
+class Vector3(IdlStruct, typename="geometry_msgs::msg::dds_::Vector3_"):
+    x: float64 = 0.0
+    y: float64 = 0.0
+    z: float64 = 0.0
+
+
+@dataclass
+class Point(IdlStruct, typename="geometry_msgs::msg::dds_::Point_"):
+    x: float64 = 0.0
+    y: float64 = 0.0
+    z: float64 = 0.0
+
+
+@dataclass
+class Quaternion(IdlStruct, typename="geometry_msgs::msg::dds_::Quaternion_"):
+    x: float64 = 0.0
+    y: float64 = 0.0
+    z: float64 = 0.0
+    w: float64 = 1.0
+
+
+@dataclass
+class Pose(IdlStruct, typename="geometry_msgs::msg::dds_::Pose_"):
+    position: Point = field(default_factory=Point)
+    orientation: Quaternion = field(default_factory=Quaternion)
+
+
+@dataclass
+class PoseWithCovariance(IdlStruct, typename="geometry_msgs::msg::dds_::PoseWithCovariance_"):
+    pose: Pose = field(default_factory=Pose)
+    covariance: array[float64, 36] = field(default_factory=_zeros36)   # row-major 6x6 (x, y, z, rotX, rotY, rotZ)
+
+
+@dataclass
+class Twist(IdlStruct, typename="geometry_msgs::msg::dds_::Twist_"):
+    linear: Vector3 = field(default_factory=Vector3)
+    angular: Vector3 = field(default_factory=Vector3)
+
+
+@dataclass
+class TwistStamped(IdlStruct, typename="geometry_msgs::msg::dds_::TwistStamped_"):
+    header: Header = field(default_factory=Header)
+    twist: Twist = field(default_factory=Twist)
+
+
+@dataclass
+class TwistWithCovariance(IdlStruct, typename="geometry_msgs::msg::dds_::TwistWithCovariance_"):
+    twist: Twist = field(default_factory=Twist)
+    covariance: array[float64, 36] = field(default_factory=_zeros36)
+
+
+@dataclass
+class Transform(IdlStruct, typename="geometry_msgs::msg::dds_::Transform_"):
+    translation: Vector3 = field(default_factory=Vector3)
+    rotation: Quaternion = field(default_factory=Quaternion)
+
+
+@dataclass
+class TransformStamped(IdlStruct, typename="geometry_msgs::msg::dds_::TransformStamped_"):
+    header: Header = field(default_factory=Header)
+    child_frame_id: str = ""
+    transform: Transform = field(default_factory=Transform)
+
+
+# ---------------------------------------------------------------------------------------------------- nav_msgs
+@dataclass
+class Odometry(IdlStruct, typename="nav_msgs::msg::dds_::Odometry_"):
+    header: Header = field(default_factory=Header)
+    child_frame_id: str = ""
+    pose: PoseWithCovariance = field(default_factory=PoseWithCovariance)
+    twist: TwistWithCovariance = field(default_factory=TwistWithCovariance)
+
+
+# ------------------------------------------------------------------------------------------------- sensor_msgs
+@dataclass
+class JointState(IdlStruct, typename="sensor_msgs::msg::dds_::JointState_"):
+    header: Header = field(default_factory=Header)
+    name: sequence[str] = field(default_factory=list)
+    position: sequence[float64] = field(default_factory=list)
+    velocity: sequence[float64] = field(default_factory=list)
+    effort: sequence[float64] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------------- tf2_msgs
+@dataclass
+class TFMessage(IdlStruct, typename="tf2_msgs::msg::dds_::TFMessage_"):
+    transforms: sequence[TransformStamped] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------- diagnostic_msgs
+@dataclass
+class KeyValue(IdlStruct, typename="diagnostic_msgs::msg::dds_::KeyValue_"):
+    key: str = ""
+    value: str = ""
+
+
+@dataclass
+class DiagnosticStatus(IdlStruct, typename="diagnostic_msgs::msg::dds_::DiagnosticStatus_"):
+    level: uint8 = 0
+    name: str = ""
+    message: str = ""
+    hardware_id: str = ""
+    values: sequence[KeyValue] = field(default_factory=list)
+
+
+# DiagnosticStatus level constants (byte in the .msg; constants are not on the wire)
+DIAG_OK = 0
+DIAG_WARN = 1
+DIAG_ERROR = 2
+DIAG_STALE = 3
+DIAG_LEVEL_NAMES = {DIAG_OK: "OK", DIAG_WARN: "WARN", DIAG_ERROR: "ERROR", DIAG_STALE: "STALE"}
+
+
+@dataclass
+class DiagnosticArray(IdlStruct, typename="diagnostic_msgs::msg::dds_::DiagnosticArray_"):
+    header: Header = field(default_factory=Header)
+    status: sequence[DiagnosticStatus] = field(default_factory=list)
+
+
+# Every type above, by its ROS 2 name (`<pkg>/msg/<Type>`).
+ALL_TYPES = (
+    Time, Header, Vector3, Point, Quaternion, Pose, PoseWithCovariance, Twist, TwistStamped, TwistWithCovariance,
+    Transform, TransformStamped, Odometry, JointState, TFMessage, KeyValue, DiagnosticStatus, DiagnosticArray,
+)
+
+
+def dds_type_name(cls) -> str:
+    """`geometry_msgs::msg::dds_::Twist_`: the name DDS discovery announces for a ROS 2 message type."""
+    return cls.__idl_typename__
+
+
+def ros_type_name(cls_or_dds_name) -> str:
+    """`geometry_msgs/msg/Twist` from a message class or its DDS type name."""
+    dds = cls_or_dds_name if isinstance(cls_or_dds_name, str) else dds_type_name(cls_or_dds_name)
+    parts = dds.split("::")
+    if len(parts) != 4 or parts[1] != "msg" or parts[2] != "dds_" or not parts[3].endswith("_"):
+        raise ValueError(f"not a ROS 2 message DDS type name: {dds!r}")
+    return f"{parts[0]}/msg/{parts[3][:-1]}"
+
+
+TYPES_BY_ROS_NAME = {ros_type_name(t): t for t in ALL_TYPES}
+
+
+# ------------------------------------------------------------------------------------------------------- helpers
+def time_from_ns(ns: int) -> Time:
+    """builtin_interfaces/Time from integer nanoseconds (floor division keeps nanosec in [0, 1e9) for ns < 0)."""
+    sec, nanosec = divmod(int(ns), 1_000_000_000)
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def time_from_s(t: float) -> Time:
+    return time_from_ns(round(t * 1e9))
+
+
+def time_to_s(t: Time) -> float:
+    return t.sec + t.nanosec * 1e-9
+
+
+def quaternion_from_yaw(yaw: float) -> Quaternion:
+    """Rotation about +z by yaw (REP-103: CCW positive seen from above)."""
+    return Quaternion(x=0.0, y=0.0, z=math.sin(yaw / 2.0), w=math.cos(yaw / 2.0))
+
+
+def yaw_from_quaternion(q: Quaternion) -> float:
+    """Yaw of a quaternion (the full formula, so a non-planar q still gives its heading)."""
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
