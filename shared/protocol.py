@@ -11,7 +11,7 @@ import struct
 try:
     from micropython import const
 except ImportError:  # CPython (Blinka's micropython module may be absent)
-    def const(x):
+    def const(x):  # type: ignore[misc]  # mypy (make typecheck) sees the stubs' generic const
         return x
 
 PROTOCOL_VERSION = const(1)

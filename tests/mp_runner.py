@@ -40,9 +40,13 @@ def main():
         except BaseException as e:  # noqa: B036
             try:
                 import micropython
-                for _ in range(8):  # heap_lock nests; undo every level so the report can print
-                    if not micropython.heap_unlock():
-                        break
+                # heap_lock nests; undo every level the test left so the report and the next tests can allocate.
+                # heap_unlock() on an unlocked heap underflows the depth and locks it for good, so read the depth
+                # first: lock once more, and the unlock returns the depth the test left.
+                micropython.heap_lock()
+                depth = micropython.heap_unlock()
+                while depth > 0:
+                    depth = micropython.heap_unlock()
             except (ImportError, AttributeError):
                 pass
             print("@@VD-FAIL", name)
