@@ -1,0 +1,276 @@
+"""A ROS 2 node's footprint on DDS, without ROS: domain, discovery range, names, participant USER_DATA.
+
+What rmw_cyclonedds_cpp does, and this module does the same way:
+- domain id: ROS_DOMAIN_ID (default 0), one DDS domain per id.
+- participant USER_DATA `enclave=/;` (how ROS 2 tools tell ROS participants from other DDS participants).
+- topic `/<namespace>/<name>` is the DDS topic `rt/<namespace>/<name>`; type `<pkg>::msg::dds_::<Type>_`.
+- discovery range from the environment, as a Cyclone XML fragment put in front of CYCLONEDDS_URI:
+  ROS_LOCALHOST_ONLY=1 (Humble; deprecated but honoured later) or ROS_AUTOMATIC_DISCOVERY_RANGE
+  (LOCALHOST | SUBNET | OFF | SYSTEM_DEFAULT, Iron and later) with ROS_STATIC_PEERS. `cyclone_config()` returns
+  the exact XML; docs/ros2.md shows it.
+"""
+import os
+import re
+import threading
+from dataclasses import dataclass
+
+from cyclonedds.core import Policy, Qos
+from cyclonedds.domain import Domain, DomainParticipant
+from cyclonedds.pub import DataWriter, Publisher
+from cyclonedds.sub import DataReader, Subscriber
+from cyclonedds.topic import Topic
+
+from ..errors import BadValue
+
+# Cyclone maps a domain id to UDP ports 7400 + 250 * id (+ offsets); above 232 they leave the 16-bit range
+# (the same limit ROS 2 documents).
+DOMAIN_ID_MAX = 232
+ENCLAVE_USER_DATA = b"enclave=/;"
+
+RANGE_LOCALHOST = "LOCALHOST"
+RANGE_SUBNET = "SUBNET"
+RANGE_OFF = "OFF"
+RANGE_SYSTEM_DEFAULT = "SYSTEM_DEFAULT"
+RANGES = (RANGE_LOCALHOST, RANGE_SUBNET, RANGE_OFF, RANGE_SYSTEM_DEFAULT)
+
+# ROS 2 distributions whose rmw_cyclonedds_cpp only knows ROS_LOCALHOST_ONLY (no discovery range)
+_LOCALHOST_ONLY_DISTROS = ("foxy", "galactic", "humble")
+
+_NAME_TOKEN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+# ------------------------------------------------------------------------------------------------------- names
+def _check_tokens(name: str, what: str) -> None:
+    for token in name.strip("/").split("/"):
+        if not _NAME_TOKEN.match(token) or "__" in token:
+            raise BadValue(f"invalid ROS {what} {name!r}: each part must be letters, digits and single underscores, "
+                           f"not starting with a digit (part {token!r})")
+
+
+def normalize_namespace(namespace: str | None) -> str:
+    """'' / None / '/' -> '/'; 'robot1' and '/robot1/' -> '/robot1'."""
+    if not namespace or namespace.strip("/") == "":
+        return "/"
+    ns = "/" + namespace.strip("/")
+    _check_tokens(ns, "namespace")
+    return ns
+
+
+def resolve_topic(name: str, namespace: str = "/") -> str:
+    """Fully qualified ROS name: a relative name goes under the namespace, an absolute one ('/tf') does not."""
+    if not name or name.strip("/") == "":
+        raise BadValue(f"invalid ROS topic name {name!r}")
+    if name.startswith("~"):
+        raise BadValue(f"private topic names ({name!r}) are not supported: use a relative or absolute name")
+    _check_tokens(name, "topic name")
+    if name.startswith("/"):
+        return "/" + name.strip("/")
+    ns = normalize_namespace(namespace)
+    return (ns.rstrip("/") + "/" + name.strip("/")) if ns != "/" else "/" + name.strip("/")
+
+
+def dds_topic_name(ros_name: str) -> str:
+    """'/robot1/cmd_vel' -> 'rt/robot1/cmd_vel' (ROS topics live under the `rt` prefix on DDS)."""
+    if not ros_name.startswith("/"):
+        raise ValueError(f"not a fully qualified ROS name: {ros_name!r}")
+    return "rt" + ros_name
+
+
+def ros_topic_from_dds(dds_name: str) -> str | None:
+    """The ROS topic name of a DDS topic, or None for DDS topics that are not ROS topics (services, builtins)."""
+    return dds_name[2:] if dds_name.startswith("rt/") else None
+
+
+# ------------------------------------------------------------------------------------------------------ domain
+def resolve_domain_id(domain_id: int | str | None = None, env=None) -> int:
+    """The explicit id, else ROS_DOMAIN_ID, else 0; anything outside 0..232 is a BadValue naming its source."""
+    env = os.environ if env is None else env
+    source = "--domain-id"
+    if domain_id is None:
+        raw = env.get("ROS_DOMAIN_ID", "").strip()
+        if raw == "":
+            return 0
+        domain_id, source = raw, "ROS_DOMAIN_ID"
+    try:
+        value = int(domain_id)
+    except (TypeError, ValueError):
+        raise BadValue(f"{source}={domain_id!r} is not an integer (0..{DOMAIN_ID_MAX})") from None
+    if not 0 <= value <= DOMAIN_ID_MAX:
+        raise BadValue(f"{source}={value} is outside 0..{DOMAIN_ID_MAX}")
+    return value
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Which participants we find: the ROS 2 discovery range, static peers, and the rmw flavour of localhost."""
+
+    range: str = RANGE_SUBNET
+    static_peers: tuple = ()
+    humble_localhost_only: bool = False     # ROS_LOCALHOST_ONLY=1 on a Humble-era rmw: bind to 127.0.0.1
+
+    @classmethod
+    def from_env(cls, env=None) -> "Discovery":
+        """The discovery settings a ROS 2 node would take from this environment (rcl's rules).
+
+        ROS_LOCALHOST_ONLY=1 wins over the range and drops the static peers. On Humble and older (ROS_DISTRO)
+        it means "bind to 127.0.0.1"; from Iron on it means range LOCALHOST. An unset range is SUBNET; an
+        unknown value is LOCALHOST (rcl warns and assumes localhost too).
+        """
+        env = os.environ if env is None else env
+        distro = env.get("ROS_DISTRO", "").strip().lower()
+        if env.get("ROS_LOCALHOST_ONLY", "").strip() == "1":
+            return cls(RANGE_LOCALHOST, (), humble_localhost_only=distro in _LOCALHOST_ONLY_DISTROS)
+        raw = env.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "").strip().upper()
+        rng = RANGE_SUBNET if raw == "" else (raw if raw in RANGES else RANGE_LOCALHOST)
+        peers = tuple(p.strip() for p in env.get("ROS_STATIC_PEERS", "").split(";") if p.strip())
+        return cls(rng, peers)
+
+    @classmethod
+    def localhost(cls) -> "Discovery":
+        return cls(RANGE_LOCALHOST)
+
+
+def _xml_attr(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def discovery_xml(discovery: Discovery, pid: int | None = None) -> str:
+    """The Cyclone XML fragment rmw_cyclonedds_cpp generates for these settings ('' when it adds none)."""
+    if discovery.humble_localhost_only:
+        # Humble: the node binds to the loopback interface. Peers find each other by multicast on lo, so lo
+        # needs the MULTICAST flag (`ip link set lo multicast on`), as with ROS 2 itself.
+        return ('<CycloneDDS><Domain><General><Interfaces><NetworkInterface address="127.0.0.1"/>'
+                '</Interfaces></General></Domain></CycloneDDS>')
+    rng = discovery.range
+    if rng == RANGE_SYSTEM_DEFAULT:
+        return ""
+    localhost_peer = rng == RANGE_LOCALHOST
+    static_peers = discovery.static_peers if rng in (RANGE_LOCALHOST, RANGE_SUBNET) else ()
+    no_multicast = rng in (RANGE_LOCALHOST, RANGE_OFF)
+    xml = "<CycloneDDS><Domain>"
+    if no_multicast:
+        xml += "<General><AllowMulticast>false</AllowMulticast></General>"
+    if rng == RANGE_OFF:
+        # a private tag: only a participant with this exact tag (this process) can discover us
+        xml += "<Discovery><ParticipantIndex>none</ParticipantIndex>"
+        xml += f"<Tag>ros_discovery_off_{os.getpid() if pid is None else pid}</Tag>"
+    else:
+        # unicast discovery needs predictable ports: participant index 0..32 per host and domain
+        xml += ("<Discovery><ParticipantIndex>auto</ParticipantIndex>"
+                "<MaxAutoParticipantIndex>32</MaxAutoParticipantIndex>")
+    if localhost_peer or static_peers:
+        xml += "<Peers>"
+        if localhost_peer:
+            xml += '<Peer address="localhost"/>'
+        for peer in static_peers:
+            xml += f'<Peer address="{_xml_attr(peer)}"/>'
+        xml += "</Peers>"
+    xml += "</Discovery></Domain></CycloneDDS>"
+    return xml
+
+
+def cyclone_config(discovery: Discovery, env=None, pid: int | None = None) -> str:
+    """The whole Cyclone configuration string: our fragment, then CYCLONEDDS_URI (which wins where both set
+    something), as rmw_cyclonedds_cpp does. '' means "Cyclone's defaults plus CYCLONEDDS_URI"."""
+    env = os.environ if env is None else env
+    parts = [p for p in (discovery_xml(discovery, pid), env.get("CYCLONEDDS_URI", "")) if p]
+    return ",".join(parts)
+
+
+# The process-wide DDS domains we created, by id: Cyclone allows one configuration per domain id per process.
+_domains: dict = {}
+_domains_lock = threading.Lock()
+
+
+def _acquire_domain(domain_id: int, config: str):
+    with _domains_lock:
+        entry = _domains.get(domain_id)
+        if entry is not None:
+            if entry[1] != config:
+                raise BadValue(f"DDS domain {domain_id} is already in use in this process with a different "
+                               "discovery configuration")
+            entry[2] += 1
+            return entry[0]
+        domain = Domain(domain_id, config) if config else None
+        _domains[domain_id] = [domain, config, 1]
+        return domain
+
+
+def _release_domain(domain_id: int) -> None:
+    with _domains_lock:
+        entry = _domains.get(domain_id)
+        if entry is None:
+            return
+        entry[2] -= 1
+        if entry[2] == 0:
+            del _domains[domain_id]
+            if entry[0] is not None:
+                delete_entity(entry[0])
+
+
+def delete_entity(entity) -> None:
+    """Delete a Cyclone entity now (and with it its children), not whenever the garbage collector gets to it;
+    idempotent, like the binding's own finalizer which it uses."""
+    ref = getattr(entity, "_ref", None)
+    if ref is not None and ref in entity._entities:
+        del entity._entities[ref]
+        entity._delete(ref)
+
+
+class RosNode:
+    """One DDS participant that a ROS 2 graph takes for a ROS 2 process.
+
+    `publisher(name, type, qos)` and `subscription(name, type, qos)` resolve `name` against the namespace and
+    create the DDS writer/reader on `rt/...`. `close()` deletes the participant (remote nodes see our
+    endpoints disappear). Entities are deleted with the participant.
+    """
+
+    def __init__(self, namespace: str = "/", domain_id: int | None = None, discovery: Discovery | None = None,
+                 env=None):
+        env = os.environ if env is None else env
+        self.namespace = normalize_namespace(namespace)
+        self.domain_id = resolve_domain_id(domain_id, env)
+        self.discovery = Discovery.from_env(env) if discovery is None else discovery
+        self.config = cyclone_config(self.discovery, env)
+        self._domain = _acquire_domain(self.domain_id, self.config)
+        try:
+            self.participant = DomainParticipant(self.domain_id, qos=Qos(Policy.Userdata(ENCLAVE_USER_DATA)))
+        except Exception as e:
+            _release_domain(self.domain_id)
+            raise BadValue(f"cannot create the DDS participant on domain {self.domain_id}: {e}") from e
+        self._publisher = Publisher(self.participant)
+        self._subscriber = Subscriber(self.participant)
+        self._topics: dict = {}
+        self._closed = False
+
+    def topic_name(self, name: str) -> str:
+        return resolve_topic(name, self.namespace)
+
+    def _topic(self, name: str, msg_type):
+        dds_name = dds_topic_name(self.topic_name(name))
+        key = (dds_name, msg_type)
+        if key not in self._topics:
+            self._topics[key] = Topic(self.participant, dds_name, msg_type)
+        return self._topics[key]
+
+    def publisher(self, name: str, msg_type, qos: Qos) -> DataWriter:
+        return DataWriter(self._publisher, self._topic(name, msg_type), qos=qos)
+
+    def subscription(self, name: str, msg_type, qos: Qos, listener=None) -> DataReader:
+        return DataReader(self._subscriber, self._topic(name, msg_type), qos=qos, listener=listener)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._topics.clear()
+        try:
+            delete_entity(self.participant)
+        finally:
+            _release_domain(self.domain_id)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
