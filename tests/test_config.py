@@ -1,0 +1,89 @@
+"""RobotConfig: YAML and TOML robot files, validation messages naming key, value and range."""
+import math
+from pathlib import Path
+
+import pytest
+
+from viperdrive.config import RobotConfig
+from viperdrive.errors import EXIT_BAD_VALUE, BadValue
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+
+
+def test_examples_load():
+    y = RobotConfig.load(EXAMPLES / "robot.yaml")
+    assert y.wheel_separation == 0.1853 and y.counts_per_rev is None
+    assert y.linear.max_velocity == 0.5 and y.linear.deceleration == 1.0
+    assert y.angular.max_deceleration is None and y.angular.deceleration == 6.0
+    assert y.ros2["odom_frame_id"] == "odom" and y.ros2["enable_odom_tf"] is True
+    t = RobotConfig.load(EXAMPLES / "robot.toml")
+    assert t.port == "sim" and t.linear.max_acceleration == 0.8 and t.angular.max_velocity == 4.0
+    assert t.effective_separation == pytest.approx(0.1853)
+    assert y.get("linear.x.max_velocity") == 0.5
+
+
+def test_round_trip_and_dotted_equals_nested():
+    c = RobotConfig.from_dict({"linear.x.max_velocity": 0.3, "wheel_radius": 0.05})
+    d = RobotConfig.from_dict({"linear": {"x": {"max_velocity": 0.3}}, "wheel_radius": 0.05})
+    assert c == d
+    assert RobotConfig.from_dict(c.to_dict()) == c
+    assert c.with_values(port="sim").port == "sim"
+
+
+def test_diff_drive_controller_layout_and_nan_unlimited():
+    c = RobotConfig.from_dict({"diff_drive": {"ros__parameters": {
+        "wheel_separation": 0.3, "linear": {"x": {"max_velocity": float("nan"), "max_acceleration": 1.5}}}}})
+    assert c.wheel_separation == 0.3 and c.linear.max_velocity is None and c.linear.max_acceleration == 1.5
+
+
+@pytest.mark.parametrize("data, words", [
+    ({"wheel_radius": 7.0}, ["wheel_radius=7.0", "[0.005, 1.0] m"]),
+    ({"wheel_radius": -0.1}, ["wheel_radius=-0.1", "outside"]),
+    ({"wheel_radius": "big"}, ["wheel_radius='big'", "must be a number"]),
+    ({"wheel_radius": math.inf}, ["finite"]),
+    ({"counts_per_rev": 409.5}, ["counts_per_rev=409.5", "whole number"]),
+    ({"linear": {"x": {"max_acceleration": 0}}}, ["linear.x.max_acceleration=0", "m/s^2"]),
+    ({"wheel_seperation": 0.2}, ["unknown key 'wheel_seperation'", "did you mean 'wheel_separation'"]),
+    ({"ros2": {"odom_frame": "odom"}}, ["ros2.odom_frame", "odom_frame_id"]),
+    ({"ros2": {"pose_covariance_diagonal": [1, 2]}}, ["6 finite numbers"]),
+    ({"update_rate": 0.5}, ["update_rate=0.5", "[1.0, 1000.0] Hz"]),
+    ({"enable_odom_tf": True}, ["unknown key 'enable_odom_tf'"]),
+])
+def test_validation_messages(data, words):
+    with pytest.raises(BadValue) as e:
+        RobotConfig.from_dict(data)
+    for w in words:
+        assert w in str(e.value)
+    assert e.value.exit_code == EXIT_BAD_VALUE
+
+
+def test_bad_files(tmp_path):
+    broken = tmp_path / "r.yaml"
+    broken.write_text("wheel_radius: [0.1\n  oops: {")
+    with pytest.raises(BadValue, match="not valid YAML"):
+        RobotConfig.load(broken)
+    t = tmp_path / "r.toml"
+    t.write_text("wheel_radius = = 3")
+    with pytest.raises(BadValue, match="not valid TOML"):
+        RobotConfig.load(t)
+    b = tmp_path / "bin.yaml"
+    b.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(BadValue, match="UTF-8"):
+        RobotConfig.load(b)
+    with pytest.raises(BadValue, match="does not exist"):
+        RobotConfig.load(tmp_path / "missing.yaml")
+    with pytest.raises(BadValue, match="cannot be read"):
+        RobotConfig.load(tmp_path)
+    j = tmp_path / "r.json"
+    j.write_text("{}")
+    with pytest.raises(BadValue, match="unknown format '.json'"):
+        RobotConfig.load(j)
+    lst = tmp_path / "list.yaml"
+    lst.write_text("- 1\n- 2\n")
+    with pytest.raises(BadValue, match="mapping"):
+        RobotConfig.load(lst)
+    cfg, warning = RobotConfig.load_or_default(broken)
+    assert cfg == RobotConfig() and "defaults" in warning and str(broken) in warning
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert RobotConfig.load_or_default(empty) == (RobotConfig(source=str(empty)), None)

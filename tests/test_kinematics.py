@@ -1,0 +1,111 @@
+"""Kinematics: round trips, joint saturation keeps the arc, REP-103 signs, the envelope; wpimath cross-check."""
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from viperdrive import kinematics as k
+
+speeds = st.floats(-5.0, 5.0, allow_nan=False)
+rates = st.floats(-20.0, 20.0, allow_nan=False)
+seps = st.floats(0.05, 1.0)
+radii = st.floats(0.01, 0.2)
+limits = st.floats(0.01, 3.0)
+
+
+@given(speeds, rates, seps, radii)
+def test_round_trip_twist_wheels_twist(v, w, b, r):
+    left, right = k.twist_to_wheels(v, w, b, r)
+    v2, w2 = k.wheels_to_twist(left, right, b, r)
+    assert math.isclose(v2, v, rel_tol=1e-9, abs_tol=1e-9)
+    assert math.isclose(w2, w, rel_tol=1e-9, abs_tol=1e-9)
+
+
+@given(st.floats(-100, 100), st.floats(-100, 100), seps, radii)
+def test_round_trip_wheels_twist_wheels(left, right, b, r):
+    v, w = k.wheels_to_twist(left, right, b, r)
+    l2, r2 = k.twist_to_wheels(v, w, b, r)
+    assert math.isclose(l2, left, rel_tol=1e-9, abs_tol=1e-9)
+    assert math.isclose(r2, right, rel_tol=1e-9, abs_tol=1e-9)
+
+
+@given(speeds, rates, seps, radii, limits)
+def test_saturation_keeps_curvature_and_respects_limit(v, w, b, r, vmax):
+    left, right = k.twist_to_wheels(v, w, b, r, max_wheel_speed=vmax)
+    assert max(abs(left), abs(right)) * r <= vmax * (1 + 1e-9)
+    v2, w2 = k.wheels_to_twist(left, right, b, r)
+    # same arc: (v2, w2) is a non-negative multiple of (v, w) (cross product zero, same direction)
+    assert abs(v2 * w - w2 * v) <= 1e-9 * (1 + abs(v) + abs(w)) ** 2
+    assert v2 * v >= 0 and w2 * w >= 0
+    # and only slowed down when a wheel was over the limit
+    half = w * b / 2
+    if max(abs(v - half), abs(v + half)) <= vmax:
+        assert math.isclose(v2, v, abs_tol=1e-9) and math.isclose(w2, w, abs_tol=1e-9)
+    else:
+        assert math.isclose(max(abs(left), abs(right)) * r, vmax, rel_tol=1e-9)
+
+
+def test_rep103_signs():
+    # v = 0, w > 0 (counter-clockwise): the LEFT wheel turns backwards, the right one forwards
+    left, right = k.twist_to_wheels(0.0, 1.0, 0.152, 0.0325)
+    assert left < 0 < right
+    assert math.isclose(right, 0.076 / 0.0325)
+    # forward motion: both wheels positive and equal
+    left, right = k.twist_to_wheels(0.3, 0.0, 0.152, 0.0325)
+    assert left == right > 0
+    # right wheel faster -> turning left (CCW) -> w > 0
+    v, w = k.wheels_to_twist(1.0, 2.0, 0.2, 0.05)
+    assert w > 0 and math.isclose(w, 0.05 / 0.2) and math.isclose(v, 0.075)
+
+
+def test_envelope_brief_example():
+    b, vmax = 0.152, 0.55
+    w0 = k.max_angular(0.0, vmax, b)
+    assert math.isclose(w0, 2 * 0.55 / 0.152)
+    # BRIEF §2: at v = 0.5 only ~12 % of the standstill angular authority is left
+    assert math.isclose(k.max_angular(0.5, vmax, b) / w0, 0.05 / 0.55, rel_tol=1e-12)
+    assert 0.09 < k.max_angular(0.5, vmax, b) / w0 < 0.13
+    assert k.max_angular(0.6, vmax, b) == 0.0
+    env = k.envelope(vmax, b, points=5)
+    assert env[0] == (0.0, w0) and env[-1][1] == 0.0
+
+
+@given(st.floats(-0.55, 0.55), st.floats(0.0, 1.0), seps)
+def test_envelope_is_the_saturation_boundary(v, frac, b):
+    vmax = 0.55
+    w = frac * k.max_angular(v, vmax, b)
+    left, right = k.twist_to_wheels(v, w, b, 1.0, max_wheel_speed=vmax)
+    v2, w2 = k.wheels_to_twist(left, right, b, 1.0)
+    assert math.isclose(v2, v, abs_tol=1e-12) and math.isclose(w2, w, abs_tol=1e-12)   # inside: untouched
+    left, right = k.twist_to_wheels(v, k.max_angular(v, vmax, b) * 1.01 + 1e-3, b, 1.0, max_wheel_speed=vmax)
+    assert math.isclose(max(abs(left), abs(right)), vmax, rel_tol=1e-9)                 # outside: scaled
+
+
+def test_multipliers():
+    kin = k.DifferentialDriveKinematics(0.2, 0.05, wheel_separation_multiplier=1.1,
+                                        left_wheel_radius_multiplier=0.9, right_wheel_radius_multiplier=1.2)
+    left, right = kin.to_wheels(0.0, 1.0)
+    assert math.isclose(left, -0.11 / (0.05 * 0.9)) and math.isclose(right, 0.11 / (0.05 * 1.2))
+    assert kin.to_twist(left, right) == pytest.approx((0.0, 1.0))
+    with pytest.raises(ValueError, match="wheel_radius"):
+        k.DifferentialDriveKinematics(0.2, 0.0)
+
+
+wpimath_kin = pytest.importorskip("wpimath.kinematics")
+
+
+@settings(max_examples=200)
+@given(speeds, rates, seps, limits)
+def test_against_wpimath_kinematics_and_desaturate(v, w, b, vmax):
+    kin = wpimath_kin.DifferentialDriveKinematics(b)
+    ws = kin.toWheelSpeeds(wpimath_kin.ChassisSpeeds(v, 0.0, w))
+    left, right = k.twist_to_wheels(v, w, b, 1.0)   # r = 1: rad/s == m/s
+    assert math.isclose(left, ws.left, rel_tol=1e-9, abs_tol=1e-9)
+    assert math.isclose(right, ws.right, rel_tol=1e-9, abs_tol=1e-9)
+    ws.desaturate(vmax)
+    left, right = k.twist_to_wheels(v, w, b, 1.0, max_wheel_speed=vmax)
+    assert math.isclose(left, ws.left, rel_tol=1e-9, abs_tol=1e-9)
+    assert math.isclose(right, ws.right, rel_tol=1e-9, abs_tol=1e-9)
+    back = kin.toChassisSpeeds(wpimath_kin.DifferentialDriveWheelSpeeds(left, right))
+    assert (back.vx, back.omega) == pytest.approx(k.wheels_to_twist(left, right, b, 1.0), abs=1e-9)
