@@ -1,0 +1,71 @@
+"""`viperdrive ros2`: the board as a ROS 2 robot base over DDS (no ROS installation needed; docs/ros2.md)."""
+import argparse
+import logging
+import signal
+import sys
+
+from ..errors import BadValue
+
+HELP = "run the ROS 2 bridge: cmd_vel in; odom, joint_states, tf, diagnostics out (DDS, no ROS install)"
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", help="serial port or pyserial URL of the board, or 'sim' for a private virtual "
+                                       "board (default: the robot file's port)")
+    parser.add_argument("--config", metavar="ROBOT_FILE", help="robot file (.yaml/.toml) with limits, geometry and "
+                                                               "the ros2 section (frame ids, publish_rate, ...)")
+    parser.add_argument("--namespace", default="", help="ROS namespace of the topics, e.g. robot1 -> "
+                                                        "/robot1/cmd_vel (default: none)")
+    parser.add_argument("--stamped", choices=("auto", "true", "false"), default=None,
+                        help="cmd_vel type: TwistStamped (true), Twist (false), or whichever a publisher offers "
+                             "(auto; default: the robot file's ros2.use_stamped_vel, else auto)")
+    parser.add_argument("--domain-id", type=int, default=None, help="DDS domain (default: ROS_DOMAIN_ID, else 0)")
+    parser.add_argument("--duration", type=float, default=None, metavar="S",
+                        help="stop after S seconds (tests, demos); default: until Ctrl-C or SIGTERM")
+    parser.add_argument("--print-dds-config", action="store_true",
+                        help="print the Cyclone DDS configuration this environment gives (ROS_DOMAIN_ID, "
+                             "ROS_LOCALHOST_ONLY, ROS_AUTOMATIC_DISCOVERY_RANGE, ROS_STATIC_PEERS, CYCLONEDDS_URI) "
+                             "and exit")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+
+def run(args) -> int:
+    from ..ros2.node import Discovery, cyclone_config, resolve_domain_id
+
+    if args.print_dds_config:
+        d = Discovery.from_env()
+        print(f"domain id: {resolve_domain_id(args.domain_id)}")
+        print(f"discovery range: {d.range}" + (" (Humble localhost-only: 127.0.0.1)" if d.humble_localhost_only
+                                               else "") + (f", static peers: {';'.join(d.static_peers)}"
+                                                           if d.static_peers else ""))
+        print(f"cyclone config: {cyclone_config(d) or '(Cyclone defaults)'}")
+        return 0
+
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from ..board import Board
+    from ..config import RobotConfig
+    from ..ros2.bridge import Ros2Bridge
+
+    config = RobotConfig.load(args.config) if args.config else RobotConfig()
+    port = args.port or (config.port if args.config else None)
+    if not port:
+        raise BadValue("no board port: give --port (a serial device, a pyserial URL, or 'sim'), or a robot file "
+                       "with a port")
+    if args.duration is not None and args.duration <= 0:
+        raise BadValue(f"--duration must be > 0 s, not {args.duration}")
+    board = Board(port, baud=config.baud, config=config)
+    bridge = Ros2Bridge(board, config, namespace=args.namespace, stamped=args.stamped, domain_id=args.domain_id)
+
+    def on_signal(signum, _frame):
+        bridge.stop("SIGTERM" if signum == signal.SIGTERM else "interrupted (Ctrl-C)")
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        bridge.run(duration_s=args.duration)
+    finally:
+        bridge.shutdown()
+        for s, h in previous.items():
+            signal.signal(s, h)
+    print(f"viperdrive ros2: stopped ({bridge.stop_reason}); board disabled", file=sys.stderr)
+    return 0

@@ -1,0 +1,520 @@
+"""The robot-base node: the board in a ROS 2 graph, over DDS, without a ROS installation (docs/ros2.md).
+
+In:   cmd_vel  geometry_msgs/TwistStamped or geometry_msgs/Twist (stamped = "auto" | "true" | "false")
+Out:  odom          nav_msgs/Odometry (pose + twist with the odometry's propagated covariances)
+      joint_states  sensor_msgs/JointState (wheel positions rad, velocities rad/s)
+      /tf           tf2_msgs/TFMessage (odom -> base_link), when enable_odom_tf
+      /diagnostics  diagnostic_msgs/DiagnosticArray (link counters, latency, board faults, loop jitter, cmd_vel)
+
+One thread runs the board loop at the robot file's update_rate on absolute deadlines (next += period; a late
+tick is counted, never made up by a burst): read the board, integrate odometry, take the newest cmd_vel samples
+into the DriveController, write the wheel command, publish at publish_rate. Everything that can lose the robot
+(Ctrl-C, SIGTERM, lost link, an exception) ends in shutdown(): zero command, board disabled, one last
+diagnostics message.
+"""
+import logging
+import math
+import time
+from collections import deque
+
+from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsPublication
+from cyclonedds.core import InstanceState
+from cyclonedds.util import duration
+
+from ..errors import BadValue, UserError
+from . import msgs, qos
+from .node import RosNode, dds_topic_name, delete_entity
+
+log = logging.getLogger("viperdrive.ros2")
+
+STAMPED_CHOICES = ("auto", "true", "false")
+TWIST = "geometry_msgs/msg/Twist"
+TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"
+_CMD_TYPES = {TWIST: msgs.Twist, TWIST_STAMPED: msgs.TwistStamped}
+
+WARN_INTERVAL_S = 5.0           # a repeated warning (no publisher, wrong type) at most this often
+DIAGNOSTICS_PERIOD_S = 1.0      # diagnostic_updater's default rate
+JITTER_WINDOW = 512             # ticks of wake-up lateness kept for the percentiles
+LEFT_JOINT = "left_wheel_joint"     # diff_drive_controller's usual names; robot_state_publisher uses them
+RIGHT_JOINT = "right_wheel_joint"
+
+
+class RateLimitedWarning:
+    """log.warning(key, text) at most once per interval per key (a state that persists is re-reported)."""
+
+    def __init__(self, interval: float = WARN_INTERVAL_S, clock=time.monotonic):
+        self.interval = interval
+        self.clock = clock
+        self._last: dict = {}
+        self.count: dict = {}
+
+    def __call__(self, key: str, text: str) -> bool:
+        now = self.clock()
+        self.count[key] = self.count.get(key, 0) + 1
+        last = self._last.get(key)
+        if last is not None and now - last < self.interval:
+            return False
+        self._last[key] = now
+        log.warning(text)
+        return True
+
+
+def ros_time_to_monotonic(stamp: msgs.Time, wall_minus_mono: float) -> float | None:
+    """A header stamp (ROS time: the wall clock) on the host's monotonic clock; None for a zero stamp (unstamped,
+    as diff_drive_controller treats it: taken as "now")."""
+    if stamp.sec == 0 and stamp.nanosec == 0:
+        return None
+    return msgs.time_to_s(stamp) - wall_minus_mono
+
+
+def frame_with_prefix(prefix: str, frame: str) -> str:
+    """diff_drive_controller's tf_frame_prefix: 'robot1' + 'odom' -> 'robot1/odom'; '' leaves the frame as is."""
+    p = prefix.strip("/")
+    return f"{p}/{frame}" if p else frame
+
+
+class CmdVelInput:
+    """The cmd_vel subscription with the Twist/TwistStamped choice and the mismatch warnings.
+
+    stamped "true"/"false": one reader of that type. "auto": no reader until a publisher shows up in DDS
+    discovery (the builtin DCPSPublication topic carries its type name), then a reader of the type it offers;
+    if only publishers of the other type remain later, switch. Every choice is logged. Warned (once per
+    interval): no publisher matched on the topic; a publisher of the type we do not read (the silent
+    Twist/TwistStamped mismatch: the robot would not move).
+    """
+
+    def __init__(self, node: RosNode, name: str = "cmd_vel", stamped: str = "auto", warn=None):
+        if stamped not in STAMPED_CHOICES:
+            raise BadValue(f"--stamped must be one of {', '.join(STAMPED_CHOICES)}, not {stamped!r}")
+        self.node = node
+        self.ros_name = node.topic_name(name)
+        self.dds_name = dds_topic_name(self.ros_name)
+        self.name = name
+        self.stamped = stamped
+        self.warn = warn if warn is not None else RateLimitedWarning()
+        self.reader = None
+        self.type_name: str | None = None      # the ROS type we read, once chosen
+        self.offered: dict = {}                 # publication key -> ROS type name (other participants)
+        self.samples = 0
+        self.switches = 0
+        self._own_participant = node.participant.guid
+        self._discovery = BuiltinDataReader(node.participant, BuiltinTopicDcpsPublication)
+        if stamped != "auto":
+            self._use(TWIST_STAMPED if stamped == "true" else TWIST, "fixed by --stamped " + stamped)
+
+    def _use(self, type_name: str, why: str) -> None:
+        if self.reader is not None:
+            delete_entity(self.reader)
+            self.switches += 1
+        self.reader = self.node.subscription(self.name, _CMD_TYPES[type_name], qos.command_qos())
+        self.type_name = type_name
+        log.info("cmd_vel: reading %s as %s (%s)", self.ros_name, type_name, why)
+
+    def _update_discovery(self) -> None:
+        for s in self._discovery.take(64):
+            state = s.sample_info.instance_state
+            if state != InstanceState.Alive:
+                self.offered.pop(s.key, None)
+                continue
+            if s.topic_name != self.dds_name or s.participant_key == self._own_participant:
+                continue
+            try:
+                self.offered[s.key] = msgs.ros_type_name(s.type_name)
+            except ValueError:
+                self.offered[s.key] = s.type_name      # a non-ROS type on our topic: reported as is
+
+    def matched(self) -> int:
+        return len(self.reader.get_matched_publications()) if self.reader is not None else 0
+
+    def offered_types(self) -> set:
+        return set(self.offered.values())
+
+    def poll(self, wall_minus_mono: float) -> list:
+        """New commands since the last call, oldest first: [(v, w, stamp_monotonic_or_None)]."""
+        self._update_discovery()
+        types = self.offered_types()
+        if self.stamped == "auto":
+            known = [t for t in (TWIST_STAMPED, TWIST) if t in types]
+            if self.type_name is None and known:
+                self._use(known[0], f"auto: a publisher offers {known[0]}")
+            elif self.type_name is not None and self.type_name not in types and known:
+                self._use(known[0], f"auto: no {self.type_name} publisher left, a publisher offers {known[0]}")
+        out = []
+        if self.reader is not None:
+            for s in self.reader.take(32):
+                if s is None:
+                    continue
+                if self.type_name == TWIST_STAMPED:
+                    out.append((s.twist.linear.x, s.twist.angular.z,
+                                ros_time_to_monotonic(s.header.stamp, wall_minus_mono)))
+                else:
+                    out.append((s.linear.x, s.angular.z, None))
+        self.samples += len(out)
+        self._warnings(types)
+        return out
+
+    def _warnings(self, types: set) -> None:
+        other = [t for t in types if t != self.type_name]
+        if self.type_name is not None and other:
+            self.warn("cmd_vel_type", f"cmd_vel: a publisher on {self.ros_name} offers {', '.join(sorted(other))} "
+                                      f"but this bridge reads {self.type_name}: its commands are IGNORED "
+                                      f"(use --stamped {'true' if TWIST_STAMPED in other else 'false'} or auto)")
+        if self.matched() == 0 and not (self.type_name is not None and other):
+            waiting = " (auto: waiting to see which type a publisher offers)" if self.type_name is None else ""
+            self.warn("cmd_vel_none", f"cmd_vel: no publisher matched on {self.ros_name}{waiting}")
+
+    def status(self) -> dict:
+        return {"topic": self.ros_name, "type": self.type_name or "(none yet)", "stamped": self.stamped,
+                "matched_publishers": self.matched(), "offered_types": sorted(self.offered_types()),
+                "samples": self.samples, "type_switches": self.switches}
+
+
+class LoopTiming:
+    """Wake-up lateness of the fixed-rate loop (jitter) and overruns."""
+
+    def __init__(self, period: float):
+        self.period = period
+        self.late = deque(maxlen=JITTER_WINDOW)
+        self.ticks = 0
+        self.overruns = 0           # ticks that started a whole period or more late (their slot was lost)
+        self.max_late = 0.0
+        self.max_work = 0.0         # the longest tick body (s)
+
+    def record(self, lateness: float, work: float) -> None:
+        self.ticks += 1
+        self.late.append(lateness)
+        self.max_late = max(self.max_late, lateness)
+        self.max_work = max(self.max_work, work)
+
+    def percentile(self, q: float) -> float:
+        return _percentile(self.late, q)
+
+
+class Ros2Bridge:
+    """The node. `run()` until stop() (or a signal handler calling it), Ctrl-C or a lost link; `shutdown()` is
+    always called on the way out.
+
+    board: a viperdrive.board.Board (not yet configured); config: RobotConfig; odometry: viperdrive.odometry
+    .Odometry class or factory (config, counts_per_rev) -> odometry.
+    """
+
+    def __init__(self, board, config, namespace: str = "/", stamped: str | None = None, domain_id=None,
+                 discovery=None, env=None, drive=None, odometry_factory=None):
+        from ..drive import DriveController
+        from ..odometry import Odometry
+
+        self.board = board
+        self.config = config
+        ros = dict(config.ros2)
+        self.params = ros
+        if stamped is None:
+            use = ros.get("use_stamped_vel")
+            stamped = "auto" if use is None else ("true" if use else "false")
+        if stamped not in STAMPED_CHOICES:
+            raise BadValue(f"--stamped must be one of {', '.join(STAMPED_CHOICES)}, not {stamped!r}")
+        self.stamped = stamped
+        self.period = 1.0 / config.update_rate
+        self.publish_period = 1.0 / float(ros.get("publish_rate", 50.0))
+        if self.publish_period < self.period:
+            log.warning("publish_rate %.1f Hz is above update_rate %.1f Hz: publishing at most once per tick",
+                        1.0 / self.publish_period, config.update_rate)
+        prefix = ros.get("tf_frame_prefix", "") or ""
+        self.odom_frame = frame_with_prefix(prefix, ros.get("odom_frame_id", "odom"))
+        self.base_frame = frame_with_prefix(prefix, ros.get("base_frame_id", "base_link"))
+        self.enable_odom_tf = bool(ros.get("enable_odom_tf", True))
+        self.pose_cov_override = ros.get("pose_covariance_diagonal")
+        self.twist_cov_override = ros.get("twist_covariance_diagonal")
+        self.drive = drive if drive is not None else DriveController(config)
+        self._odometry_factory = odometry_factory if odometry_factory is not None else Odometry
+        self.odometry = None
+        self.node = RosNode(namespace, domain_id=domain_id, discovery=discovery, env=env)
+        self.timing = LoopTiming(self.period)
+        self.warn = RateLimitedWarning()
+        self.cmd = None
+        self._stop = False
+        self._shut = False
+        self.stop_reason = "stopped"
+        self.published = {"odom": 0, "joint_states": 0, "tf": 0, "diagnostics": 0}
+        self.dropped_writes = 0
+        self.last_state = None
+        self.last_wheels = (0.0, 0.0)
+        self.commands_in = 0
+        self.command_age = deque(maxlen=JITTER_WINDOW)   # stamped commands: header stamp -> taken (s)
+        self._activated = False
+        self._create_endpoints()
+
+    # ---- setup ----
+    def _create_endpoints(self) -> None:
+        n = self.node
+        self.w_odom = n.publisher("odom", msgs.Odometry, qos.default_qos())
+        self.w_joints = n.publisher("joint_states", msgs.JointState, qos.default_qos())
+        self.w_tf = n.publisher("/tf", msgs.TFMessage, qos.tf_qos()) if self.enable_odom_tf else None
+        self.w_diag = n.publisher("/diagnostics", msgs.DiagnosticArray, qos.default_qos())
+        self.cmd = CmdVelInput(n, "cmd_vel", self.stamped, warn=self.warn)
+
+    def start(self) -> None:
+        """Open and enable the board: configure (port, HELLO), activate (zeroed encoders and command)."""
+        self.board.configure()
+        cpr = getattr(self.board, "counts_per_rev", None) or self.config.counts_per_rev
+        self.odometry = self._odometry_factory(self.config, counts_per_rev=cpr)
+        self.drive.reset()
+        self.board.activate()
+        self._activated = True
+        log.info("board active; node on domain %d, namespace %s, cmd_vel %s", self.node.domain_id,
+                 self.node.namespace, self.stamped)
+
+    def stop(self, reason: str = "stop requested") -> None:
+        """Ask run() to return after the current tick (safe from a signal handler)."""
+        self.stop_reason = reason
+        self._stop = True
+
+    # ---- the loop ----
+    def run(self, duration_s: float | None = None) -> None:
+        """The fixed-rate loop on absolute deadlines, until stop(), Ctrl-C, duration_s or a lost link."""
+        try:
+            if not self._activated:
+                self.start()
+            t0 = time.monotonic()
+            deadline = t0
+            next_publish = t0
+            next_diag = t0 + DIAGNOSTICS_PERIOD_S
+            while not self._stop:
+                now = time.monotonic()
+                lateness = now - deadline
+                if lateness >= self.period:
+                    # a whole period lost (the OS or a blocking call held us): count it and start again from now
+                    # rather than running the missed ticks back to back (a burst of stale commands)
+                    self.timing.overruns += int(lateness // self.period)
+                    deadline = now
+                self.tick(now)
+                after = time.monotonic()
+                self.timing.record(max(0.0, lateness), after - now)
+                if after >= next_publish:
+                    self.publish_state()
+                    next_publish += self.publish_period
+                    if next_publish < after:
+                        next_publish = after + self.publish_period
+                if after >= next_diag:
+                    self.publish_diagnostics()
+                    next_diag += DIAGNOSTICS_PERIOD_S
+                if duration_s is not None and after - t0 >= duration_s:
+                    self.stop_reason = f"ran for {duration_s} s"
+                    break
+                deadline += self.period
+                delay = deadline - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+        except KeyboardInterrupt:
+            self.stop_reason = "interrupted (Ctrl-C)"
+        except UserError as e:
+            self.stop_reason = f"error: {e}"
+            self.shutdown()
+            raise
+        except Exception as e:
+            self.stop_reason = f"internal error: {type(e).__name__}: {e}"
+            self.shutdown()
+            raise
+        self.shutdown()
+
+    def tick(self, now: float) -> None:
+        """One loop period: read, odometry, commands, write."""
+        state = self.board.read()          # raises (LinkLost) only on persistent loss
+        self.last_state = state
+        if state.fresh:
+            self.odometry.update(state.counts[0], state.counts[1], state.velocity[0], state.velocity[1],
+                                 state.stamp)
+        wall_minus_mono = time.time() - time.monotonic()
+        cmds = self.cmd.poll(wall_minus_mono)
+        taken = time.monotonic()
+        for v, w, stamp in cmds:
+            self.drive.command(v, w, stamp=stamp, now=taken)
+            if stamp is not None:
+                self.command_age.append(taken - stamp)
+        self.commands_in += len(cmds)
+        left, right = self.drive.update(now)
+        self.board.write(left, right)
+        self.last_wheels = (left, right)
+
+    # ---- publishing ----
+    def _write(self, writer, sample, what: str) -> None:
+        try:
+            writer.write(sample)
+            self.published[what] += 1
+        except Exception as e:       # DDS timeout (a reader stuck with our reliable backlog): drop, count, go on
+            self.dropped_writes += 1
+            self.warn("write_" + what, f"{what}: sample dropped ({type(e).__name__}: {e})")
+
+    def _stamp(self, mono: float) -> msgs.Time:
+        return msgs.time_from_s(mono + (time.time() - time.monotonic()))
+
+    def publish_state(self) -> None:
+        state = self.last_state
+        if state is None or self.odometry is None:
+            return
+        stamp = self._stamp(state.stamp)
+        x, y, th = self.odometry.pose
+        v, w = self.odometry.twist
+        pose_cov = _covariance(self.odometry.pose_covariance, self.pose_cov_override)
+        twist_cov = _covariance(self.odometry.twist_covariance, self.twist_cov_override)
+        q = msgs.quaternion_from_yaw(th)
+        odom = msgs.Odometry(
+            header=msgs.Header(stamp=stamp, frame_id=self.odom_frame), child_frame_id=self.base_frame,
+            pose=msgs.PoseWithCovariance(pose=msgs.Pose(position=msgs.Point(x, y, 0.0), orientation=q),
+                                         covariance=pose_cov),
+            twist=msgs.TwistWithCovariance(twist=msgs.Twist(linear=msgs.Vector3(v, 0.0, 0.0),
+                                                            angular=msgs.Vector3(0.0, 0.0, w)),
+                                           covariance=twist_cov))
+        self._write(self.w_odom, odom, "odom")
+        joints = msgs.JointState(header=msgs.Header(stamp=stamp, frame_id=""), name=[LEFT_JOINT, RIGHT_JOINT],
+                                 position=[float(state.position[0]), float(state.position[1])],
+                                 velocity=[float(state.velocity[0]), float(state.velocity[1])], effort=[])
+        self._write(self.w_joints, joints, "joint_states")
+        if self.w_tf is not None:
+            tf = msgs.TFMessage(transforms=[msgs.TransformStamped(
+                header=msgs.Header(stamp=stamp, frame_id=self.odom_frame), child_frame_id=self.base_frame,
+                transform=msgs.Transform(translation=msgs.Vector3(x, y, 0.0), rotation=q))])
+            self._write(self.w_tf, tf, "tf")
+
+    def diagnostics(self, final: str | None = None) -> msgs.DiagnosticArray:
+        """The DiagnosticArray: link, board, loop timing, cmd_vel (and the shutdown reason when final)."""
+        hw = str(getattr(self.board, "port", "") or "")
+        statuses = []
+
+        # link + board
+        try:
+            diag = self.board.diag() if self._activated and final is None else {}
+        except Exception as e:      # a diagnostics request must not kill the loop; report why it is missing
+            diag = {"diag_error": f"{type(e).__name__}: {e}"}
+        state = self.last_state
+        status_bits = getattr(state, "status", None)
+        level = msgs.DIAG_OK
+        message = "ok"
+        if diag.get("diag_error"):
+            level, message = msgs.DIAG_WARN, "board diagnostics unavailable"
+        if status_bits is not None:
+            from ..shared import protocol
+            names = protocol.status_names(status_bits)
+            if status_bits & protocol.ST_FAULT:
+                level, message = msgs.DIAG_ERROR, "FAULT latched: " + str(diag.get("fault", "see values"))
+            elif status_bits & protocol.ST_DEADMAN:
+                level, message = max(level, msgs.DIAG_WARN), "deadman: the board stopped the wheels"
+            elif not status_bits & protocol.ST_ENABLED and self._activated and final is None:
+                level, message = max(level, msgs.DIAG_WARN), "outputs disabled"
+        else:
+            names = []
+        values = [msgs.KeyValue("status", " ".join(names) if names else "-")]
+        values += [msgs.KeyValue(str(k), _fmt(v)) for k, v in sorted(diag.items())]
+        if state is not None:
+            values.append(msgs.KeyValue("fresh", str(bool(state.fresh))))
+        statuses.append(msgs.DiagnosticStatus(level=level, name="viperdrive: board", message=message,
+                                              hardware_id=hw, values=values))
+
+        # loop timing
+        t = self.timing
+        loop_level = msgs.DIAG_WARN if t.overruns else msgs.DIAG_OK
+        statuses.append(msgs.DiagnosticStatus(
+            level=loop_level, name="viperdrive: bridge loop",
+            message=f"{t.overruns} overruns" if t.overruns else "on time", hardware_id=hw,
+            values=[msgs.KeyValue("update_rate_hz", _fmt(1.0 / self.period)),
+                    msgs.KeyValue("publish_rate_hz", _fmt(1.0 / self.publish_period)),
+                    msgs.KeyValue("ticks", str(t.ticks)), msgs.KeyValue("overruns", str(t.overruns)),
+                    msgs.KeyValue("jitter_p50_ms", _fmt(t.percentile(50) * 1e3)),
+                    msgs.KeyValue("jitter_p99_ms", _fmt(t.percentile(99) * 1e3)),
+                    msgs.KeyValue("jitter_max_ms", _fmt(t.max_late * 1e3)),
+                    msgs.KeyValue("tick_work_max_ms", _fmt(t.max_work * 1e3)),
+                    msgs.KeyValue("dropped_writes", str(self.dropped_writes))]
+            + [msgs.KeyValue(f"published_{k}", str(v)) for k, v in self.published.items()]))
+
+        # cmd_vel + drive controller
+        c = self.cmd.status() if self.cmd is not None else {}
+        d = self.drive.status()
+        cmd_level = msgs.DIAG_OK
+        cmd_msg = f"reading {c.get('type')}"
+        if c.get("matched_publishers", 0) == 0:
+            cmd_level, cmd_msg = msgs.DIAG_WARN, "no publisher matched"
+        wrong = [t for t in c.get("offered_types", []) if t != c.get("type")]
+        if wrong and c.get("type") != "(none yet)":
+            cmd_level, cmd_msg = msgs.DIAG_WARN, f"publisher of {', '.join(wrong)} ignored (type mismatch)"
+        statuses.append(msgs.DiagnosticStatus(
+            level=cmd_level, name="viperdrive: cmd_vel", message=cmd_msg, hardware_id=hw,
+            values=[msgs.KeyValue(str(k), _fmt(v)) for k, v in c.items()]
+            + [msgs.KeyValue(str(k), _fmt(v)) for k, v in d.items()]
+            + [msgs.KeyValue("wheel_command_rad_s", _fmt(self.last_wheels)),
+               msgs.KeyValue("commands_in", str(self.commands_in)),
+               msgs.KeyValue("stamped_age_p50_ms", _fmt(_percentile(self.command_age, 50) * 1e3)),
+               msgs.KeyValue("stamped_age_max_ms", _fmt(max(self.command_age, default=0.0) * 1e3))]))
+
+        if final is not None:
+            statuses.append(msgs.DiagnosticStatus(level=msgs.DIAG_WARN if "error" in final else msgs.DIAG_OK,
+                                                  name="viperdrive: bridge", message=f"shut down: {final}",
+                                                  hardware_id=hw,
+                                                  values=[msgs.KeyValue("board", "disabled, command zero")]))
+        return msgs.DiagnosticArray(header=msgs.Header(stamp=self._stamp(time.monotonic())), status=statuses)
+
+    def publish_diagnostics(self, final: str | None = None) -> None:
+        self._write(self.w_diag, self.diagnostics(final), "diagnostics")
+
+    # ---- the way out ----
+    def shutdown(self) -> None:
+        """Zero command, board disabled, a last diagnostics message, participant closed. Idempotent; every step
+        runs even when an earlier one fails (a dead link must not keep the DDS side from saying so)."""
+        if self._shut:
+            return
+        self._shut = True
+        self.drive.reset()
+        problems = []
+        if self._activated:
+            for what, call in (("zero command", lambda: self.board.write(0.0, 0.0)),
+                               ("deactivate", self.board.deactivate)):
+                try:
+                    call()
+                except Exception as e:      # the board's own deadman stops the wheels if we cannot
+                    problems.append(f"{what} failed: {e}")
+            self._activated = False
+        try:
+            self.board.cleanup()
+        except Exception as e:
+            problems.append(f"cleanup failed: {e}")
+        reason = self.stop_reason + ("; " + "; ".join(problems) if problems else "")
+        log.info("shutting down: %s", reason)
+        try:
+            self.publish_diagnostics(final=reason)
+            # give the last message a chance to reach remote readers before the participant disappears
+            self.w_diag.wait_for_acks(duration(milliseconds=300))
+        except Exception as e:
+            log.warning("last diagnostics not delivered: %s", e)
+        self.node.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+
+def _covariance(matrix, diagonal_override) -> list:
+    """36 floats row-major: the propagated 6x6, or diff_drive_controller's fixed diagonal when configured."""
+    if diagonal_override is not None:
+        out = [0.0] * 36
+        for i, v in enumerate(diagonal_override):
+            out[i * 7] = float(v)
+        return out
+    flat = [float(v) for row in matrix for v in row]
+    if len(flat) != 36:
+        raise ValueError(f"covariance must be 6x6, got {len(flat)} values")
+    return flat
+
+
+def _percentile(values, q: float) -> float:
+    if not values:
+        return 0.0
+    xs = sorted(values)
+    return xs[min(len(xs) - 1, int(q / 100.0 * len(xs)))]
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}" if math.isfinite(v) else str(v)
+    if isinstance(v, tuple | list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return str(v)
