@@ -1,0 +1,76 @@
+"""The installed `viperdrive` package: ships the repo's shared/ as viperdrive.shared (the same files, no copy),
+has its console script, and every subpackage under host/viperdrive is importable and declared in pyproject."""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import viperdrive
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST_PKG = ROOT / "host" / "viperdrive"
+
+
+def subpackages() -> list[str]:
+    """Dotted names of viperdrive and every folder under host/viperdrive that is a package."""
+    names = ["viperdrive"]
+    for init in sorted(HOST_PKG.rglob("__init__.py")):
+        rel = init.parent.relative_to(HOST_PKG)
+        if rel.parts and "__pycache__" not in rel.parts:
+            names.append(".".join(("viperdrive",) + rel.parts))
+    return names
+
+
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_shared_is_shipped_from_the_repo_folder():
+    from viperdrive.shared import params, protocol
+    import viperdrive.shared as shared_pkg
+    for mod, rel in ((protocol, "shared/protocol.py"), (params, "shared/params.py"),
+                     (shared_pkg, "shared/__init__.py")):
+        assert os.path.samefile(mod.__file__, ROOT / rel), (mod.__name__, mod.__file__)
+
+
+def test_console_script_runs():
+    script = Path(sys.executable).parent / "viperdrive"
+    assert script.exists() and os.access(script, os.X_OK), script
+    eps = [ep for ep in importlib.metadata.entry_points(group="console_scripts") if ep.name == "viperdrive"]
+    assert [ep.value for ep in eps] == ["viperdrive.cli:main"]
+    proc = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"viperdrive {viperdrive.__version__}"
+    # no command: the help and the usage exit code, no traceback
+    proc = subprocess.run([str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "usage: viperdrive" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_versions_agree():
+    assert importlib.metadata.version("viperdrive") == viperdrive.__version__ == pyproject()["project"]["version"]
+
+
+def test_every_subpackage_imports():
+    names = subpackages()
+    assert "viperdrive.cli" in names, names
+    failed = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # report every broken subpackage at once
+            failed.append(f"{name}: {type(e).__name__}: {e}")
+    assert not failed, "\n".join(failed)
+
+
+def test_pyproject_declares_every_subpackage():
+    # a subpackage missing from [tool.setuptools].packages imports in the editable install but is left out of a
+    # wheel: the list must match the folders exactly
+    declared = set(pyproject()["tool"]["setuptools"]["packages"])
+    on_disk = set(subpackages()) | {"viperdrive.shared"}
+    assert not on_disk - declared, f"add to [tool.setuptools].packages in pyproject.toml: {sorted(on_disk - declared)}"
+    assert not declared - on_disk, f"declared but missing: {sorted(declared - on_disk)}"
