@@ -1,0 +1,92 @@
+"""A stand-in for a ROS 2 node, run as its own process with its own DDS participant (tests, bench).
+
+It publishes cmd_vel (Twist or TwistStamped) at a rate for a while, then stops publishing but keeps listening;
+meanwhile it records odom, joint_states, tf and diagnostics. At the end it prints one JSON object on stdout:
+  {"sent": n, "stop_sent_at": t, "odom": [[t, x, y, theta, v, w, frame, child, cov00, twcov00], ...],
+   "joints": [[t, names, pos_l, pos_r, vel_l, vel_r], ...], "tf": [[t, parent, child, x, y], ...],
+   "diagnostics": [[t, [[level, name, message], ...]], ...]}
+t are host monotonic seconds (same clock as the caller's on this host).
+Discovery and domain come from the environment (ROS_DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE, ...).
+"""
+import argparse
+import json
+import sys
+import time
+
+from viperdrive.ros2 import msgs, qos
+from viperdrive.ros2.node import RosNode
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--namespace", default="/")
+    p.add_argument("--type", choices=("twist", "stamped", "none"), default="stamped")
+    p.add_argument("--v", type=float, default=0.0)
+    p.add_argument("--w", type=float, default=0.0)
+    p.add_argument("--rate", type=float, default=20.0)
+    p.add_argument("--wait-match", type=float, default=10.0, help="s to wait for the bridge's reader to match")
+    p.add_argument("--publish", type=float, default=2.0, help="s of publishing")
+    p.add_argument("--listen", type=float, default=1.0, help="s of listening after publishing stopped")
+    p.add_argument("--stale", type=float, default=0.0, help="stamp TwistStamped this many s in the past")
+    a = p.parse_args(argv)
+
+    node = RosNode(a.namespace)
+    r_odom = node.subscription("odom", msgs.Odometry, qos.default_qos())
+    r_joints = node.subscription("joint_states", msgs.JointState, qos.default_qos())
+    r_tf = node.subscription("/tf", msgs.TFMessage, qos.tf_qos())
+    r_diag = node.subscription("/diagnostics", msgs.DiagnosticArray, qos.default_qos())
+    writer = None
+    if a.type != "none":
+        writer = node.publisher("cmd_vel", msgs.TwistStamped if a.type == "stamped" else msgs.Twist,
+                                qos.default_qos())
+    out = {"sent": 0, "matched_after": None, "stop_sent_at": None, "odom": [], "joints": [], "tf": [],
+           "diagnostics": []}
+
+    def drain():
+        t = time.monotonic()
+        for s in r_odom.take(64):
+            pose, tw = s.pose.pose, s.twist.twist
+            out["odom"].append([t, pose.position.x, pose.position.y, msgs.yaw_from_quaternion(pose.orientation),
+                                tw.linear.x, tw.angular.z, s.header.frame_id, s.child_frame_id,
+                                s.pose.covariance[0], s.twist.covariance[0]])
+        for s in r_joints.take(64):
+            out["joints"].append([t, list(s.name), *s.position, *s.velocity])
+        for s in r_tf.take(64):
+            for tr in s.transforms:
+                out["tf"].append([t, tr.header.frame_id, tr.child_frame_id, tr.transform.translation.x,
+                                  tr.transform.translation.y])
+        for s in r_diag.take(16):
+            out["diagnostics"].append([t, [[st.level, st.name, st.message] for st in s.status]])
+
+    t0 = time.monotonic()
+    if writer is not None:
+        while not writer.get_matched_subscriptions() and time.monotonic() - t0 < a.wait_match:
+            drain()
+            time.sleep(0.02)
+        out["matched_after"] = time.monotonic() - t0
+    period = 1.0 / a.rate
+    start = time.monotonic()
+    deadline = start
+    while writer is not None and time.monotonic() - start < a.publish:
+        twist = msgs.Twist(linear=msgs.Vector3(a.v, 0.0, 0.0), angular=msgs.Vector3(0.0, 0.0, a.w))
+        if a.type == "stamped":
+            stamp = msgs.time_from_s(time.time() - a.stale)
+            writer.write(msgs.TwistStamped(header=msgs.Header(stamp=stamp, frame_id="base_link"), twist=twist))
+        else:
+            writer.write(twist)
+        out["sent"] += 1
+        drain()
+        deadline += period
+        time.sleep(max(0.0, deadline - time.monotonic()))
+    out["stop_sent_at"] = time.monotonic()
+    end = time.monotonic() + a.listen
+    while time.monotonic() < end:
+        drain()
+        time.sleep(0.01)
+    node.close()
+    json.dump(out, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
