@@ -1,0 +1,25 @@
+"""State estimation (BRIEF §9): robot_localization's 15-variable EKF with its YAML configuration, sensor inputs,
+and the small one-angle filters.
+
+    from viperdrive.ekf import Ekf, EkfConfig, Measurement, SensorConfig, SensorInput, load_config
+    cfg = load_config("ekf.yaml")               # robot_localization's parameter file, unchanged
+    ekf = Ekf(cfg.ekf_config())
+    inputs = {s.name: SensorInput(s) for s in cfg.sensors}
+    for m in inputs["odom0"].odometry(t, position, q_wxyz, pose_cov6, linear, angular, twist_cov6):
+        ekf.process(m)
+    state, P = ekf.predicted(t_out)
+"""
+from .config import ConfigError, FilterConfig, config_from_dict, load_config
+from .core import (ANGLES, AX, AY, AZ, DEFAULT_INITIAL_COVARIANCE, DEFAULT_PROCESS_NOISE, LATE_FUSED, NOTHING,
+                   PITCH, REJECTED, ROLL, STATE_NAMES, STATE_SIZE, TOO_LATE, USED, VPITCH, VROLL, VX, VY, VYAW, VZ,
+                   YAW, Ekf, EkfConfig, Measurement, SensorStatus, X, Y, Z)
+from .sensors import GRAVITY, KINDS, SensorConfig, SensorInput
+from .simple import ComplementaryFilter, Kalman1D
+
+__all__ = [
+    "ANGLES", "AX", "AY", "AZ", "ComplementaryFilter", "ConfigError", "DEFAULT_INITIAL_COVARIANCE",
+    "DEFAULT_PROCESS_NOISE", "Ekf", "EkfConfig", "FilterConfig", "GRAVITY", "KINDS", "Kalman1D", "LATE_FUSED",
+    "Measurement", "NOTHING", "PITCH", "REJECTED", "ROLL", "STATE_NAMES", "STATE_SIZE", "SensorConfig", "SensorInput",
+    "SensorStatus", "TOO_LATE", "USED", "VPITCH", "VROLL", "VX", "VY", "VYAW", "VZ", "X", "Y", "YAW", "Z",
+    "config_from_dict", "load_config",
+]

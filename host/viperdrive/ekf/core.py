@@ -1,0 +1,462 @@
+"""The filter: robot_localization's 15-variable omnidirectional EKF, with a 2-D mode (BRIEF §9).
+
+State (full order, robot_localization's): x, y, z, roll, pitch, yaw (world frame), vx, vy, vz, vroll, vpitch, vyaw
+(body frame), ax, ay, az (body frame). In 2-D mode the filter runs on the 8 planar variables (x, y, yaw, vx, vy,
+vyaw, ax, ay); z, roll, pitch and their rates are held at exactly zero. With those at zero the 3-D model decouples
+into exactly this planar model (every Jacobian term coupling them vanishes), so it is the same filter as
+robot_localization's "fuse zeros for the 3-D variables", minus seven useless rows per update.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+log = logging.getLogger("viperdrive.ekf")
+
+STATE_SIZE = 15
+X, Y, Z, ROLL, PITCH, YAW, VX, VY, VZ, VROLL, VPITCH, VYAW, AX, AY, AZ = range(STATE_SIZE)
+STATE_NAMES = ("x", "y", "z", "roll", "pitch", "yaw", "vx", "vy", "vz", "vroll", "vpitch", "vyaw", "ax", "ay", "az")
+ANGLES = (ROLL, PITCH, YAW)
+PLANAR = (X, Y, YAW, VX, VY, VYAW, AX, AY)            # the variables a 2-D filter carries, in its internal order
+TWO_D_VARIANCE = 1e-9   # reported variance of the variables a 2-D filter holds at zero (keeps P positive definite)
+MIN_MEASUREMENT_VARIANCE = 1e-9   # robot_localization's floor for a zero or tiny measurement variance
+
+# robot_localization's defaults (params/ekf.yaml), x y z roll pitch yaw vx vy vz vroll vpitch vyaw ax ay az
+DEFAULT_PROCESS_NOISE = np.diag([0.05, 0.05, 0.06, 0.03, 0.03, 0.06, 0.025, 0.025, 0.04, 0.01, 0.01, 0.02,
+                                 0.01, 0.01, 0.015])
+DEFAULT_INITIAL_COVARIANCE = np.eye(STATE_SIZE) * 1e-9
+
+# outcomes of Ekf.process()
+USED = "used"
+REJECTED = "rejected"            # failed the Mahalanobis gate
+TOO_LATE = "too_late"            # older than the history (or than the first measurement): dropped, counted, logged
+LATE_FUSED = "late_fused"        # older than the filter time without smoothing: fused at the current time
+NOTHING = "nothing"              # selects no variable the filter carries (e.g. z in 2-D mode)
+
+
+def wrap(a):
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+@dataclass(slots=True)
+class Measurement:
+    """One sensor reading in full-state order. `mask` is the update vector (which variables it measures); values
+    that are NaN are skipped even when selected. `part` names the rejection threshold in use (pose/twist/accel)."""
+    time: float
+    sensor: str
+    values: np.ndarray
+    covariance: np.ndarray
+    mask: np.ndarray
+    threshold: float = math.inf
+    part: str = "pose"
+
+
+@dataclass
+class SensorStatus:
+    name: str
+    timeout: float
+    used: int = 0
+    rejected: int = 0
+    too_late: int = 0
+    late_fused: int = 0
+    consecutive_rejected: int = 0
+    last_time: float | None = None
+
+    def state(self, now: float) -> str:
+        """waiting (nothing yet), active (a measurement within `timeout`), stale (silent longer than that)."""
+        if self.last_time is None:
+            return "waiting"
+        return "active" if now - self.last_time <= self.timeout else "stale"
+
+
+@dataclass
+class EkfConfig:
+    process_noise: np.ndarray = field(default_factory=lambda: DEFAULT_PROCESS_NOISE.copy())
+    initial_covariance: np.ndarray = field(default_factory=lambda: DEFAULT_INITIAL_COVARIANCE.copy())
+    initial_state: np.ndarray = field(default_factory=lambda: np.zeros(STATE_SIZE))
+    two_d_mode: bool = False
+    dynamic_process_noise: bool = False
+    smooth_lagged_data: bool = False
+    history_length: float = 0.0
+    sensor_timeout: float = 1.0 / 30.0
+
+
+class Ekf:
+    """Predict with the omnidirectional model and its Jacobian, correct per measurement with its own R, gate by
+    Mahalanobis distance, keep P symmetric positive definite (Joseph form), rewind and replay lagged data.
+
+    Typical use: `ekf.process(measurement)` for each reading (any order; late ones are rewound and replayed when
+    `smooth_lagged_data`), `ekf.predicted(t)` for the estimate at an output time, `ekf.status(now)` per sensor.
+    """
+
+    def __init__(self, config: EkfConfig | None = None):
+        self.config = cfg = config or EkfConfig()
+        self.two_d = bool(cfg.two_d_mode)
+        self._idx = np.array(PLANAR if self.two_d else range(STATE_SIZE))
+        self.n = len(self._idx)
+        self._to_internal = -np.ones(STATE_SIZE, dtype=int)
+        self._to_internal[self._idx] = np.arange(self.n)
+        self._angle_internal = [int(self._to_internal[a]) for a in ANGLES if self._to_internal[a] >= 0]
+        ix = np.ix_(self._idx, self._idx)
+        self.Q = np.array(cfg.process_noise, dtype=float)[ix]
+        self.x = np.array(cfg.initial_state, dtype=float)[self._idx]
+        self.P = np.array(cfg.initial_covariance, dtype=float)[ix]
+        self._eye = np.eye(self.n)
+        self.time: float | None = None          # time of the last processed measurement (or prediction)
+        self.initialized = False
+        self.sensors: dict[str, SensorStatus] = {}
+        self.too_late_total = 0
+        # history for smooth_lagged_data: (time, x, P, initialized) after each step, and the measurements
+        self._states: deque = deque()
+        self._measurements: deque = deque()
+
+    # ------------------------------------------------------------------------------------------------ inspection
+
+    @property
+    def state(self) -> np.ndarray:
+        """The 15-variable state (variables a 2-D filter does not carry are 0)."""
+        full = np.zeros(STATE_SIZE)
+        full[self._idx] = self.x
+        return full
+
+    @property
+    def covariance(self) -> np.ndarray:
+        return self._expand_cov(self.P)
+
+    def _expand_cov(self, P):
+        if not self.two_d:
+            return P.copy()
+        full = np.eye(STATE_SIZE) * TWO_D_VARIANCE
+        full[np.ix_(self._idx, self._idx)] = P
+        return full
+
+    def register_sensor(self, name: str, timeout: float | None = None) -> SensorStatus:
+        st = self.sensors.get(name)
+        if st is None:
+            st = self.sensors[name] = SensorStatus(name, self.config.sensor_timeout if timeout is None else timeout)
+        elif timeout is not None:
+            st.timeout = timeout
+        return st
+
+    def status(self, now: float | None = None) -> list[tuple[str, str, SensorStatus]]:
+        """[(sensor, waiting|active|stale, counters)] at time `now` (default: the filter time)."""
+        now = self.time if now is None else now
+        return [(name, st.state(now if now is not None else -math.inf), st) for name, st in self.sensors.items()]
+
+    def dead_reckoning(self, now: float) -> bool:
+        """True when no sensor is active: the estimate is the motion model alone, and P grows with Q."""
+        return not any(st.state(now) == "active" for st in self.sensors.values())
+
+    # ------------------------------------------------------------------------------------------------ the model
+
+    def transition(self, x: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """(f(x, dt), F = df/dx) of the internal state."""
+        return (_planar_model if self.two_d else _spatial_model)(x, dt)
+
+    def _process_noise(self, x, dt):
+        Q = self.Q
+        if self.config.dynamic_process_noise:
+            # robot_localization: scale the pose block by |velocity|^2 so a standing robot's pose error stops
+            # growing; velocities and accelerations keep their static noise.
+            vel = x[3:6] if self.two_d else x[6:12]
+            k = float(vel @ vel)
+            Q = Q.copy()
+            npose = 3 if self.two_d else 6
+            Q[:npose, :npose] *= k
+        return Q * dt
+
+    def _predict(self, dt: float) -> None:
+        if dt <= 0.0:
+            return
+        self.x, F = self.transition(self.x, dt)
+        self.P = F @ self.P @ F.T + self._process_noise(self.x, dt)
+        self.P = 0.5 * (self.P + self.P.T)
+
+    def predicted(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """(state, covariance), both full size, predicted to time t without changing the filter."""
+        x, P = self.x, self.P
+        if self.time is not None and t > self.time:
+            dt = t - self.time
+            x, F = self.transition(x, dt)
+            P = F @ P @ F.T + self._process_noise(x, dt)
+        full = np.zeros(STATE_SIZE)
+        full[self._idx] = x
+        return full, self._expand_cov(P)
+
+    def predict_to(self, t: float) -> None:
+        """Advance the filter to time t with no measurement (robot_localization does this after sensor_timeout)."""
+        if self.time is None or t <= self.time:
+            return
+        self._predict(t - self.time)
+        self.time = t
+        self._remember(None)
+
+    def time_until_uncertain(self, limit_m: float, step: float = 0.1, horizon: float = 600.0) -> float:
+        """Seconds from the filter time until the 1-sigma planar position error (largest axis of the x-y error
+        ellipse) exceeds `limit_m` with no further measurement: how long dead reckoning stays acceptable.
+        0.0 if it already does, inf if not within `horizon`."""
+        x, P = self.x, self.P
+        ia, ib = self._to_internal[X], self._to_internal[Y]
+
+        def sigma(P):
+            return math.sqrt(max(np.linalg.eigvalsh(P[np.ix_([ia, ib], [ia, ib])])))
+
+        if sigma(P) > limit_m:
+            return 0.0
+        t = 0.0
+        while t < horizon:
+            x, F = self.transition(x, step)
+            P = F @ P @ F.T + self._process_noise(x, step)
+            t += step
+            if sigma(P) > limit_m:
+                return t
+        return math.inf
+
+    # ------------------------------------------------------------------------------------------------ correction
+
+    def _correct(self, m: Measurement) -> str:
+        sel = m.mask & np.isfinite(m.values)
+        full_idx = np.nonzero(sel)[0]
+        idx = self._to_internal[full_idx]
+        keep = idx >= 0
+        if not keep.all():
+            full_idx, idx = full_idx[keep], idx[keep]
+        if len(idx) == 0:
+            return NOTHING
+        z = m.values[full_idx]
+        R = m.covariance[np.ix_(full_idx, full_idx)].copy()
+        # robot_localization's repair of bad sensor covariances: negative variances are made positive and zero or
+        # tiny ones raised to a floor, else S can be singular and one reading would own the state.
+        d = np.abs(np.diag(R))
+        np.fill_diagonal(R, np.maximum(d, MIN_MEASUREMENT_VARIANCE))
+        innovation = z - self.x[idx]
+        for k, fi in enumerate(full_idx):
+            if fi in ANGLES:
+                innovation[k] = wrap(innovation[k])     # 179 deg vs -179 deg is 2 deg apart, not 358
+        PHt = self.P[:, idx]
+        S = PHt[idx, :] + R
+        try:
+            S_inv = np.linalg.inv(S)
+        except np.linalg.LinAlgError:
+            return REJECTED
+        if m.threshold < math.inf:
+            d2 = float(innovation @ S_inv @ innovation)
+            if d2 >= m.threshold * m.threshold:
+                return REJECTED
+        K = PHt @ S_inv
+        self.x = self.x + K @ innovation
+        for a in self._angle_internal:
+            self.x[a] = wrap(self.x[a])
+        IKH = self._eye.copy()
+        IKH[:, idx] -= K
+        # Joseph form: symmetric positive definite for any gain, not only the optimal one
+        self.P = IKH @ self.P @ IKH.T + K @ R @ K.T
+        self.P = 0.5 * (self.P + self.P.T)
+        return USED
+
+    def _initialize(self, m: Measurement) -> str:
+        """robot_localization starts from the first measurement: measured variables take its values and their
+        covariance block its covariance; the rest keep the initial state and covariance."""
+        sel = m.mask & np.isfinite(m.values)
+        full_idx = np.nonzero(sel)[0]
+        idx = self._to_internal[full_idx]
+        keep = idx >= 0
+        full_idx, idx = full_idx[keep], idx[keep]
+        if len(idx):
+            self.x[idx] = m.values[full_idx]
+            R = m.covariance[np.ix_(full_idx, full_idx)].copy()
+            np.fill_diagonal(R, np.maximum(np.abs(np.diag(R)), MIN_MEASUREMENT_VARIANCE))
+            self.P[np.ix_(idx, idx)] = R
+        for a in self._angle_internal:
+            self.x[a] = wrap(self.x[a])
+        self.initialized = True
+        self.time = m.time
+        return USED
+
+    def _step(self, m: Measurement) -> str:
+        if not self.initialized:
+            return self._initialize(m)
+        dt = m.time - self.time
+        if dt > 0.0:
+            self._predict(dt)
+            self.time = m.time
+        return self._correct(m)
+
+    # ------------------------------------------------------------------------------------------------ history
+
+    def _remember(self, m: Measurement | None) -> None:
+        if not self.config.smooth_lagged_data:
+            return
+        self._states.append((self.time, self.x.copy(), self.P.copy(), self.initialized))
+        if m is not None:
+            self._measurements.append(m)
+        # keep history_length seconds, plus the newest state older than that so a rewind has somewhere to land
+        horizon = self.time - self.config.history_length
+        while len(self._states) > 1 and self._states[1][0] < horizon:
+            self._states.popleft()
+        while self._measurements and self._measurements[0].time < self._states[0][0]:
+            self._measurements.popleft()
+
+    def _rewind_and_replay(self, m: Measurement) -> str | None:
+        """Restore the last state strictly before m.time, then replay m and every later measurement in order.
+        None when the history does not reach back that far."""
+        if not self._states or self._states[0][0] >= m.time or m.time < self.time - self.config.history_length:
+            return None
+        while self._states and self._states[-1][0] >= m.time:
+            self._states.pop()
+        t, x, P, init = self._states[-1]
+        self.time, self.x, self.P, self.initialized = t, x.copy(), P.copy(), init
+        later = sorted((mm for mm in self._measurements if mm.time >= m.time), key=lambda mm: mm.time)
+        self._measurements = deque(mm for mm in self._measurements if mm.time < m.time)
+        outcome = None
+        pending = sorted(later + [m], key=lambda mm: mm.time)
+        for mm in pending:
+            r = self._step(mm)
+            self._remember(mm)
+            if mm is m:
+                outcome = r
+            # replayed measurements were already counted when they first arrived
+        return outcome
+
+    # ------------------------------------------------------------------------------------------------ entry point
+
+    def process(self, m: Measurement) -> str:
+        """Fuse one measurement; returns used / rejected / too_late / late_fused / nothing."""
+        st = self.sensors.get(m.sensor) or self.register_sensor(m.sensor)
+        if self.initialized and m.time < self.time:
+            if self.config.smooth_lagged_data:
+                outcome = self._rewind_and_replay(m)
+                if outcome is None:
+                    outcome = TOO_LATE
+            else:
+                # robot_localization without smoothing corrects with a lagged reading as if it were current
+                outcome = self._correct(m)
+                outcome = LATE_FUSED if outcome == USED else outcome
+        else:
+            outcome = self._step(m)
+            if outcome != NOTHING:
+                self._remember(m)
+        if outcome == TOO_LATE:
+            self.too_late_total += 1
+            st.too_late += 1
+            log.warning("%s: measurement at t=%.6f is older than the history (filter at t=%.6f, history %.3f s): "
+                        "dropped (%d so far)", m.sensor, m.time, self.time, self.config.history_length, st.too_late)
+            return outcome
+        if outcome == REJECTED:
+            st.rejected += 1
+            st.consecutive_rejected += 1
+        elif outcome in (USED, LATE_FUSED):
+            st.consecutive_rejected = 0
+            if outcome == USED:
+                st.used += 1
+            else:
+                st.late_fused += 1
+        if st.last_time is None or m.time > st.last_time:
+            st.last_time = m.time
+        return outcome
+
+    def process_batch(self, measurements) -> list[str]:
+        """Fuse several measurements in timestamp order (robot_localization's per-cycle queue)."""
+        return [self.process(m) for m in sorted(measurements, key=lambda mm: mm.time)]
+
+
+# ---------------------------------------------------------------------------------------------------- models
+
+def _planar_model(x, dt):
+    """Internal order x, y, yaw, vx, vy, vyaw, ax, ay."""
+    yaw, vx, vy, vyaw, ax, ay = x[2], x[3], x[4], x[5], x[6], x[7]
+    c, s = math.cos(yaw), math.sin(yaw)
+    half = 0.5 * dt * dt
+    dxb = vx * dt + ax * half      # body-frame displacement over dt
+    dyb = vy * dt + ay * half
+    xn = x.copy()
+    xn[0] += c * dxb - s * dyb
+    xn[1] += s * dxb + c * dyb
+    xn[2] = wrap(yaw + vyaw * dt)
+    xn[3] += ax * dt
+    xn[4] += ay * dt
+    F = np.eye(8)
+    F[0, 2] = -s * dxb - c * dyb
+    F[1, 2] = c * dxb - s * dyb
+    F[0, 3], F[0, 4], F[0, 6], F[0, 7] = c * dt, -s * dt, c * half, -s * half
+    F[1, 3], F[1, 4], F[1, 6], F[1, 7] = s * dt, c * dt, s * half, c * half
+    F[2, 5] = dt
+    F[3, 6] = dt
+    F[4, 7] = dt
+    return xn, F
+
+
+def _spatial_model(x, dt):
+    """robot_localization's 3-D omnidirectional model: body velocities and accelerations rotated into the world by
+    R(roll, pitch, yaw) = Rz Ry Rx; Euler angles advanced by the body-rate-to-Euler-rate matrix."""
+    roll, pitch, yaw = x[3], x[4], x[5]
+    cr, sr = math.cos(roll), math.sin(roll)
+    cp, sp = math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    # gimbal lock at pitch = +-90 deg: keep the rate transform finite (robot_localization divides by cos(pitch) too)
+    if abs(cp) < 1e-6:
+        cp = math.copysign(1e-6, cp)
+    tp = sp / cp
+    half = 0.5 * dt * dt
+    v = x[6:9]
+    w = x[9:12]
+    a = x[12:15]
+    d = v * dt + a * half                      # body-frame displacement
+    R = np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+    T = np.array([
+        [1.0, sr * tp, cr * tp],
+        [0.0, cr, -sr],
+        [0.0, sr / cp, cr / cp],
+    ])
+    xn = x.copy()
+    xn[0:3] += R @ d
+    ang = x[3:6] + T @ w * dt
+    xn[3], xn[4], xn[5] = wrap(ang[0]), wrap(ang[1]), wrap(ang[2])
+    xn[6:9] += a * dt
+    F = np.eye(15)
+    F[0:3, 6:9] = R * dt
+    F[0:3, 12:15] = R * half
+    F[3:6, 9:12] = T * dt
+    F[6:9, 12:15] = np.eye(3) * dt
+    # derivatives of R d with respect to roll, pitch, yaw
+    dR_droll = np.array([
+        [0.0, cy * sp * cr + sy * sr, -cy * sp * sr + sy * cr],
+        [0.0, sy * sp * cr - cy * sr, -sy * sp * sr - cy * cr],
+        [0.0, cp * cr, -cp * sr],
+    ])
+    dR_dpitch = np.array([
+        [-cy * sp, cy * cp * sr, cy * cp * cr],
+        [-sy * sp, sy * cp * sr, sy * cp * cr],
+        [-cp, -sp * sr, -sp * cr],
+    ])
+    dR_dyaw = np.array([
+        [-sy * cp, -sy * sp * sr - cy * cr, -sy * sp * cr + cy * sr],
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [0.0, 0.0, 0.0],
+    ])
+    F[0:3, 3] = dR_droll @ d
+    F[0:3, 4] = dR_dpitch @ d
+    F[0:3, 5] = dR_dyaw @ d
+    # derivatives of T w dt with respect to roll and pitch (T does not depend on yaw)
+    sec2 = 1.0 / (cp * cp)
+    dT_droll = np.array([
+        [0.0, cr * tp, -sr * tp],
+        [0.0, -sr, -cr],
+        [0.0, cr / cp, -sr / cp],
+    ])
+    dT_dpitch = np.array([
+        [0.0, sr * sec2, cr * sec2],
+        [0.0, 0.0, 0.0],
+        [0.0, sr * tp / cp, cr * tp / cp],
+    ])
+    F[3:6, 3] += dT_droll @ w * dt
+    F[3:6, 4] += dT_dpitch @ w * dt
+    return xn, F

@@ -1,0 +1,187 @@
+"""Sensor inputs: turn one reading of an odometry, IMU, pose or twist source into filter measurements, the way
+robot_localization prepares them (selection vector, relative and differential modes, gravity removal), plus an
+optional low-pass prefilter for vibrating IMUs.
+
+Frames: readings are taken as already expressed in the filter's frames (pose in the world frame, twist and IMU in
+the body frame); the offline tools have no TF tree to transform them (docs/estimation.md).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import transforms as tf
+from .core import (AX, AZ, STATE_SIZE, VROLL, VX, VYAW, X, YAW, Measurement)
+
+KINDS = ("odom", "imu", "pose", "twist")
+GRAVITY = 9.80665
+
+
+@dataclass
+class SensorConfig:
+    """One input, named as robot_localization names it (odom0, imu1, ...)."""
+    name: str
+    kind: str
+    topic: str = ""
+    update_vector: tuple = field(default_factory=lambda: (False,) * STATE_SIZE)
+    differential: bool = False
+    relative: bool = False
+    pose_threshold: float = math.inf
+    twist_threshold: float = math.inf
+    accel_threshold: float = math.inf
+    remove_gravity: bool = False
+    gravity: float = GRAVITY
+    lowpass_tau: float = 0.0          # viperdrive extension: IMU one-pole prefilter time constant, s (0 = off)
+    timeout: float | None = None      # viperdrive extension: per-sensor stale timeout, s (None = sensor_timeout)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.name}: kind must be one of {KINDS}, not {self.kind!r}")
+        if len(self.update_vector) != STATE_SIZE:
+            raise ValueError(f"{self.name}: the update vector has {STATE_SIZE} booleans, not {len(self.update_vector)}")
+        self.update_vector = tuple(bool(b) for b in self.update_vector)
+
+
+def _pose_of(position, q):
+    return tf.SE3.from_quaternion(q, position)
+
+
+class SensorInput:
+    """Stateful converter for one sensor: call the method for its message kind, get a list of Measurements."""
+
+    def __init__(self, config: SensorConfig):
+        self.cfg = config
+        self.mask = np.array(config.update_vector, dtype=bool)
+        self._first_pose: tf.SE3 | None = None
+        self._prev_pose: tuple[float, tf.SE3, np.ndarray] | None = None
+        self._lp_time: float | None = None
+        self._lp_gyro: np.ndarray | None = None
+        self._lp_accel: np.ndarray | None = None
+        self.selects_pose = bool(self.mask[X:YAW + 1].any())
+        self.selects_twist = bool(self.mask[VX:VYAW + 1].any())
+        self.selects_accel = bool(self.mask[AX:AZ + 1].any())
+
+    # ---------------------------------------------------------------------------------------------- parts
+
+    def _pose(self, t, position, q, cov6) -> list[Measurement]:
+        """Pose (world frame) -> pose measurement, or in differential mode a body-frame velocity measurement."""
+        if not self.selects_pose:
+            return []
+        pose = _pose_of(position, q)
+        cov6 = np.asarray(cov6, dtype=float).reshape(6, 6)
+        if self.cfg.differential:
+            prev = self._prev_pose
+            self._prev_pose = (t, pose, cov6)
+            if prev is None or t <= prev[0]:
+                return []
+            dt = t - prev[0]
+            delta = prev[1].inverse() @ pose          # motion in the previous body frame
+            rates = np.concatenate([delta.p, np.array(delta.euler)]) / dt
+            # the difference of two independent readings has the sum of their covariances; per unit time it is
+            # divided by dt^2 (prev rotated into the body frame for the linear part)
+            Rb = prev[1].R.T
+            rot = np.zeros((6, 6))
+            rot[:3, :3] = Rb
+            rot[3:, 3:] = np.eye(3)
+            cov = rot @ (cov6 + prev[2]) @ rot.T / (dt * dt)
+            values = np.full(STATE_SIZE, np.nan)
+            values[VX:VYAW + 1] = rates
+            full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
+            full_cov[VX:VYAW + 1, VX:VYAW + 1] = cov
+            mask = np.zeros(STATE_SIZE, dtype=bool)
+            mask[VX:VYAW + 1] = self.mask[X:YAW + 1]     # a differentiated x becomes vx, yaw becomes vyaw, ...
+            return [Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.twist_threshold, "twist")]
+        if self.cfg.relative:
+            if self._first_pose is None:
+                self._first_pose = pose
+            pose = self._first_pose.inverse() @ pose      # the first reading is the zero point
+        values = np.full(STATE_SIZE, np.nan)
+        values[X:X + 3] = pose.p
+        values[3:6] = pose.euler
+        full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
+        full_cov[:6, :6] = cov6
+        mask = np.zeros(STATE_SIZE, dtype=bool)
+        mask[:6] = self.mask[:6]
+        return [Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.pose_threshold, "pose")]
+
+    def _twist(self, t, linear, angular, cov6) -> list[Measurement]:
+        if not self.selects_twist:
+            return []
+        values = np.full(STATE_SIZE, np.nan)
+        values[VX:VX + 3] = linear
+        values[VROLL:VROLL + 3] = angular
+        full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
+        full_cov[VX:VYAW + 1, VX:VYAW + 1] = np.asarray(cov6, dtype=float).reshape(6, 6)
+        mask = np.zeros(STATE_SIZE, dtype=bool)
+        mask[VX:VYAW + 1] = self.mask[VX:VYAW + 1]
+        return [Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.twist_threshold, "twist")]
+
+    # ---------------------------------------------------------------------------------------------- messages
+
+    def odometry(self, t, position, q, pose_cov6, linear, angular, twist_cov6) -> list[Measurement]:
+        """nav_msgs/Odometry: pose (world) and twist (body), each gated by its own threshold."""
+        return self._pose(t, position, q, pose_cov6) + self._twist(t, linear, angular, twist_cov6)
+
+    def pose(self, t, position, q, cov6) -> list[Measurement]:
+        return self._pose(t, position, q, cov6)
+
+    def twist(self, t, linear, angular, cov6) -> list[Measurement]:
+        return self._twist(t, linear, angular, cov6)
+
+    def imu(self, t, q=None, q_cov3=None, gyro=None, gyro_cov3=None, accel=None, accel_cov3=None) -> list[Measurement]:
+        """sensor_msgs/Imu. Pass None for a part the IMU does not provide (ROS: covariance[0] == -1)."""
+        out: list[Measurement] = []
+        gyro = None if gyro is None else np.asarray(gyro, dtype=float)
+        accel = None if accel is None else np.asarray(accel, dtype=float)
+        if self.cfg.lowpass_tau > 0.0:
+            gyro, accel = self._lowpass(t, gyro, accel)
+        if q is not None and self.selects_pose:
+            cov6 = np.zeros((6, 6))
+            cov6[3:, 3:] = np.asarray(q_cov3, dtype=float).reshape(3, 3)
+            cov6[:3, :3] = np.eye(3)        # unused: the IMU selects no position
+            saved = self.mask[:3].copy()
+            self.mask[:3] = False          # an IMU never measures position, whatever its config says
+            out += self._pose(t, np.zeros(3), q, cov6)
+            self.mask[:3] = saved
+        if gyro is not None and self.mask[VROLL:VYAW + 1].any():
+            values = np.full(STATE_SIZE, np.nan)
+            values[VROLL:VYAW + 1] = gyro
+            full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
+            full_cov[VROLL:VYAW + 1, VROLL:VYAW + 1] = np.asarray(gyro_cov3, dtype=float).reshape(3, 3)
+            mask = np.zeros(STATE_SIZE, dtype=bool)
+            mask[VROLL:VYAW + 1] = self.mask[VROLL:VYAW + 1]
+            out.append(Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.twist_threshold, "twist"))
+        if accel is not None and self.selects_accel:
+            a = accel
+            if self.cfg.remove_gravity:
+                # a resting accelerometer reads +g up; express world gravity in the body frame with the IMU's own
+                # orientation (level if it reports none) and subtract it
+                Rwb = tf.quat_to_matrix(q) if q is not None else np.eye(3)
+                a = a - Rwb.T @ np.array([0.0, 0.0, self.cfg.gravity])
+            values = np.full(STATE_SIZE, np.nan)
+            values[AX:AZ + 1] = a
+            full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
+            full_cov[AX:AZ + 1, AX:AZ + 1] = np.asarray(accel_cov3, dtype=float).reshape(3, 3)
+            mask = np.zeros(STATE_SIZE, dtype=bool)
+            mask[AX:AZ + 1] = self.mask[AX:AZ + 1]
+            out.append(Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.accel_threshold, "accel"))
+        return out
+
+    def _lowpass(self, t, gyro, accel):
+        """One-pole low-pass y += alpha (x - y), alpha = dt / (tau + dt), dt from successive stamps."""
+        if self._lp_time is None or t <= self._lp_time:
+            alpha = 1.0
+        else:
+            dt = t - self._lp_time
+            alpha = dt / (self.cfg.lowpass_tau + dt)
+        self._lp_time = t
+        if gyro is not None:
+            self._lp_gyro = gyro.copy() if self._lp_gyro is None else self._lp_gyro + alpha * (gyro - self._lp_gyro)
+            gyro = self._lp_gyro
+        if accel is not None:
+            self._lp_accel = accel.copy() if self._lp_accel is None else \
+                self._lp_accel + alpha * (accel - self._lp_accel)
+            accel = self._lp_accel
+        return gyro, accel

@@ -1,0 +1,316 @@
+"""Rigid transforms and quaternions (BRIEF §9).
+
+Conventions, fixed here and nowhere else:
+- Quaternions are numpy arrays in (w, x, y, z) order (Hamilton, w the scalar part). ROS messages store x, y, z, w:
+  use `quat_from_xyzw` / `quat_to_xyzw` at that border.
+- Euler angles are ZYX (yaw about z, then pitch about the new y, then roll about the new x), i.e. R = Rz Ry Rx,
+  the roll/pitch/yaw of REP-103 and robot_localization. Euler is for display and for the EKF state; accumulate
+  orientation in quaternions or matrices.
+- A transform named a_T_b maps coordinates in frame b to frame a: p_a = a_T_b @ p_b. Its inverse is b_T_a, computed
+  by transpose (R^T, -R^T p), never by a general matrix inverse.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "FrameMismatch", "SE2", "SE3", "wrap_angle",
+    "quat_identity", "quat_multiply", "quat_conjugate", "quat_normalize", "quat_rotate", "quat_slerp",
+    "quat_same_rotation", "quat_angle_between", "quat_from_euler", "quat_to_euler", "quat_from_matrix",
+    "quat_to_matrix", "quat_from_xyzw", "quat_to_xyzw", "euler_to_matrix", "matrix_to_euler",
+    "rot2", "is_rotation",
+]
+
+
+def wrap_angle(a):
+    """Angle (float or numpy array) wrapped to [-pi, pi)."""
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+class FrameMismatch(ValueError):
+    """Composition of transforms whose frames do not chain (a_T_b @ c_T_d with b != c)."""
+
+
+# ---------------------------------------------------------------------------------------------------- quaternions
+
+def quat_identity() -> np.ndarray:
+    return np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def quat_from_xyzw(x, y, z, w) -> np.ndarray:
+    """From ROS field order (geometry_msgs/Quaternion) to this module's (w, x, y, z)."""
+    return np.array([w, x, y, z], dtype=float)
+
+
+def quat_to_xyzw(q) -> tuple[float, float, float, float]:
+    return float(q[1]), float(q[2]), float(q[3]), float(q[0])
+
+
+def quat_multiply(a, b) -> np.ndarray:
+    """Hamilton product a*b: rotate by b first, then by a."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ])
+
+
+def quat_conjugate(q) -> np.ndarray:
+    """The inverse rotation of a unit quaternion."""
+    return np.array([q[0], -q[1], -q[2], -q[3]], dtype=float)
+
+
+def quat_normalize(q) -> np.ndarray:
+    """Unit quaternion; normalize after every accumulation so rounding does not scale the rotation."""
+    q = np.asarray(q, dtype=float)
+    n = math.sqrt(float(q @ q))
+    if n < 1e-12 or not math.isfinite(n):
+        raise ValueError(f"cannot normalize quaternion {q!r}: norm {n}")
+    return q / n
+
+
+def quat_rotate(q, v) -> np.ndarray:
+    """Vector v (3,) or (N, 3) rotated by unit quaternion q."""
+    return np.asarray(v, dtype=float) @ quat_to_matrix(q).T
+
+
+def quat_same_rotation(a, b, tol: float = 1e-9) -> bool:
+    """q and -q are the same rotation: compare by |dot|, never component-wise."""
+    a = quat_normalize(a)
+    b = quat_normalize(b)
+    return abs(float(a @ b)) >= 1.0 - tol
+
+
+def quat_angle_between(a, b) -> float:
+    """Rotation angle (rad, in [0, pi]) that takes a to b, sign-safe."""
+    d = min(1.0, abs(float(quat_normalize(a) @ quat_normalize(b))))
+    return 2.0 * math.acos(d)
+
+
+def quat_slerp(a, b, t: float) -> np.ndarray:
+    """Spherical interpolation from a (t=0) to b (t=1) along the shorter arc."""
+    a = quat_normalize(a)
+    b = quat_normalize(b)
+    d = float(a @ b)
+    if d < 0.0:         # take the short way: -b is the same rotation as b
+        b = -b
+        d = -d
+    if d > 0.9995:      # nearly parallel: sin(theta) ~ 0, linear interpolation is exact to rounding
+        return quat_normalize(a + t * (b - a))
+    theta = math.acos(d)
+    s = math.sin(theta)
+    return (math.sin((1.0 - t) * theta) / s) * a + (math.sin(t * theta) / s) * b
+
+
+def quat_from_euler(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """ZYX Euler (R = Rz(yaw) Ry(pitch) Rx(roll)) to a unit quaternion."""
+    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
+    cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
+    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
+    return np.array([
+        cr * cp * cy + sr * sp * sy,
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+    ])
+
+
+def quat_to_euler(q) -> tuple[float, float, float]:
+    """(roll, pitch, yaw) ZYX of a quaternion; pitch is clipped to [-pi/2, pi/2] at the gimbal-lock boundary."""
+    w, x, y, z = quat_normalize(q)
+    roll = math.atan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    s = max(-1.0, min(1.0, 2 * (w * y - z * x)))
+    pitch = math.asin(s)
+    yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return roll, pitch, yaw
+
+
+def quat_to_matrix(q) -> np.ndarray:
+    w, x, y, z = quat_normalize(q)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def quat_from_matrix(R) -> np.ndarray:
+    """Rotation matrix to unit quaternion (w >= 0), branching on the largest diagonal term for accuracy."""
+    R = np.asarray(R, dtype=float)
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    if tr > 0:
+        s = 2.0 * math.sqrt(tr + 1.0)
+        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
+    elif R[0, 0] > R[1, 1] and R[0, 0] > R[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2])
+        q = [(R[2, 1] - R[1, 2]) / s, 0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s]
+    elif R[1, 1] > R[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2])
+        q = [(R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s]
+    else:
+        s = 2.0 * math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1])
+        q = [(R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s]
+    q = quat_normalize(q)
+    return -q if q[0] < 0 else q
+
+
+def euler_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """R = Rz(yaw) Ry(pitch) Rx(roll): body-to-world rotation of a body with that attitude."""
+    cr, sr = math.cos(roll), math.sin(roll)
+    cp, sp = math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def matrix_to_euler(R) -> tuple[float, float, float]:
+    R = np.asarray(R, dtype=float)
+    pitch = math.asin(max(-1.0, min(1.0, -R[2, 0])))
+    roll = math.atan2(R[2, 1], R[2, 2])
+    yaw = math.atan2(R[1, 0], R[0, 0])
+    return roll, pitch, yaw
+
+
+def rot2(theta: float) -> np.ndarray:
+    c, s = math.cos(theta), math.sin(theta)
+    return np.array([[c, -s], [s, c]])
+
+
+def is_rotation(R, tol: float = 1e-9) -> bool:
+    R = np.asarray(R, dtype=float)
+    n = R.shape[0]
+    return bool(np.allclose(R.T @ R, np.eye(n), atol=tol) and abs(np.linalg.det(R) - 1.0) < tol)
+
+
+# ---------------------------------------------------------------------------------------------------- transforms
+
+def _chain(a_parent, a_child, b_parent, b_child, kind):
+    """Frames of a @ b; named frames must chain (a's child is b's parent), unnamed ones compose freely."""
+    if a_child is not None and b_parent is not None and a_child != b_parent:
+        raise FrameMismatch(
+            f"cannot compose {kind} {a_parent or '?'}_T_{a_child} @ {b_parent}_T_{b_child or '?'}: "
+            f"'{a_child}' is not '{b_parent}' (a_T_b @ b_T_c needs the inner frames to match)")
+    return a_parent, b_child
+
+
+class SE2:
+    """Planar rigid transform parent_T_child: rotation theta (rad, CCW) and translation (x, y)."""
+
+    __slots__ = ("x", "y", "theta", "parent", "child")
+
+    def __init__(self, x: float = 0.0, y: float = 0.0, theta: float = 0.0, parent: str | None = None,
+                 child: str | None = None):
+        self.x, self.y, self.theta = float(x), float(y), float(wrap_angle(theta))
+        self.parent, self.child = parent, child
+
+    @classmethod
+    def from_matrix(cls, T, parent=None, child=None) -> SE2:
+        T = np.asarray(T, dtype=float)
+        if T.shape != (3, 3) or not is_rotation(T[:2, :2], 1e-6):
+            raise ValueError("an SE(2) matrix is 3x3 with an orthonormal 2x2 rotation block")
+        return cls(T[0, 2], T[1, 2], math.atan2(T[1, 0], T[0, 0]), parent, child)
+
+    @property
+    def rotation(self) -> np.ndarray:
+        return rot2(self.theta)
+
+    @property
+    def translation(self) -> np.ndarray:
+        return np.array([self.x, self.y])
+
+    def matrix(self) -> np.ndarray:
+        T = np.eye(3)
+        T[:2, :2] = self.rotation
+        T[:2, 2] = (self.x, self.y)
+        return T
+
+    def inverse(self) -> SE2:
+        R = self.rotation
+        p = -R.T @ self.translation       # by transpose: (R^T, -R^T p)
+        return SE2(p[0], p[1], -self.theta, self.child, self.parent)
+
+    def apply(self, points) -> np.ndarray:
+        """Points (2,) or (N, 2) given in the child frame, expressed in the parent frame."""
+        return np.asarray(points, dtype=float) @ self.rotation.T + self.translation
+
+    def __matmul__(self, other):
+        if isinstance(other, SE2):
+            parent, child = _chain(self.parent, self.child, other.parent, other.child, "SE2")
+            c, s = math.cos(self.theta), math.sin(self.theta)
+            return SE2(self.x + c * other.x - s * other.y, self.y + s * other.x + c * other.y,
+                       self.theta + other.theta, parent, child)
+        return self.apply(other)
+
+    def __repr__(self):
+        name = f"{self.parent or '?'}_T_{self.child or '?'}"
+        return f"SE2({name}: x={self.x:.6g}, y={self.y:.6g}, theta={self.theta:.6g})"
+
+
+class SE3:
+    """Rigid transform parent_T_child in 3-D: rotation matrix R (3x3) and translation p (3,)."""
+
+    __slots__ = ("R", "p", "parent", "child")
+
+    def __init__(self, R=None, p=None, parent: str | None = None, child: str | None = None):
+        self.R = np.eye(3) if R is None else np.array(R, dtype=float)
+        self.p = np.zeros(3) if p is None else np.array(p, dtype=float).reshape(3)
+        if self.R.shape != (3, 3):
+            raise ValueError("R must be 3x3")
+        self.parent, self.child = parent, child
+
+    @classmethod
+    def from_matrix(cls, T, parent=None, child=None) -> SE3:
+        T = np.asarray(T, dtype=float)
+        if T.shape != (4, 4) or not is_rotation(T[:3, :3], 1e-6) or not np.allclose(T[3], (0, 0, 0, 1)):
+            raise ValueError("an SE(3) matrix is 4x4 with an orthonormal rotation block and last row 0 0 0 1")
+        return cls(T[:3, :3], T[:3, 3], parent, child)
+
+    @classmethod
+    def from_quaternion(cls, q, p=(0.0, 0.0, 0.0), parent=None, child=None) -> SE3:
+        return cls(quat_to_matrix(q), p, parent, child)
+
+    @classmethod
+    def from_euler(cls, roll, pitch, yaw, p=(0.0, 0.0, 0.0), parent=None, child=None) -> SE3:
+        return cls(euler_to_matrix(roll, pitch, yaw), p, parent, child)
+
+    @property
+    def quaternion(self) -> np.ndarray:
+        return quat_from_matrix(self.R)
+
+    @property
+    def euler(self) -> tuple[float, float, float]:
+        return matrix_to_euler(self.R)
+
+    def matrix(self) -> np.ndarray:
+        T = np.eye(4)
+        T[:3, :3] = self.R
+        T[:3, 3] = self.p
+        return T
+
+    def inverse(self) -> SE3:
+        Rt = self.R.T
+        return SE3(Rt, -Rt @ self.p, self.child, self.parent)    # by transpose: (R^T, -R^T p)
+
+    def apply(self, points) -> np.ndarray:
+        """Points (3,) or (N, 3) given in the child frame, expressed in the parent frame."""
+        return np.asarray(points, dtype=float) @ self.R.T + self.p
+
+    def __matmul__(self, other):
+        if isinstance(other, SE3):
+            parent, child = _chain(self.parent, self.child, other.parent, other.child, "SE3")
+            return SE3(self.R @ other.R, self.R @ other.p + self.p, parent, child)
+        return self.apply(other)
+
+    def __repr__(self):
+        name = f"{self.parent or '?'}_T_{self.child or '?'}"
+        r, p, y = self.euler
+        return (f"SE3({name}: p=({self.p[0]:.6g}, {self.p[1]:.6g}, {self.p[2]:.6g}), "
+                f"rpy=({r:.6g}, {p:.6g}, {y:.6g}))")
