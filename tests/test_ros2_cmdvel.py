@@ -1,0 +1,172 @@
+"""cmd_vel input of the bridge on a real Cyclone DDS: Twist/TwistStamped choice, auto-detection from discovery,
+and the warnings for "nobody publishes" and "somebody publishes the other type" (the silent mismatch)."""
+import logging
+import random
+import time
+
+import pytest
+
+from viperdrive.errors import BadValue
+from viperdrive.ros2 import msgs, qos
+from viperdrive.ros2.bridge import (
+    TWIST,
+    TWIST_STAMPED,
+    CmdVelInput,
+    RateLimitedWarning,
+    _covariance,
+    frame_with_prefix,
+    ros_time_to_monotonic,
+)
+from viperdrive.ros2.node import RosNode
+
+DOMAIN = random.SystemRandom().randint(120, 220)
+LOCAL_ENV = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def poll_until(cmd, cond, timeout=5.0):
+    """Poll the input like the bridge loop does (every 10 ms) until cond(commands so far) or timeout."""
+    got = []
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got += cmd.poll(time.time() - time.monotonic())
+        if cond(got):
+            return got
+        time.sleep(0.01)
+    return got
+
+
+@pytest.fixture
+def nodes():
+    with RosNode("/r", domain_id=DOMAIN, env=LOCAL_ENV) as bridge_node, \
+            RosNode("/r", domain_id=DOMAIN, env=LOCAL_ENV) as teleop:
+        yield bridge_node, teleop
+
+
+def _quiet_warn():
+    return RateLimitedWarning(interval=1e9)
+
+
+def test_rate_limited_warning_once_per_interval(caplog):
+    clock = FakeClock()
+    warn = RateLimitedWarning(interval=5.0, clock=clock)
+    with caplog.at_level(logging.WARNING, logger="viperdrive.ros2"):
+        assert warn("a", "first")
+        clock.t += 4.9
+        assert not warn("a", "again too soon")
+        assert warn("b", "another key is independent")
+        clock.t += 0.2
+        assert warn("a", "after the interval")
+    assert [r.getMessage() for r in caplog.records] == ["first", "another key is independent", "after the interval"]
+    assert warn.count == {"a": 3, "b": 1}
+
+
+def test_auto_picks_the_offered_type_twist(nodes, caplog):
+    bridge_node, teleop = nodes
+    with caplog.at_level(logging.INFO, logger="viperdrive.ros2"):
+        cmd = CmdVelInput(bridge_node, "cmd_vel", "auto", warn=_quiet_warn())
+        assert cmd.type_name is None and cmd.reader is None     # no reader until a publisher shows its type
+        w = teleop.publisher("cmd_vel", msgs.Twist, qos.default_qos())
+        got = []
+        end = time.monotonic() + 5.0
+        while time.monotonic() < end and len(got) < 3:
+            w.write(msgs.Twist(linear=msgs.Vector3(0.3, 0, 0), angular=msgs.Vector3(0, 0, 0.7)))
+            got += cmd.poll(0.0)
+            time.sleep(0.02)
+    assert cmd.type_name == TWIST
+    assert got[-1] == (0.3, 0.7, None)
+    assert any("reading /r/cmd_vel as geometry_msgs/msg/Twist (auto" in r.getMessage() for r in caplog.records)
+
+
+def test_auto_picks_twist_stamped_and_converts_the_stamp(nodes):
+    bridge_node, teleop = nodes
+    cmd = CmdVelInput(bridge_node, "cmd_vel", "auto", warn=_quiet_warn())
+    w = teleop.publisher("cmd_vel", msgs.TwistStamped, qos.default_qos())
+    sent_mono = time.monotonic() - 0.25          # a command produced 250 ms ago
+    sent_wall = time.time() - 0.25
+    got = []
+    end = time.monotonic() + 5.0
+    while time.monotonic() < end and not got:
+        w.write(msgs.TwistStamped(header=msgs.Header(stamp=msgs.time_from_s(sent_wall)),
+                                  twist=msgs.Twist(linear=msgs.Vector3(-0.1, 0, 0))))
+        got += cmd.poll(time.time() - time.monotonic())
+        time.sleep(0.02)
+    assert cmd.type_name == TWIST_STAMPED
+    v, w_, stamp = got[0]
+    assert (v, w_) == (-0.1, 0.0)
+    assert stamp == pytest.approx(sent_mono, abs=0.01)     # header stamp (wall) -> host monotonic
+
+
+def test_fixed_type_warns_about_a_publisher_of_the_other_type(nodes, caplog):
+    bridge_node, teleop = nodes
+    with caplog.at_level(logging.WARNING, logger="viperdrive.ros2"):
+        cmd = CmdVelInput(bridge_node, "cmd_vel", "true", warn=RateLimitedWarning(interval=60.0))
+        assert cmd.type_name == TWIST_STAMPED
+        w = teleop.publisher("cmd_vel", msgs.Twist, qos.default_qos())
+        got = poll_until(cmd, lambda g: TWIST in cmd.offered_types(), 5.0)
+        for _ in range(5):
+            w.write(msgs.Twist(linear=msgs.Vector3(1.0, 0, 0)))
+            got += cmd.poll(0.0)
+            time.sleep(0.02)
+    assert got == []                                  # the other type's commands never reach the robot
+    assert cmd.matched() == 0
+    text = [r.getMessage() for r in caplog.records]
+    mismatch = [t for t in text if "IGNORED" in t]
+    assert len(mismatch) == 1                         # once per interval, not once per poll
+    assert "offers geometry_msgs/msg/Twist" in mismatch[0] and "--stamped false" in mismatch[0]
+    assert cmd.warn.count["cmd_vel_type"] > 1
+
+
+def test_no_publisher_warning_and_auto_waits(nodes, caplog):
+    bridge_node, _ = nodes
+    with caplog.at_level(logging.WARNING, logger="viperdrive.ros2"):
+        cmd = CmdVelInput(bridge_node, "cmd_vel", "auto", warn=RateLimitedWarning(interval=60.0))
+        for _ in range(3):
+            assert cmd.poll(0.0) == []
+    text = [r.getMessage() for r in caplog.records]
+    assert text == ["cmd_vel: no publisher matched on /r/cmd_vel (auto: waiting to see which type a publisher "
+                    "offers)"]
+    assert cmd.status()["type"] == "(none yet)"
+
+
+def test_auto_switches_when_only_the_other_type_remains(nodes):
+    bridge_node, teleop = nodes
+    cmd = CmdVelInput(bridge_node, "cmd_vel", "auto", warn=_quiet_warn())
+    w1 = teleop.publisher("cmd_vel", msgs.Twist, qos.default_qos())
+    poll_until(cmd, lambda g: cmd.type_name == TWIST)
+    from viperdrive.ros2.node import delete_entity
+    delete_entity(w1)
+    w2 = teleop.publisher("cmd_vel", msgs.TwistStamped, qos.default_qos())
+    poll_until(cmd, lambda g: cmd.type_name == TWIST_STAMPED)
+    assert cmd.type_name == TWIST_STAMPED and cmd.switches == 1
+    got = []
+    end = time.monotonic() + 5.0
+    while time.monotonic() < end and not got:
+        w2.write(msgs.TwistStamped(twist=msgs.Twist(angular=msgs.Vector3(0, 0, 0.4))))
+        got += cmd.poll(0.0)
+        time.sleep(0.02)
+    assert got[0] == (0.0, 0.4, None)                # a zero stamp means "now", as diff_drive_controller does
+
+
+def test_bad_stamped_choice():
+    with RosNode("/", domain_id=DOMAIN, env=LOCAL_ENV) as n:
+        with pytest.raises(BadValue, match="--stamped"):
+            CmdVelInput(n, "cmd_vel", "yes")
+
+
+def test_helpers():
+    assert frame_with_prefix("", "odom") == "odom"
+    assert frame_with_prefix("/robot1/", "base_link") == "robot1/base_link"
+    assert ros_time_to_monotonic(msgs.Time(0, 0), 123.0) is None
+    assert ros_time_to_monotonic(msgs.Time(1000, 500_000_000), 900.0) == pytest.approx(100.5)
+    cov = _covariance([[i * 6 + j for j in range(6)] for i in range(6)], None)
+    assert cov[7] == 7.0 and cov[35] == 35.0 and len(cov) == 36
+    diag = _covariance(None, [1, 2, 3, 4, 5, 6])
+    assert [diag[i * 7] for i in range(6)] == [1, 2, 3, 4, 5, 6] and sum(diag) == 21
