@@ -129,3 +129,20 @@ def test_shared_test_file_runs_in_both_interpreters(tmp_path):
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
     assert re.search(r"\b2 passed\b", out), out
+
+
+def test_bench_runner_goes_on_after_a_failure_and_fails_at_the_end(tmp_path):
+    # bench/run_all.py (what `make bench` runs), copied beside three benches: one fails in the middle
+    shutil.copy(ROOT / "bench" / "run_all.py", tmp_path / "run_all.py")
+    (tmp_path / "bench_a.py").write_text("print('a_line x=1')\n")
+    (tmp_path / "bench_b.py").write_text("import sys\nprint('b_line x=2')\nsys.exit(3)\n")
+    (tmp_path / "bench_c.py").write_text("import sys\nprint('c_line impl=%s' % sys.implementation.name)\n")
+    proc = subprocess.run([sys.executable, str(tmp_path / "run_all.py")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == ["a_line x=1", "b_line x=2", "c_line impl=cpython"], proc.stdout
+    assert "bench_b.py failed with exit 3" in proc.stderr and "1 of 3 benches failed" in proc.stderr
+    (tmp_path / "bench_b.py").write_text("print('b_line x=2')\n")
+    proc = subprocess.run([sys.executable, str(tmp_path / "run_all.py")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 3, proc.stdout + proc.stderr

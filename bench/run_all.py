@@ -1,0 +1,41 @@
+"""`make bench`: run every bench/bench_*.py in turn with this interpreter (the venv's), passing their output
+through. A failing bench is reported and the rest still run; the exit status is non-zero if any failed.
+
+    python bench/run_all.py [NAME_SUBSTRING ...]     # e.g. `python bench/run_all.py protocol` runs bench_protocol
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main(argv: list[str]) -> int:
+    benches = sorted(HERE.glob("bench_*.py"))
+    if argv:
+        benches = [b for b in benches if any(a in b.stem for a in argv)]
+    if not benches:
+        print("run_all: no bench matched", file=sys.stderr)
+        return 1
+    failed = []
+    for bench in benches:
+        t0 = time.monotonic()
+        sys.stdout.flush()
+        # output goes straight to our stdout/stderr: the bench's lines appear as it prints them
+        rc = subprocess.call([sys.executable, str(bench)], cwd=HERE.parent)
+        if rc != 0:
+            failed.append(bench.name)
+            print(f"run_all: {bench.name} failed with exit {rc} after {time.monotonic() - t0:.1f} s",
+                  file=sys.stderr)
+    sys.stdout.flush()
+    if failed:
+        print(f"run_all: {len(failed)} of {len(benches)} benches failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
