@@ -1,0 +1,413 @@
+# The sim backend: the hardware of the virtual board (sim/vboard.py), on the MicroPython unix port.
+#
+# The motors and encoders are a physical model (sim/plant.py, passed in as plant=), the control "timer" is a
+# _thread with absolute deadlines that steps the plant and then calls the firmware's control step, the watchdog
+# is a deadline the virtual board checks, and the link is a byte stream paced at the emulated serial baud rate
+# (PacedLink over a transport: the virtual board's TCP server). This module never imports sim/: the virtual
+# board hands the plant and the link in, either as keywords or, for code that builds the Board itself
+# (tuning.start() in the REPL), through DEFAULTS.
+import gc
+import time
+
+import _thread
+
+try:
+    from shared.protocol import RESET_POWER_ON
+except ImportError:  # pragma: no cover - the firmware's layout always has shared/
+    RESET_POWER_ON = 0
+
+# Set by the virtual board before the firmware builds its Board: {"plant": ..., "link": ..., "reset_cause": ...}
+DEFAULTS = {}
+
+Q15_FULL = 32767
+BITS_PER_BYTE = 10          # start bit, 8 data bits, stop bit
+US_PER_S = 1000000
+
+
+class PacedLink:
+    """A byte stream that moves at a serial line's speed, over a transport that moves bytes at once.
+
+    transport: an object with recv() -> bytes or None (non-blocking), send(data) -> None, and an integer
+    `generation` that changes when a new peer connects (its buffered bytes are dropped then, as unplugging a
+    cable drops what was on it). None: a line with nothing attached (writes vanish, nothing arrives).
+
+    Both directions take BITS_PER_BYTE / baud per byte: the board sees a host byte only when its last bit has
+    arrived, and a byte the board writes leaves toward the host only when its last bit has been sent. The board's
+    transmit buffer holds tx_buffer bytes; write() blocks (pumping the line) while it is full, as a UART with a
+    full ring buffer does. Faults: cut (every byte dropped both ways), corrupt_rate (each byte, either direction,
+    gets one random bit flipped with this probability), inject(data) (garbage toward the board).
+    """
+
+    def __init__(self, transport=None, baud=115200, clock=time.ticks_us, rng=None, tx_buffer=256, sleep_us=None):
+        if baud <= 0:
+            raise ValueError("baud must be positive")
+        self.transport = transport
+        self.baud = baud
+        self.clock = clock
+        self.sleep_us = sleep_us or time.sleep_us
+        self.tx_buffer = tx_buffer
+        self.rng = rng
+        self.cut = False
+        self.corrupt_rate = 0.0
+        self.lock = _thread.allocate_lock()
+        self._generation = getattr(transport, "generation", 0)
+        # receive side: bytes that came from the transport, arriving bit by bit
+        self._rx = bytearray()
+        self._rx_start = 0          # ticks_us at which the first byte of the current burst started arriving
+        self._rx_done = 0           # bytes of this burst that have fully arrived and were handed on
+        self._rx_burst = 0          # bytes in this burst (arrived + still arriving)
+        self._rx_ready = bytearray()  # arrived, not yet read by the firmware
+        # transmit side: bytes the board wrote, leaving at the line rate
+        self._tx = bytearray()
+        self._tx_start = 0
+        self._tx_sent = 0
+        self.rx_bytes = 0           # bytes delivered to the firmware
+        self.tx_bytes = 0           # bytes the firmware wrote
+        self.tx_line_bytes = 0      # bytes that left on the line (reached the transport, or the void when cut)
+        self.dropped_rx = 0
+        self.dropped_tx = 0
+        self.corrupted = 0
+        self.injected = 0
+        self.reconnects = 0
+
+    # ---- faults ----
+
+    def inject(self, data):
+        """Garbage toward the board: it takes line time like any other byte."""
+        with self.lock:
+            self._rx_append(bytes(data))
+            self.injected += len(data)
+
+    def _flip(self, data):
+        # corrupt a copy: each byte with probability corrupt_rate gets one random bit flipped
+        rate = self.corrupt_rate
+        rng = self.rng
+        if rate <= 0.0 or rng is None:
+            return data
+        out = bytearray(data)
+        for i in range(len(out)):
+            if rng.uniform() < rate:
+                out[i] ^= 1 << (rng.next32() & 7)
+                self.corrupted += 1
+        return out
+
+    # ---- line timing ----
+
+    def _due(self, start, now):
+        """Whole bytes the line has carried since start (ticks_us)."""
+        el = time.ticks_diff(now, start)
+        if el <= 0:
+            return 0
+        return el * self.baud // (BITS_PER_BYTE * US_PER_S)
+
+    def _rx_append(self, data):
+        if self._rx_burst == self._rx_done:
+            # the line is idle (every earlier byte has fully arrived, so before now): a new burst starts now
+            self._rx_start = self.clock()
+            self._rx_burst = 0
+            self._rx_done = 0
+        self._rx.extend(data)
+        self._rx_burst += len(data)
+
+    def _check_peer(self):
+        t = self.transport
+        gen = getattr(t, "generation", 0)
+        if gen != self._generation:
+            # a new peer: what was on the old line is gone
+            self._generation = gen
+            self.reconnects += 1
+            self._rx = bytearray()
+            self._rx_ready = bytearray()
+            self._rx_burst = self._rx_done = 0
+            self._tx = bytearray()
+            self._tx_sent = 0
+
+    def pump(self):
+        """Move bytes whose time has come, both directions. Called by readinto/write and the board's idle()."""
+        with self.lock:
+            self._pump()
+
+    def _pump(self):
+        t = self.transport
+        now = self.clock()
+        # receive: hand on the bytes whose last bit has arrived (before taking new ones, so a burst that has
+        # ended is seen as ended and the new bytes start a burst of their own)
+        if self._rx_burst > self._rx_done:
+            n = min(self._due(self._rx_start, now), self._rx_burst) - self._rx_done
+            if n > 0:
+                self._rx_ready.extend(self._rx[:n])
+                self._rx = self._rx[n:]
+                self._rx_done += n
+        if t is not None:
+            data = t.recv()
+            # after recv(): a client accepted inside it may already have sent bytes, which must survive
+            self._check_peer()
+            if data:
+                if self.cut:
+                    self.dropped_rx += len(data)
+                else:
+                    self._rx_append(self._flip(data))
+        # transmit: send the bytes whose last bit has left
+        if self._tx:
+            n = min(self._due(self._tx_start, now), self._tx_sent + len(self._tx)) - self._tx_sent
+            if n > 0:
+                chunk = self._tx[:n]
+                self._tx = self._tx[n:]
+                self._tx_sent += n
+                self.tx_line_bytes += n
+                if self.cut or t is None:
+                    self.dropped_tx += n
+                else:
+                    t.send(self._flip(chunk))
+
+    # ---- the stream the firmware sees ----
+
+    def readinto(self, buf):
+        with self.lock:
+            self._pump()
+            ready = self._rx_ready
+            if not ready:
+                return None
+            n = min(len(buf), len(ready))
+            buf[:n] = ready[:n]
+            self._rx_ready = ready[n:]
+            self.rx_bytes += n
+            return n
+
+    def any(self):
+        with self.lock:
+            self._pump()
+            return len(self._rx_ready)
+
+    def write(self, buf):
+        n = len(buf)
+        i = 0
+        while i < n:
+            with self.lock:
+                self._pump()
+                if not self._tx:
+                    # idle transmitter (every earlier byte has left, so before now): this byte starts now
+                    self._tx_start = self.clock()
+                    self._tx_sent = 0
+                room = self.tx_buffer - len(self._tx)
+                k = min(room, n - i)
+                if k > 0:
+                    self._tx.extend(buf[i:i + k])
+                    i += k
+                    self.tx_bytes += k
+            if i < n:
+                # the UART's buffer is full: wait for a byte time, as a blocking UART write does
+                self.sleep_us(max(1, BITS_PER_BYTE * US_PER_S // self.baud))
+        return n
+
+    def flush(self):
+        """Block until every written byte has left."""
+        while True:
+            with self.lock:
+                self._pump()
+                if not self._tx:
+                    return
+            self.sleep_us(max(1, BITS_PER_BYTE * US_PER_S // self.baud))
+
+    def close(self):
+        # the firmware closing its end does not unplug the cable: the virtual board owns the transport
+        pass
+
+    def stats(self):
+        return {"rx_bytes": self.rx_bytes, "tx_bytes": self.tx_bytes, "tx_line_bytes": self.tx_line_bytes,
+                "dropped_rx": self.dropped_rx, "dropped_tx": self.dropped_tx, "corrupted": self.corrupted,
+                "injected": self.injected, "reconnects": self.reconnects, "rx_pending": len(self._rx),
+                "tx_pending": len(self._tx), "baud": self.baud}
+
+
+class Board:
+    """The sim hardware (interface: mcu/hal/__init__.py). plant=, link= and reset_cause= come from the virtual
+    board (keywords, else DEFAULTS)."""
+
+    soft = True     # the control period comes from a thread, not a hard timer IRQ
+
+    def __init__(self, cfg, plant=None, link=None, reset_cause=None):
+        if plant is None:
+            plant = DEFAULTS.get("plant")
+        if plant is None:
+            raise ValueError("the sim backend needs a plant: start the firmware through sim/vboard.py")
+        if link is None:
+            link = DEFAULTS.get("link")
+        if reset_cause is None:
+            reset_cause = DEFAULTS.get("reset_cause", RESET_POWER_ON)
+        self.cfg = cfg
+        self.plant = plant
+        self.link = link
+        self.counter_bits = plant.counter_bits
+        self._reset_cause = reset_cause
+        self._duty_l = 0
+        self._duty_r = 0
+        self._energized = False
+        plant.energized = False
+        # one lock around the plant: the control thread steps it, the virtual board's endpoint reads and
+        # disturbs it from the main thread (no GIL on the unix port)
+        self.plant_lock = DEFAULTS.get("plant_lock") or _thread.allocate_lock()
+        # control thread
+        self._running = False
+        self._thread_alive = False
+        self.frozen = False         # freeze_control fault: the loop keeps time but skips the firmware's step
+        self.hz = 0
+        self.periods = 0            # control periods run (firmware step called)
+        self.plant_steps = 0
+        self.overruns = 0           # periods that started more than one period late (the schedule slipped)
+        self.period_min_us = 0
+        self.period_max_us = 0
+        self.late_max_us = 0
+        self.late_sum_us = 0
+        self.step_max_us = 0        # plant step + firmware step, worst
+        self.plant_max_us = 0
+        self._hist = None
+        # watchdog
+        self.wdt_timeout_ms = 0
+        self._wdt_deadline = 0
+        self.wdt_feeds = 0
+
+    # ---- outputs and encoders ----
+
+    def read_counts(self, buf):
+        self.plant.counts(buf)
+
+    def write_duty(self, left, right):
+        if self._energized:
+            self._duty_l = left
+            self._duty_r = right
+
+    def set_energized(self, on):
+        self._energized = bool(on)
+        if not on:
+            self._duty_l = 0
+            self._duty_r = 0
+        self.plant.energized = self._energized
+
+    def edge_period_us(self, buf):
+        self.plant.edge_periods(buf)
+
+    # ---- the control "timer": a thread with absolute deadlines ----
+
+    def start_periodic(self, hz, fn):
+        if self._running:
+            self.stop_periodic()
+        self.hz = hz
+        self._running = True
+        self._thread_alive = True
+        _thread.start_new_thread(self._loop, (hz, fn))
+
+    def stop_periodic(self):
+        self._running = False
+        # wait for the loop to see it (at most a period, plus the firmware's step)
+        for _ in range(500):
+            if not self._thread_alive:
+                return
+            time.sleep_ms(2)
+
+    def _loop(self, hz, fn):
+        period = US_PER_S // hz
+        dt = 1.0 / hz
+        plant = self.plant
+        lock = self.plant_lock
+        ticks_us = time.ticks_us
+        ticks_diff = time.ticks_diff
+        ticks_add = time.ticks_add
+        deadline = ticks_add(ticks_us(), period)
+        last = 0
+        first = True
+        pmin = 1 << 30
+        pmax = 0
+        try:
+            while self._running:
+                wait = ticks_diff(deadline, ticks_us())
+                if wait > 0:
+                    time.sleep_us(wait)
+                start = ticks_us()
+                late = ticks_diff(start, deadline)
+                if not first:
+                    p = ticks_diff(start, last)
+                    if p < pmin:
+                        pmin = p
+                        self.period_min_us = p
+                    if p > pmax:
+                        pmax = p
+                        self.period_max_us = p
+                first = False
+                last = start
+                if late > self.late_max_us:
+                    self.late_max_us = late
+                self.late_sum_us += late
+                # the physics first: the encoders the firmware reads next reflect the last period's duty
+                with lock:
+                    plant.step(dt, self._duty_l, self._duty_r)
+                self.plant_steps += 1
+                t_plant = ticks_diff(ticks_us(), start)
+                if t_plant > self.plant_max_us:
+                    self.plant_max_us = t_plant
+                if not self.frozen:
+                    fn()
+                    self.periods += 1
+                used = ticks_diff(ticks_us(), start)
+                if used > self.step_max_us:
+                    self.step_max_us = used
+                deadline = ticks_add(deadline, period)
+                if ticks_diff(ticks_us(), deadline) > period:
+                    # more than a whole period behind (a loaded machine): count it and restart the schedule
+                    # from now instead of running a burst of catch-up periods with stale timing
+                    self.overruns += 1
+                    deadline = ticks_add(ticks_us(), period)
+        finally:
+            self._thread_alive = False
+
+    def loop_stats(self):
+        n = max(1, self.plant_steps)
+        return {"hz": self.hz, "periods": self.periods, "plant_steps": self.plant_steps, "overruns": self.overruns,
+                "period_min_us": self.period_min_us, "period_max_us": self.period_max_us,
+                "late_max_us": self.late_max_us, "late_avg_us": self.late_sum_us // n,
+                "step_max_us": self.step_max_us, "plant_max_us": self.plant_max_us, "frozen": self.frozen}
+
+    def reset_loop_stats(self):
+        self.period_min_us = self.period_max_us = self.late_max_us = self.late_sum_us = 0
+        self.step_max_us = self.plant_max_us = self.overruns = 0
+
+    # ---- time ----
+
+    def ticks_us(self):
+        return time.ticks_us()
+
+    def ticks_ms(self):
+        return time.ticks_ms()
+
+    # ---- watchdog (the virtual board checks watchdog_expired() and restarts the firmware) ----
+
+    def watchdog_start(self, timeout_ms):
+        self.wdt_timeout_ms = timeout_ms
+        self._wdt_deadline = time.ticks_add(time.ticks_ms(), timeout_ms)
+
+    def watchdog_feed(self):
+        if self.wdt_timeout_ms:
+            self._wdt_deadline = time.ticks_add(time.ticks_ms(), self.wdt_timeout_ms)
+            self.wdt_feeds += 1
+
+    def watchdog_expired(self):
+        return bool(self.wdt_timeout_ms) and time.ticks_diff(time.ticks_ms(), self._wdt_deadline) > 0
+
+    def reset_cause(self):
+        return self._reset_cause
+
+    # ---- link, memory, idle ----
+
+    def open_link(self):
+        if self.link is None:
+            self.link = PacedLink(None)
+        return self.link
+
+    def free_heap(self):
+        return gc.mem_free()
+
+    def idle(self):
+        # the slow loop has nothing to do: move line bytes whose time has come, then yield ~1 ms
+        if self.link is not None:
+            self.link.pump()
+        time.sleep_ms(1)

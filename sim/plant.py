@@ -1,0 +1,459 @@
+# The virtual board's physical model: two DC gearmotors driving the wheels of a differential-drive robot on the
+# ground, two quadrature encoders, and the ground-truth pose. MicroPython (unix port) first; it also runs under
+# CPython (host tests and tools may import it), so it uses only math and the language itself.
+#
+# Stepped once per control period by the sim backend (mcu/hal/sim.py), in the control thread, BEFORE the
+# firmware's control step reads the encoders: the duty the firmware wrote in period k drives the motors during
+# period k+1, exactly the zero-order hold a PWM peripheral gives.
+#
+# Model, per wheel i (wheel-side quantities: torque N m, speed rad/s of the wheel, after the gearbox):
+#   motor (energized):  T_motor = G*kt*(V - ke*G*w)/R,  V = duty * battery_v   (ke = kt in SI; the winding
+#                       inductance is left out: L/R of a small motor is ~0.1 ms, far below the 2 ms period)
+#   motor (coast):      no current, no torque, no back-EMF braking (H-bridge outputs off)
+#   wheel:              J_w dw/dt = T_motor + T_push + T_noise - T_friction - r*F
+#   J_w = J_rotor*G^2 + J_wheel (the rotor's inertia seen through the gearbox)
+#   friction:           viscous b*w plus Coulomb friction up to coulomb_nm (static: holds the wheel at rest
+#                       while the drive torque is below it -> the real deadband, coulomb_nm / stall torque)
+#   ground contact:     F = the force the ground puts on the robot at the wheel, |F| <= mu*N (N = the wheel's
+#                       share of the weight). Below the limit the wheel rolls (r*w = contact point speed); above
+#                       it the wheel slips with kinetic friction mu*N and the encoder counts the slip.
+#   body:               m dv/dt = F_l + F_r;  J dw_z/dt = (F_r - F_l)*b/2   (the robot's mass, seen by the
+#                       rolling wheels, is their "reflected robot inertia")
+# Back-EMF and viscous friction are treated implicitly (stable at any period); Coulomb friction and the traction
+# limit are bounded constraint impulses solved by a few projected Gauss-Seidel sweeps (the method physics
+# engines use for contact with friction), which gives exact stick/slip without a stiff spring.
+# Ground-truth pose is integrated from the body's real velocity (midpoint heading), never from the encoders.
+import math
+
+TWO_PI = 2.0 * math.pi
+GRAVITY = 9.81
+Q15_FULL = 32767
+PGS_SWEEPS = 6          # constraint sweeps per step; the coupling between constraints is weak, 6 converge
+_BLOCKED = 1e9          # friction impulse bound of a blocked (stalled) wheel: it does not turn at all
+
+
+class DescriptionError(ValueError):
+    """A robot description file with a missing or out-of-range key (the message names it)."""
+
+
+def _num(d, key, lo, hi, path=""):
+    name = path + key
+    if key not in d:
+        raise DescriptionError("robot description: missing key %r" % name)
+    v = d[key]
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise DescriptionError("robot description: %s must be a number, got %r" % (name, v))
+    if not (lo <= v <= hi):
+        raise DescriptionError("robot description: %s=%r outside [%r, %r]" % (name, v, lo, hi))
+    return float(v)
+
+
+def _sign(d, key, path):
+    v = d.get(key, 1)
+    if v not in (1, -1):
+        raise DescriptionError("robot description: %s%s must be 1 or -1, got %r" % (path, key, v))
+    return v
+
+
+def load_description(path):
+    """Parse and validate a robot description JSON file -> dict (see sim/robots/default.json)."""
+    import json
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise DescriptionError("robot description %s: cannot read (%s)" % (path, e)) from None
+    try:
+        desc = json.loads(text)
+    except ValueError as e:
+        raise DescriptionError("robot description %s: not valid JSON (%s)" % (path, e)) from None
+    if not isinstance(desc, dict):
+        raise DescriptionError("robot description %s: the top level must be an object" % path)
+    validate(desc)
+    return desc
+
+
+def validate(desc):
+    """Raise DescriptionError naming the first bad key; returns the description."""
+    _num(desc, "wheel_radius_m", 0.005, 1.0)
+    _num(desc, "wheel_separation_m", 0.02, 5.0)
+    _num(desc, "mass_kg", 0.05, 500.0)
+    _num(desc, "yaw_inertia_kgm2", 1e-6, 500.0)
+    _num(desc, "driven_axle_weight_fraction", 0.05, 1.0)
+    _num(desc, "traction_mu", 0.01, 3.0)
+    _num(desc, "battery_v", 0.0, 60.0)
+    for sect in ("motor", "friction", "encoder"):
+        if not isinstance(desc.get(sect), dict):
+            raise DescriptionError("robot description: missing section %r" % sect)
+    m = desc["motor"]
+    _num(m, "resistance_ohm", 0.01, 1000.0, "motor.")
+    _num(m, "torque_constant_nm_per_a", 1e-5, 10.0, "motor.")
+    _num(m, "rotor_inertia_kgm2", 0.0, 1.0, "motor.")
+    _num(m, "gear_ratio", 1.0, 10000.0, "motor.")
+    _num(desc, "wheel_inertia_kgm2", 0.0, 10.0)
+    f = desc["friction"]
+    _num(f, "coulomb_nm", 0.0, 100.0, "friction.")
+    _num(f, "viscous_nms", 0.0, 100.0, "friction.")
+    e = desc["encoder"]
+    _num(e, "counts_per_rev", 4, 1 << 24, "encoder.")
+    if e.get("counter_bits") not in (16, 32):
+        raise DescriptionError("robot description: encoder.counter_bits must be 16 or 32, got %r"
+                               % (e.get("counter_bits"),))
+    d = desc.get("direction", {})
+    for k in ("motor_left", "motor_right", "encoder_left", "encoder_right"):
+        _sign(d, k, "direction.")
+    s = desc.get("wheel_radius_scale", {})
+    for k in ("left", "right"):
+        if k in s:
+            _num(s, k, 0.5, 1.5, "wheel_radius_scale.")
+    n = desc.get("noise", {})
+    if "torque_std_nm" in n:
+        _num(n, "torque_std_nm", 0.0, 10.0, "noise.")
+    if "seed" in n:
+        _num(n, "seed", 0, 0xFFFFFFFF, "noise.")
+    return desc
+
+
+class Rng:
+    """xorshift32: the same sequence on MicroPython and CPython for a seed (reproducible runs)."""
+
+    def __init__(self, seed=1):
+        self.state = (int(seed) & 0xFFFFFFFF) or 0x9E3779B9
+
+    def next32(self):
+        x = self.state
+        x ^= (x << 13) & 0xFFFFFFFF
+        x ^= x >> 17
+        x ^= (x << 5) & 0xFFFFFFFF
+        self.state = x
+        return x
+
+    def uniform(self):
+        """[0, 1)"""
+        return self.next32() / 4294967296.0
+
+    def normal(self):
+        """Zero mean, unit variance (sum of three uniforms on [-1, 1): cheap and bounded at +-3)."""
+        return (self.uniform() + self.uniform() + self.uniform()) * 2.0 - 3.0
+
+
+def _edge_period_us(w, counts_per_rad):
+    """Time between encoder edges at wheel speed w (rad/s), us; 0 at standstill, capped at 2**31-1."""
+    rate = abs(w) * counts_per_rad
+    if rate < 1e6 / 2147483647.0:
+        return 0
+    return int(1e6 / rate)
+
+
+def _clamp(x, lo, hi):
+    return lo if x < lo else (hi if x > hi else x)
+
+
+class Plant:
+    """The robot. step(dt, duty_l_q15, duty_r_q15) advances the physics; counts(buf) gives the raw counters."""
+
+    def __init__(self, desc, seed=None):
+        validate(desc)
+        self.desc = desc
+        self.r = desc["wheel_radius_m"]
+        self.b = desc["wheel_separation_m"]
+        scale = desc.get("wheel_radius_scale", {})
+        # true rolling radius per wheel (a worn or mismatched tyre: systematic odometry error)
+        self.r_l = self.r * scale.get("left", 1.0)
+        self.r_r = self.r * scale.get("right", 1.0)
+        self.mass = desc["mass_kg"]
+        self.inertia = desc["yaw_inertia_kgm2"]
+        m = desc["motor"]
+        g = m["gear_ratio"]
+        kt = m["torque_constant_nm_per_a"]
+        res = m["resistance_ohm"]
+        # wheel-side motor constants: torque per volt, and the back-EMF damping (N m per rad/s of the wheel)
+        self.torque_per_volt = g * kt / res
+        self.emf_damping = g * g * kt * kt / res
+        self.wheel_inertia = m["rotor_inertia_kgm2"] * g * g + desc["wheel_inertia_kgm2"]
+        self.coulomb = desc["friction"]["coulomb_nm"]
+        self.viscous = desc["friction"]["viscous_nms"]
+        # each driven wheel carries half the driven axle's share of the weight
+        self.normal_force = self.mass * GRAVITY * desc["driven_axle_weight_fraction"] / 2.0
+        self.mu = desc["traction_mu"]
+        enc = desc["encoder"]
+        self.cpr = int(enc["counts_per_rev"])
+        self.counter_bits = int(enc["counter_bits"])
+        self.counter_mask = (1 << self.counter_bits) - 1
+        d = desc.get("direction", {})
+        self.motor_dir_l = d.get("motor_left", 1)
+        self.motor_dir_r = d.get("motor_right", 1)
+        self.enc_dir_l = d.get("encoder_left", 1)
+        self.enc_dir_r = d.get("encoder_right", 1)
+        noise = desc.get("noise", {})
+        self.torque_std = noise.get("torque_std_nm", 0.0)
+        self.seed = int(noise.get("seed", 1) if seed is None else seed)
+        self.nominal_battery_v = desc["battery_v"]
+        self.reset()
+
+    # ---- state ----
+
+    def reset(self):
+        """Back to power-on: at rest at the origin, no faults, counters at zero, the noise re-seeded."""
+        self.rng = Rng(self.seed)
+        self.battery_v = self.nominal_battery_v
+        self.energized = False
+        self.t = 0.0
+        self.steps = 0
+        self.reset_pose()
+        self.w_l = 0.0           # wheel speeds, rad/s (true, about the axle; + rolls the robot forward)
+        self.w_r = 0.0
+        self.angle_l = 0.0       # true wheel angles, rad
+        self.angle_r = 0.0
+        self.v = 0.0             # body forward speed m/s and yaw rate rad/s (true)
+        self.wz = 0.0
+        self.count_l = 0         # unwrapped encoder counts (raw sign: encoder direction applied)
+        self.count_r = 0
+        self.floor_l = 0         # floor(angle * counts per rad): the counts the encoder disk has passed
+        self.floor_r = 0
+        self.edge_period_l = 0   # us between encoder edges at the last step that saw one, 0 if none recently
+        self.edge_period_r = 0
+        self.edge_age_l = 0.0
+        self.edge_age_r = 0.0
+        self.stalled_l = False
+        self.stalled_r = False
+        self.lifted = False
+        self.encoder_drop = 0.0
+        self.push_l = 0.0        # external torque on the wheel, N m (a hand turning it)
+        self.push_r = 0.0
+        self.push_until = -1.0   # sim time the push ends; < 0: until changed
+        self.slip_l = False
+        self.slip_r = False
+        self.duty_l = 0.0
+        self.duty_r = 0.0
+        self.lost_counts = 0
+        self.slip_distance = 0.0  # metres the wheels' rims moved relative to the ground, both wheels
+
+    def reset_pose(self):
+        self.x = 0.0
+        self.y = 0.0
+        self.theta = 0.0
+        self.distance = 0.0
+
+    # ---- faults and disturbances ----
+
+    def set_stall(self, wheel, on):
+        if wheel in ("left", "both"):
+            self.stalled_l = bool(on)
+        if wheel in ("right", "both"):
+            self.stalled_r = bool(on)
+
+    def set_lift(self, on):
+        self.lifted = bool(on)
+        if on:
+            # held in the air: the body stops where it is
+            self.v = 0.0
+            self.wz = 0.0
+
+    def set_encoder_drop(self, rate):
+        self.encoder_drop = _clamp(float(rate), 0.0, 1.0)
+
+    def set_battery(self, volts):
+        self.battery_v = float(volts)
+
+    def push(self, wheel, torque, duration=None):
+        """External torque (N m, + turns the wheel forward) on wheel 'left'|'right'|'both', for duration s
+        (None: until the next push)."""
+        if wheel in ("left", "both"):
+            self.push_l = float(torque)
+        if wheel in ("right", "both"):
+            self.push_r = float(torque)
+        self.push_until = -1.0 if duration is None else self.t + float(duration)
+
+    # ---- physics ----
+
+    def step(self, dt, duty_l_q15, duty_r_q15):
+        """Advance the physics by dt seconds with the given raw duties (Q15, the board's output sign)."""
+        if self.push_until >= 0.0 and self.t >= self.push_until:
+            self.push_l = 0.0
+            self.push_r = 0.0
+            self.push_until = -1.0
+        jw = self.wheel_inertia
+        visc = self.viscous
+        if self.energized:
+            dl = _clamp(duty_l_q15, -Q15_FULL, Q15_FULL) / Q15_FULL
+            dr = _clamp(duty_r_q15, -Q15_FULL, Q15_FULL) / Q15_FULL
+            kv = self.torque_per_volt * self.battery_v
+            drive_l = kv * dl * self.motor_dir_l
+            drive_r = kv * dr * self.motor_dir_r
+            damp = self.emf_damping + visc
+        else:
+            # outputs off: the windings are open, no drive and no back-EMF braking
+            dl = dr = 0.0
+            drive_l = drive_r = 0.0
+            damp = visc
+        self.duty_l = dl
+        self.duty_r = dr
+        ext_l = drive_l + self.push_l
+        ext_r = drive_r + self.push_r
+        if self.torque_std > 0.0:
+            rng = self.rng
+            ext_l += self.torque_std * rng.normal()
+            ext_r += self.torque_std * rng.normal()
+        # implicit damping: J' w_new = J w_old + dt*(T_ext) - dt*damp*w_new
+        jl = jw + damp * dt
+        jr = jl
+        wl = (jw * self.w_l + dt * ext_l) / jl
+        wr = (jw * self.w_r + dt * ext_r) / jr
+        v = self.v
+        wz = self.wz
+        # constraint impulses (N m s for friction, N s for contact), bounded
+        fmax_l = _BLOCKED if self.stalled_l else self.coulomb * dt
+        fmax_r = _BLOCKED if self.stalled_r else self.coulomb * dt
+        acc_fl = 0.0
+        acc_fr = 0.0
+        acc_cl = 0.0
+        acc_cr = 0.0
+        rl = self.r_l
+        rr = self.r_r
+        hb = self.b * 0.5
+        inv_m = 1.0 / self.mass
+        inv_j = 1.0 / self.inertia
+        on_ground = not self.lifted
+        if on_ground:
+            cmax = self.mu * self.normal_force * dt
+            k_l = rl * rl / jl + inv_m + hb * hb * inv_j
+            k_r = rr * rr / jr + inv_m + hb * hb * inv_j
+        for _ in range(PGS_SWEEPS):
+            # gearbox/bearing friction: drive the wheel speed to zero with at most the Coulomb impulse
+            new = _clamp(acc_fl - wl * jl, -fmax_l, fmax_l)
+            wl += (new - acc_fl) / jl
+            acc_fl = new
+            new = _clamp(acc_fr - wr * jr, -fmax_r, fmax_r)
+            wr += (new - acc_fr) / jr
+            acc_fr = new
+            if on_ground:
+                # left contact: slip = rim speed - ground speed of the contact point (v - wz*b/2)
+                s = rl * wl - (v - wz * hb)
+                new = _clamp(acc_cl + s / k_l, -cmax, cmax)
+                p = new - acc_cl
+                acc_cl = new
+                wl -= rl * p / jl
+                v += p * inv_m
+                wz -= hb * p * inv_j
+                s = rr * wr - (v + wz * hb)
+                new = _clamp(acc_cr + s / k_r, -cmax, cmax)
+                p = new - acc_cr
+                acc_cr = new
+                wr -= rr * p / jr
+                v += p * inv_m
+                wz += hb * p * inv_j
+        if on_ground:
+            # a contact impulse at its bound means the wheel slides on the ground
+            lim = cmax * 0.999
+            self.slip_l = acc_cl > lim or acc_cl < -lim
+            self.slip_r = acc_cr > lim or acc_cr < -lim
+            sl = rl * wl - (v - wz * hb)
+            sr = rr * wr - (v + wz * hb)
+            self.slip_distance += (abs(sl) + abs(sr)) * dt
+        else:
+            self.slip_l = self.slip_r = False
+            v = wz = 0.0
+        if self.stalled_l:
+            wl = 0.0
+        if self.stalled_r:
+            wr = 0.0
+        self.w_l = wl
+        self.w_r = wr
+        self.v = v
+        self.wz = wz
+        self.angle_l += wl * dt
+        self.angle_r += wr * dt
+        # ground truth: midpoint heading over the step (the body's real motion, not the encoders')
+        dth = wz * dt
+        th_mid = self.theta + dth * 0.5
+        ds = v * dt
+        self.x += ds * math.cos(th_mid)
+        self.y += ds * math.sin(th_mid)
+        th = self.theta + dth
+        if th > math.pi:
+            th -= TWO_PI
+        elif th < -math.pi:
+            th += TWO_PI
+        self.theta = th
+        self.distance += abs(ds)
+        self._encoders(dt)
+        self.t += dt
+        self.steps += 1
+
+    def _encoders(self, dt):
+        k = self.cpr / TWO_PI
+        pos = self.angle_l * k * self.enc_dir_l
+        fl = math.floor(pos)
+        delta = fl - self.floor_l
+        self.floor_l = fl
+        if delta:
+            self.count_l += delta - self._lost(delta)
+            self.edge_period_l = _edge_period_us(self.w_l, k)
+            self.edge_age_l = 0.0
+        else:
+            self.edge_age_l += dt
+            if self.edge_age_l > 0.2:
+                # no edge for 200 ms: the edge timer has nothing current to report
+                self.edge_period_l = 0
+        pos = self.angle_r * k * self.enc_dir_r
+        fr = math.floor(pos)
+        delta = fr - self.floor_r
+        self.floor_r = fr
+        if delta:
+            self.count_r += delta - self._lost(delta)
+            self.edge_period_r = _edge_period_us(self.w_r, k)
+            self.edge_age_r = 0.0
+        else:
+            self.edge_age_r += dt
+            if self.edge_age_r > 0.2:
+                self.edge_period_r = 0
+
+    def _lost(self, delta):
+        """How many of delta counts the encoder drops (signed like delta), at the encoder_drop rate."""
+        rate = self.encoder_drop
+        if rate <= 0.0:
+            return 0
+        n = abs(delta)
+        expect = n * rate
+        lost = int(expect)
+        if self.rng.uniform() < expect - lost:
+            lost += 1
+        self.lost_counts += lost
+        return lost if delta > 0 else -lost
+
+    def counts(self, buf):
+        """The raw counters (left, right) into buf, wrapped to [0, 2**counter_bits)."""
+        buf[0] = self.count_l & self.counter_mask
+        buf[1] = self.count_r & self.counter_mask
+
+    def edge_periods(self, buf):
+        buf[0] = self.edge_period_l
+        buf[1] = self.edge_period_r
+
+    # ---- reports ----
+
+    def stall_torque(self):
+        """Wheel-side stall torque at 100% duty and the present battery voltage, N m."""
+        return self.torque_per_volt * self.battery_v
+
+    def no_load_speed(self):
+        """Wheel speed at 100% duty with friction: (stall - Coulomb) / (back-EMF + viscous damping), rad/s."""
+        return (self.stall_torque() - self.coulomb) / (self.emf_damping + self.viscous)
+
+    def traction_limit(self):
+        """The robot's straight-line acceleration limit, m/s^2 (both wheels at mu*N)."""
+        return 2.0 * self.mu * self.normal_force / self.mass
+
+    def truth(self):
+        return {
+            "x": self.x, "y": self.y, "theta": self.theta, "w_left": self.w_l, "w_right": self.w_r,
+            "t": self.t, "v": self.v, "omega": self.wz, "angle_left": self.angle_l, "angle_right": self.angle_r,
+            "distance": self.distance, "slip_left": self.slip_l, "slip_right": self.slip_r,
+            "slip_distance": self.slip_distance, "energized": self.energized,
+            "duty_left": self.duty_l, "duty_right": self.duty_r, "battery_v": self.battery_v,
+            "counts_left": self.count_l, "counts_right": self.count_r, "lost_counts": self.lost_counts,
+            "stalled_left": self.stalled_l, "stalled_right": self.stalled_r, "lifted": self.lifted,
+            "encoder_drop": self.encoder_drop, "push_left": self.push_l, "push_right": self.push_r,
+            "steps": self.steps,
+        }

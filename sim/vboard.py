@@ -1,0 +1,354 @@
+# The virtual board: the unmodified firmware (mcu/) on the MicroPython unix port, with the sim hardware backend
+# (mcu/hal/sim.py) driving the physical model (sim/plant.py), the firmware's link served on TCP at an emulated
+# serial byte rate, a JSON-lines control endpoint for ground truth and faults, and an emulated watchdog that
+# restarts the firmware inside this process.
+#
+#   micropython sim/vboard.py [--listen HOST:PORT] [--control HOST:PORT] [--baud N] [--robot FILE]
+#                             [--board FILE] [--params FILE] [--seed N] [--repl]
+#
+# Prints "control on HOST:PORT" (with --control) and then "listening on socket://HOST:PORT" once the firmware
+# runs. docs/virtual-board.md is the manual; host/viperdrive/sim launches this for host code and tests.
+import gc
+import sys
+import time
+
+_HERE = __file__.rpartition("/")[0] or "."
+_ROOT = _HERE + "/.."
+# the board's import layout: firmware modules at the top level (mcu/), the protocol as the package shared/
+for _p in (_ROOT, _ROOT + "/mcu", _HERE):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+import _thread  # noqa: E402
+
+import net  # noqa: E402
+import plant as plant_mod  # noqa: E402
+from shared import protocol  # noqa: E402
+
+USAGE = ("usage: vboard.py [--listen HOST:PORT] [--control HOST:PORT] [--baud N] [--robot FILE] [--board FILE] "
+         "[--params FILE] [--seed N] [--repl] [--app MODULE]")
+WHEELS = ("left", "right", "both")
+FAULT_KINDS = ("cut_link", "corrupt", "garbage", "stall", "lift", "encoder_drop", "battery", "freeze_control")
+COMMANDS = ("truth", "fault", "push", "reset", "stats", "ping")
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_args(argv):
+    opts = {"listen": "127.0.0.1:0", "control": None, "baud": 115200, "robot": _HERE + "/robots/default.json",
+            "board": _ROOT + "/mcu/boards/sim.json", "params": "/tmp/viperdrive-sim-params.json", "seed": None,
+            "repl": False, "app": "app"}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-h", "--help"):
+            raise UsageError(USAGE)
+        if a == "--repl":
+            opts["repl"] = True
+            i += 1
+            continue
+        key = a[2:] if a.startswith("--") else None
+        if key is None or key not in opts or key == "repl":
+            raise UsageError("unknown option %r\n%s" % (a, USAGE))
+        if i + 1 >= len(argv):
+            raise UsageError("%s needs a value" % a)
+        val = argv[i + 1]
+        if key in ("baud", "seed"):
+            try:
+                val = int(val)
+            except ValueError:
+                raise UsageError("%s must be a whole number, got %r" % (a, val)) from None
+            if key == "baud" and not 300 <= val <= 20000000:
+                raise UsageError("--baud %d outside 300..20000000" % val)
+        opts[key] = val
+        i += 2
+    return opts
+
+
+def _bool(req, key):
+    v = req.get(key, True)
+    if not isinstance(v, bool):
+        raise ValueError("%r must be true or false, got %r" % (key, v))
+    return v
+
+
+def _number(req, key, lo, hi, default=None):
+    if key not in req:
+        if default is None:
+            raise ValueError("missing %r" % key)
+        return default
+    v = req[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+        raise ValueError("%r must be a number, got %r" % (key, v))
+    if not lo <= v <= hi:
+        raise ValueError("%r = %r outside [%r, %r]" % (key, v, lo, hi))
+    return v
+
+
+def _wheel(req):
+    w = req.get("wheel", "both")
+    if w not in WHEELS:
+        raise ValueError("'wheel' must be one of %s, got %r" % (", ".join(WHEELS), w))
+    return w
+
+
+class VirtualBoard:
+    def __init__(self, opts):
+        self.opts = opts
+        desc = plant_mod.load_description(opts["robot"])
+        self.plant = plant_mod.Plant(desc, seed=opts["seed"])
+        self.rng = plant_mod.Rng((self.plant.seed * 2654435761 + 12345) & 0xFFFFFFFF)
+        self.plant_lock = _thread.allocate_lock()
+        self.link_server = net.LinkServer(*net.parse_hostport(opts["listen"], "--listen"))
+        import hal.sim
+        self.link = hal.sim.PacedLink(self.link_server, baud=opts["baud"], rng=self.rng)
+        self.control = None
+        if opts["control"]:
+            self.control = net.ControlServer(*net.parse_hostport(opts["control"], "--control"), self.handle)
+        self.board_cfg = self._load_board_cfg()
+        # modules present before the firmware's first import survive a reset; the firmware's are re-imported
+        self._keep = set(sys.modules)
+        self.app = None
+        self.hal = None
+        self.boots = 0
+        self.watchdog_resets = 0
+        self.last_reset_cause = protocol.RESET_POWER_ON
+        self.last_wdt_recovery_ms = -1
+        self.firmware_errors = 0
+        self.last_error = ""
+        self.crashed = False
+        self.t_start = time.ticks_ms()
+
+    # ---- firmware lifecycle ----
+
+    def _load_board_cfg(self):
+        path = self.opts["board"]
+        try:
+            import boardcfg
+        except ImportError:
+            boardcfg = None
+        try:
+            open(path).close()
+            exists = True
+        except OSError:
+            exists = False
+        if boardcfg is not None and exists:
+            cfg = boardcfg.load(path)
+        else:
+            cfg = {"backend": "sim", "name": "virtual", "control_hz": 500, "counts_per_rev": self.plant.cpr,
+                   "counter_bits": self.plant.counter_bits, "motor_sign": [1, 1], "encoder_sign": [1, 1],
+                   "watchdog_ms": 500, "sim": {}}
+        if cfg.get("backend") != "sim":
+            raise ValueError("board config %s: backend must be \"sim\" on the virtual board" % path)
+        cpr = cfg.get("counts_per_rev")
+        if cpr is not None and cpr != self.plant.cpr:
+            # a real misconfiguration a user can try on purpose: the board's odometry scale is then wrong
+            print("vboard: warning: board config counts_per_rev=%d but the robot's encoder has %d"
+                  % (cpr, self.plant.cpr), file=sys.stderr)
+        bits = cfg.get("counter_bits")
+        if bits in (16, 32):
+            # the hardware counter width is the board's (the config picks it), the robot file only defaults it
+            self.plant.counter_bits = bits
+            self.plant.counter_mask = (1 << bits) - 1
+        return cfg
+
+    def _purge_firmware(self):
+        for name in list(sys.modules):
+            if name not in self._keep and not name.startswith("shared"):
+                del sys.modules[name]
+
+    def boot(self, cause):
+        """Power-on or watchdog boot: a fresh firmware (re-imported), a fresh sim Board, outputs off."""
+        if self.boots:
+            self._purge_firmware()
+        gc.collect()
+        import hal
+        import hal.sim
+        hal.sim.DEFAULTS.update({"plant": self.plant, "link": self.link, "reset_cause": cause,
+                                 "plant_lock": self.plant_lock})
+        self.last_reset_cause = cause
+        self.crashed = False
+        self.boots += 1
+        if self.opts["repl"]:
+            return
+        board = hal.load(self.board_cfg, plant=self.plant, link=self.link, reset_cause=cause)
+        self.hal = board
+        app = __import__(self.opts["app"])
+        self.app = app.App(board, self.board_cfg, params_path=self.opts["params"])
+        self.app.start()
+
+    def halt_firmware(self):
+        """What a reset does to the running firmware: the control timer stops, the outputs go off."""
+        board = self.hal
+        if board is not None:
+            board.stop_periodic()
+            board.set_energized(False)
+        self.app = None
+        self.hal = None
+
+    def watchdog_reset(self):
+        t0 = time.ticks_ms()
+        self.halt_firmware()
+        self.watchdog_resets += 1
+        self.boot(protocol.RESET_WATCHDOG)
+        self.last_wdt_recovery_ms = time.ticks_diff(time.ticks_ms(), t0)
+
+    def power_cycle(self):
+        self.halt_firmware()
+        with self.plant_lock:
+            self.plant.reset()
+        self.link.cut = False
+        self.link.corrupt_rate = 0.0
+        self.boot(protocol.RESET_POWER_ON)
+
+    # ---- main loop ----
+
+    def service_once(self):
+        if self.app is not None and not self.crashed:
+            try:
+                self.app.service()
+            except Exception as e:  # noqa: BLE001
+                # a crashed main loop on a real board drops to the REPL; nobody feeds the watchdog any more,
+                # so it resets the board: the same happens here
+                self.crashed = True
+                self.firmware_errors += 1
+                self.last_error = "%s: %s" % (type(e).__name__, e)
+                print("vboard: firmware main loop crashed:", file=sys.stderr)
+                sys.print_exception(e, sys.stderr)
+        if self.control is not None:
+            self.control.poll(0)
+        if self.hal is not None and self.hal.watchdog_expired():
+            self.watchdog_reset()
+
+    def run(self):
+        while True:
+            self.service_once()
+            if self.hal is not None:
+                self.hal.idle()
+            else:
+                time.sleep_ms(1)
+
+    # ---- control endpoint ----
+
+    def handle(self, req):
+        cmd = req.get("cmd")
+        if cmd == "truth":
+            with self.plant_lock:
+                rep = self.plant.truth()
+            rep["ok"] = True
+            return rep
+        if cmd == "fault":
+            return self.fault(req)
+        if cmd == "push":
+            torque = _number(req, "torque", -50.0, 50.0)
+            dur = req.get("duration")
+            if dur is not None:
+                dur = _number(req, "duration", 0.0, 3600.0)
+            wheel = _wheel(req)
+            with self.plant_lock:
+                self.plant.push(wheel, torque, dur)
+            return {"ok": True, "wheel": wheel, "torque": torque}
+        if cmd == "reset":
+            what = req.get("what", "board")
+            if what == "pose":
+                with self.plant_lock:
+                    self.plant.reset_pose()
+            elif what == "board":
+                self.power_cycle()
+            else:
+                raise ValueError("'what' must be \"board\" (power cycle) or \"pose\" (zero the ground truth)")
+            return {"ok": True, "what": what}
+        if cmd == "stats":
+            return self.stats()
+        if cmd == "ping":
+            return {"ok": True}
+        if cmd is None:
+            return {"ok": False, "error": "missing \"cmd\" (one of %s)" % ", ".join(COMMANDS)}
+        return {"ok": False, "error": "unknown cmd %r (one of %s)" % (cmd, ", ".join(COMMANDS))}
+
+    def fault(self, req):
+        kind = req.get("kind")
+        p = self.plant
+        link = self.link
+        if kind == "cut_link":
+            link.cut = _bool(req, "on")
+            return {"ok": True, "kind": kind, "on": link.cut}
+        if kind == "corrupt":
+            link.corrupt_rate = float(_number(req, "rate", 0.0, 1.0))
+            return {"ok": True, "kind": kind, "rate": link.corrupt_rate}
+        if kind == "garbage":
+            n = int(_number(req, "n", 0, 100000))
+            link.inject(bytes(self.rng.next32() & 0xFF for _ in range(n)))
+            return {"ok": True, "kind": kind, "n": n}
+        if kind == "stall":
+            wheel = _wheel(req)
+            on = _bool(req, "on")
+            with self.plant_lock:
+                p.set_stall(wheel, on)
+            return {"ok": True, "kind": kind, "wheel": wheel, "on": on}
+        if kind == "lift":
+            on = _bool(req, "on")
+            with self.plant_lock:
+                p.set_lift(on)
+            return {"ok": True, "kind": kind, "on": on}
+        if kind == "encoder_drop":
+            rate = _number(req, "rate", 0.0, 1.0)
+            with self.plant_lock:
+                p.set_encoder_drop(rate)
+            return {"ok": True, "kind": kind, "rate": rate}
+        if kind == "battery":
+            volts = _number(req, "volts", 0.0, 60.0)
+            with self.plant_lock:
+                p.set_battery(volts)
+            return {"ok": True, "kind": kind, "volts": volts}
+        if kind == "freeze_control":
+            on = _bool(req, "on")
+            if self.hal is None:
+                raise ValueError("no firmware control task is running")
+            self.hal.frozen = on
+            return {"ok": True, "kind": kind, "on": on}
+        return {"ok": False, "error": "unknown fault kind %r (one of %s)" % (kind, ", ".join(FAULT_KINDS))}
+
+    def stats(self):
+        rep = {"ok": True, "boots": self.boots, "watchdog_resets": self.watchdog_resets,
+               "last_reset_cause": protocol.RESET_NAMES.get(self.last_reset_cause, "?"),
+               "last_wdt_recovery_ms": self.last_wdt_recovery_ms, "firmware_errors": self.firmware_errors,
+               "last_error": self.last_error, "uptime_s": time.ticks_diff(time.ticks_ms(), self.t_start) / 1000.0,
+               "link_clients": self.link_server.clients, "link_connected": self.link_server.connected(),
+               "cut_link": self.link.cut, "corrupt_rate": self.link.corrupt_rate, "sim_time": self.plant.t,
+               "free_heap": gc.mem_free()}
+        rep.update(self.link.stats())
+        if self.hal is not None:
+            rep.update(self.hal.loop_stats())
+            rep["watchdog_ms"] = self.hal.wdt_timeout_ms
+            rep["watchdog_feeds"] = self.hal.wdt_feeds
+        return rep
+
+
+def main(argv):
+    try:
+        opts = parse_args(argv)
+    except UsageError as e:
+        print("vboard: %s" % e, file=sys.stderr)
+        sys.exit(2)
+    try:
+        vb = VirtualBoard(opts)
+        vb.boot(protocol.RESET_POWER_ON)
+    except (plant_mod.DescriptionError, net.NetError, ValueError, OSError) as e:
+        print("vboard: error: %s" % e, file=sys.stderr)
+        sys.exit(2)
+    if vb.control is not None:
+        print("control on %s:%d" % (vb.control.host, vb.control.port))
+    print("listening on %s" % vb.link_server.url)
+    return vb
+
+
+if __name__ == "__main__":
+    _vb = main(sys.argv[1:])
+    if not _vb.opts["repl"]:
+        try:
+            _vb.run()
+        except KeyboardInterrupt:
+            _vb.halt_firmware()
