@@ -1,0 +1,308 @@
+# The wheel-speed controller: the slow-path side of the fixed-point step in fixedstep.py.
+#
+# Controller owns the preallocated arrays the step works on, converts SI parameters (shared/params.py: gains on
+# wheel rad/s -> duty) to the step's fixed point, hands commands to the step, and runs one period per tick().
+# tick() is what the hal's periodic timer calls: it reads the encoders, runs the viper step, writes the PWM and
+# allocates nothing. Everything else here is the slow path (floats and allocation allowed).
+#
+# On a port without the viper emitter (CircuitPython) importing fixedstep fails; FloatController (the same law
+# on floats, control_float.py) is then the controller. controller(hal, cfg) picks.
+from array import array
+
+import fixedstep as fx
+from fixedstep import (G_BANK, G_BANK_REQ, G_CMD_NEW, G_ENABLED, G_FAULT, G_REQ, G_SB, G_STATUS, G_TICKS,
+                       G_TLM_DIV, G_WDT, IO_DL, IO_DR, IO_T0, IO_T1, REQ_CLEAR, REQ_DISABLE, REQ_ENABLE,
+                       REQ_ZERO, W_POS, W_SPN, W_VEL, WS)
+
+TWO_PI = 6.283185307179586
+SIGN_BIT = -2147483648
+
+
+def gain_fixed(g, tmax):
+    """(m, s, xl) for a gain g >= 0 (output units per input unit of the step): g ~= m / 2**s with
+    2**14 <= m <= 2**15 (15-bit precision), s in [0, 45]; xl clamps the input so |term| <= tmax + gain
+    (tmax <= 2**30: the step's split product and its sum then fit 32 bits)."""
+    if not g > 0.0:
+        return 0, 15, fx.X_MAX
+    s = 0
+    while g * (1 << s) < 16384.0 and s < 45:
+        s += 1
+    m = int(g * (1 << s) + 0.5)
+    if m > 32768:
+        m = 32768                   # only gains >= 2**15 output units per input unit get here: capped
+    if m == 0 or s - 15 > 30:
+        return 0, 15, fx.X_MAX      # below the resolution of the output: the term is zero
+    return m, s, min((tmax << s) // m + 1, fx.X_MAX)
+
+
+def fixed_gains(values, hz, cpr):
+    """The step's bank words (list of KB ints) for parameter values (SI, by name) at rate hz, cpr counts/rev."""
+    dt = 1.0 / hz
+    rpc = TWO_PI / cpr              # wheel rad per count: gains on rad/s become gains on counts/s
+    one = float(fx.DUTY_ONE)
+    vq = float(1 << fx.VQ)
+    iq = float(1 << fx.IQ)
+    b = [0] * fx.KB
+
+    def put(idx, g, tmax):
+        b[idx], b[idx + 1], b[idx + 2] = gain_fixed(g, tmax)
+
+    put(fx.K_AV, dt / (values["vel_tau"] + dt), fx.X_MAX)
+    put(fx.K_P, values["kp"] * rpc * one / vq, fx.TERM_MAX)
+    put(fx.K_I, values["ki"] * dt * rpc * one * iq / vq, fx.I_MAX)
+    # Tt shorter than one period would over-correct (a back-calculation gain above 1): it acts as Tt = dt
+    put(fx.K_AW, min(1.0, dt / values["kt"]) * iq, fx.I_MAX)
+    put(fx.K_AD, dt / (values["kd_tau"] + dt), fx.X_MAX)
+    put(fx.K_D, values["kd"] * hz * rpc * one / vq, fx.TERM_MAX)
+    put(fx.K_V, values["kv"] * rpc * one / vq, fx.TERM_MAX)
+    put(fx.K_A, values["ka"] * hz * rpc * one / vq, fx.TERM_MAX)
+    b[fx.K_KS] = int(values["ks"] * one + 0.5)
+    b[fx.K_DB] = int(values["deadband"] * one + 0.5)
+    b[fx.K_MAXD] = int(values["max_duty"] * one + 0.5)
+    vmax_q = fx.V_MAX_COUNTS << fx.VQ
+
+    def speed_q(rad_s):             # rad/s -> Q8 counts/s, inside the documented range
+        return min(int(rad_s / rpc * vq + 0.5), vmax_q)
+
+    b[fx.K_SPMAX] = speed_q(values["max_wheel_speed"])
+    b[fx.K_ACC] = max(1, int(values["max_accel"] / rpc / hz * vq + 0.5))
+    b[fx.K_DM_N] = max(1, (values["deadman_ms"] * hz + 500) // 1000)
+    b[fx.K_DIS_N] = max(1, (values["deadman_disable_ms"] * hz + 500) // 1000)
+    b[fx.K_STALL_N] = max(1, (values["stall_ms"] * hz + 500) // 1000)
+    b[fx.K_STALL_V] = speed_q(values["stall_speed"])
+    b[fx.K_TRACK_N] = max(1, (values["track_err_ms"] * hz + 500) // 1000)
+    b[fx.K_TRACK_E] = speed_q(values["track_err_max"])
+    b[fx.K_OVER_V] = min(int(1.5 * values["max_wheel_speed"] / rpc * vq + 0.5), fx.X_MAX)
+    return b
+
+
+def joint_scale(left, right, limit):
+    """Both wheel speeds scaled by one factor so the larger is at most limit (the same arc, slower)."""
+    peak = max(abs(left), abs(right))
+    if peak > limit:
+        return left * limit / peak, right * limit / peak
+    return left, right
+
+
+class Controller:
+    """Both wheels' speed loops on the viper step. Speeds in counts/s at this interface (the wire's units)."""
+
+    def __init__(self, hal, cfg, values):
+        self.hal = hal
+        self.hz = cfg.get("control_hz", 500)
+        self.cpr = cfg["counts_per_rev"]
+        self.st = array("i", [0] * fx.ST_LEN)
+        self.k = array("i", [0] * fx.K_LEN)
+        self.c = array("i", [0, 0])
+        self.e = array("i", [0, 0])
+        self.io = array("i", [0] * fx.IO_LEN)
+        k = self.k
+        k[fx.K_SB] = SIGN_BIT
+        self.st[G_SB] = SIGN_BIT
+        k[fx.K_HZ] = self.hz
+        bits = getattr(hal, "counter_bits", 32)
+        if bits == 16:
+            k[fx.K_MASK], k[fx.K_HALF] = 0xFFFF, 0x8000
+        elif bits == 32:
+            k[fx.K_MASK], k[fx.K_HALF] = -1, SIGN_BIT
+        else:
+            raise ValueError("hal counter_bits must be 16 or 32, not %r" % (bits,))
+        ms = cfg.get("motor_sign", [1, 1])
+        es = cfg.get("encoder_sign", [1, 1])
+        k[fx.K_MS], k[fx.K_MS + 1] = ms[0], ms[1]
+        k[fx.K_ES], k[fx.K_ES + 1] = es[0], es[1]
+        self._edge = getattr(hal, "edge_period_us", None)
+        k[fx.K_EDGE] = 1 if self._edge is not None else 0
+        # past a quarter second without an edge the low-speed estimate is zero (< 4 counts/s)
+        k[fx.K_IDLE_MAX] = max(2, self.hz // 4)
+        k[fx.K_OVR_US] = 1500000 // self.hz
+        self.period_us = 1000000 // self.hz
+        # bound methods made once: tick() calls them without allocating
+        self._read = hal.read_counts
+        self._write = hal.write_duty
+        self._ticks = hal.ticks_us
+        self._set_energized = hal.set_energized
+        self._energized = False
+        self.running = False
+        self._ring = None
+        self._ring_hc = None
+        self._ring_n = 0
+        self.values = {}
+        self._configured = False
+        hal.set_energized(False)
+        hal.write_duty(0, 0)
+        self._read(self.c)
+        self.st[fx.W_PREV] = self.c[0]
+        self.st[WS + fx.W_PREV] = self.c[1]
+        self.configure(values)
+
+    # ---- the hot path ----
+
+    def tick(self):
+        """One control period (the hal timer's callback). Allocation-free."""
+        io = self.io
+        io[IO_T0] = self._ticks()
+        self._read(self.c)
+        if self._edge is not None:
+            self._edge(self.e)
+        fx.step(self.st, self.k, self.c, self.e, io)
+        self._write(io[IO_DL], io[IO_DR])
+        if self._energized and self.st[G_ENABLED] == 0:
+            # the step stopped driving (fault, deadman de-energize, disable): cut the bridges this period
+            self._energized = False
+            self._set_energized(False)
+        if self._ring is not None:
+            fx.log(self.st, self._ring, self._ring_hc, self._ring_n)
+        io[IO_T1] = self._ticks()
+
+    # ---- lifecycle ----
+
+    def start(self):
+        self.running = True
+        self.hal.start_periodic(self.hz, self.tick)
+
+    def stop(self):
+        self.hal.stop_periodic()
+        self.running = False
+        self._energized = False
+        self.hal.set_energized(False)
+        self.hal.write_duty(0, 0)
+
+    def _request(self, bit):
+        """Ask the step for a state change at a period boundary and wait until it is done."""
+        st = self.st
+        if not self.running:
+            st[G_REQ] = bit
+            self._read(self.c)
+            fx.requests(st, self.c)
+            return
+        st[G_REQ] = bit
+        for _ in range(500):            # idle() is ~1 ms: the step serves a request within one period
+            if st[G_REQ] == 0:
+                return
+            self.hal.idle()
+        raise RuntimeError("control loop does not run: request %d not served" % bit)
+
+    # ---- commands (slow path) ----
+
+    def configure(self, values):
+        """Apply parameter values (dict name -> SI value). Bumpless while running: the step switches to the new
+        bank at a period boundary and moves the integrator by the jump of the other terms."""
+        st = self.st
+        if self.running:
+            for _ in range(1000):
+                if st[G_BANK] == st[G_BANK_REQ]:
+                    break
+                self.hal.idle()
+        words = fixed_gains(values, self.hz, self.cpr)
+        new = 1 - st[G_BANK]
+        base = new * fx.KB
+        k = self.k
+        for i in range(fx.KB):
+            k[base + i] = words[i]
+        if not self._configured:
+            st[G_BANK] = new            # the first configuration: nothing to be bumpless about
+            self._configured = True
+        st[G_BANK_REQ] = new
+        self.values = dict(values)
+
+    def enable(self, on):
+        """Energize (True) or not. Enabling zeroes commands, PID state, encoder reference and positions.
+        Returns whether the outputs are energized (False when a fault is latched)."""
+        if on:
+            if self.st[G_FAULT] != 0:
+                return False
+            self._request(REQ_ENABLE)
+            if self.st[G_ENABLED]:
+                self._energized = True
+                self._set_energized(True)
+            return self.st[G_ENABLED] == 1
+        # cut the bridges first, then let the step drop its state
+        self._energized = False
+        self._set_energized(False)
+        self._request(REQ_DISABLE)
+        return False
+
+    def zero(self):
+        self._request(REQ_ZERO)
+
+    def clear_fault(self):
+        """Clear a latched fault and the watchdog flag; returns the fault code that was latched."""
+        code = self.st[G_FAULT]
+        self._request(REQ_CLEAR)
+        return code
+
+    def set_velocity(self, left, right):
+        """New wheel setpoints in counts/s (from SET_VEL): scaled jointly to max_wheel_speed, staged for the step,
+        which takes both at once and restarts the deadman."""
+        st = self.st
+        kb = st[G_BANK_REQ] * fx.KB
+        lim = self.k[kb + fx.K_SPMAX]
+        q = 1 << fx.VQ
+        ql, qr = joint_scale(left * q, right * q, lim)
+        st[G_CMD_NEW] = 0               # the step must not take a half-written pair
+        st[W_SPN] = int(ql)
+        st[WS + W_SPN] = int(qr)
+        st[G_CMD_NEW] = 1
+
+    def set_watchdog_reset(self, code):
+        """After a watchdog reset: latch FAULT_WATCHDOG and show WDT_RESET until CLEAR_FAULT."""
+        self.st[G_WDT] = 1
+        self.st[G_FAULT] = code
+        self.st[G_STATUS] = 0x04 | 0x10
+
+    def attach_ring(self, buf, hc, n, div):
+        """Telemetry: the step appends a TLM_REC record to buf (n records, hc = [head, count]) every div periods
+        (div 0: off)."""
+        self.st[G_TLM_DIV] = 0
+        self._ring = buf
+        self._ring_hc = hc
+        self._ring_n = n
+        self.st[G_TLM_DIV] = div
+
+    # ---- readings (slow path) ----
+
+    def fault(self):
+        return self.st[G_FAULT]
+
+    def ticks(self):
+        return self.st[G_TICKS]
+
+    def status(self):
+        return self.st[G_STATUS]
+
+    def enabled(self):
+        return self.st[G_ENABLED] == 1
+
+    def positions(self):
+        return self.st[W_POS], self.st[WS + W_POS]
+
+    def velocities(self):
+        """Board velocity estimates, counts/s (rounded)."""
+        r = 1 << (fx.VQ - 1)
+        return (self.st[W_VEL] + r) >> fx.VQ, (self.st[WS + W_VEL] + r) >> fx.VQ
+
+    def state(self):
+        """(p_left, p_right, v_left, v_right, status) as in STATE."""
+        vl, vr = self.velocities()
+        return self.st[W_POS], self.st[WS + W_POS], vl, vr, self.st[G_STATUS]
+
+    def wheel(self, w):
+        """One wheel's internals in SI-free units: setpoint and speed counts/s, output and integrator duty."""
+        b = w * WS
+        st = self.st
+        return {"setpoint": st[b + fx.W_SP] / (1 << fx.VQ), "speed": st[b + W_VEL] / (1 << fx.VQ),
+                "output": st[b + fx.W_OUT] / fx.DUTY_ONE,
+                "integrator": st[b + fx.W_I] / (fx.DUTY_ONE << fx.IQ)}
+
+    def stats(self):
+        st = self.st
+        return {"period_min_us": st[fx.G_PER_MIN], "period_max_us": st[fx.G_PER_MAX],
+                "exec_max_us": st[fx.G_EXEC_MAX], "exec_avg_us": (st[fx.G_EXEC_AVG] + 128) >> 8,
+                "overruns": st[fx.G_OVERRUNS], "deadman_trips": st[fx.G_TRIPS], "fault_code": st[G_FAULT],
+                "periods": st[G_TICKS]}
+
+    def reset_stats(self):
+        st = self.st
+        st[fx.G_NSTAT] = 0
+        st[fx.G_OVERRUNS] = 0

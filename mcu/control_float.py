@@ -1,0 +1,278 @@
+# The same control law as fixedstep.step, on plain floats: the reference the tests compare the viper step with,
+# the other half of the benchmark, and the fallback law where the viper emitter is missing (CircuitPython).
+#
+# Units: speeds counts/s, duty as a fraction (1.0 = 100 %), dt = 1/hz (the timer period constant). Every branch
+# mirrors the fixed-point step, including its documented saturations (each duty term limited to +-4, the
+# integrator to +-4, a raw speed to +-2**21 counts/s); only the number format differs.
+TWO_PI = 6.283185307179586
+TERM_MAX = 4.0
+RAW_MAX = 2097152.0
+
+
+def _clamp(x, lim):
+    if x > lim:
+        return lim
+    if x < -lim:
+        return -lim
+    return x
+
+
+class FloatLaw:
+    """Both wheels, one period per step(). Commands: enable(), disable(), zero(), clear_fault(), set_velocity(),
+    configure(values)."""
+
+    def __init__(self, hz, cpr, counter_bits=32, motor_sign=(1, 1), encoder_sign=(1, 1), edge=False):
+        self.hz = hz
+        self.cpr = cpr
+        self.dt = 1.0 / hz
+        self.modulus = 1 << counter_bits
+        self.motor_sign = tuple(motor_sign)
+        self.encoder_sign = tuple(encoder_sign)
+        self.edge = edge
+        self.idle_max = max(2, hz // 4)
+        self.prev = [0, 0]
+        self.pos = [0, 0]
+        self.vel = [0.0, 0.0]
+        self.raw = [0.0, 0.0]
+        self.idle = [0, 0]
+        self.dirn = [1, 1]
+        self.enabled = False
+        self.fault = 0
+        self.deadman = False
+        self.trips = 0
+        self.age = 0
+        self.cmd = [0.0, 0.0]
+        self.pending = None
+        self.saturated = False
+        self.wdt = False
+        self.g = None
+        self.g_new = None
+        self._reset_pid()
+
+    def _reset_pid(self):
+        self.sp = [0.0, 0.0]
+        self.dsp = [0.0, 0.0]
+        self.integ = [0.0, 0.0]
+        self.vprev = list(self.vel)
+        self.df = [0.0, 0.0]
+        self.out = [0.0, 0.0]
+        self.unsat = [0.0, 0.0]
+        self.pdff = [0.0, 0.0]
+        self.stall = [0, 0]
+        self.track = [0, 0]
+        self.duty = [0.0, 0.0]
+
+    def configure(self, v):
+        rpc = TWO_PI / self.cpr
+        dt = self.dt
+        g = {
+            "av": dt / (v["vel_tau"] + dt), "ad": dt / (v["kd_tau"] + dt),
+            "kp": v["kp"] * rpc, "ki": v["ki"] * rpc, "kd": v["kd"] * rpc, "kv": v["kv"] * rpc,
+            "ka": v["ka"] * rpc, "ks": v["ks"], "db": v["deadband"], "maxd": v["max_duty"],
+            # Tt below one period would over-correct: it acts as Tt = dt (as in the fixed-point step)
+            "aw": min(1.0, dt / v["kt"]),
+            "spmax": v["max_wheel_speed"] / rpc, "acc": v["max_accel"] / rpc * dt,
+            "dm_n": max(1, (v["deadman_ms"] * self.hz + 500) // 1000),
+            "dis_n": max(1, (v["deadman_disable_ms"] * self.hz + 500) // 1000),
+            "stall_n": max(1, (v["stall_ms"] * self.hz + 500) // 1000), "stall_v": v["stall_speed"] / rpc,
+            "track_n": max(1, (v["track_err_ms"] * self.hz + 500) // 1000), "track_e": v["track_err_max"] / rpc,
+            "over_v": 1.5 * v["max_wheel_speed"] / rpc,
+        }
+        if self.g is None:
+            self.g = g
+        else:
+            self.g_new = g              # switched at the next period boundary, bumplessly
+
+    # ---- commands ----
+
+    def _reset_all(self, counts=None):
+        self.cmd = [0.0, 0.0]
+        self.pending = None
+        self.deadman = False
+        self.age = 0
+        self._reset_pid()
+
+    def enable(self, counts):
+        self._reset_all()
+        self.pos = [0, 0]
+        self.prev = list(counts)
+        self.enabled = self.fault == 0
+        return self.enabled
+
+    def disable(self):
+        self._reset_all()
+        self.enabled = False
+
+    def zero(self, counts):
+        self.pos = [0, 0]
+        self.prev = list(counts)
+
+    def clear_fault(self):
+        code = self.fault
+        self._reset_all()
+        self.enabled = False
+        self.fault = 0
+        self.wdt = False
+        return code
+
+    def set_velocity(self, left, right):
+        lim = self.g["spmax"]
+        peak = max(abs(left), abs(right))
+        if peak > lim:
+            left, right = left * lim / peak, right * lim / peak
+        self.pending = (float(left), float(right))
+
+    # ---- one period ----
+
+    def step(self, counts, edges=(0, 0)):
+        """counts: raw counters (left, right); edges: edge periods us. -> duties (left, right) in Q15 (floats)."""
+        bump = False
+        if self.g_new is not None:
+            self.g = self.g_new
+            self.g_new = None
+            bump = True
+        g = self.g
+        enabled = self.enabled
+
+        if self.pending is not None:
+            self.cmd = list(self.pending)
+            self.pending = None
+            self.age = 0
+            self.deadman = False
+        else:
+            self.age += 1
+            if self.age > g["dm_n"]:
+                # host silent: command zero, the acceleration limit ramps both wheels down
+                if not self.deadman:
+                    self.deadman = True
+                    if enabled:
+                        self.trips += 1
+                self.cmd = [0.0, 0.0]
+                if self.age > g["dis_n"] and enabled:
+                    self.enabled = enabled = False
+
+        dl = dr = 0.0
+        if enabled:
+            dl = self.cmd[0] - self.sp[0]
+            dr = self.cmd[1] - self.sp[1]
+            peak = max(abs(dl), abs(dr))
+            if peak > g["acc"]:
+                f = g["acc"] / peak     # one factor for both: the ratio of the steps is kept
+                dl *= f
+                dr *= f
+            self.sp = [self.sp[0] + dl, self.sp[1] + dr]
+        else:
+            self.sp = [0.0, 0.0]
+        self.dsp = [dl, dr]
+
+        fault = self.fault
+        sat_any = False
+        half = self.modulus >> 1
+        for w in range(2):
+            d = (counts[w] - self.prev[w]) % self.modulus
+            if d >= half:
+                d -= self.modulus
+            self.prev[w] = counts[w]
+            if self.encoder_sign[w] < 0:
+                d = -d
+            self.pos[w] = ((self.pos[w] + d + 2147483648) % 4294967296) - 2147483648
+            if self.edge and -2 < d < 2:
+                if d != 0:
+                    self.idle[w] = 0
+                    self.dirn[w] = d
+                else:
+                    self.idle[w] += 1
+                r = 0.0
+                ep = edges[w]
+                if ep > 0 and self.idle[w] < self.idle_max:
+                    r = 1e6 / ep
+                    if self.idle[w] > 0:
+                        r = min(r, self.hz / self.idle[w])
+                    if self.dirn[w] < 0:
+                        r = -r
+                raw = r
+            else:
+                self.idle[w] = 0
+                if d:
+                    self.dirn[w] = 1 if d > 0 else -1
+                raw = _clamp(float(d * self.hz), RAW_MAX)
+            self.raw[w] = raw
+            v = self.vel[w] + g["av"] * (raw - self.vel[w])
+            self.vel[w] = v
+
+            if not enabled:
+                self.out[w] = self.unsat[w] = self.duty[w] = 0.0
+                self.vprev[w] = v
+                continue
+            sp = self.sp[w]
+            err = sp - v
+            tp = _clamp(g["kp"] * err, TERM_MAX)
+            dv = v - self.vprev[w]
+            self.vprev[w] = v
+            self.df[w] += g["ad"] * (dv - self.df[w])
+            td = _clamp(g["kd"] * self.hz * self.df[w], TERM_MAX)
+            tf = _clamp(g["kv"] * sp, TERM_MAX) + _clamp(g["ka"] * self.hz * self.dsp[w], TERM_MAX)
+            if sp > 0:
+                tf += g["ks"]
+            elif sp < 0:
+                tf -= g["ks"]
+            pdff = tf + tp - td
+            ig = self.integ[w]
+            if bump:
+                ig = _clamp(ig + self.pdff[w] - pdff, TERM_MAX)
+            self.pdff[w] = pdff
+            u = pdff + ig
+            if sp != 0:
+                if u > 0:
+                    u += g["db"]
+                elif u < 0:
+                    u -= g["db"]
+            out = _clamp(u, g["maxd"])
+            sat = out != u
+            ig += _clamp(g["ki"] * self.dt * err, TERM_MAX) + _clamp(g["aw"] * (out - u), TERM_MAX)
+            self.integ[w] = _clamp(ig, TERM_MAX)
+            self.out[w] = out
+            self.unsat[w] = u
+            sat_any = sat_any or sat
+            av = abs(v)
+            if sat and av < g["stall_v"]:
+                self.stall[w] += 1
+                if self.stall[w] >= g["stall_n"] and fault == 0:
+                    fault = 1 + w
+            else:
+                self.stall[w] = 0
+            if abs(err) > g["track_e"]:
+                self.track[w] += 1
+                if self.track[w] >= g["track_n"] and fault == 0:
+                    fault = 3 + w
+            else:
+                self.track[w] = 0
+            if av > g["over_v"] and fault == 0:
+                fault = 5 + w
+            duty = _clamp(out * 32768.0, 32767.0)
+            self.duty[w] = -duty if self.motor_sign[w] < 0 else duty
+
+        if fault and enabled:
+            self.fault = fault
+            self.enabled = enabled = False
+            self.duty = [0.0, 0.0]
+            self.integ = [0.0, 0.0]
+            self.out = [0.0, 0.0]
+            self.sp = [0.0, 0.0]
+            sat_any = False
+        self.saturated = sat_any
+        return self.duty[0], self.duty[1]
+
+    def status(self):
+        s = 0
+        if self.enabled:
+            s |= 0x01
+        if self.deadman:
+            s |= 0x02
+        if self.fault:
+            s |= 0x04
+        if self.saturated:
+            s |= 0x08
+        if self.wdt:
+            s |= 0x10
+        return s

@@ -1,0 +1,605 @@
+# The control step in fixed point: the one place that names the scaling and the layout of the preallocated
+# arrays the step works on, and the @micropython.viper functions that run every control period.
+#
+# This module holds nothing but constants and viper code, so a port without the viper emitter (CircuitPython)
+# fails on exactly this import and control.py falls back to the float law in control_float.py.
+#
+# Fixed-point scaling (docs/firmware.md explains the ranges and why every product fits 32 bits):
+#   duty          Q16: 1.0 (100 % PWM) = DUTY_ONE = 65536. The hal takes Q15 (duty >> 1, clamped +-32767).
+#   integrator    Q28 (= Q16 << IQ): fine enough that ki*err*dt of 1 count/s still moves it.
+#   velocities    counts/s << VQ (Q8): measured speed, setpoints, setpoint steps, derivative.
+#   gains         (m, s, xl) triples: gain = m / 2**s with 0 <= m <= 32768, 0 <= s <= 45; the input is clamped
+#                 to +-xl first, so every term saturates at its stated limit. A term is the exact floor of
+#                 x*m/2**s computed from x's high and low 15-bit halves (hi = (x >> 15)*m, lo = (x & 0x7FFF)*m):
+#                 both partial products stay below 2**30 for |x| < 2**30, so nothing overflows 32 bits.
+#   times         periods (dt is the constant 1/control_hz; never a timestamp difference).
+import micropython
+from micropython import const
+
+DQ = const(16)                  # duty fraction bits
+DUTY_ONE = const(65536)         # 1 << DQ
+IQ = const(12)                  # extra integrator bits: integrator is Q(DQ + IQ)
+VQ = const(8)                   # velocity fraction bits
+TERM_MAX = const(262144)        # 4 x full duty (Q16): any one duty term saturates here
+I_MAX = const(1073741823)       # integrator clamp, Q28 (= TERM_MAX << IQ, minus 1)
+X_MAX = const(1073741823)       # largest |input| of a gain term (2**30 - 1): the split product stays < 2**31
+V_MAX_COUNTS = const(1048576)   # documented speed range: |setpoint|, |measured| <= 2**20 counts/s
+TMASK = const(0x3FFFFFFF)       # ticks_us differences are taken modulo 2**30 (short intervals only)
+
+# ---- state array st (array('i', ST_LEN)): per wheel block at WHEEL * WS, then globals ----
+W_PREV = const(0)               # raw encoder counter at the previous period
+W_POS = const(1)                # position, counts, direction sign applied (wraps at 32 bits like STATE's int32)
+W_VEL = const(2)                # velocity estimate, Q8 counts/s (filtered)
+W_RAW = const(3)                # unfiltered velocity this period, counts/s
+W_SPC = const(4)                # commanded setpoint Q8 (after the joint max-speed scaling; zero under deadman)
+W_SP = const(5)                 # setpoint after the joint acceleration limit, Q8
+W_I = const(6)                  # integrator, Q28 duty
+W_VPREV = const(7)              # previous velocity estimate for the derivative, Q8
+W_DF = const(8)                 # filtered derivative of the measurement, Q8 counts/s per period
+W_OUT = const(9)                # output after the clamp, Q16 duty
+W_UNSAT = const(10)             # output before the clamp, Q16 duty
+W_PDFF = const(11)              # P - D + feedforward of the last period, Q16 (bumpless gain changes)
+W_STALL = const(12)             # periods saturated without motion
+W_TRACK = const(13)             # periods with tracking error above the limit
+W_IDLE = const(14)              # periods since the last encoder edge (low-speed estimate)
+W_DIR = const(15)               # direction of the last edge, +1 / -1
+W_DUTY = const(16)              # duty written to the hal, Q15, motor sign applied
+W_SPN = const(17)               # new command staged by the link (slow path), Q8
+W_DSP = const(18)               # setpoint step of this period, Q8 (kA feedforward)
+WS = const(20)                  # per-wheel stride
+G_REQ = const(40)               # request bits from the slow path (REQ_*), cleared by the step when done
+G_ENABLED = const(41)           # 1: outputs energized and the PID runs
+G_FAULT = const(42)             # latched fault code (shared.protocol FAULT_*), 0 = none
+G_STATUS = const(43)            # STATE status byte (shared.protocol ST_*)
+G_AGE = const(44)               # periods since the last valid SET_VEL
+G_CMD_NEW = const(45)           # 1: W_SPN of both wheels hold a new command (written last by the link)
+G_TICKS = const(46)             # periods run (the supervisor's progress mark)
+G_DEADMAN = const(47)           # 1 while the deadman holds the setpoints at zero
+G_TRIPS = const(48)             # deadman trips while enabled
+G_WDT = const(49)               # 1: the board came back from a watchdog reset (ST_WDT_RESET until CLEAR_FAULT)
+G_BANK = const(50)              # active gain bank (0/1)
+G_BANK_REQ = const(51)          # bank the slow path asks for; the step switches at a period boundary
+G_T0 = const(52)                # ticks_us at the start of the last period
+G_PER_MIN = const(53)           # shortest period seen, us
+G_PER_MAX = const(54)           # longest period seen, us
+G_EXEC_MAX = const(55)          # longest step execution, us
+G_EXEC_AVG = const(56)          # average step execution, Q8 us (exponential, 1/128 per period)
+G_OVERRUNS = const(57)          # periods that started later than 1.5 x nominal
+G_NSTAT = const(58)             # periods that contributed to the statistics
+G_TLM_CNT = const(59)           # telemetry decimation counter
+G_TLM_DIV = const(60)           # periods per telemetry record (0: off)
+G_SB = const(61)                # -2**31 again, for log() which gets no k array
+ST_LEN = const(64)
+
+# request bits (G_REQ)
+REQ_ENABLE = const(1)           # zero commands, PID state, encoder reference and positions; energize
+REQ_DISABLE = const(2)          # outputs off, PID state zeroed
+REQ_ZERO = const(4)             # positions to zero
+REQ_CLEAR = const(8)            # clear the latched fault and the watchdog flag (stays disabled)
+
+# ---- gain/limit array k (array('i', K_LEN)): two banks of KB words, then globals ----
+K_AV = const(0)                 # velocity filter alpha = dt/(vel_tau + dt): Q8 -> Q8     (m, s, xl)
+K_P = const(3)                  # kp: error Q8 -> duty Q16
+K_I = const(6)                  # ki*dt: error Q8 -> integrator Q28
+K_AW = const(9)                 # dt/Tt: (out - unsat) Q16 -> integrator Q28
+K_AD = const(12)                # derivative filter alpha = dt/(kd_tau + dt): Q8 -> Q8
+K_D = const(15)                 # kd/dt: filtered measurement step Q8 -> duty Q16
+K_V = const(18)                 # kv: setpoint Q8 -> duty Q16
+K_A = const(21)                 # ka/dt: setpoint step Q8 -> duty Q16
+K_KS = const(24)                # ks, duty Q16
+K_DB = const(25)                # deadband compensation, duty Q16
+K_MAXD = const(26)              # output clamp, duty Q16
+K_SPMAX = const(27)             # max wheel speed, Q8 counts/s
+K_ACC = const(28)               # max setpoint step per period, Q8 counts/s
+K_DM_N = const(29)              # deadman: periods without SET_VEL before the ramp to zero
+K_DIS_N = const(30)             # periods without SET_VEL before de-energizing
+K_STALL_N = const(31)           # periods saturated without motion before FAULT
+K_STALL_V = const(32)           # |speed| below this counts as no motion, Q8
+K_TRACK_N = const(33)           # periods of tracking error before FAULT
+K_TRACK_E = const(34)           # tracking error limit, Q8
+K_OVER_V = const(35)            # over-speed limit (1.5 x max wheel speed), Q8
+KB = const(36)                  # bank size
+K_SB = const(72)                # -2**31: sign-extends ptr32 loads on 64-bit hosts ((x ^ sb) - sb), no-op on 32
+K_HZ = const(73)                # control rate
+K_MASK = const(74)              # encoder counter mask: 0xFFFF or -1 (32 bits)
+K_HALF = const(75)              # encoder counter half range: 0x8000 or -2**31
+K_MS = const(76)                # motor direction signs, left, right (+1 / -1)
+K_ES = const(78)                # encoder direction signs, left, right
+K_EDGE = const(80)              # 1: the backend times encoder edges (edge_period_us)
+K_IDLE_MAX = const(81)          # periods without an edge after which the low-speed estimate is zero
+K_OVR_US = const(82)            # a period longer than this (1.5 x nominal, us) is an overrun
+K_LEN = const(84)
+
+# ---- io array (array('i', IO_LEN)) between the Python tick wrapper and the step ----
+IO_T0 = const(0)                # ticks_us at the start of this period
+IO_T1 = const(1)                # ticks_us when the previous period's step finished
+IO_DL = const(2)                # duty out, Q15, left (motor sign applied)
+IO_DR = const(3)                # duty out, Q15, right
+IO_LEN = const(4)
+
+# ---- telemetry record, written by log() into a ring of array('i') records ----
+TLM_T = const(0)                # ticks_us
+TLM_L = const(1)                # left: setpoint counts/s, measured counts/s, output Q15, integrator Q15
+TLM_R = const(5)                # right: same four fields
+TLM_STATUS = const(9)
+TLM_REC = const(10)
+
+
+@micropython.viper
+def requests(st_a, c_a):
+    """Carry out the slow path's requests (G_REQ) at a period boundary: nothing stale survives an ENABLE."""
+    st = ptr32(st_a)
+    c = ptr32(c_a)
+    req = int(st[G_REQ])
+    if req & (REQ_ENABLE | REQ_DISABLE | REQ_CLEAR):
+        # every enable/disable/clear starts the PID from rest (bumpless start, BRIEF 5) and drops commands
+        w = 0
+        while w < 2:
+            b = w * WS
+            st[b + W_SPC] = 0
+            st[b + W_SPN] = 0
+            st[b + W_SP] = 0
+            st[b + W_DSP] = 0
+            st[b + W_I] = 0
+            st[b + W_DF] = 0
+            st[b + W_VPREV] = st[b + W_VEL]     # no derivative kick from an old measurement
+            st[b + W_OUT] = 0
+            st[b + W_UNSAT] = 0
+            st[b + W_PDFF] = 0
+            st[b + W_STALL] = 0
+            st[b + W_TRACK] = 0
+            st[b + W_DUTY] = 0
+            w += 1
+        st[G_CMD_NEW] = 0
+        st[G_DEADMAN] = 0
+        st[G_AGE] = 0
+        st[G_ENABLED] = 0
+    if req & REQ_CLEAR:
+        st[G_FAULT] = 0
+        st[G_WDT] = 0
+    if req & (REQ_ENABLE | REQ_ZERO):
+        # the encoders' reference: positions restart at zero from the current raw counters
+        st[W_POS] = 0
+        st[WS + W_POS] = 0
+        st[W_PREV] = c[0]
+        st[WS + W_PREV] = c[1]
+    if req & REQ_ENABLE:
+        # a latched fault refuses enabling (the link NACKs before asking; this is the last line)
+        if int(st[G_FAULT]) == 0:
+            st[G_ENABLED] = 1
+    st[G_REQ] = 0
+
+
+@micropython.viper
+def step(st_a, k_a, c_a, e_a, io_a):
+    """One control period for both wheels. Allocation-free: ints and ptr32 over preallocated arrays only.
+
+    c_a: raw encoder counters (left, right) read this period; e_a: edge periods in us (0 = none);
+    io_a: IO_* words (tick start, previous tick end in; duties out).
+    """
+    st = ptr32(st_a)
+    k = ptr32(k_a)
+    c = ptr32(c_a)
+    e = ptr32(e_a)
+    io = ptr32(io_a)
+    sb = int(k[K_SB])
+
+    # ---- loop statistics: measured, never used as dt ----
+    t0 = int(io[IO_T0])
+    if int(st[G_TICKS]) > 0:
+        per = (t0 - int(st[G_T0])) & TMASK
+        ex = (int(io[IO_T1]) - int(st[G_T0])) & TMASK      # the previous period's execution time
+        if ex > 0x7FFFFF:
+            ex = 0x7FFFFF
+        if int(st[G_NSTAT]) == 0:
+            st[G_PER_MIN] = per
+            st[G_PER_MAX] = per
+            st[G_EXEC_MAX] = ex
+            st[G_EXEC_AVG] = ex << 8
+        else:
+            if per < int(st[G_PER_MIN]):
+                st[G_PER_MIN] = per
+            if per > int(st[G_PER_MAX]):
+                st[G_PER_MAX] = per
+            if ex > int(st[G_EXEC_MAX]):
+                st[G_EXEC_MAX] = ex
+            avg = int(st[G_EXEC_AVG])
+            st[G_EXEC_AVG] = avg + (((ex << 8) - avg) >> 7)
+        st[G_NSTAT] = int(st[G_NSTAT]) + 1
+        if per > int(k[K_OVR_US]):
+            st[G_OVERRUNS] = int(st[G_OVERRUNS]) + 1
+    st[G_T0] = t0
+    st[G_TICKS] = (int(st[G_TICKS]) + 1) & TMASK
+
+    if int(st[G_REQ]) != 0:
+        requests(st_a, c_a)
+
+    # ---- gain bank: switch only here, at a period boundary, and remember to make it bumpless ----
+    bump = 0
+    bank = int(st[G_BANK_REQ])
+    if bank != int(st[G_BANK]):
+        st[G_BANK] = bank
+        bump = 1
+    kb = bank * KB
+
+    enabled = int(st[G_ENABLED])
+
+    # ---- command intake and deadman ----
+    if int(st[G_CMD_NEW]) != 0:
+        st[W_SPC] = st[W_SPN]
+        st[WS + W_SPC] = st[WS + W_SPN]
+        st[G_CMD_NEW] = 0
+        st[G_AGE] = 0
+        st[G_DEADMAN] = 0
+    else:
+        age = int(st[G_AGE])
+        if age < 0x3FFFFFFF:
+            age += 1
+            st[G_AGE] = age
+        if age > int(k[kb + K_DM_N]):
+            # the host went quiet: command zero and let the acceleration limit ramp both wheels down
+            # (stop category 1); the trip counts once, and only when it stops a driving board
+            if int(st[G_DEADMAN]) == 0:
+                st[G_DEADMAN] = 1
+                if enabled:
+                    st[G_TRIPS] = int(st[G_TRIPS]) + 1
+            st[W_SPC] = 0
+            st[WS + W_SPC] = 0
+            if age > int(k[kb + K_DIS_N]) and enabled:
+                # long silence: de-energize; the host must ENABLE again (which zeroes everything)
+                st[G_ENABLED] = 0
+                enabled = 0
+
+    # ---- joint acceleration limit: one factor for both wheels keeps the ratio of their steps ----
+    dl = 0
+    dr = 0
+    if enabled:
+        spl = (int(st[W_SP]) ^ sb) - sb
+        spr = (int(st[WS + W_SP]) ^ sb) - sb
+        dl = ((int(st[W_SPC]) ^ sb) - sb) - spl
+        dr = ((int(st[WS + W_SPC]) ^ sb) - sb) - spr
+        acc = int(k[kb + K_ACC])
+        peak = dl if dl >= 0 else -dl
+        pr = dr if dr >= 0 else -dr
+        if pr > peak:
+            peak = pr
+        if peak > acc:
+            # each step becomes acc * (step / peak): the ratios in Q15 (|r| <= 1), taken after shifting the
+            # steps down together until peak << 15 fits 31 bits; the larger wheel steps by exactly acc
+            p = peak
+            ql = dl
+            qr = dr
+            while p >= 16384:
+                p >>= 1
+                ql >>= 1
+                qr >>= 1
+            # rounded to nearest, not floored: a floor would bias every ramp step the same way
+            rl = (((ql << 16) // p) + 1) >> 1
+            rr = (((qr << 16) // p) + 1) >> 1
+            dl = ((acc >> 15) * rl) + ((((acc & 0x7FFF) * rl) + 16384) >> 15)
+            dr = ((acc >> 15) * rr) + ((((acc & 0x7FFF) * rr) + 16384) >> 15)
+        st[W_SP] = spl + dl
+        st[WS + W_SP] = spr + dr
+    else:
+        # disabled: setpoints rest at zero, nothing stale is kept for later
+        st[W_SP] = 0
+        st[WS + W_SP] = 0
+    st[W_DSP] = dl
+    st[WS + W_DSP] = dr
+
+    hz = int(k[K_HZ])
+    mask = int(k[K_MASK])
+    half = int(k[K_HALF])
+    fault = int(st[G_FAULT])
+    sat_any = 0
+    w = 0
+    while w < 2:
+        b = w * WS
+        # ---- encoder: wrap-safe delta at 16 or 32 bits; the direction sign is applied here, only here ----
+        raw = int(c[w])
+        d = (raw - int(st[b + W_PREV])) & mask
+        if d & half:
+            d -= half + half
+        st[b + W_PREV] = raw
+        if ((int(k[K_ES + w]) ^ sb) - sb) < 0:
+            d = -d
+        st[b + W_POS] = int(st[b + W_POS]) + d
+
+        # ---- raw speed: counts per period x rate; at 0-1 counts per period time the edges instead ----
+        if int(k[K_EDGE]) and d > -2 and d < 2:
+            idle = int(st[b + W_IDLE])
+            if d != 0:
+                idle = 0
+                st[b + W_DIR] = d
+            elif idle < 0x3FFFFFFF:
+                idle += 1
+            st[b + W_IDLE] = idle
+            ep = int(e[w])
+            r = 0
+            if ep > 0 and idle < int(k[K_IDLE_MAX]):
+                r = 1000000 // ep
+                if idle > 0:
+                    # no edge for idle periods: the wheel is at most this fast (decays to zero when it stops)
+                    bound = hz // idle
+                    if r > bound:
+                        r = bound
+                if ((int(st[b + W_DIR]) ^ sb) - sb) < 0:
+                    r = -r
+            rv = r
+        else:
+            st[b + W_IDLE] = 0
+            if d > 0:
+                st[b + W_DIR] = 1
+            elif d < 0:
+                st[b + W_DIR] = -1
+            rv = d * hz
+            if rv > 2097152:            # a glitch beyond 2x the speed range is clamped, not wrapped
+                rv = 2097152
+            elif rv < -2097152:
+                rv = -2097152
+        st[b + W_RAW] = rv
+
+        # ---- one-pole velocity filter, Q8 ----
+        v = (int(st[b + W_VEL]) ^ sb) - sb
+        x = (rv << VQ) - v
+        m = int(k[kb + K_AV])
+        sh = int(k[kb + K_AV + 1])
+        xl = int(k[kb + K_AV + 2])
+        if x > xl:
+            x = xl
+        elif x < -xl:
+            x = -xl
+        if sh >= 15:
+            t = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+        else:
+            t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+        v += t
+        st[b + W_VEL] = v
+
+        if enabled:
+            sp = (int(st[b + W_SP]) ^ sb) - sb
+            err = sp - v
+
+            # P on the error
+            x = err
+            m = int(k[kb + K_P])
+            sh = int(k[kb + K_P + 1])
+            xl = int(k[kb + K_P + 2])
+            if x > xl:
+                x = xl
+            elif x < -xl:
+                x = -xl
+            if sh >= 15:
+                tp = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+            else:
+                tp = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+
+            # D on the measurement (no kick on setpoint steps), through a one-pole filter
+            vprev = (int(st[b + W_VPREV]) ^ sb) - sb
+            st[b + W_VPREV] = v
+            df = (int(st[b + W_DF]) ^ sb) - sb
+            x = (v - vprev) - df
+            m = int(k[kb + K_AD])
+            sh = int(k[kb + K_AD + 1])
+            xl = int(k[kb + K_AD + 2])
+            if x > xl:
+                x = xl
+            elif x < -xl:
+                x = -xl
+            if sh >= 15:
+                t = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+            else:
+                t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+            df += t
+            st[b + W_DF] = df
+            x = df
+            m = int(k[kb + K_D])
+            sh = int(k[kb + K_D + 1])
+            xl = int(k[kb + K_D + 2])
+            if x > xl:
+                x = xl
+            elif x < -xl:
+                x = -xl
+            if sh >= 15:
+                td = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+            else:
+                td = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+
+            # feedforward: kS*sign(sp) + kV*sp + kA*dsp/dt
+            x = sp
+            m = int(k[kb + K_V])
+            sh = int(k[kb + K_V + 1])
+            xl = int(k[kb + K_V + 2])
+            if x > xl:
+                x = xl
+            elif x < -xl:
+                x = -xl
+            if sh >= 15:
+                tf = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+            else:
+                tf = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+            x = (int(st[b + W_DSP]) ^ sb) - sb
+            m = int(k[kb + K_A])
+            sh = int(k[kb + K_A + 1])
+            xl = int(k[kb + K_A + 2])
+            if x > xl:
+                x = xl
+            elif x < -xl:
+                x = -xl
+            if sh >= 15:
+                t = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+            else:
+                t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+            tf += t
+            if sp > 0:
+                tf += int(k[kb + K_KS])
+            elif sp < 0:
+                tf -= int(k[kb + K_KS])
+
+            pdff = tf + tp - td
+            ig = (int(st[b + W_I]) ^ sb) - sb
+            if bump:
+                # new gains this period: move the integrator by the jump of the other terms (bumpless transfer)
+                ig += (((int(st[b + W_PDFF]) ^ sb) - sb) - pdff) << IQ
+                if ig > I_MAX:
+                    ig = I_MAX
+                elif ig < -I_MAX:
+                    ig = -I_MAX
+            st[b + W_PDFF] = pdff
+
+            u = pdff + (ig >> IQ)
+            if sp != 0:
+                # deadband compensation only while a motion is commanded: a resting motor is not kicked
+                if u > 0:
+                    u += int(k[kb + K_DB])
+                elif u < 0:
+                    u -= int(k[kb + K_DB])
+            maxd = int(k[kb + K_MAXD])
+            out = u
+            sat = 0
+            if out > maxd:
+                out = maxd
+                sat = 1
+            elif out < -maxd:
+                out = -maxd
+                sat = 1
+
+            # back-calculation anti-windup: I += ki*err*dt + (out - unsat)*dt/Tt
+            x = err
+            m = int(k[kb + K_I])
+            sh = int(k[kb + K_I + 1])
+            xl = int(k[kb + K_I + 2])
+            if x > xl:
+                x = xl
+            elif x < -xl:
+                x = -xl
+            if sh >= 15:
+                t = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+            else:
+                t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+            ig += t
+            x = out - u
+            m = int(k[kb + K_AW])
+            sh = int(k[kb + K_AW + 1])
+            xl = int(k[kb + K_AW + 2])
+            if x > xl:
+                x = xl
+            elif x < -xl:
+                x = -xl
+            if sh >= 15:
+                t = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+            else:
+                t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+            ig += t
+            if ig > I_MAX:
+                ig = I_MAX
+            elif ig < -I_MAX:
+                ig = -I_MAX
+            st[b + W_I] = ig
+            st[b + W_OUT] = out
+            st[b + W_UNSAT] = u
+            if sat:
+                sat_any = 1
+
+            # ---- limits checked every period: stall, tracking error, over-speed -> latched fault ----
+            av = v if v >= 0 else -v
+            if sat and av < int(k[kb + K_STALL_V]):
+                n = int(st[b + W_STALL]) + 1
+                st[b + W_STALL] = n
+                if n >= int(k[kb + K_STALL_N]) and fault == 0:
+                    fault = 1 + w           # FAULT_STALL_LEFT / RIGHT
+            else:
+                st[b + W_STALL] = 0
+            ae = err if err >= 0 else -err
+            if ae > int(k[kb + K_TRACK_E]):
+                n = int(st[b + W_TRACK]) + 1
+                st[b + W_TRACK] = n
+                if n >= int(k[kb + K_TRACK_N]) and fault == 0:
+                    fault = 3 + w           # FAULT_TRACKING_LEFT / RIGHT
+            else:
+                st[b + W_TRACK] = 0
+            if av > int(k[kb + K_OVER_V]) and fault == 0:
+                fault = 5 + w               # FAULT_OVERSPEED_LEFT / RIGHT
+
+            duty = out >> 1                 # Q16 -> the hal's Q15
+            if duty > 32767:
+                duty = 32767
+            elif duty < -32767:
+                duty = -32767
+            if ((int(k[K_MS + w]) ^ sb) - sb) < 0:
+                duty = -duty
+            st[b + W_DUTY] = duty
+        else:
+            st[b + W_OUT] = 0
+            st[b + W_UNSAT] = 0
+            st[b + W_DUTY] = 0
+            st[b + W_VPREV] = v
+        w += 1
+
+    if fault != 0 and enabled:
+        # latched: outputs off now, the PID state is dropped; only CLEAR_FAULT then ENABLE drives again
+        st[G_FAULT] = fault
+        st[G_ENABLED] = 0
+        enabled = 0
+        st[W_DUTY] = 0
+        st[WS + W_DUTY] = 0
+        st[W_I] = 0
+        st[WS + W_I] = 0
+        st[W_OUT] = 0
+        st[WS + W_OUT] = 0
+        st[W_SP] = 0
+        st[WS + W_SP] = 0
+        sat_any = 0
+
+    io[IO_DL] = st[W_DUTY]
+    io[IO_DR] = st[WS + W_DUTY]
+
+    status = 0
+    if enabled:
+        status |= 0x01              # ST_ENABLED
+    if int(st[G_DEADMAN]):
+        status |= 0x02              # ST_DEADMAN
+    if int(st[G_FAULT]):
+        status |= 0x04              # ST_FAULT
+    if sat_any:
+        status |= 0x08              # ST_SATURATED
+    if int(st[G_WDT]):
+        status |= 0x10              # ST_WDT_RESET
+    st[G_STATUS] = status
+
+
+@micropython.viper
+def log(st_a, ring_a, hc_a, n: int):
+    """Append one telemetry record (TLM_*) to a ring of n records every G_TLM_DIV periods. hc_a: [head, count]."""
+    st = ptr32(st_a)
+    div = int(st[G_TLM_DIV])
+    if div <= 0:
+        return
+    cnt = int(st[G_TLM_CNT]) + 1
+    if cnt < div:
+        st[G_TLM_CNT] = cnt
+        return
+    st[G_TLM_CNT] = 0
+    ring = ptr32(ring_a)
+    hc = ptr32(hc_a)
+    sb = int(st[G_SB])
+    head = int(hc[0])
+    o = head * TLM_REC
+    ring[o + TLM_T] = st[G_T0]
+    w = 0
+    while w < 2:
+        b = w * WS
+        q = o + TLM_L + w * 4
+        # setpoint and speed in counts/s (Q8 rounded), output and integrator in the wire's Q15 duty
+        ring[q] = (((int(st[b + W_SP]) ^ sb) - sb) + 128) >> VQ
+        ring[q + 1] = (((int(st[b + W_VEL]) ^ sb) - sb) + 128) >> VQ
+        ring[q + 2] = ((int(st[b + W_OUT]) ^ sb) - sb) >> 1
+        ring[q + 3] = ((int(st[b + W_I]) ^ sb) - sb) >> (IQ + 1)
+        w += 1
+    ring[o + TLM_STATUS] = st[G_STATUS]
+    head += 1
+    if head >= n:
+        head = 0
+    hc[0] = head
+    if int(hc[1]) < n:
+        hc[1] = int(hc[1]) + 1
