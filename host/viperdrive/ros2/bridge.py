@@ -379,6 +379,8 @@ class Ros2Bridge:
         """The DiagnosticArray: link, board, loop timing, cmd_vel (and the shutdown reason when final)."""
         hw = str(getattr(self.board, "port", "") or "")
         statuses = []
+        # /diagnostics is one topic for the whole graph: the namespace tells two robots' statuses apart
+        who = "viperdrive" if self.node.namespace == "/" else f"viperdrive {self.node.namespace}"
 
         # link + board
         try:
@@ -406,14 +408,14 @@ class Ros2Bridge:
         values += [msgs.KeyValue(str(k), _fmt(v)) for k, v in sorted(diag.items())]
         if state is not None:
             values.append(msgs.KeyValue("fresh", str(bool(state.fresh))))
-        statuses.append(msgs.DiagnosticStatus(level=level, name="viperdrive: board", message=message,
+        statuses.append(msgs.DiagnosticStatus(level=level, name=f"{who}: board", message=message,
                                               hardware_id=hw, values=values))
 
         # loop timing
         t = self.timing
         loop_level = msgs.DIAG_WARN if t.overruns else msgs.DIAG_OK
         statuses.append(msgs.DiagnosticStatus(
-            level=loop_level, name="viperdrive: bridge loop",
+            level=loop_level, name=f"{who}: bridge loop",
             message=f"{t.overruns} overruns" if t.overruns else "on time", hardware_id=hw,
             values=[msgs.KeyValue("update_rate_hz", _fmt(1.0 / self.period)),
                     msgs.KeyValue("publish_rate_hz", _fmt(1.0 / self.publish_period)),
@@ -436,7 +438,7 @@ class Ros2Bridge:
         if wrong and c.get("type") != "(none yet)":
             cmd_level, cmd_msg = msgs.DIAG_WARN, f"publisher of {', '.join(wrong)} ignored (type mismatch)"
         statuses.append(msgs.DiagnosticStatus(
-            level=cmd_level, name="viperdrive: cmd_vel", message=cmd_msg, hardware_id=hw,
+            level=cmd_level, name=f"{who}: cmd_vel", message=cmd_msg, hardware_id=hw,
             values=[msgs.KeyValue(str(k), _fmt(v)) for k, v in c.items()]
             + [msgs.KeyValue(str(k), _fmt(v)) for k, v in d.items()]
             + [msgs.KeyValue("wheel_command_rad_s", _fmt(self.last_wheels)),
@@ -446,7 +448,7 @@ class Ros2Bridge:
 
         if final is not None:
             statuses.append(msgs.DiagnosticStatus(level=msgs.DIAG_WARN if "error" in final else msgs.DIAG_OK,
-                                                  name="viperdrive: bridge", message=f"shut down: {final}",
+                                                  name=f"{who}: bridge", message=f"shut down: {final}",
                                                   hardware_id=hw,
                                                   values=[msgs.KeyValue("board", "disabled, command zero")]))
         return msgs.DiagnosticArray(header=msgs.Header(stamp=self._stamp(time.monotonic())), status=statuses)
