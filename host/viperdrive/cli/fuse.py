@@ -1,0 +1,47 @@
+"""`viperdrive fuse`: run the EKF offline over a recording (docs/estimation.md)."""
+from __future__ import annotations
+
+import sys
+
+HELP = "fuse odometry/IMU/pose/twist from an MCAP recording with an EKF (robot_localization config) into CSV/MCAP"
+
+
+def register(parser) -> None:
+    parser.add_argument("input", metavar="INPUT.mcap", help="recording with nav_msgs/Odometry, sensor_msgs/Imu, "
+                        "geometry_msgs/PoseWithCovarianceStamped or TwistWithCovarianceStamped messages")
+    parser.add_argument("--config", required=True, metavar="EKF.yaml",
+                        help="robot_localization parameter file, used unchanged (nested or flat)")
+    parser.add_argument("--node", default=None, help="node name in the parameter file when it configures several")
+    parser.add_argument("--out", required=True, metavar="FUSED.csv", help="CSV of the estimates (t, state, variances)")
+    parser.add_argument("--mcap-out", default=None, metavar="OUT.mcap",
+                        help="also write nav_msgs/Odometry on /odometry/filtered")
+    parser.add_argument("--strict", action="store_true", help="refuse a parameter file with unknown keys")
+    parser.add_argument("--uncertainty-limit", type=float, default=1.0, metavar="M",
+                        help="report how long dead reckoning from the final estimate stays below this 1-sigma "
+                             "position error (default 1.0 m)")
+    prog = parser.add_mutually_exclusive_group()
+    prog.add_argument("--progress", dest="progress", action="store_true", default=None,
+                      help="show a progress bar on stderr (default: when stderr is a terminal)")
+    prog.add_argument("--no-progress", dest="progress", action="store_false")
+
+
+def run(args) -> int:
+    from ..ekf import load_config
+    from ..errors import BadValue
+    from ..fuse import fuse, progress_bar
+
+    cfg = load_config(args.config, node=args.node)
+    for cat, key, text in cfg.report:
+        if cat in ("unknown", "warning", "unsupported"):
+            print(f"viperdrive fuse: {cat}: {key}: {text}", file=sys.stderr)
+    unknown = [key for cat, key, _ in cfg.report if cat == "unknown"]
+    if args.strict and unknown:
+        raise BadValue(f"{args.config}: unknown parameters (--strict): {', '.join(unknown)}")
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    summary = fuse(args.input, cfg, args.out, mcap_out=args.mcap_out,
+                   progress=progress_bar(sys.stderr) if show else None, uncertainty_limit=args.uncertainty_limit)
+    print(summary.text())
+    if unknown:
+        print(f"unknown parameters in {args.config} (ignored): {', '.join(unknown)}")
+    print(f"wrote {args.out}" + (f" and {args.mcap_out}" if args.mcap_out else ""))
+    return 0
