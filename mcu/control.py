@@ -125,8 +125,7 @@ class Controller:
         self._energized = False
         self.running = False
         self._ring = None
-        self._ring_hc = None
-        self._ring_n = 0
+        self._ring_hdr = None
         self.values = {}
         self._configured = False
         hal.set_energized(False)
@@ -152,7 +151,7 @@ class Controller:
             self._energized = False
             self._set_energized(False)
         if self._ring is not None:
-            fx.log(self.st, self._ring, self._ring_hc, self._ring_n)
+            fx.log(self.st, self._ring, self._ring_hdr)
         io[IO_T1] = self._ticks()
 
     # ---- lifecycle ----
@@ -251,14 +250,16 @@ class Controller:
         self.st[G_FAULT] = code
         self.st[G_STATUS] = 0x04 | 0x10
 
-    def attach_ring(self, buf, hc, n, div):
-        """Telemetry: the step appends a TLM_REC record to buf (n records, hc = [head, count]) every div periods
-        (div 0: off)."""
-        self.st[G_TLM_DIV] = 0
+    def attach_ring(self, buf, hdr):
+        """Telemetry: the step appends records to a telemetry.Ring's buf/hdr (set_telemetry_div turns it on)."""
+        self.st[fx.G_TLM_DIV] = 0
+        self._ring_hdr = hdr
         self._ring = buf
-        self._ring_hc = hc
-        self._ring_n = n
-        self.st[G_TLM_DIV] = div
+
+    def set_telemetry_div(self, div):
+        """One record every div periods; 0: off."""
+        self.st[fx.G_TLM_CNT] = 0
+        self.st[fx.G_TLM_DIV] = div
 
     # ---- readings (slow path) ----
 
@@ -306,3 +307,8 @@ class Controller:
         st = self.st
         st[fx.G_NSTAT] = 0
         st[fx.G_OVERRUNS] = 0
+
+
+def controller(hal, cfg, values):
+    """The viper Controller (FloatController where the port has no viper: see control_float)."""
+    return Controller(hal, cfg, values)

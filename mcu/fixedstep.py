@@ -117,7 +117,7 @@ IO_DL = const(2)                # duty out, Q15, left (motor sign applied)
 IO_DR = const(3)                # duty out, Q15, right
 IO_LEN = const(4)
 
-# ---- telemetry record, written by log() into a ring of array('i') records ----
+# ---- telemetry record, written by log() into telemetry.Ring (the field order of its records) ----
 TLM_T = const(0)                # ticks_us
 TLM_L = const(1)                # left: setpoint counts/s, measured counts/s, output Q15, integrator Q15
 TLM_R = const(5)                # right: same four fields
@@ -569,8 +569,9 @@ def step(st_a, k_a, c_a, e_a, io_a):
 
 
 @micropython.viper
-def log(st_a, ring_a, hc_a, n: int):
-    """Append one telemetry record (TLM_*) to a ring of n records every G_TLM_DIV periods. hc_a: [head, count]."""
+def log(st_a, buf_a, hdr_a):
+    """Every G_TLM_DIV periods append one record to the telemetry ring (telemetry.Ring: buf, hdr = [head, mask]):
+    t_us, then per wheel setpoint and speed (counts/s), output and integrator (Q15 duty), then status."""
     st = ptr32(st_a)
     div = int(st[G_TLM_DIV])
     if div <= 0:
@@ -580,26 +581,31 @@ def log(st_a, ring_a, hc_a, n: int):
         st[G_TLM_CNT] = cnt
         return
     st[G_TLM_CNT] = 0
-    ring = ptr32(ring_a)
-    hc = ptr32(hc_a)
+    ring = ptr32(buf_a)
+    hdr = ptr32(hdr_a)
     sb = int(st[G_SB])
-    head = int(hc[0])
-    o = head * TLM_REC
+    head = int(hdr[0])
+    o = (head & int(hdr[1])) * TLM_REC
     ring[o + TLM_T] = st[G_T0]
     w = 0
     while w < 2:
         b = w * WS
         q = o + TLM_L + w * 4
-        # setpoint and speed in counts/s (Q8 rounded), output and integrator in the wire's Q15 duty
         ring[q] = (((int(st[b + W_SP]) ^ sb) - sb) + 128) >> VQ
         ring[q + 1] = (((int(st[b + W_VEL]) ^ sb) - sb) + 128) >> VQ
-        ring[q + 2] = ((int(st[b + W_OUT]) ^ sb) - sb) >> 1
-        ring[q + 3] = ((int(st[b + W_I]) ^ sb) - sb) >> (IQ + 1)
+        # the wire's int16 fields: full duty (and an integrator beyond it) clamp at +-32767
+        x = ((int(st[b + W_OUT]) ^ sb) - sb) >> 1
+        if x > 32767:
+            x = 32767
+        elif x < -32767:
+            x = -32767
+        ring[q + 2] = x
+        x = ((int(st[b + W_I]) ^ sb) - sb) >> (IQ + 1)
+        if x > 32767:
+            x = 32767
+        elif x < -32767:
+            x = -32767
+        ring[q + 3] = x
         w += 1
     ring[o + TLM_STATUS] = st[G_STATUS]
-    head += 1
-    if head >= n:
-        head = 0
-    hc[0] = head
-    if int(hc[1]) < n:
-        hc[1] = int(hc[1]) + 1
+    hdr[0] = head + 1               # publish last: the reader never sees a half-written record as new

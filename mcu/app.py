@@ -1,0 +1,244 @@
+# The firmware's application: ties the hal, the control loop, the link, parameters, odometry, telemetry and the
+# supervisor together. All state lives in the App object (no module globals), so the virtual board can build a
+# fresh App after an emulated watchdog reset inside one process.
+#
+# Tasks:
+#   control step   hal timer at control_hz (hard IRQ where the port has one): Controller.tick, allocation-free
+#   service()      the slow loop, one non-blocking pass: link, odometry (100 Hz), telemetry stream, supervisor
+import boardcfg
+import control
+import odometry
+import params_store
+import safety
+import telemetry
+from shared import protocol
+
+FIRMWARE = "viperdrive 0.1"
+ODOM_PERIOD_MS = 10             # board odometry at 100 Hz (soft): it integrates count deltas, so lateness
+#                                 moves the sample time, never loses distance
+TELEMETRY_RECORDS = 64          # ring size: 0.64 s at 100 records/s between two drains
+TELEMETRY_BURST = 4             # TELEMETRY_DATA frames per service pass at most (38 B each)
+
+
+def _ticks_diff(a, b):
+    # hal tick counters wrap at 2**30 (small ints on every port)
+    return ((a - b + 0x20000000) & 0x3FFFFFFF) - 0x20000000
+
+
+def _wrap32(d):
+    # position counters are int32 and wrap: the difference of two of them, as a signed 32-bit value
+    return ((d + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+
+
+class App:
+    def __init__(self, hal, cfg, params_path="params.json", link=True):
+        self.hal = hal
+        self.cfg = cfg
+        self.params_path = params_path
+        self.use_link = link
+        self.params = params_store.Params()
+        # never raises: a missing or corrupt file boots on defaults and sets DIAG_PARAMS_DEFAULTED
+        self.params.load(params_path)
+        self.hz = cfg.get("control_hz", 500)
+        self.cpr = cfg["counts_per_rev"]
+        self.ctrl = control.controller(hal, cfg, self.params.values)
+        v = self.params.values
+        self.odometry = odometry.Odometry(v["wheel_radius"], v["wheel_separation"], self.cpr)
+        self.ring = telemetry.Ring(TELEMETRY_RECORDS)
+        self.ctrl.attach_ring(self.ring.buf, self.ring.hdr)
+        self.telemetry_hz = 0
+        self.supervisor = safety.Supervisor(hal, cfg.get("watchdog_ms", 500))
+        self.reset_cause = hal.reset_cause()
+        if self.reset_cause == protocol.RESET_WATCHDOG:
+            # something hung: stay disabled, latch it until the host has seen it and sent CLEAR_FAULT
+            self.ctrl.set_watchdog_reset(protocol.FAULT_WATCHDOG)
+        self.link = None
+        self.started = False
+        self._t_start = hal.ticks_ms()
+        self._next_odom = self._t_start
+        self._odom_us = hal.ticks_us()
+        self._last_pos = self.ctrl.positions()
+
+    # ---- lifecycle ----
+
+    def start(self):
+        """Control timer, link, watchdog. The outputs stay de-energized until ENABLE."""
+        self.ctrl.start()
+        if self.use_link:
+            import link
+            self.link = link.Link(self.hal.open_link(), self)
+        self.supervisor.start(self.ctrl.ticks(), self._link_mark())
+        self.started = True
+
+    def stop(self):
+        self.ctrl.stop()
+        if self.link is not None:
+            self.link.close()
+            self.link = None
+        self.started = False
+
+    def service(self):
+        """One pass of the slow tasks; never blocks."""
+        if self.link is not None:
+            self.link.service()
+        now = self.hal.ticks_ms()
+        if _ticks_diff(now, self._next_odom) >= 0:
+            self._next_odom = (now + ODOM_PERIOD_MS) & 0x3FFFFFFF
+            self.update_odometry()
+        if self.telemetry_hz and self.link is not None:
+            self._stream_telemetry()
+        self.supervisor.check(self.ctrl.ticks(), self._link_mark())
+
+    def run(self):
+        self.start()
+        idle = self.hal.idle
+        while True:
+            self.service()
+            idle()
+
+    def _link_mark(self):
+        # without a link (REPL tuning) the slow loop itself is the task that must keep running
+        if self.link is not None:
+            return self.link.passes
+        return self.hal.ticks_ms()
+
+    # ---- slow tasks ----
+
+    def update_odometry(self):
+        pl, pr = self.ctrl.positions()
+        dl = _wrap32(pl - self._last_pos[0])
+        dr = _wrap32(pr - self._last_pos[1])
+        self._last_pos = (pl, pr)
+        self._odom_us = self.hal.ticks_us()
+        if dl or dr:
+            self.odometry.update(dl, dr)
+
+    def _stream_telemetry(self):
+        for rec in self.ring.drain(TELEMETRY_BURST):
+            self.link.send(protocol.pack_telemetry_data(*rec))
+
+    # ---- the link's handler interface ----
+
+    def ticks_us(self):
+        return self.hal.ticks_us()
+
+    def info(self):
+        return self.hz, self.cpr, FIRMWARE, self.cfg.get("name", "board")
+
+    def set_velocity(self, left, right):
+        self.ctrl.set_velocity(left, right)
+
+    def state(self):
+        return self.ctrl.state()
+
+    def fault(self):
+        return self.ctrl.fault()
+
+    def enable(self, on):
+        ok = self.ctrl.enable(on)
+        # positions restarted at zero: the odometry keeps its pose and continues from there
+        self._last_pos = self.ctrl.positions()
+        return ok
+
+    def zero(self):
+        self.ctrl.zero()
+        self.odometry.reset()
+        self._last_pos = self.ctrl.positions()
+
+    def clear_fault(self):
+        return self.ctrl.clear_fault()
+
+    def get_param(self, pid):
+        return self.params.get(pid)
+
+    def set_param(self, pid, value):
+        """Validate and apply (bumplessly); None, or the reason the value was refused."""
+        reason = self.params.set(pid, value)
+        if reason is not None:
+            return reason
+        v = self.params.values
+        self.ctrl.configure(v)
+        self.odometry.configure(v["wheel_radius"], v["wheel_separation"], self.cpr)
+        return None
+
+    def save_params(self):
+        self.params.save(self.params_path)
+
+    def set_telemetry(self, rate_hz):
+        """Stream rate in records/s (0: off), at most the control rate. -> the rate applied, None if refused."""
+        if rate_hz > self.hz:
+            return None
+        if rate_hz == 0:
+            self.ctrl.set_telemetry_div(0)
+            self.telemetry_hz = 0
+            return 0
+        div = max(1, self.hz // rate_hz)
+        self.ring.reset()
+        self.ctrl.set_telemetry_div(div)
+        self.telemetry_hz = self.hz // div
+        return self.telemetry_hz
+
+    def odom(self):
+        o = self.odometry
+        return (self._odom_us, int(round(o.x * protocol.ODOM_LENGTH_SCALE)),
+                int(round(o.y * protocol.ODOM_LENGTH_SCALE)), int(round(o.theta * protocol.ODOM_ANGLE_SCALE)))
+
+    def diag(self):
+        d = self.ctrl.stats()
+        d.pop("periods", None)
+        if self.link is not None:
+            d.update(self.link.counters())
+        else:
+            d.update({"frames_ok": 0, "crc_errors": 0, "length_errors": 0, "garbage_bytes": 0, "nacks": 0})
+        flags = 0
+        if self.params.defaulted:
+            flags |= protocol.DIAG_PARAMS_DEFAULTED
+        if getattr(self.hal, "soft", False):
+            flags |= protocol.DIAG_TIMER_SOFT
+        d["uptime_ms"] = (self.hal.ticks_ms() - self._t_start) & 0x3FFFFFFF
+        d["free_heap"] = min(self.hal.free_heap(), 0xFFFFFFFF)
+        d["reset_cause"] = self.reset_cause
+        d["flags"] = flags
+        return d
+
+
+def repl_requested(cfg, hal_board=None, exists=None):
+    """The boot switch: a file named repl_mode on the board's filesystem, or the board config's repl_pin held at
+    its active level (low with repl_pull "up", high with "down") at boot."""
+    if exists is None:
+        exists = _exists
+    if exists("repl_mode"):
+        return True
+    if "repl_pin" not in cfg:
+        return False
+    if hal_board is not None and hasattr(hal_board, "repl_pin_held"):
+        return bool(hal_board.repl_pin_held())
+    try:
+        import machine
+    except ImportError:
+        return False
+    up = cfg.get("repl_pull", "up") == "up"
+    pin = machine.Pin(cfg["repl_pin"], machine.Pin.IN, machine.Pin.PULL_UP if up else machine.Pin.PULL_DOWN)
+    return pin.value() == (0 if up else 1)
+
+
+def _exists(path):
+    try:
+        open(path).close()
+        return True
+    except OSError:
+        return False
+
+
+def main(board_path="board.json"):
+    """What main.py runs: link mode (outputs disabled until the host sends ENABLE), or REPL mode when the switch
+    says so (then `import tuning; t = tuning.start()` at the prompt)."""
+    cfg = boardcfg.load(board_path)
+    if repl_requested(cfg):
+        print("viperdrive: REPL mode (repl_mode file or repl pin). Start the loop with:")
+        print("  import tuning; t = tuning.start()")
+        return None
+    import hal
+    board = hal.load(cfg)
+    app = App(board, cfg)
+    app.run()

@@ -1,0 +1,157 @@
+# The board's link service: the shared Parser over the hal's link stream, dispatch of every command of
+# shared/protocol.py, replies, NACKs with the documented codes, and counters for GET_DIAG.
+#
+# Runs in the slow loop (soft, 50-1000 passes/s). The control step runs from its own timer and never waits for
+# this task: a burst of garbage costs this task time, never the control loop's. Work per pass is bounded
+# (max_bytes) so one pass cannot starve the supervisor or odometry either.
+import struct
+
+from shared import params, protocol
+
+# payload length each fixed-size command must have (SET_PARAM depends on the parameter's type)
+_LENGTHS = {
+    protocol.HELLO: 0, protocol.SET_VEL: 8, protocol.ENABLE: 1, protocol.ZERO: 0, protocol.TIME: 4,
+    protocol.GET_PARAM: 1, protocol.SAVE_PARAMS: 0, protocol.CLEAR_FAULT: 0, protocol.GET_DIAG: 0,
+    protocol.TELEMETRY: 2, protocol.GET_ODOM: 0,
+}
+_TYPE_SIZE = {"f": 4, "H": 2}
+
+
+class Link:
+    """handler: the App (or anything with its methods: info, set_velocity, state, enable, fault, zero, get_param,
+    set_param, save_params, clear_fault, diag, set_telemetry, odom, ticks_us)."""
+
+    def __init__(self, stream, handler, max_bytes=256):
+        self.stream = stream
+        self.handler = handler
+        self.parser = protocol.Parser()
+        self.rx = bytearray(64)
+        self.tx = bytearray(protocol.MAX_FRAME)
+        self.max_bytes = max_bytes
+        self.passes = 0             # the supervisor's progress mark for this task
+        self.nacks = 0
+        self.replies = 0
+        self.rx_us = 0              # ticks_us when the frame being handled completed (TIME_ACK)
+
+    def close(self):
+        self.stream.close()
+
+    def service(self):
+        """One pass: read what is waiting (at most max_bytes), handle every frame it completes."""
+        parser = self.parser
+        rx = self.rx
+        budget = self.max_bytes
+        while budget > 0:
+            n = self.stream.readinto(rx)
+            if not n:
+                break
+            budget -= n
+            for i in range(n):
+                cmd = parser.feed_byte(rx[i])
+                while cmd >= 0:
+                    self.rx_us = self.handler.ticks_us()
+                    self.dispatch(cmd, bytes(parser.buf[3:3 + parser.payload_len]))
+                    cmd = parser.poll()
+        self.passes += 1
+
+    # ---- replies ----
+
+    def send(self, frame):
+        self.stream.write(frame)
+        self.replies += 1
+
+    def nack(self, cmd, code):
+        self.nacks += 1
+        self.send(protocol.pack_nack(cmd, code))
+
+    def counters(self):
+        p = self.parser
+        return {"frames_ok": p.frames, "crc_errors": p.crc_errors, "length_errors": p.length_errors,
+                "garbage_bytes": p.garbage_bytes, "nacks": self.nacks}
+
+    # ---- dispatch ----
+
+    def dispatch(self, cmd, payload):
+        h = self.handler
+        want = _LENGTHS.get(cmd)
+        if want is None and cmd != protocol.SET_PARAM:
+            # replies and unsolicited frame codes are not commands a board takes
+            self.nack(cmd, protocol.NACK_UNKNOWN)
+            return
+        if want is not None and len(payload) != want:
+            self.nack(cmd, protocol.NACK_BAD_LENGTH)
+            return
+        if cmd == protocol.SET_VEL:
+            # the hot command first; valid frames only reach here, so only they restart the deadman
+            vl, vr = protocol.unpack_set_vel(payload)
+            h.set_velocity(vl, vr)
+            self.send(protocol.pack_state(*h.state()))
+        elif cmd == protocol.HELLO:
+            hz, cpr, firmware, board = h.info()
+            self.send(protocol.pack_info(protocol.PROTOCOL_VERSION, params.schema_hash(), hz, cpr, firmware,
+                                         board))
+        elif cmd == protocol.ENABLE:
+            try:
+                on = protocol.unpack_enable(payload)
+            except ValueError:
+                self.nack(cmd, protocol.NACK_OUT_OF_RANGE)
+                return
+            if on and h.fault():
+                # a latched fault needs CLEAR_FAULT first: enabling over it would hide the cause
+                self.nack(cmd, protocol.NACK_NOT_ALLOWED)
+                return
+            self.send(protocol.pack_enable_ack(h.enable(on)))
+        elif cmd == protocol.ZERO:
+            h.zero()
+            self.send(protocol.pack_zero_ack())
+        elif cmd == protocol.TIME:
+            host_us = protocol.unpack_time(payload)
+            self.send(protocol.pack_time_ack(host_us, self.rx_us, h.ticks_us()))
+        elif cmd == protocol.GET_PARAM:
+            pid = payload[0]
+            if params.by_id(pid) is None:
+                self.nack(cmd, protocol.NACK_UNKNOWN_PARAM)
+                return
+            self.send(protocol.pack_param(pid, h.get_param(pid)))
+        elif cmd == protocol.SET_PARAM:
+            self._set_param(payload)
+        elif cmd == protocol.SAVE_PARAMS:
+            try:
+                h.save_params()
+            except OSError:
+                self.nack(cmd, protocol.NACK_STORAGE)
+                return
+            self.send(protocol.pack_save_ack())
+        elif cmd == protocol.CLEAR_FAULT:
+            self.send(protocol.pack_fault_cleared(h.clear_fault()))
+        elif cmd == protocol.GET_DIAG:
+            self.send(protocol.pack_diag(h.diag()))
+        elif cmd == protocol.TELEMETRY:
+            rate = protocol.unpack_telemetry(payload)
+            applied = h.set_telemetry(rate)
+            if applied is None:
+                self.nack(cmd, protocol.NACK_OUT_OF_RANGE)
+                return
+            self.send(protocol.pack_telemetry_ack(applied))
+        elif cmd == protocol.GET_ODOM:
+            self.send(protocol.pack_odom(*h.odom()))
+
+    def _set_param(self, payload):
+        cmd = protocol.SET_PARAM
+        if len(payload) < 1:
+            self.nack(cmd, protocol.NACK_BAD_LENGTH)
+            return
+        p = params.by_id(payload[0])
+        if p is None:
+            self.nack(cmd, protocol.NACK_UNKNOWN_PARAM)
+            return
+        if len(payload) != 1 + _TYPE_SIZE[p[params.TYPE]]:
+            self.nack(cmd, protocol.NACK_BAD_LENGTH)
+            return
+        pid, value = struct.unpack("<B" + p[params.TYPE], payload)
+        if self.handler.set_param(pid, value) is not None:
+            # the handler returns the reason it refused (not finite, outside [min, max], not whole)
+            self.nack(cmd, protocol.NACK_OUT_OF_RANGE)
+            return
+        self.send(protocol.pack_param_set(pid, self.handler.get_param(pid)))
+
