@@ -1,0 +1,210 @@
+# The board config file (board.json on the board's filesystem): which backend, pins, PWM, encoder resolution and
+# direction signs, link and watchdog. The firmware code never names a pin; a robot builder edits this file.
+# docs/board-config.md documents every key. validate() is pure (tests need no file); load() reads and validates.
+#
+# Every error is a ValueError whose message names the key, the bad value and what is allowed, e.g.
+#   board config: control_hz = 2000 is not allowed (an integer 100..1000)
+import json
+
+BACKENDS = ("rp2", "esp32", "stm32", "circuitpython", "sim")
+DRIVERS = ("pwm_dir", "in1_in2")
+LINK_TYPES = ("usb", "uart")
+
+# what each backend's encoder counters can be (the hardware decides, the config may only pick among these)
+_COUNTER_BITS = {"rp2": (32,), "esp32": (16,), "stm32": (16,), "circuitpython": (16,), "sim": (32, 16)}
+# hardware watchdog ceilings: rp2 ~8.3 s (24-bit us counter, halved by the RP2040 erratum), STM32 IWDG ~32 s
+_WATCHDOG_MAX = {"rp2": 8300, "stm32": 32000, "esp32": 60000, "circuitpython": 60000, "sim": 60000}
+# the control timer each backend uses unless told otherwise (pyboard: TIM7, a basic timer no pin needs;
+# rp2: -1 = a virtual timer; esp32: hardware timer 0)
+_TIMER_DEFAULT = {"rp2": -1, "esp32": 0, "stm32": 7, "circuitpython": -1, "sim": -1}
+
+_TOP_KEYS = ("name", "backend", "control_hz", "counts_per_rev", "counter_bits", "driver", "pwm_freq",
+             "motor_sign", "encoder_sign", "pins", "link", "watchdog_ms", "repl_pin", "repl_pull",
+             "control_timer", "pio", "encoder", "sim", "comment")
+_WHEEL_KEYS = ("pwm", "dir", "in1", "in2", "enc_a", "enc_b", "enable", "pwm_timer", "pwm_channel",
+               "in2_channel", "enc_timer", "pcnt_unit", "comment")
+_LINK_KEYS = ("type", "uart_id", "baud", "tx", "rx", "comment")
+
+
+def _bad(key, value, allowed):
+    return ValueError("board config: %s = %s is not allowed (%s)" % (key, _show(value), allowed))
+
+
+def _show(value):
+    if isinstance(value, str):
+        return '"%s"' % value
+    return str(value)
+
+
+def _is_int(v):
+    # bool is an int subclass: reject it explicitly so `"control_hz": true` is an error, not 1
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int(d, key, lo, hi, default=None, label=None):
+    label = label or key
+    if key not in d:
+        if default is None:
+            raise ValueError("board config: %s is missing (an integer %d..%d)" % (label, lo, hi))
+        return default
+    v = d[key]
+    if not _is_int(v) or v < lo or v > hi:
+        raise _bad(label, v, "an integer %d..%d" % (lo, hi))
+    return v
+
+
+def _choice(d, key, choices, default=None, label=None):
+    label = label or key
+    if key not in d:
+        if default is None:
+            raise ValueError("board config: %s is missing (one of %s)" % (label, ", ".join(choices)))
+        return default
+    v = d[key]
+    if v not in choices or not isinstance(v, type(choices[0])) or isinstance(v, bool):
+        raise _bad(label, v, "one of %s" % ", ".join(_show(c) for c in choices))
+    return v
+
+
+def _signs(d, key):
+    if key not in d:
+        return [1, 1]
+    v = d[key]
+    if not isinstance(v, list) or len(v) != 2 or any((not _is_int(s)) or s not in (1, -1) for s in v):
+        raise _bad(key, v, "[left, right] with each +1 or -1")
+    return [v[0], v[1]]
+
+
+def _pin(v, label, backend):
+    # a GPIO number (rp2, esp32) or a board pin name ("X1" on a pyboard, "GP2"/"D5" on CircuitPython)
+    if _is_int(v) and 0 <= v <= 255:
+        return v
+    if isinstance(v, str) and 0 < len(v) <= 16:
+        if backend == "rp2" or backend == "esp32":
+            raise _bad(label, v, "a GPIO number 0..255 on %s" % backend)
+        return v
+    raise _bad(label, v, "a GPIO number 0..255 or a pin name")
+
+
+def _unknown(d, known, where):
+    for k in d:
+        if k not in known:
+            raise ValueError("board config: unknown key %s%s (known: %s)" % (where, _show(k), ", ".join(known)))
+
+
+def _wheel(p, side, driver, backend):
+    where = "pins.%s" % side
+    if not isinstance(p, dict):
+        raise _bad(where, p, "an object with the %s wheel's pins" % side)
+    _unknown(p, _WHEEL_KEYS, where + ".")
+    out = {}
+    need = ("pwm", "dir") if driver == "pwm_dir" else ("in1", "in2")
+    for k in need + ("enc_a", "enc_b"):
+        if k not in p:
+            raise ValueError("board config: %s.%s is missing (driver %s needs %s, enc_a, enc_b)"
+                             % (where, k, driver, ", ".join(need)))
+        out[k] = _pin(p[k], where + "." + k, backend)
+    if "enable" in p:
+        out["enable"] = _pin(p["enable"], where + ".enable", backend)
+    if backend == "rp2" and out["enc_b"] != out["enc_a"] + 1:
+        # the PIO program samples both channels with one `in pins, 2`: they must be adjacent GPIOs, A first
+        raise _bad(where + ".enc_b", out["enc_b"], "enc_a + 1 = %d: rp2 PIO reads A and B as two adjacent GPIOs"
+                   % (out["enc_a"] + 1))
+    if backend == "stm32":
+        # pyboard: encoder mode needs the timer whose CH1/CH2 the encoder pins are on; PWM a timer channel
+        out["enc_timer"] = _int(p, "enc_timer", 1, 14, label=where + ".enc_timer")
+        out["pwm_timer"] = _int(p, "pwm_timer", 1, 14, label=where + ".pwm_timer")
+        out["pwm_channel"] = _int(p, "pwm_channel", 1, 4, label=where + ".pwm_channel")
+        if driver == "in1_in2":
+            out["in2_channel"] = _int(p, "in2_channel", 1, 4, label=where + ".in2_channel")
+    if backend == "esp32" and "pcnt_unit" in p:
+        out["pcnt_unit"] = _int(p, "pcnt_unit", 0, 7, label=where + ".pcnt_unit")
+    return out
+
+
+def _link(d, backend):
+    if "link" not in d:
+        return {"type": "usb"}
+    v = d["link"]
+    if not isinstance(v, dict):
+        raise _bad("link", v, 'an object like {"type": "usb"} or {"type": "uart", "uart_id": 0, ...}')
+    _unknown(v, _LINK_KEYS, "link.")
+    out = {"type": _choice(v, "type", LINK_TYPES, "usb", "link.type")}
+    if out["type"] == "uart":
+        out["uart_id"] = _int(v, "uart_id", 0, 9, label="link.uart_id")
+        out["baud"] = _int(v, "baud", 9600, 4000000, 115200, "link.baud")
+        for k in ("tx", "rx"):
+            if k in v:
+                out[k] = _pin(v[k], "link." + k, backend)
+            elif backend == "circuitpython":
+                raise ValueError("board config: link.%s is missing (CircuitPython's busio.UART needs tx and rx)" % k)
+    return out
+
+
+def validate(d):
+    """A validated copy of the config dict d with every default filled in; ValueError naming the bad key."""
+    if not isinstance(d, dict):
+        raise ValueError("board config: the file must hold one JSON object, not %s" % type(d).__name__)
+    _unknown(d, _TOP_KEYS, "")
+    backend = _choice(d, "backend", BACKENDS)
+    cfg = {"backend": backend}
+    name = d.get("name", "viperdrive")
+    if not isinstance(name, str) or not 0 < len(name) <= 20:
+        raise _bad("name", name, "a string of 1..20 characters (sent in HELLO's INFO)")
+    cfg["name"] = name
+    cfg["control_hz"] = _int(d, "control_hz", 100, 1000, 500)
+    cfg["counts_per_rev"] = _int(d, "counts_per_rev", 4, 10000000)
+    bits = _COUNTER_BITS[backend]
+    if "counter_bits" in d and (not _is_int(d["counter_bits"]) or d["counter_bits"] not in bits):
+        raise _bad("counter_bits", d["counter_bits"], "%s for backend %s" % (" or ".join(str(b) for b in bits),
+                                                                              backend))
+    cfg["counter_bits"] = d.get("counter_bits", bits[0])
+    cfg["driver"] = _choice(d, "driver", DRIVERS, "pwm_dir")
+    cfg["pwm_freq"] = _int(d, "pwm_freq", 100, 100000, 20000)
+    cfg["motor_sign"] = _signs(d, "motor_sign")
+    cfg["encoder_sign"] = _signs(d, "encoder_sign")
+    cfg["watchdog_ms"] = _int(d, "watchdog_ms", 50, _WATCHDOG_MAX[backend], 500)
+    cfg["control_timer"] = _int(d, "control_timer", -1, 14, _TIMER_DEFAULT[backend])
+    if "pins" in d:
+        pins = d["pins"]
+        if not isinstance(pins, dict):
+            raise _bad("pins", pins, 'an object {"left": {...}, "right": {...}}')
+        _unknown(pins, ("left", "right"), "pins.")
+        cfg["pins"] = {}
+        for side in ("left", "right"):
+            if side not in pins:
+                raise ValueError("board config: pins.%s is missing" % side)
+            cfg["pins"][side] = _wheel(pins[side], side, cfg["driver"], backend)
+    elif backend != "sim":
+        raise ValueError("board config: pins is missing (backend %s drives real pins)" % backend)
+    cfg["link"] = _link(d, backend)
+    if "repl_pin" in d:
+        cfg["repl_pin"] = _pin(d["repl_pin"], "repl_pin", backend)
+        cfg["repl_pull"] = _choice(d, "repl_pull", ("up", "down"), "up")
+    if backend == "rp2":
+        cfg["pio"] = _int(d, "pio", 0, 2, 0)
+    if backend == "esp32":
+        cfg["encoder"] = _choice(d, "encoder", ("auto", "pcnt", "irq"), "auto")
+    if backend == "sim":
+        sim = d.get("sim", {})
+        if not isinstance(sim, dict):
+            raise _bad("sim", sim, "an object (options of the virtual board)")
+        cfg["sim"] = sim
+    for k in ("pio", "encoder", "sim"):
+        if k in d and k not in cfg:
+            raise ValueError("board config: %s is only meaningful for backend %s, not %s"
+                             % (k, {"pio": "rp2", "encoder": "esp32", "sim": "sim"}[k], backend))
+    return cfg
+
+
+def load(path="board.json"):
+    """The validated config from the JSON file at path; ValueError naming the file or the bad key."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise ValueError("board config: cannot read %s (%s)" % (path, e)) from None
+    try:
+        d = json.loads(text)
+    except ValueError as e:
+        raise ValueError("board config: %s is not valid JSON (%s)" % (path, e)) from None
+    return validate(d)

@@ -1,0 +1,195 @@
+# CircuitPython backend: rotaryio.IncrementalEncoder (divisor 1 = x4), pwmio.PWMOut, digitalio for DIR and
+# enable, microcontroller.watchdog. CircuitPython has no hard timer IRQ and no threads: start_periodic only
+# arms a SoftPeriodic schedule and idle() (called by the slow loop whenever it has nothing to do) runs the
+# control step when it is due, so soft = True and the slow loop must reach idle() at least once per period.
+# No viper here either: the firmware runs its plain-Python step on this backend.
+# Pins are board pin names ("GP2", "D5", "A1"): getattr(board, name).
+# The link: usb_cdc.data (enable it in boot.py: usb_cdc.enable(console=True, data=True)) or a busio.UART.
+import gc
+import time
+
+import board  # type: ignore[import-not-found]
+import digitalio  # type: ignore[import-not-found]
+import microcontroller  # type: ignore[import-not-found]
+import pwmio  # type: ignore[import-not-found]
+import rotaryio  # type: ignore[import-not-found]
+
+from shared import protocol
+
+from . import portable
+
+_TICKS_MASK = 0x3FFFFFFF        # the same 2**30 wrap as MicroPython's ticks
+
+
+def _pin(name):
+    if not isinstance(name, str) or not hasattr(board, name):
+        raise ValueError("board config: pin %s is not a pin name of this board (see dir(board))" % (name,))
+    return getattr(board, name)
+
+
+def _out(name):
+    p = digitalio.DigitalInOut(_pin(name))
+    p.direction = digitalio.Direction.OUTPUT
+    p.value = False
+    return p
+
+
+class _Bridge:
+    def __init__(self, mode, pins, freq):
+        self.mode = mode
+        self.levels = [0, 0]
+        if mode == portable.BRIDGE_PWM_DIR:
+            self.pwm = pwmio.PWMOut(_pin(pins["pwm"]), frequency=freq, duty_cycle=0)
+            self.dir = _out(pins["dir"])
+        else:
+            self.pwm = pwmio.PWMOut(_pin(pins["in1"]), frequency=freq, duty_cycle=0)
+            self.pwm2 = pwmio.PWMOut(_pin(pins["in2"]), frequency=freq, duty_cycle=0)
+        self.enable = _out(pins["enable"]) if "enable" in pins else None
+
+    def write(self, q15):
+        lv = self.levels
+        portable.bridge_levels(self.mode, q15, lv)
+        if self.mode == portable.BRIDGE_PWM_DIR:
+            self.dir.value = bool(lv[1])
+            self.pwm.duty_cycle = lv[0]
+        else:
+            self.pwm.duty_cycle = lv[0]
+            self.pwm2.duty_cycle = lv[1]
+
+    def energize(self, on):
+        if not on:
+            self.write(0)
+        if self.enable is not None:
+            self.enable.value = bool(on)
+
+
+class _SerialStream:
+    """usb_cdc.Serial or busio.UART (timeout 0) as the link stream."""
+
+    def __init__(self, port):
+        self.port = port
+        self.port.timeout = 0
+
+    def readinto(self, buf):
+        n = self.port.in_waiting
+        if not n:
+            return None
+        if n > len(buf):
+            n = len(buf)
+        return self.port.readinto(memoryview(buf)[0:n])
+
+    def write(self, buf):
+        return self.port.write(buf)
+
+    def close(self):
+        if hasattr(self.port, "deinit"):
+            self.port.deinit()
+
+
+class Board:
+    soft = True
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.counter_bits = 16
+        pins = cfg["pins"]
+        mode = portable.BRIDGE_PWM_DIR if cfg["driver"] == "pwm_dir" else portable.BRIDGE_IN1_IN2
+        self.energized = False
+        self._left = _Bridge(mode, pins["left"], cfg["pwm_freq"])
+        self._right = _Bridge(mode, pins["right"], cfg["pwm_freq"])
+        self._enc_l = rotaryio.IncrementalEncoder(_pin(pins["left"]["enc_a"]), _pin(pins["left"]["enc_b"]), divisor=1)
+        self._enc_r = rotaryio.IncrementalEncoder(_pin(pins["right"]["enc_a"]), _pin(pins["right"]["enc_b"]),
+                                                  divisor=1)
+        self._sched = None
+        self._fn = None
+        self._wdt = None
+
+    def read_counts(self, buf):
+        buf[0] = self._enc_l.position & 0xFFFF
+        buf[1] = self._enc_r.position & 0xFFFF
+
+    def write_duty(self, left, right):
+        if not self.energized:
+            return
+        self._left.write(left)
+        self._right.write(right)
+
+    def set_energized(self, on):
+        self.energized = bool(on)
+        self._left.energize(self.energized)
+        self._right.energize(self.energized)
+
+    def start_periodic(self, hz, fn):
+        self._fn = fn
+        self._sched = portable.SoftPeriodic(hz, self.ticks_us())
+
+    def stop_periodic(self):
+        self._sched = None
+        self._fn = None
+
+    @property
+    def overruns(self):
+        """Control periods skipped because the slow loop reached idle() too late."""
+        return self._sched.overruns if self._sched is not None else 0
+
+    def ticks_us(self):
+        return (time.monotonic_ns() // 1000) & _TICKS_MASK
+
+    def ticks_ms(self):
+        return (time.monotonic_ns() // 1000000) & _TICKS_MASK
+
+    @staticmethod
+    def ticks_diff(a, b):
+        """a - b for two ticks of this backend (CircuitPython's time has no ticks_diff)."""
+        return ((a - b + 0x20000000) & _TICKS_MASK) - 0x20000000
+
+    def watchdog_start(self, timeout_ms):
+        from watchdog import WatchDogMode  # type: ignore[import-not-found]
+        wdt = microcontroller.watchdog
+        wdt.timeout = timeout_ms / 1000
+        wdt.mode = WatchDogMode.RESET
+        self._wdt = wdt
+
+    def watchdog_feed(self):
+        if self._wdt is not None:
+            self._wdt.feed()
+
+    def reset_cause(self):
+        reason = microcontroller.cpu.reset_reason
+        rr = microcontroller.ResetReason
+        if reason == rr.WATCHDOG:
+            return protocol.RESET_WATCHDOG
+        if reason == rr.POWER_ON:
+            return protocol.RESET_POWER_ON
+        if reason == rr.SOFTWARE:
+            return protocol.RESET_SOFT
+        return protocol.RESET_OTHER
+
+    def open_link(self):
+        link = self.cfg["link"]
+        if link["type"] == "uart":
+            import busio  # type: ignore[import-not-found]
+            uart = busio.UART(_pin(link["tx"]), _pin(link["rx"]), baudrate=link["baud"], timeout=0,
+                              receiver_buffer_size=512)
+            return _SerialStream(uart)
+        import usb_cdc  # type: ignore[import-not-found]
+        if usb_cdc.data is None:
+            raise ValueError("usb_cdc.data is off: add usb_cdc.enable(console=True, data=True) to boot.py")
+        return _SerialStream(usb_cdc.data)
+
+    def free_heap(self):
+        return gc.mem_free()
+
+    def idle(self):
+        # the control step runs here: no timer IRQ on CircuitPython
+        s = self._sched
+        if s is not None and s.due(self.ticks_us()):
+            self._fn()
+            return
+        time.sleep(0.0002)
+
+    def deinit(self):
+        self.stop_periodic()
+        self.set_energized(False)
+        self._enc_l.deinit()
+        self._enc_r.deinit()

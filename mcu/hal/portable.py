@@ -1,0 +1,253 @@
+# Port-independent logic of the hardware backends: quadrature decoding, the PIO encoder program as data, duty
+# conversion, H-bridge mappings, counter wrap and a soft periodic scheduler. Nothing here imports a port module,
+# so the unix port tests every function that the rp2/esp32/stm32/circuitpython backends run on the chip.
+# No viper here: CircuitPython imports this module too.
+#
+# Quadrature state: s = A | (B << 1). Counting UP is A leading B: 0 -> 1 -> 3 -> 2 -> 0 (x4: every edge of
+# both channels counts). A transition index is (previous << 2) | current.
+from array import array
+
+from micropython import const
+
+# ---- quadrature transition table ----
+
+QUAD_UP = (1, 3, 0, 2)          # next state when counting up, indexed by the current state: 0->1->3->2->0
+
+
+def _make_quad_tables():
+    step = [0] * 16
+    illegal = [0] * 16
+    for prev in range(4):
+        up = QUAD_UP[prev]
+        for cur in range(4):
+            i = (prev << 2) | cur
+            if cur == prev:
+                continue                    # no edge (or an edge and its glitch back: nothing to count)
+            if cur == up:
+                step[i] = 1
+            elif QUAD_UP[cur] == prev:
+                step[i] = -1
+            else:
+                illegal[i] = 1              # both channels changed at once: direction unknown, count nothing
+    return tuple(step), tuple(illegal)
+
+
+QUAD_STEP, QUAD_ILLEGAL = _make_quad_tables()
+
+
+def quad_state(a, b):
+    return (a & 1) | ((b & 1) << 1)
+
+
+# QuadDecoder.st indices (array('i')): the IRQ handler writes them, the control step reads COUNT
+QD_STATE = const(0)             # last quadrature state
+QD_COUNT = const(1)             # x4 count, wrapped to [0, 2**bits)
+QD_ILLEGAL = const(2)           # transitions with both channels changed (missed edge: too fast or noise)
+QD_EDGE_US = const(3)           # ticks_us of the last counted edge
+QD_PERIOD_US = const(4)         # us between the last two counted edges in the same direction, 0 if none
+QD_DIR = const(5)               # direction of the last counted edge: +1, -1, 0 before the first
+
+
+class QuadDecoder:
+    """Software x4 quadrature decoder, driven with the pin levels at every edge of either channel.
+
+    edge(a, b, t_us) is what a pin IRQ calls: small-int arithmetic on one preallocated array, no allocation,
+    so it may run in a hard IRQ. The count wraps at 2**bits (16 by default: stays a small int on every port).
+    """
+
+    def __init__(self, a=0, b=0, bits=16):
+        self.mask = (1 << bits) - 1
+        self.st = array("i", (quad_state(a, b), 0, 0, 0, 0, 0))
+
+    def edge(self, a, b, t_us=0):
+        st = self.st
+        cur = (a & 1) | ((b & 1) << 1)
+        i = (st[QD_STATE] << 2) | cur
+        st[QD_STATE] = cur
+        d = QUAD_STEP[i]
+        if d == 0:
+            if QUAD_ILLEGAL[i]:
+                st[QD_ILLEGAL] += 1
+            return
+        st[QD_COUNT] = (st[QD_COUNT] + d) & self.mask
+        # Edge period only between two edges in the same direction: a reversal says nothing about speed.
+        if st[QD_DIR] == d:
+            st[QD_PERIOD_US] = (t_us - st[QD_EDGE_US]) & 0x3FFFFFFF
+        else:
+            st[QD_PERIOD_US] = 0
+        st[QD_DIR] = d
+        st[QD_EDGE_US] = t_us
+
+
+def wrap_delta(now, prev, bits):
+    """Signed difference now - prev of two raw counter readings of a counter wrapping at 2**bits.
+
+    Correct while the true motion between the readings is below half the counter range. Slow-path helper
+    (the control step does the same in viper); readings may be given as signed or unsigned bit patterns.
+    """
+    half = 1 << (bits - 1)
+    return ((now - prev + half) & ((1 << bits) - 1)) - half
+
+
+# ---- the rp2 PIO program, as instruction words ----
+# Register use: Y = the count (32 bit, wraps), ISR = pin history (shifted left two bits per sample, so bits 3:2
+# hold the previous state and bits 1:0 the current one), X = 0 except while answering a request, OSR = scratch.
+# Layout: addresses 0..15 are a jump table indexed by the transition; `out pc, 4` (OSR shifts right, so it
+# takes the low 4 bits) dispatches on it. 32 instructions: the program fills the PIO's memory and is therefore
+# loaded at offset 0, which the absolute table addresses need. Both wheels' state machines share it.
+# The CPU asks for the count by putting a nonzero word into the TX FIFO and then reading one word from RX:
+# `pull noblock` takes the request, or copies X (= 0) when there is none, so the loop never stalls.
+
+PIO_INCR = const(16)
+PIO_DECR = const(20)
+PIO_POLL = const(21)
+PIO_SAMPLE = const(29)
+
+_PIO_JMP = const(0x0000)
+_PIO_IN = const(0x4000)
+_PIO_OUT = const(0x6000)
+_PIO_PUSH = const(0x8000)
+_PIO_PULL = const(0x8080)
+_PIO_MOV = const(0xA000)
+# jmp conditions
+_C_ALWAYS = const(0)
+_C_NOT_X = const(1)
+_C_Y_DEC = const(4)
+# sources / destinations
+_R_PINS = const(0)
+_R_X = const(1)
+_R_Y = const(2)
+_R_NULL = const(3)
+_R_PC = const(5)
+_R_ISR = const(6)
+_R_OSR = const(7)
+_MOV_INVERT = const(0x08)
+
+
+def _jmp(cond, addr):
+    return _PIO_JMP | (cond << 5) | addr
+
+
+def _mov(dst, src, op=0):
+    return _PIO_MOV | (dst << 5) | op | src
+
+
+def quadrature_pio_program():
+    """The 32 PIO instruction words of the x4 quadrature counter (see the comment above)."""
+    prog = []
+    for i in range(16):
+        d = QUAD_STEP[i]
+        prog.append(_jmp(_C_ALWAYS, PIO_INCR if d > 0 else PIO_DECR if d < 0 else PIO_POLL))
+    # 16 incr: Y += 1 as Y = ~(~Y - 1); the jmp's target is the next instruction either way
+    prog.append(_mov(_R_Y, _R_Y, _MOV_INVERT))
+    prog.append(_jmp(_C_Y_DEC, 18))
+    prog.append(_mov(_R_Y, _R_Y, _MOV_INVERT))
+    prog.append(_jmp(_C_ALWAYS, PIO_POLL))
+    # 20 decr: Y -= 1; when Y was 0 the jmp falls through, which is the same place
+    prog.append(_jmp(_C_Y_DEC, PIO_POLL))
+    # 21 poll: a request from the CPU?
+    prog.append(_PIO_PULL)                          # pull noblock: OSR = request, or X (= 0) when none
+    prog.append(_mov(_R_X, _R_OSR))
+    prog.append(_jmp(_C_NOT_X, PIO_SAMPLE))
+    prog.append(_mov(_R_X, _R_ISR))                 # keep the pin history while ISR carries the count
+    prog.append(_mov(_R_ISR, _R_Y))
+    prog.append(_PIO_PUSH)                          # push noblock: the count to the RX FIFO
+    prog.append(_mov(_R_ISR, _R_X))
+    prog.append(_mov(_R_X, _R_NULL))                # X back to 0: "no request" for the next pull
+    # 29 sample
+    prog.append(_PIO_IN | (_R_PINS << 5) | 2)       # in pins, 2: ISR = history << 2 | B A
+    prog.append(_mov(_R_OSR, _R_ISR))
+    prog.append(_PIO_OUT | (_R_PC << 5) | 4)        # out pc, 4: jump to table[prev << 2 | cur]
+    return prog
+
+
+# ---- duty conversion and H-bridge mapping ----
+# Duty arrives as signed Q15: -32767..32767 = full reverse..full forward. Conversions stay below 2**30 so
+# every intermediate is a small int (no allocation in a hard IRQ on a 32-bit port).
+
+Q15_MAX = const(32767)
+
+BRIDGE_PWM_DIR = const(0)       # one PWM pin (magnitude) + one DIR pin (sign): Cytron MDD10, many carriers
+BRIDGE_IN1_IN2 = const(1)       # two PWM inputs, the idle one low (fast decay): DRV8833, TB6612-less L298N use
+
+
+def clamp_q15(q):
+    if q > Q15_MAX:
+        return Q15_MAX
+    if q < -Q15_MAX:
+        return -Q15_MAX
+    return q
+
+
+def q15_to_u16(mag):
+    """|duty| in 0..32767 -> 0..65535 (duty_u16, CircuitPython duty_cycle); error <= 1 count, 32767 -> 65535."""
+    return (mag << 1) + (mag >> 14)
+
+
+def duty_scale(period):
+    """(mult, shift) so that (mag * mult) >> shift maps 0..32767 onto 0..period (timer ticks), error <= 2.
+
+    mult stays <= 32768, so mag * mult < 2**30: a small-int product on every port (no allocation in an IRQ).
+    """
+    shift = 0
+    while shift < 30 and (period << (shift + 1)) // Q15_MAX < 32768:
+        shift += 1
+    mult = ((period << shift) + Q15_MAX // 2) // Q15_MAX
+    return mult, shift
+
+
+def scale_duty(mag, mult, shift):
+    return (mag * mult) >> shift
+
+
+def bridge_levels(mode, q15, out):
+    """Map a signed Q15 duty to the bridge inputs, written into out (array of 2): no allocation.
+
+    BRIDGE_PWM_DIR: out = (pwm duty_u16, dir level 1 forward / 0 reverse).
+    BRIDGE_IN1_IN2: out = (in1 duty_u16, in2 duty_u16); forward drives IN1, reverse IN2, the other stays low so
+    the bridge coasts between pulses (fast decay), and 0 leaves both low (coast).
+    """
+    q = clamp_q15(q15)
+    if mode == BRIDGE_PWM_DIR:
+        if q >= 0:
+            out[0] = q15_to_u16(q)
+            out[1] = 1
+        else:
+            out[0] = q15_to_u16(-q)
+            out[1] = 0
+    else:
+        if q >= 0:
+            out[0] = q15_to_u16(q)
+            out[1] = 0
+        else:
+            out[0] = 0
+            out[1] = q15_to_u16(-q)
+
+
+# ---- soft periodic scheduling (ports without a usable hard timer) ----
+
+class SoftPeriodic:
+    """Fixed-rate schedule kept on a wrapping microsecond tick: due(now) -> True when a call is due.
+
+    The schedule advances by exactly one period per call (dt stays the constant period); when it falls more
+    than `max_late` periods behind it jumps to now and counts the skipped periods in `overruns` rather than
+    running a burst of catch-up calls (a burst would compute many steps on one stale measurement).
+    """
+
+    def __init__(self, hz, now_us, max_late=2):
+        self.period_us = 1000000 // hz
+        self.next_us = now_us
+        self.max_late = max_late
+        self.overruns = 0
+
+    def due(self, now_us):
+        late = ((now_us - self.next_us + 0x20000000) & 0x3FFFFFFF) - 0x20000000
+        if late < 0:
+            return False
+        if late >= self.max_late * self.period_us:
+            skipped = late // self.period_us
+            self.overruns += skipped
+            self.next_us = (self.next_us + (skipped + 1) * self.period_us) & 0x3FFFFFFF
+            return True
+        self.next_us = (self.next_us + self.period_us) & 0x3FFFFFFF
+        return True

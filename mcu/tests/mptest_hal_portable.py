@@ -1,0 +1,414 @@
+# The port-independent logic the hardware backends run on the chip (hal/portable.py): the rp2 PIO quadrature
+# program executed by a small PIO interpreter, the pin-IRQ decoder, duty conversions, bridge mappings, counter
+# wrap and the soft periodic schedule.
+import random
+from array import array
+
+import micropython
+
+from hal import portable
+
+M32 = 0xFFFFFFFF
+UP = portable.QUAD_UP           # counting-up state sequence 0 -> 1 -> 3 -> 2
+
+
+# ---- a PIO interpreter for the subset the program uses (RP2040 datasheet semantics) ----
+
+class Pio:
+    """One state machine: in_shiftdir LEFT, out_shiftdir RIGHT (as hal/rp2.py configures it), 4-deep FIFOs."""
+
+    def __init__(self, prog, pins=0, y=0):
+        assert len(prog) == 32
+        self.prog = prog
+        self.pc = 0
+        self.x = 0
+        self.y = y & M32
+        self.isr = 0
+        self.osr = 0
+        self.pins = pins
+        self.tx = []
+        self.rx = []
+        self.cycles = 0
+
+    def _src(self, s):
+        if s == 0:
+            return self.pins & M32
+        if s == 1:
+            return self.x
+        if s == 2:
+            return self.y
+        if s == 3:
+            return 0
+        if s == 6:
+            return self.isr
+        if s == 7:
+            return self.osr
+        raise AssertionError("unsupported mov source %d" % s)
+
+    def step(self):
+        ins = self.prog[self.pc]
+        assert ins & 0x1F00 == 0, "no delay/side-set expected"
+        op = ins >> 13
+        nxt = (self.pc + 1) & 31
+        self.cycles += 1
+        if op == 0:                                     # JMP
+            cond = (ins >> 5) & 7
+            if cond == 0:
+                take = True
+            elif cond == 1:
+                take = self.x == 0
+            elif cond == 4:
+                take = self.y != 0
+                self.y = (self.y - 1) & M32
+            else:
+                raise AssertionError("unsupported jmp condition %d" % cond)
+            self.pc = (ins & 31) if take else nxt
+        elif op == 2:                                   # IN (shift left)
+            assert (ins >> 5) & 7 == 0, "only `in pins` expected"
+            n = (ins & 31) or 32
+            self.isr = ((self.isr << n) | (self.pins & ((1 << n) - 1))) & M32
+            self.pc = nxt
+        elif op == 3:                                   # OUT (shift right)
+            dst = (ins >> 5) & 7
+            n = ins & 31
+            val = self.osr & ((1 << n) - 1)
+            self.osr >>= n
+            assert dst == 5, "only `out pc` expected"
+            self.pc = val
+        elif op == 4:
+            block = ins & 0x20
+            assert not block, "the program must never block"
+            if ins & 0x80:                              # PULL noblock: empty FIFO -> OSR = X
+                self.osr = self.tx.pop(0) if self.tx else self.x
+            else:                                       # PUSH noblock: full FIFO -> dropped; ISR cleared
+                if len(self.rx) < 4:
+                    self.rx.append(self.isr)
+                self.isr = 0
+            self.pc = nxt
+        elif op == 5:                                   # MOV
+            dst = (ins >> 5) & 7
+            val = self._src(ins & 7)
+            if (ins >> 3) & 3 == 1:
+                val = ~val & M32
+            if dst == 1:
+                self.x = val
+            elif dst == 2:
+                self.y = val
+            elif dst == 6:
+                self.isr = val
+            elif dst == 7:
+                self.osr = val
+            else:
+                raise AssertionError("unsupported mov destination %d" % dst)
+            self.pc = nxt
+        else:
+            raise AssertionError("unexpected opcode %d at %d" % (op, self.pc))
+
+    def run(self, n):
+        for _ in range(n):
+            self.step()
+
+    def read_count(self):
+        """What Board.read_counts does: put a request, wait for the pushed word."""
+        self.tx.append(1)
+        for _ in range(64):
+            self.step()
+            if self.rx:
+                return self.rx.pop(0)
+        raise AssertionError("no count pushed within 64 cycles")
+
+
+def _signed32(v):
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def _walk(pio, states, spacing=24):
+    for s in states:
+        pio.pins = s
+        pio.run(spacing)
+
+
+def _seq(start, n, direction):
+    """n quadrature states after start, moving up (+1) or down (-1)."""
+    out = []
+    s = start
+    for _ in range(n):
+        if direction > 0:
+            s = UP[s]
+        else:
+            s = UP.index(s)
+        out.append(s)
+    return out
+
+
+def test_pio_program_shape():
+    prog = portable.quadrature_pio_program()
+    assert len(prog) == 32          # fills the PIO memory: loaded at offset 0, as the absolute table needs
+    for w in prog:
+        assert 0 <= w <= 0xFFFF
+    for i in range(16):
+        target = prog[i] & 31
+        assert prog[i] >> 5 == 0, "table entries are unconditional jumps"
+        d = portable.QUAD_STEP[i]
+        assert target == (portable.PIO_INCR if d > 0 else portable.PIO_DECR if d < 0 else portable.PIO_POLL)
+
+
+def test_transition_table_x4():
+    # every legal edge counts once, same-state counts nothing, the four double changes are illegal
+    ups = downs = illegal = 0
+    for prev in range(4):
+        for cur in range(4):
+            i = (prev << 2) | cur
+            d = portable.QUAD_STEP[i]
+            if d > 0:
+                ups += 1
+                assert UP[prev] == cur
+            elif d < 0:
+                downs += 1
+                assert UP[cur] == prev
+            if portable.QUAD_ILLEGAL[i]:
+                illegal += 1
+                assert d == 0 and (prev ^ cur) == 3
+    assert (ups, downs, illegal) == (4, 4, 4)
+
+
+def test_pio_counts_x4_both_directions():
+    prog = portable.quadrature_pio_program()
+    pio = Pio(prog)
+    pio.run(30)
+    _walk(pio, _seq(0, 1000, +1))
+    assert pio.read_count() == 1000
+    _walk(pio, _seq(pio.pins, 1600, -1))
+    assert _signed32(pio.read_count()) == -600
+    pio.run(10)
+    assert pio.x == 0                   # X is back to "no request" after answering
+    assert pio.read_count() == 0xFFFFFFFF & -600     # a second request gets the same answer
+
+
+def test_pio_ignores_illegal_jumps_and_holds():
+    pio = Pio(portable.quadrature_pio_program())
+    pio.run(30)
+    _walk(pio, _seq(0, 8, +1))      # ends at state 0
+    pio.pins = 3                    # both channels at once: direction unknown
+    pio.run(40)
+    pio.pins = 0
+    pio.run(40)
+    assert pio.read_count() == 8
+    pio.run(500)                    # no edges: nothing counts, however long it loops
+    assert pio.read_count() == 8
+
+
+def test_pio_count_wraps_at_32_bits():
+    pio = Pio(portable.quadrature_pio_program(), y=0xFFFFFFFD)
+    pio.run(30)
+    _walk(pio, _seq(0, 5, +1))
+    assert pio.read_count() == 2
+    _walk(pio, _seq(pio.pins, 4, -1))
+    assert pio.read_count() == 0xFFFFFFFE
+    assert portable.wrap_delta(2, 0xFFFFFFFE, 32) == 4
+
+
+def test_pio_requests_at_random_times_lose_no_edge():
+    # edges arrive asynchronously, at least 20 PIO cycles apart (6 MHz edge rate at 125 MHz), while the CPU
+    # asks for the count at random moments: every edge is counted, every answer is the count at that moment
+    random.seed(7)
+    rand = random.randrange
+    pio = Pio(portable.quadrature_pio_program())
+    pio.run(30)
+    expected = 0
+    state = 0
+    for _ in range(1500):
+        direction = 1 if rand(0, 3) else -1
+        state = UP[state] if direction > 0 else UP.index(state)
+        pio.pins = state
+        expected += direction
+        gap = rand(20, 45)
+        if rand(0, 4) == 0:
+            got = _signed32(pio.read_count())
+            # the edge just applied may or may not have been sampled yet when the request was served
+            assert got in (expected, expected - direction), (got, expected)
+        pio.run(gap)
+    assert _signed32(pio.read_count()) == expected
+
+
+def test_pio_loop_is_short():
+    # the longest path between two samples bounds the edge rate the counter follows; measure it
+    pio = Pio(portable.quadrature_pio_program())
+    pio.run(30)
+    longest = 0
+    last = None
+    state = 0
+    for k in range(400):
+        if k % 3 == 0:
+            state = UP[state]
+            pio.pins = state
+        if k % 5 == 0:
+            pio.tx.append(1)
+        for _ in range(20):
+            if pio.pc == portable.PIO_SAMPLE:
+                if last is not None:
+                    longest = max(longest, pio.cycles - last)
+                last = pio.cycles
+            pio.step()
+        pio.rx = []
+    print("pio_loop longest_cycles_between_samples=%d" % longest)
+    assert 6 <= longest <= 17
+
+
+# ---- software decoder (esp32 pin IRQs) ----
+
+def test_quad_decoder_x4_and_illegal():
+    dec = portable.QuadDecoder(0, 0, 16)
+    t = 0
+    for s in _seq(0, 400, +1):
+        t += 100
+        dec.edge(s & 1, s >> 1, t)
+    assert dec.st[portable.QD_COUNT] == 400
+    assert dec.st[portable.QD_PERIOD_US] == 100
+    s = dec.st[portable.QD_STATE]
+    for s2 in _seq(s, 3, -1):
+        t += 250
+        dec.edge(s2 & 1, s2 >> 1, t)
+    assert dec.st[portable.QD_COUNT] == 397
+    assert dec.st[portable.QD_PERIOD_US] == 250      # two reversed edges after the first reversal
+    cur = dec.st[portable.QD_STATE]
+    bad = cur ^ 3
+    dec.edge(bad & 1, bad >> 1, t + 10)
+    assert dec.st[portable.QD_ILLEGAL] == 1
+    assert dec.st[portable.QD_COUNT] == 397
+    # repeated level (an IRQ for a glitch that settled back): nothing counted, nothing illegal
+    dec.edge(bad & 1, bad >> 1, t + 20)
+    assert dec.st[portable.QD_ILLEGAL] == 1 and dec.st[portable.QD_COUNT] == 397
+
+
+def test_quad_decoder_reversal_resets_edge_period():
+    dec = portable.QuadDecoder(0, 0)
+    dec.edge(1, 0, 1000)
+    dec.edge(1, 1, 1300)
+    assert dec.st[portable.QD_PERIOD_US] == 300
+    dec.edge(1, 0, 1400)        # back: a reversal says nothing about speed
+    assert dec.st[portable.QD_PERIOD_US] == 0
+    assert dec.st[portable.QD_COUNT] == 1
+
+
+def test_quad_decoder_wraps_at_16_bits_and_is_allocation_free():
+    dec = portable.QuadDecoder(0, 0, 16)
+    states = _seq(0, 8, -1)
+    micropython.heap_lock()
+    try:
+        for s in states:
+            dec.edge(s & 1, s >> 1, 5)
+    finally:
+        micropython.heap_unlock()
+    assert dec.st[portable.QD_COUNT] == 65536 - 8
+    assert portable.wrap_delta(dec.st[portable.QD_COUNT], 0, 16) == -8
+
+
+def test_wrap_delta_16_and_32():
+    assert portable.wrap_delta(5, 65530, 16) == 11
+    assert portable.wrap_delta(65530, 5, 16) == -11
+    assert portable.wrap_delta(32767 + 100, 100, 16) == 32767
+    assert portable.wrap_delta(100, 32768 + 100, 16) == -32768
+    # 32-bit readings as array('i') holds them (signed bit patterns) and as unsigned
+    a = array("i", (0x7FFFFFF0, 0))
+    a[1] = -0x7FFFFFF0      # 0x80000010 as int32
+    assert portable.wrap_delta(a[1], a[0], 32) == 0x20
+    assert portable.wrap_delta(0x80000010, 0x7FFFFFF0, 32) == 0x20
+    assert portable.wrap_delta(-3, 4, 32) == -7
+    assert portable.wrap_delta(0xFFFFFFFD, 4, 32) == -7
+
+
+# ---- duty conversion and bridge mapping ----
+
+def test_q15_to_u16_error_at_most_one():
+    worst = 0
+    for m in range(32768):
+        exact = (m * 65535 + 16383) // 32767
+        err = abs(portable.q15_to_u16(m) - exact)
+        if err > worst:
+            worst = err
+    assert worst <= 1
+    assert portable.q15_to_u16(0) == 0
+    assert portable.q15_to_u16(32767) == 65535
+    assert portable.q15_to_u16(16384) == 32769
+
+
+def test_duty_scale_timer_ticks():
+    # 16-bit timer periods (pyboard PWM at 20 kHz: ~4200); at full scale the result may pass the period by 1,
+    # which a timer compare treats as 100 %
+    for period in (100, 999, 4200, 8400, 65535, 65536):
+        mult, shift = portable.duty_scale(period)
+        assert mult * 32767 < (1 << 30), (period, mult)
+        worst = 0
+        for m in range(0, 32768, 61):
+            got = portable.scale_duty(m, mult, shift)
+            exact = m * period // 32767
+            worst = max(worst, abs(got - exact))
+        assert worst <= 2, (period, worst)
+        full = portable.scale_duty(32767, mult, shift)
+        assert period - 2 <= full <= period + 1, (period, full)
+        assert portable.scale_duty(0, mult, shift) == 0
+
+
+def test_bridge_pwm_dir_and_in1_in2():
+    out = array("i", (0, 0))
+    portable.bridge_levels(portable.BRIDGE_PWM_DIR, 16384, out)
+    assert (out[0], out[1]) == (32769, 1)
+    portable.bridge_levels(portable.BRIDGE_PWM_DIR, -16384, out)
+    assert (out[0], out[1]) == (32769, 0)
+    portable.bridge_levels(portable.BRIDGE_PWM_DIR, 0, out)
+    assert out[0] == 0
+    portable.bridge_levels(portable.BRIDGE_PWM_DIR, -40000, out)     # clamped to full reverse
+    assert (out[0], out[1]) == (65535, 0)
+    portable.bridge_levels(portable.BRIDGE_IN1_IN2, 32767, out)
+    assert (out[0], out[1]) == (65535, 0)
+    portable.bridge_levels(portable.BRIDGE_IN1_IN2, -100, out)
+    assert (out[0], out[1]) == (0, portable.q15_to_u16(100))
+    portable.bridge_levels(portable.BRIDGE_IN1_IN2, 0, out)
+    assert (out[0], out[1]) == (0, 0)                                 # both low: coast
+    portable.bridge_levels(portable.BRIDGE_IN1_IN2, 99999, out)
+    assert (out[0], out[1]) == (65535, 0)
+
+
+def test_bridge_levels_allocation_free():
+    out = array("i", (0, 0))
+    micropython.heap_lock()
+    try:
+        for q in (-32767, -1, 0, 1, 12345, 32767, 40000):
+            portable.bridge_levels(portable.BRIDGE_PWM_DIR, q, out)
+            portable.bridge_levels(portable.BRIDGE_IN1_IN2, q, out)
+    finally:
+        micropython.heap_unlock()
+    assert (out[0], out[1]) == (65535, 0)
+
+
+# ---- soft periodic schedule ----
+
+def test_soft_periodic_keeps_the_period_and_counts_skips():
+    s = portable.SoftPeriodic(500, 1000)        # 2000 us
+    assert s.due(1000)
+    assert not s.due(2000)
+    assert s.due(3100)                          # 100 us late: runs, schedule stays on the 2000 us grid
+    assert s.next_us == 5000
+    assert not s.due(4999)
+    assert s.due(5000)
+    assert s.overruns == 0
+    # 10 periods late: one call, the missed ones counted, no burst
+    assert s.due(7000 + 20000)
+    assert s.overruns == 10
+    assert not s.due(7000 + 20001)
+    assert s.due(7000 + 22000)
+
+
+def test_soft_periodic_across_tick_wrap():
+    start = (1 << 30) - 3000
+    s = portable.SoftPeriodic(1000, start)      # 1000 us
+    calls = 0
+    now = start
+    for _ in range(60):
+        if s.due(now):
+            calls += 1
+        now = (now + 250) & 0x3FFFFFFF
+    # 60 * 250 us = 15 ms: 15 calls, across the wrap at 2**30
+    assert calls == 15
+    assert s.overruns == 0
