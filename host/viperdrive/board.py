@@ -1,0 +1,479 @@
+"""Board: the motor board as a ros2_control-style hardware component (BRIEF §8). SI above, counts below: this
+is the one place where rad and rad/s become counts and counts/s.
+
+Lifecycle: configure() (open, HELLO: protocol version and parameter schema must match) -> activate() (zero
+commands, zero encoders, enable) -> read()/write() once per loop period -> deactivate() (zero, disable) ->
+cleanup() (close). As a context manager it configures on entry and always leaves the board disabled on exit.
+
+One exchange per cycle (BRIEF §11 "update_rate vs serial budget"): write() sends SET_VEL and returns at once; the
+board answers with STATE, and the next read() returns that STATE. In a 100 Hz loop the reply has long arrived
+when read() runs, so read() does not wait; called right after write() it waits for the reply at most until its
+deadline (the per-command timeout, capped at 80 % of the loop period).
+
+read() fills the state every cycle: a missed reply holds the last values (fresh=False); more than max_misses (5)
+misses in a row raise LinkLost (a single lost frame must not stop the controllers; persistent loss must).
+"""
+from __future__ import annotations
+
+import collections
+import difflib
+import math
+import time
+from dataclasses import dataclass
+
+from . import errors
+from .config import RobotConfig
+from .errors import BadValue, BoardFault, LinkLost, NoReplyError, UserError, VersionMismatch
+from .link import Link, NackError
+from .shared import params as PARAMS
+from .shared import protocol as P
+
+TWO_PI = 2.0 * math.pi
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class BoardInfo:
+    protocol_version: int
+    schema_hash: int
+    control_hz: int
+    counts_per_rev: int
+    firmware: str
+    board: str
+
+
+@dataclass(frozen=True)
+class BoardState:
+    position: tuple[float, float]       # rad (left, right)
+    velocity: tuple[float, float]       # rad/s, the board's own estimate
+    status: int                         # STATE status byte (protocol.ST_*)
+    counts: tuple[int, int]             # raw encoder counts
+    stamp: float                        # host time.monotonic() when this STATE arrived
+    fresh: bool                         # False: held from an earlier cycle (this cycle's reply was missed)
+    misses: int = 0                     # consecutive misses so far
+
+    @property
+    def status_names(self) -> list[str]:
+        return P.status_names(self.status)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.status & P.ST_ENABLED)
+
+    @property
+    def faulted(self) -> bool:
+        return bool(self.status & P.ST_FAULT)
+
+
+def fault_text(code: int) -> str:
+    """A fault code in words (protocol.FAULT_NAMES)."""
+    return P.FAULT_NAMES.get(code, f"unknown fault code {code}")
+
+
+_OPTIONS = {"counts_per_rev", "max_misses", "margin", "clock_sync", "sim", "link", "telemetry_queue"}
+
+
+class Board:
+    """Board(port, baud=115200, config=None, **options). port: any pyserial URL or "sim" (a private virtual
+    board for this Board's lifetime); None takes config.port.
+
+    options: counts_per_rev (override HELLO's), max_misses (5), margin (s, reply-timeout margin, 0.05),
+    clock_sync (True: sync the board clock on configure), sim (dict of VirtualBoard keyword arguments),
+    link (an already-open Link to use instead of opening port), telemetry_queue (frames kept, 10000).
+    """
+
+    def __init__(self, port: str | None = None, baud: int | None = None, config: RobotConfig | None = None,
+                 **options):
+        unknown = set(options) - _OPTIONS
+        if unknown:
+            raise TypeError(f"unknown Board option(s): {', '.join(sorted(unknown))}; "
+                            f"known: {', '.join(sorted(_OPTIONS))}")
+        self.config = config if config is not None else RobotConfig()
+        self.port = port if port is not None else self.config.port
+        self.baud = int(baud if baud is not None else self.config.baud)
+        self.options = options
+        self.max_misses = int(options.get("max_misses", 5))
+        self.link: Link | None = options.get("link")
+        self._sim = None
+        self.info: BoardInfo | None = None
+        self.active = False
+        self.configured = False
+        self.epoch = 0                      # +1 whenever the encoders restart (activate, reconnect)
+        self._state: BoardState | None = None
+        self._pending: tuple[float, float] | None = None    # (sent, deadline) of the outstanding SET_VEL
+        self.misses = 0                     # consecutive
+        self.total_misses = 0
+        self.cycles = 0
+        self.last_nack: NackError | None = None
+        self._telemetry = collections.deque(maxlen=int(options.get("telemetry_queue", 10000)))
+        self._last_reopen = 0.0
+        self._asked = False                 # write() was called since the last read()
+        self._undelivered = False           # a state from activate()/reconnect() not yet returned by read()
+
+    # ---- lifecycle ----
+    def configure(self) -> BoardInfo:
+        """Open the port and check HELLO. VersionMismatch when the board speaks another protocol or table."""
+        if self.link is None:
+            url = self.port
+            if self.port == "sim":
+                from .sim import VirtualBoard   # lazily: the sim needs the MicroPython executable
+                self._sim = VirtualBoard(baud=self.baud, **self.options.get("sim", {}))
+                self._sim.__enter__()
+                url = self._sim.url
+            self.link = Link(url, self.baud, margin=self.options.get("margin", 0.05))
+        try:
+            self.link.open()
+            self._hello()
+            if self.options.get("clock_sync", True):
+                self.link.sync_clock(5)
+        except BaseException:
+            self.cleanup()
+            raise
+        self.configured = True
+        return self.info
+
+    def _hello(self) -> None:
+        payload = self.link.request(P.pack_hello(), P.INFO)
+        try:
+            info = BoardInfo(*P.unpack_info(payload))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise VersionMismatch(f"the board's HELLO reply is malformed ({e}): it does not run this viperdrive "
+                                  f"firmware; reflash it with `viperdrive flash`") from None
+        want_hash = PARAMS.schema_hash()
+        if info.protocol_version != P.PROTOCOL_VERSION or info.schema_hash != want_hash:
+            raise VersionMismatch(
+                f"board firmware {info.firmware!r} speaks protocol v{info.protocol_version} with parameter schema "
+                f"{info.schema_hash:08x}; this host speaks protocol v{P.PROTOCOL_VERSION} with schema "
+                f"{want_hash:08x}. Reflash the board with `viperdrive flash` (or install the matching host).")
+        self.info = info
+
+    @property
+    def counts_per_rev(self) -> int:
+        cpr = self.options.get("counts_per_rev") or self.config.counts_per_rev
+        if cpr:
+            return int(cpr)
+        if self.info is None:
+            raise UserError("counts_per_rev is unknown before configure() (put it in the robot file)")
+        return self.info.counts_per_rev
+
+    def activate(self) -> BoardState:
+        """Zero the command, zero the encoders, enable; returns the first STATE. BoardFault if FAULT is latched."""
+        self._require(configured=True)
+        self._exchange_zero(tolerate_nack=True)     # a stale setpoint must never be executed on enable
+        self.link.request(P.pack_zero(), P.ZERO_ACK)
+        try:
+            payload = self.link.request(P.pack_enable(True), P.ENABLE_ACK)
+        except NackError as e:
+            if e.code == P.NACK_NOT_ALLOWED:
+                code = self._fault_code()
+                raise BoardFault(f"the board refuses to enable: FAULT latched ({fault_text(code)}); fix the cause, "
+                                 f"then clear it (Board.clear_fault() / the CLI's clear-fault)") from None
+            raise
+        if not P.unpack_enable_ack(payload):
+            raise BoardFault("the board did not enable (ENABLE_ACK says off)")
+        self.epoch += 1
+        self.misses = 0
+        self.active = True
+        return self._exchange_zero()
+
+    def _exchange_zero(self, tolerate_nack: bool = False) -> BoardState | None:
+        try:
+            payload = self.link.request(P.pack_set_vel(0, 0), P.STATE)
+        except NackError:
+            if tolerate_nack:
+                return None
+            raise
+        self._pending = None
+        state = self._accept_state(payload, time.monotonic())
+        self._undelivered = True    # the next read() returns it as this cycle's fresh state
+        return state
+
+    def read(self) -> BoardState:
+        """This cycle's state. Never raises on a single miss: holds the last values (fresh=False). LinkLost after
+        more than max_misses consecutive misses."""
+        self._require(active=True)
+        self.cycles += 1
+        asked, self._asked = self._asked, False
+        payload, now = self._collect()
+        if payload is not None:
+            self.misses = 0
+            return self._accept_state(payload, now)
+        if not asked and self._state is not None:
+            # nothing was asked since the last state (read twice without a write): not a miss
+            fresh, self._undelivered = self._undelivered, False
+            return self._state if fresh else _held(self._state, self.misses)
+        self.misses += 1
+        self.total_misses += 1
+        self._pending = None
+        if self.misses > self.max_misses:
+            raise LinkLost(f"no STATE from the board on {self.link.url} for {self.misses} cycles in a row; "
+                           f"stopping (check the cable, power and the board's status LED)")
+        held = self._state if self._state is not None else BoardState((0.0, 0.0), (0.0, 0.0), 0, (0, 0), now, False)
+        self._state = _held(held, self.misses)
+        return self._state
+
+    def _collect(self) -> tuple[bytes | None, float]:
+        """The newest STATE that arrived (waiting for the outstanding one up to its deadline), or None."""
+        latest = None
+        while True:
+            try:
+                if not self.link.is_open and not self._reopen():
+                    return None, time.monotonic()
+                frames = self.link.poll()
+            except LinkLost:
+                return None, time.monotonic()
+            for cmd, payload in frames:
+                if cmd == P.STATE:
+                    latest = payload
+                else:
+                    self._other_frame(cmd, payload)
+            now = time.monotonic()
+            if latest is not None or self._pending is None or now >= self._pending[1]:
+                if latest is not None and self._pending is not None:
+                    self.link.record_rtt(now - self._pending[0])
+                return latest, now
+            self.link.wait_readable(min(self._pending[1] - now, 0.002))
+
+    def _reopen(self) -> bool:
+        # the port vanished: one quick attempt per half second, never a wait inside the control loop
+        now = time.monotonic()
+        if now - self._last_reopen < 0.5:
+            return False
+        self._last_reopen = now
+        return self.link.try_reopen()
+
+    def _other_frame(self, cmd: int, payload: bytes) -> None:
+        if cmd == P.TELEMETRY_DATA:
+            try:
+                self._telemetry.append((time.monotonic(), P.unpack_telemetry_data(payload)))
+            except ValueError:
+                pass
+        elif cmd == P.NACK and len(payload) == 2:
+            self.last_nack = NackError(payload[0], payload[1])
+
+    def _accept_state(self, payload: bytes, now: float) -> BoardState:
+        pl, pr, vl, vr, status = P.unpack_state(payload)
+        k = TWO_PI / self.counts_per_rev
+        self._state = BoardState((pl * k, pr * k), (vl * k, vr * k), status, (pl, pr), now, True, 0)
+        self._undelivered = False
+        return self._state
+
+    def write(self, left_rad_s: float, right_rad_s: float) -> None:
+        """Send wheel speeds (rad/s). Clamped jointly (same ratio) to max_wheel_speed BEFORE the conversion."""
+        self._require(active=True)
+        if not (math.isfinite(left_rad_s) and math.isfinite(right_rad_s)):
+            raise BadValue(f"wheel speeds must be finite, got left={left_rad_s} right={right_rad_s}")
+        lim_l = self.config.max_wheel_speed / self.config.left_radius
+        lim_r = self.config.max_wheel_speed / self.config.right_radius
+        s = 1.0
+        if abs(left_rad_s) > lim_l:
+            s = min(s, lim_l / abs(left_rad_s))
+        if abs(right_rad_s) > lim_r:
+            s = min(s, lim_r / abs(right_rad_s))
+        per_rad = self.counts_per_rev / TWO_PI
+        cl = _clamp_i32(round(left_rad_s * s * per_rad))
+        cr = _clamp_i32(round(right_rad_s * s * per_rad))
+        frame = P.pack_set_vel(cl, cr)
+        self._asked = True
+        self._pending = None
+        try:
+            if not self.link.is_open:
+                return      # counted as a miss by the next read(), which also tries to reopen
+            self.link.send(frame)
+        except LinkLost:
+            return
+        now = time.monotonic()
+        wait = self.link.timeout_for(len(frame), P.STATE)
+        wait = min(wait, 0.8 * self.config.period)
+        self._pending = (now, now + wait)
+
+    def deactivate(self) -> None:
+        """Send zero and disable (both tried even if one fails); raises if the board never acknowledged."""
+        problems = []
+        if self.link is not None and self.link.is_open:
+            try:
+                self._exchange_zero(tolerate_nack=True)
+            except UserError as e:
+                problems.append(str(e))
+            try:
+                self.link.request(P.pack_enable(False), P.ENABLE_ACK)
+                problems = []   # disabled: that is what matters
+            except UserError as e:
+                problems.append(str(e))
+        else:
+            problems.append("the port is closed")
+        self.active = False
+        self._pending = None
+        if problems:
+            raise LinkLost("could not confirm the board is disabled: " + "; ".join(problems)
+                           + " (its deadman stops the motors on its own)")
+
+    def cleanup(self) -> None:
+        if self.link is not None:
+            self.link.close()
+        if self._sim is not None:
+            sim, self._sim = self._sim, None
+            sim.__exit__(None, None, None)
+            self.link = None    # a new configure() starts a new virtual board with a new URL
+        self.configured = False
+        self.active = False
+
+    def reconnect(self, timeout: float = 10.0) -> BoardInfo:
+        """After the port went away (USB re-plug): reopen, re-check HELLO, re-sync the clock and re-read the
+        board's state; re-activate (zero + enable, epoch + 1) if it was active. The caller resets its
+        controller and odometry baseline (DriveController.reset(), Odometry.rebase())."""
+        was_active = self.active
+        self.active = False
+        self.link.reconnect(timeout)
+        self._hello()
+        if self.options.get("clock_sync", True):
+            self.link.sync_clock(5)
+        self.misses = 0
+        self._pending = None
+        if was_active:
+            self.activate()
+        else:
+            self._exchange_zero(tolerate_nack=True)
+        return self.info
+
+    def __enter__(self) -> Board:
+        self.configure()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if self.active:
+                self.deactivate()
+            elif self.link is not None and self.link.is_open:
+                self.link.request(P.pack_enable(False), P.ENABLE_ACK)
+        except UserError:
+            if exc_type is None:
+                raise
+        finally:
+            self.cleanup()
+        return False
+
+    def _require(self, configured: bool = False, active: bool = False) -> None:
+        if active and not self.active:
+            raise RuntimeError("Board.activate() first")
+        if configured and not self.configured:
+            raise RuntimeError("Board.configure() first")
+
+    # ---- services (request/response; not for the hot loop) ----
+    def get_param(self, name: str):
+        p = _param(name)
+        self._require(configured=True)
+        pid, value = P.unpack_param_value(self.link.request(P.pack_get_param(p[PARAMS.ID]), P.PARAM))
+        return value
+
+    def set_param(self, name: str, value):
+        """Set a parameter (in the table's units); returns the value the board applied (float32)."""
+        p = _param(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadValue(f"{name}={value!r} must be a number in [{p[PARAMS.MIN]}, {p[PARAMS.MAX]}] {p[PARAMS.UNIT]}")
+        reason = PARAMS.check(p[PARAMS.ID], value)
+        if reason is not None:
+            raise BadValue(reason)
+        self._require(configured=True)
+        try:
+            payload = self.link.request(P.pack_set_param(p[PARAMS.ID], value), P.PARAM_SET)
+        except NackError as e:
+            if e.code == P.NACK_OUT_OF_RANGE:
+                raise BadValue(f"the board rejected {name}={value}: allowed [{p[PARAMS.MIN]}, {p[PARAMS.MAX]}] "
+                               f"{p[PARAMS.UNIT]}") from None
+            raise
+        return P.unpack_param_value(payload)[1]
+
+    def save_params(self) -> None:
+        self._require(configured=True)
+        self.link.request(P.pack_save_params(), P.SAVE_ACK)
+
+    def diag(self) -> dict:
+        """GET_DIAG decoded, plus fault/reset/flag names and this side's link counters."""
+        self._require(configured=True)
+        d = P.unpack_diag(self.link.request(P.pack_get_diag(), P.DIAG))
+        d["fault"] = fault_text(d["fault_code"])
+        d["reset"] = P.RESET_NAMES.get(d["reset_cause"], f"unknown ({d['reset_cause']})")
+        d["flag_names"] = [name for bit, name in P.DIAG_FLAG_NAMES if d["flags"] & bit]
+        d["host_link"] = self.link.stats()
+        d["host_misses"] = self.total_misses
+        return d
+
+    def _fault_code(self) -> int:
+        try:
+            return P.unpack_diag(self.link.request(P.pack_get_diag(), P.DIAG))["fault_code"]
+        except UserError:
+            return -1
+
+    def clear_fault(self) -> int:
+        """Clear a latched fault; returns the code that was latched (0: none)."""
+        self._require(configured=True)
+        return P.unpack_fault_cleared(self.link.request(P.pack_clear_fault(), P.FAULT_CLEARED))
+
+    def odom(self) -> tuple[float | None, float, float, float]:
+        """The board's own odometry: (host monotonic time of the board stamp or None if unsynced, x m, y m, th)."""
+        self._require(configured=True)
+        t_us, x, y, th = P.unpack_odom(self.link.request(P.pack_get_odom(), P.ODOM))
+        try:
+            t = self.link.board_to_host(t_us)
+        except NoReplyError:
+            t = None
+        return t, x / P.ODOM_LENGTH_SCALE, y / P.ODOM_LENGTH_SCALE, th / P.ODOM_ANGLE_SCALE
+
+    def telemetry(self, rate_hz: int) -> int:
+        """Ask for TELEMETRY_DATA at rate_hz (0 stops); returns the rate the board granted."""
+        if not (isinstance(rate_hz, int) and 0 <= rate_hz <= 65535):
+            raise BadValue(f"telemetry rate {rate_hz!r} must be a whole number of Hz in [0, 65535]")
+        self._require(configured=True)
+        return P.unpack_telemetry_ack(self.link.request(P.pack_telemetry(rate_hz), P.TELEMETRY_ACK))
+
+    def telemetry_frames(self) -> list[dict]:
+        """TELEMETRY_DATA received so far (drained), each a dict with "handled" (host time it was taken off the
+        link) and, when the clock is synced, "t": the board's stamp on the host clock (use that one)."""
+        if self.link is not None and self.link.is_open:
+            try:
+                for cmd, payload in self.link.poll():
+                    if cmd == P.STATE:
+                        # a STATE outside read(): keep it for the next read() rather than lose it
+                        self.link.push_back([(cmd, payload)])
+                    else:
+                        self._other_frame(cmd, payload)
+            except LinkLost:
+                pass
+        out = []
+        while self._telemetry:
+            arrived, v = self._telemetry.popleft()
+            rec = dict(zip(("seq", "t_us", "setpoint_l", "measured_l", "output_l", "integrator_l", "setpoint_r",
+                            "measured_r", "output_r", "integrator_r", "status"), v, strict=True))
+            rec["handled"] = arrived
+            try:
+                rec["t"] = self.link.board_to_host(rec["t_us"])
+            except (NoReplyError, AttributeError):
+                rec["t"] = None
+            out.append(rec)
+        return out
+
+    def stats(self) -> dict:
+        return {"cycles": self.cycles, "misses": self.misses, "total_misses": self.total_misses,
+                "epoch": self.epoch, "link": self.link.stats() if self.link else None}
+
+
+def _param(name: str):
+    p = PARAMS.by_name(name)
+    if p is None:
+        names = [q[PARAMS.NAME] for q in PARAMS.TABLE]
+        close = difflib.get_close_matches(name, names, n=1)
+        raise BadValue(f"unknown parameter {name!r}{f' (did you mean {close[0]!r}?)' if close else ''}; "
+                       f"known: {', '.join(names)}")
+    return p
+
+
+def _held(state: BoardState, misses: int) -> BoardState:
+    return BoardState(state.position, state.velocity, state.status, state.counts, state.stamp, False, misses)
+
+
+def _clamp_i32(x: int) -> int:
+    return max(-INT32_MAX, min(INT32_MAX, int(x)))
+
+
+__all__ = ["Board", "BoardInfo", "BoardState", "fault_text", "errors"]

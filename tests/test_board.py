@@ -1,0 +1,219 @@
+"""Board lifecycle, read/write units, miss counter, faults, services: over loop:// and the test responder."""
+import math
+import threading
+import time
+
+import pytest
+
+from board_responder import Responder
+from viperdrive.board import Board, fault_text
+from viperdrive.config import RobotConfig
+from viperdrive.errors import BadValue, BoardFault, LinkLost, VersionMismatch
+from viperdrive.link import Link
+from viperdrive.shared import params
+from viperdrive.shared import protocol as P
+
+CFG = RobotConfig(wheel_radius=0.0325, max_wheel_speed=0.55, update_rate=100.0)
+CPR = 4096
+K = CPR / (2 * math.pi)
+
+
+@pytest.fixture
+def responder():
+    with Responder(cpr=CPR) as r:
+        yield r
+
+
+def cycle(board, left, right, period=0.01):
+    state = board.read()
+    board.write(left, right)
+    time.sleep(period)
+    return state
+
+
+def test_lifecycle_end_to_end(responder):
+    with Board(responder.url, config=CFG) as board:
+        info = board.info
+        assert info.protocol_version == P.PROTOCOL_VERSION and info.schema_hash == params.schema_hash()
+        assert board.counts_per_rev == CPR
+        responder.pos = [12345, -999]          # stale encoder counts and a stale setpoint from before
+        responder.last_set_vel = (777, 777)
+        first = board.activate()
+        # zero command first, then zero encoders, then enable: nothing old is ever executed
+        tail = responder.received[-4:]
+        assert tail == [P.SET_VEL, P.ZERO, P.ENABLE, P.SET_VEL]
+        assert first.enabled and first.fresh and first.counts == (0, 0)
+        states = [cycle(board, 2.0, -1.0) for _ in range(30)]
+        assert responder.last_set_vel == (round(2.0 * K), round(-1.0 * K))
+        assert all(s.fresh for s in states[1:])
+        last = board.read()
+        # position in rad = 2*pi*counts/cpr; velocity is the board's estimate in rad/s
+        assert last.position == pytest.approx((2 * math.pi * last.counts[0] / CPR, 2 * math.pi * last.counts[1] / CPR))
+        assert last.position[0] == pytest.approx(2.0 * 0.3, rel=0.35) and last.position[1] < 0
+        assert last.velocity == pytest.approx((round(2.0 * K) / K, round(-1.0 * K) / K))
+        board.deactivate()
+        assert responder.enabled is False and responder.last_set_vel == (0, 0)
+    assert board.link is None or not board.link.is_open
+
+
+def test_one_exchange_per_cycle(responder):
+    with Board(responder.url, config=CFG) as board:
+        board.activate()
+        before = responder.set_vel_count
+        n_frames = board.link.stats()["frames_tx"]
+        for _ in range(20):
+            cycle(board, 1.0, 1.0)
+        assert responder.set_vel_count - before == 20
+        assert board.link.stats()["frames_tx"] - n_frames == 20
+        assert board.link.stats()["rtt_n"] >= 20
+
+
+def test_write_clamps_jointly_before_converting(responder):
+    with Board(responder.url, config=CFG) as board:
+        board.activate()
+        limit = 0.55 / 0.0325                   # rad/s
+        board.write(4 * limit, 2 * limit)       # 4x over: both scaled by 1/4, ratio kept
+        board.read()
+        assert responder.last_set_vel == (round(limit * K), round(limit / 2 * K))
+        with pytest.raises(BadValue, match="finite"):
+            board.write(float("nan"), 0.0)
+
+
+def test_miss_holds_values_then_link_lost(responder):
+    with Board(responder.url, config=CFG) as board:
+        board.activate()
+        for _ in range(5):
+            good = cycle(board, 1.0, 1.0)
+        responder.drop_state = 3
+        held = [cycle(board, 1.0, 1.0) for _ in range(4)]
+        assert [s.fresh for s in held] == [True, False, False, False]
+        assert [s.misses for s in held[1:]] == [1, 2, 3]
+        assert held[1].counts == held[0].counts and held[1].stamp == held[0].stamp
+        assert cycle(board, 1.0, 1.0).fresh and board.misses == 0
+        assert good.fresh
+        responder.drop_state = 100
+        seen = []
+        with pytest.raises(LinkLost, match="6 cycles in a row"):
+            for _ in range(10):
+                seen.append(cycle(board, 1.0, 1.0))
+        assert [s.misses for s in seen[1:]] == [1, 2, 3, 4, 5]
+        assert board.stats()["total_misses"] == 3 + 6
+    assert responder.enabled is False            # the context manager still disabled it
+
+
+def test_context_manager_disables_on_exception(responder):
+    with pytest.raises(ZeroDivisionError):
+        with Board(responder.url, config=CFG) as board:
+            board.activate()
+            cycle(board, 3.0, 3.0)
+            assert responder.enabled
+            raise ZeroDivisionError("boom inside the with block")
+    assert responder.enabled is False and responder.last_set_vel == (0, 0)
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(version=2), ["protocol v2", "protocol v1", "viperdrive flash"]),
+    (dict(schema=0x12345678), ["schema 12345678", f"schema {params.schema_hash():08x}", "viperdrive flash"]),
+])
+def test_version_mismatch_refuses(kw, words):
+    with Responder(**kw) as r:
+        board = Board(r.url, config=CFG)
+        with pytest.raises(VersionMismatch) as e:
+            board.configure()
+        for w in words:
+            assert w in str(e.value)
+        assert e.value.exit_code == 5
+        assert not board.link.is_open
+
+
+def test_fault_refuses_enable_then_clear(responder):
+    responder.fault = P.FAULT_STALL_LEFT
+    with Board(responder.url, config=CFG) as board:
+        with pytest.raises(BoardFault, match="left wheel stalled"):
+            board.activate()
+        d = board.diag()
+        assert d["fault_code"] == 1 and d["fault"] == fault_text(1) and d["flag_names"] == ["TIMER_SOFT"]
+        assert board.clear_fault() == P.FAULT_STALL_LEFT
+        assert board.clear_fault() == P.FAULT_NONE
+        assert board.activate().enabled
+
+
+def test_params_services(responder):
+    with Board(responder.url, config=CFG) as board:
+        assert board.get_param("deadman_ms") == 100
+        assert board.get_param("kp") == pytest.approx(0.04)
+        assert board.set_param("kp", 0.05) == pytest.approx(0.05, rel=1e-6)
+        assert responder.values["kp"] == pytest.approx(0.05, rel=1e-6)
+        n = len(responder.received)
+        with pytest.raises(BadValue, match=r"kp=20 outside \[0.0, 10.0\]"):
+            board.set_param("kp", 20)
+        with pytest.raises(BadValue, match="did you mean 'deadman_ms'"):
+            board.set_param("deadman", 10)
+        with pytest.raises(BadValue, match="whole number"):
+            board.set_param("deadman_ms", 150.5)
+        assert len(responder.received) == n     # refused before anything was sent
+        board.save_params()
+        assert responder.saved["kp"] == pytest.approx(0.05, rel=1e-6)
+
+
+def test_odom_and_telemetry(responder):
+    with Board(responder.url, config=CFG) as board:
+        t, x, y, th = board.odom()
+        assert (x, y, th) == pytest.approx((1.5, -0.25, 0.785398))
+        assert t == pytest.approx(time.monotonic(), abs=0.05)
+        assert board.telemetry(100) == 100
+        time.sleep(0.2)
+        frames = board.telemetry_frames()
+        assert len(frames) >= 5
+        seqs = [f["seq"] for f in frames]
+        assert seqs == sorted(seqs)
+        # board stamps mapped onto the host clock: the last one just now, the first ~0.2 s ago
+        assert frames[-1]["t"] == pytest.approx(time.monotonic(), abs=0.05)
+        assert frames[-1]["t"] - frames[0]["t"] > 0.1
+        assert board.telemetry(0) == 0
+
+
+def test_reconnect_after_replug_rereads_state(responder):
+    with Board(responder.url, config=CFG) as board:
+        board.activate()
+        for _ in range(10):
+            cycle(board, 2.0, 2.0)
+        epoch = board.epoch
+        responder.unplug()
+        with pytest.raises(LinkLost):
+            for _ in range(20):
+                cycle(board, 2.0, 2.0)
+        threading.Timer(0.2, responder.replug).start()
+        board.reconnect(timeout=5.0)
+        assert board.epoch == epoch + 1 and responder.enabled
+        s = board.read()
+        assert s.fresh and s.counts == (0, 0)
+        board.write(1.0, 1.0)
+        assert cycle(board, 1.0, 1.0).fresh and cycle(board, 1.0, 1.0).fresh
+
+
+def test_lifecycle_over_loop_url():
+    # loop:// echoes every frame back: queue the board's replies into the loop, then let Board consume them
+    link = Link("loop://").open()
+    link.send(P.pack_info(P.PROTOCOL_VERSION, params.schema_hash(), 1000, 2048, "loop", "loop"))
+    board = Board("loop://", config=CFG, link=link, clock_sync=False)
+    assert board.configure().counts_per_rev == 2048
+    for reply in (P.pack_state(5, 5, 0, 0, 0), P.pack_zero_ack(), P.pack_enable_ack(True),
+                  P.pack_state(0, 0, 0, 0, P.ST_ENABLED)):
+        link.send(reply)
+    assert board.activate().enabled
+    assert board.read().fresh
+    misses = []
+    for i in range(12):
+        if i in (0, 1, 5):
+            link.send(P.pack_state(100 * i, 0, 2048, 0, P.ST_ENABLED))   # the board's reply for this cycle
+        board.write(1.0, 1.0)
+        try:
+            misses.append(board.read())
+        except LinkLost:
+            break
+    assert [s.fresh for s in misses] == [True, True, False, False, False, True, False, False, False, False, False]
+    assert misses[1].velocity == pytest.approx((2 * math.pi, 0.0))
+    assert misses[4].counts == (100, 0) and misses[4].misses == 3
+    assert board.misses == 6
+    board.cleanup()
