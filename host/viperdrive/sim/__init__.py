@@ -1,0 +1,312 @@
+"""The virtual board from the host side: launch the real firmware on the MicroPython unix port with the simulated
+robot (sim/vboard.py), connect to it like a serial board (socket:// URL) and drive its control endpoint.
+
+    with VirtualBoard(baud=115200) as vb:
+        board = Board(vb.url)                  # any host tool: pyserial's socket:// URL
+        vb.control({"cmd": "truth"})           # -> {"ok": True, "x": .., "y": .., "theta": .., ...}
+        vb.fault("stall", wheel="left", on=True)
+
+The process always dies with the VirtualBoard (close(), the context manager's exit, and, on Linux, when the
+Python process that started it dies). docs/virtual-board.md is the manual.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ..errors import BadValue, PortError, UserError
+
+START_TIMEOUT_S = 20.0      # a loaded CI machine compiles the firmware's viper code at start
+HEAPSIZE = "4M"
+
+
+class SimError(UserError):
+    """The virtual board could not start, died, or refused a control request."""
+
+
+def firmware_root() -> Path:
+    """The folder holding mcu/ and sim/ (the repo root in a checkout; VIPERDRIVE_ROOT overrides)."""
+    env = os.environ.get("VIPERDRIVE_ROOT")
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve()
+    candidates += list(here.parents)
+    for c in candidates:
+        if (c / "sim" / "vboard.py").is_file() and (c / "mcu").is_dir():
+            return c
+    raise SimError("cannot find the firmware and the virtual board (mcu/ and sim/vboard.py): run from a viperdrive "
+                   "checkout or set VIPERDRIVE_ROOT to one")
+
+
+def micropython_exe() -> str:
+    """The MicroPython unix port: next to this Python (the project's venv), else on PATH."""
+    here = Path(sys.executable).parent / "micropython"
+    if here.exists():
+        return str(here)
+    found = shutil.which("micropython")
+    if not found:
+        raise SimError("the MicroPython unix port (micropython) is not installed: run `make setup`")
+    return found
+
+
+def _die_with_parent():  # pragma: no cover - runs in the child between fork and exec
+    # Linux: the kernel kills the virtual board when the process that started it dies (pytest killed, ^C...)
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def vboard_command(*, listen: str = "127.0.0.1:0", control: str | None = "127.0.0.1:0", baud: int = 115200,
+                   robot: str | os.PathLike | None = None, board: str | os.PathLike | None = None,
+                   params: str | os.PathLike | None = None, seed: int | None = None, repl: bool = False,
+                   heapsize: str = HEAPSIZE) -> list[str]:
+    """The micropython command line that runs the virtual board with these options."""
+    root = firmware_root()
+    cmd = [micropython_exe(), "-X", f"heapsize={heapsize}"]
+    if repl:
+        cmd.append("-i")
+    cmd += [str(root / "sim" / "vboard.py"), "--listen", listen, "--baud", str(int(baud))]
+    if control:
+        cmd += ["--control", control]
+    if robot is not None:
+        cmd += ["--robot", str(Path(robot).resolve())]
+    if board is not None:
+        cmd += ["--board", str(Path(board).resolve())]
+    if params is not None:
+        cmd += ["--params", str(Path(params).resolve())]
+    if seed is not None:
+        cmd += ["--seed", str(int(seed))]
+    if repl:
+        cmd.append("--repl")
+    return cmd
+
+
+def startup_error(lines: list[str], rc: int | None) -> UserError:
+    """The error to raise when the virtual board exits before it listens, from its stderr lines."""
+    msgs = [ln.split("error:", 1)[1].strip() for ln in lines if ln.startswith("vboard: error:")]
+    text = msgs[-1] if msgs else ("\n".join(lines[-15:]).strip() or f"exit code {rc}")
+    low = text.lower()
+    if "listen" in low or "resolve" in low:
+        return PortError(f"virtual board: {text}")
+    if "robot description" in low or "board config" in low or "--" in low:
+        return BadValue(f"virtual board: {text}")
+    return SimError(f"virtual board did not start: {text}")
+
+
+class VirtualBoard:
+    """A private virtual board process. Context manager; `url` is its socket:// link, control() its endpoint.
+
+    baud: the emulated serial line's rate (both directions, 10 bits per byte).
+    robot: a robot description file (sim/robots/*.json) or a dict of one; None: sim/robots/default.json.
+    listen / control: "HOST:PORT" for the link and the control endpoint; None: 127.0.0.1 on a free port.
+    board: the board config file (default mcu/boards/sim.json); params: the firmware's parameter file (default:
+    a fresh one in a temporary folder, removed on close); seed: the noise seed (default: the robot file's).
+    """
+
+    def __init__(self, baud: int = 115200, robot: str | os.PathLike | dict | None = None, listen: str | None = None,
+                 control: str | None = None, board: str | os.PathLike | None = None,
+                 params: str | os.PathLike | None = None, seed: int | None = None,
+                 start_timeout: float = START_TIMEOUT_S):
+        self.baud = int(baud)
+        self.robot = robot
+        self.listen = listen or "127.0.0.1:0"
+        self.control_address = control or "127.0.0.1:0"
+        self.board = board
+        self.params = params
+        self.seed = seed
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+        self.url: str | None = None
+        self.control_host: str | None = None
+        self.control_port: int | None = None
+        self._tmp: tempfile.TemporaryDirectory | None = None
+        self._sock: socket.socket | None = None
+        self._rfile = None
+        self._lock = threading.Lock()
+        self._stdout: queue.Queue[str | None] = queue.Queue()
+        self.stderr_lines: list[str] = []
+        self.output_lines: list[str] = []
+
+    # ---- lifecycle ----
+
+    def start(self) -> VirtualBoard:
+        if self.proc is not None:
+            return self
+        self._tmp = tempfile.TemporaryDirectory(prefix="viperdrive-sim-")
+        robot = self.robot
+        if isinstance(robot, dict):
+            path = Path(self._tmp.name) / "robot.json"
+            path.write_text(json.dumps(robot))
+            robot = path
+        params = self.params if self.params is not None else Path(self._tmp.name) / "params.json"
+        cmd = vboard_command(listen=self.listen, control=self.control_address, baud=self.baud, robot=robot,
+                             board=self.board, params=params, seed=self.seed)
+        kw = {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, bufsize=1, cwd=self._tmp.name, **kw)
+        threading.Thread(target=self._pump_stdout, daemon=True).start()
+        threading.Thread(target=self._pump_stderr, daemon=True).start()
+        try:
+            self._wait_listening()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _pump_stdout(self):
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._stdout.put(line.rstrip("\n"))
+        self._stdout.put(None)
+
+    def _pump_stderr(self):
+        assert self.proc is not None and self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line.rstrip("\n"))
+            del self.stderr_lines[:-200]
+
+    def _wait_listening(self):
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SimError(f"virtual board did not start within {self.start_timeout:.0f} s"
+                               + ("; stderr:\n" + "\n".join(self.stderr_lines[-10:]) if self.stderr_lines else ""))
+            try:
+                line = self._stdout.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                continue
+            if line is None:
+                rc = self.proc.wait(timeout=5) if self.proc else None
+                time.sleep(0.05)   # let the stderr reader finish
+                raise startup_error(self.stderr_lines, rc)
+            self.output_lines.append(line)
+            if line.startswith("control on "):
+                host, _, port = line[len("control on "):].rpartition(":")
+                self.control_host, self.control_port = host, int(port)
+            elif line.startswith("listening on "):
+                self.url = line[len("listening on "):].strip()
+                return
+
+    def close(self) -> None:
+        """Stop the virtual board (always kills the process) and remove its temporary files."""
+        with self._lock:
+            if self._sock is not None:
+                try:
+                    self._sock.close()
+                except OSError:
+                    pass
+                self._sock = None
+                self._rfile = None
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> VirtualBoard:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        proc = getattr(self, "proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # ---- control endpoint ----
+
+    def _connect(self):
+        if self.control_port is None:
+            raise SimError("this virtual board has no control endpoint")
+        s = socket.create_connection((self.control_host, self.control_port), timeout=10)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = s
+        self._rfile = s.makefile("rb")
+
+    def control(self, request: dict, timeout: float = 10.0) -> dict:
+        """Send one request to the control endpoint; the reply dict (with "ok": true, or "ok": false and
+        "error"). SimError when the virtual board is gone."""
+        data = (json.dumps(request) + "\n").encode()
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    if self._sock is None:
+                        self._connect()
+                    self._sock.settimeout(timeout)
+                    self._sock.sendall(data)
+                    line = self._rfile.readline()
+                    if not line:
+                        raise ConnectionError("the control endpoint closed the connection")
+                    return json.loads(line)
+                except (OSError, ConnectionError, ValueError) as e:
+                    if self._sock is not None:
+                        self._sock.close()
+                    self._sock = None
+                    if attempt == 2 or not self.alive:
+                        why = "" if self.alive else " (the virtual board process has exited)"
+                        raise SimError(f"virtual board control endpoint: {e}{why}") from None
+        raise AssertionError("unreachable")
+
+    def _ok(self, request: dict) -> dict:
+        rep = self.control(request)
+        if not rep.get("ok"):
+            raise SimError(f"virtual board refused {request}: {rep.get('error')}")
+        return rep
+
+    def truth(self) -> dict:
+        """Ground truth: x, y (m), theta (rad), w_left, w_right (wheel rad/s), t (sim s), v, omega, ..."""
+        return self._ok({"cmd": "truth"})
+
+    def fault(self, kind: str, **kw) -> dict:
+        """Inject a fault: cut_link(on), corrupt(rate), garbage(n), stall(wheel, on), lift(on),
+        encoder_drop(rate), battery(volts), freeze_control(on)."""
+        return self._ok({"cmd": "fault", "kind": kind, **kw})
+
+    def push(self, wheel: str, torque: float, duration: float | None = None) -> dict:
+        """An external torque (N m, + = forward) on 'left', 'right' or 'both' wheels (a hand turning them)."""
+        req = {"cmd": "push", "wheel": wheel, "torque": torque}
+        if duration is not None:
+            req["duration"] = duration
+        return self._ok(req)
+
+    def stats(self) -> dict:
+        """Link bytes and faults, watchdog resets, control periods, loop timing."""
+        return self._ok({"cmd": "stats"})
+
+    def reset(self, what: str = "board") -> dict:
+        """'board': power cycle (plant at rest at the origin, firmware restarted); 'pose': zero the ground truth."""
+        return self._ok({"cmd": "reset", "what": what})
+
+
+def open_port(port: str, baud: int = 115200, **sim_options):
+    """For host commands: `port` unchanged, or for "sim" a started private VirtualBoard's URL.
+
+    Returns (url, virtual_board_or_None); the caller closes the VirtualBoard when done.
+    """
+    if port != "sim":
+        return port, None
+    vb = VirtualBoard(baud=baud, **sim_options).start()
+    return vb.url, vb

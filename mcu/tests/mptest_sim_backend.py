@@ -1,0 +1,312 @@
+# The sim backend (mcu/hal/sim.py) and the virtual board's TCP pieces (sim/net.py) on the MicroPython unix port:
+# serial byte-rate pacing (with a stepped clock, so timing is exact and load-independent), link faults, the
+# watchdog deadline, the control thread, and real sockets for the link server and the control endpoint.
+import json
+import socket
+import sys
+import time
+from array import array
+
+_root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
+sys.path.insert(0, _root + "/sim")
+
+import net  # noqa: E402
+import plant  # noqa: E402
+from hal import sim  # noqa: E402
+
+
+class Clock:
+    """A clock the test moves by hand (ticks_us values)."""
+
+    def __init__(self):
+        self.now = 1000
+
+    def __call__(self):
+        return self.now
+
+    def sleep_us(self, us):
+        self.now += us
+
+
+class Wire:
+    """The far end of the line: bytes the host sends (queued), bytes the board sent (collected)."""
+
+    def __init__(self):
+        self.generation = 0
+        self.incoming = []
+        self.sent = bytearray()
+
+    def recv(self):
+        return self.incoming.pop(0) if self.incoming else None
+
+    def send(self, data):
+        self.sent.extend(data)
+
+
+BAUD = 115200
+BYTE_US = 10 * 1000000 / BAUD      # 86.8 us
+
+
+def _link(**kw):
+    c = Clock()
+    w = Wire()
+    link = sim.PacedLink(w, baud=BAUD, clock=c, sleep_us=c.sleep_us, rng=plant.Rng(3), **kw)
+    return c, w, link
+
+
+def test_host_bytes_arrive_at_the_baud_rate():
+    c, w, link = _link()
+    w.incoming.append(bytes(range(100)))
+    buf = bytearray(200)
+    assert link.readinto(buf) is None          # the burst starts now: not one byte has fully arrived
+    got = bytearray()
+    for k in (1, 10, 57, 100, 130):
+        c.now = 1000 + int(k * BYTE_US) + 1
+        n = link.readinto(buf) or 0
+        got.extend(buf[:n])
+        assert len(got) == min(k, 100), (k, len(got))
+    assert bytes(got) == bytes(range(100))
+    assert link.rx_bytes == 100
+
+
+def test_board_bytes_leave_at_the_baud_rate():
+    c, w, link = _link()
+    frame = bytes(range(22))                   # a STATE frame's size
+    assert link.write(frame) == 22
+    assert len(w.sent) == 0
+    c.now += int(11 * BYTE_US) + 1
+    link.pump()
+    assert len(w.sent) == 11
+    c.now += int(11 * BYTE_US) + 1
+    link.pump()
+    assert bytes(w.sent) == frame
+    # a second write after the line went idle starts its own timing
+    c.now += 100000
+    link.write(b"abc")
+    link.pump()
+    assert len(w.sent) == 22
+    c.now += int(3 * BYTE_US) + 1
+    link.pump()
+    assert bytes(w.sent[22:]) == b"abc"
+
+
+def test_full_transmit_buffer_blocks_like_a_uart():
+    c, w, link = _link(tx_buffer=32)
+    t0 = c.now
+    link.write(bytes(200))                     # 168 bytes more than the buffer holds: write() waits the line out
+    waited = c.now - t0
+    assert waited >= (200 - 32) * BYTE_US - BYTE_US, waited
+    link.flush()
+    assert len(w.sent) == 200
+    assert c.now - t0 >= 200 * BYTE_US - 1
+
+
+def test_cut_link_drops_both_ways():
+    c, w, link = _link()
+    link.cut = True
+    w.incoming.append(b"hello")
+    link.write(b"state")
+    c.now += 100000
+    buf = bytearray(16)
+    assert not link.readinto(buf)
+    link.pump()
+    assert len(w.sent) == 0
+    assert link.dropped_rx == 5 and link.dropped_tx == 5
+    link.cut = False
+    w.incoming.append(b"again")
+    link.pump()
+    c.now += 100000
+    assert link.readinto(buf) == 5 and bytes(buf[:5]) == b"again"
+
+
+def test_corruption_flips_one_bit_in_that_share_of_bytes():
+    c, w, link = _link()
+    link.corrupt_rate = 0.1
+    data = bytes(i & 0xFF for i in range(4000))
+    w.incoming.append(data)
+    link.pump()
+    c.now += 10 ** 6
+    buf = bytearray(5000)
+    n = link.readinto(buf)
+    assert n == 4000
+    flipped = 0
+    for i in range(n):
+        x = buf[i] ^ data[i]
+        if x:
+            flipped += 1
+            assert x & (x - 1) == 0, x          # exactly one bit
+    print("corrupt 0.1: %d of 4000 bytes flipped" % flipped)
+    assert 330 < flipped < 470, flipped
+    assert link.corrupted == flipped
+
+
+def test_garbage_is_injected_toward_the_board_and_takes_line_time():
+    c, w, link = _link()
+    link.inject(b"\x00\xaa\x55" * 10)
+    buf = bytearray(64)
+    c.now += int(15 * BYTE_US) + 1
+    assert link.readinto(buf) == 15
+    c.now += int(15 * BYTE_US) + 1
+    assert link.readinto(buf) == 15
+    assert link.injected == 30
+
+
+def test_a_new_client_does_not_get_the_old_ones_bytes():
+    c, w, link = _link()
+    w.incoming.append(b"old-client")
+    link.write(b"to-old")
+    link.pump()
+    w.generation += 1                          # a reconnect
+    w.incoming.append(b"new")
+    link.pump()
+    c.now += 10 ** 5
+    buf = bytearray(32)
+    n = link.readinto(buf)
+    assert bytes(buf[:n]) == b"new"
+    assert len(w.sent) == 0 and link.reconnects == 1
+
+
+def _board(**kw):
+    desc = plant.load_description(_root + "/sim/robots/default.json")
+    p = plant.Plant(desc)
+    return p, sim.Board({"backend": "sim"}, plant=p, **kw)
+
+
+def test_board_outputs_only_while_energized():
+    p, b = _board()
+    assert b.counter_bits == 16
+    b.write_duty(20000, 20000)
+    assert b._duty_l == 0                      # ignored while de-energized
+    b.set_energized(True)
+    assert p.energized
+    b.write_duty(20000, -20000)
+    assert (b._duty_l, b._duty_r) == (20000, -20000)
+    b.set_energized(False)
+    assert (b._duty_l, b._duty_r) == (0, 0) and not p.energized
+    buf = array("i", [7, 7])
+    b.read_counts(buf)
+    assert list(buf) == [0, 0]
+
+
+def test_watchdog_deadline():
+    p, b = _board(reset_cause=1)
+    assert b.reset_cause() == 1
+    assert not b.watchdog_expired()            # not started: never expires
+    b.watchdog_start(40)
+    time.sleep_ms(10)
+    b.watchdog_feed()
+    assert not b.watchdog_expired()
+    time.sleep_ms(60)
+    assert b.watchdog_expired()
+    b.watchdog_feed()
+    assert not b.watchdog_expired()
+
+
+def test_control_thread_steps_plant_then_firmware_and_freezes():
+    p, b = _board()
+    seen = []
+    calls = [0]
+
+    def step():
+        # the plant has already been stepped for this period when the firmware's step runs
+        seen.append(p.steps)
+        calls[0] += 1
+
+    b.start_periodic(500, step)
+    time.sleep_ms(200)
+    b.frozen = True
+    n_frozen = calls[0]
+    time.sleep_ms(100)
+    steps_frozen = p.steps
+    frozen_calls = calls[0]
+    b.stop_periodic()
+    assert n_frozen >= 20, n_frozen            # 100 expected; a loaded machine may run fewer
+    assert frozen_calls <= n_frozen + 1        # frozen: the firmware's step no longer runs ...
+    assert steps_frozen > seen[-1]             # ... while the physics goes on
+    assert all(seen[i] == seen[i - 1] + 1 for i in range(1, len(seen)))
+    assert b.periods == len(seen)
+    st = b.loop_stats()
+    print("500 Hz loop: periods %d, period min %d max %d us, late max %d us, overruns %d"
+          % (st["periods"], st["period_min_us"], st["period_max_us"], st["late_max_us"], st["overruns"]))
+    k = p.steps
+    time.sleep_ms(20)
+    assert p.steps == k                        # stopped
+
+
+def _client(port):
+    s = socket.socket()
+    s.connect(socket.getaddrinfo("127.0.0.1", port)[0][-1])
+    return s
+
+
+def _wait_recv(srv, tries=200):
+    for _ in range(tries):
+        d = srv.recv()
+        if d:
+            return d
+        time.sleep_ms(2)
+    return None
+
+
+def test_link_server_serves_one_client_and_a_reconnect():
+    srv = net.LinkServer("127.0.0.1", 0)
+    try:
+        assert 20000 <= srv.port < 32000
+        a = _client(srv.port)
+        a.send(b"first")
+        assert _wait_recv(srv) == b"first"
+        gen = srv.generation
+        srv.send(b"reply")
+        assert a.recv(16) == b"reply"
+        a.close()
+        b = _client(srv.port)
+        b.send(b"second")
+        assert _wait_recv(srv) == b"second"
+        assert srv.generation == gen + 1 and srv.clients == 2 and srv.disconnects == 1
+        b.close()
+    finally:
+        srv.close()
+
+
+def test_control_server_answers_json_lines():
+    def handler(req):
+        if req.get("cmd") == "boom":
+            raise ValueError("bad value")
+        return {"ok": True, "echo": req}
+
+    srv = net.ControlServer("127.0.0.1", 0, handler)
+    try:
+        c = _client(srv.port)
+        c.send(b'{"cmd": "truth"}\nnot json\n[1, 2]\n{"cmd": "boom"}\n')
+        got = b""
+        for _ in range(200):
+            srv.poll(0)
+            c.setblocking(False)
+            try:
+                d = c.recv(4096)
+            except OSError:
+                d = b""
+            got += d or b""
+            if got.count(b"\n") >= 4:
+                break
+            time.sleep_ms(2)
+        lines = [json.loads(x) for x in got.split(b"\n") if x]
+        assert len(lines) == 4, got
+        assert lines[0] == {"ok": True, "echo": {"cmd": "truth"}}
+        assert lines[1]["ok"] is False and "not JSON" in lines[1]["error"]
+        assert lines[2]["ok"] is False and "object" in lines[2]["error"]
+        assert lines[3]["ok"] is False and "bad value" in lines[3]["error"]
+        c.close()
+    finally:
+        srv.close()
+
+
+def test_hostport_parsing():
+    assert net.parse_hostport("127.0.0.1:5000", "--listen") == ("127.0.0.1", 5000)
+    for bad in ("5000", "host:", "h:70000", ":1"):
+        try:
+            net.parse_hostport(bad, "--listen")
+        except net.NetError as e:
+            assert "--listen" in str(e)
+        else:
+            raise AssertionError(bad)
