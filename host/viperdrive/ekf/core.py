@@ -309,7 +309,7 @@ class Ekf:
         while self._states and self._states[-1][0] >= m.time:
             self._states.pop()
         t, x, P, init = self._states[-1]
-        self.time, self.x, self.P, self.initialized = t, x.copy(), P.copy(), init
+        self.time, self.x, self.P, self.initialized = (t if init else None), x.copy(), P.copy(), init
         later = sorted((mm for mm in self._measurements if mm.time >= m.time), key=lambda mm: mm.time)
         self._measurements = deque(mm for mm in self._measurements if mm.time < m.time)
         outcome = None
@@ -327,6 +327,9 @@ class Ekf:
     def process(self, m: Measurement) -> str:
         """Fuse one measurement; returns used / rejected / too_late / late_fused / nothing."""
         st = self.sensors.get(m.sensor) or self.register_sensor(m.sensor)
+        if self.config.smooth_lagged_data and not self._states:
+            # the state before any measurement, so a reading older than the first one can still be replayed
+            self._states.append((-math.inf, self.x.copy(), self.P.copy(), False))
         if self.initialized and m.time < self.time:
             if self.config.smooth_lagged_data:
                 outcome = self._rewind_and_replay(m)

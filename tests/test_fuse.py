@@ -1,0 +1,162 @@
+"""`viperdrive fuse` as a user runs it: a subprocess on an MCAP file written here with mcap_ros2.writer."""
+import csv
+import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
+
+from viperdrive.ekf.sim import simulate_run, write_mcap
+from viperdrive.fuse import CSV_COLUMNS
+
+VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")     # the console script of the venv, as users run it
+
+CONFIG = """\
+ekf_filter_node:
+  ros__parameters:
+    frequency: 20.0
+    sensor_timeout: 0.2
+    two_d_mode: true
+    publish_tf: true
+    smooth_lagged_data: {smooth}
+    history_length: {history}
+    odom0: odom
+    odom0_config: [false, false, false, false, false, false, true, true, false, false, false, true,
+                   false, false, false]
+    imu0: imu
+    imu0_config: [false, false, false, false, false, false, false, false, false, false, false, true,
+                  false, false, false]
+    pose0: pose
+    pose0_config: [true, true, false, false, false, false, false, false, false, false, false, false,
+                   false, false, false]
+    pose0_rejection_threshold: 5.0
+{extra}"""
+
+
+def run_fuse(*args):
+    proc = subprocess.run([VIPERDRIVE, "fuse", *map(str, args)], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fuse")
+    run = simulate_run(duration=20.0, seed=1, odom_rate=50, imu_rate=100, pose_rate=5)
+    msgs = list(run.messages)
+    # one pose fix jumps 5 m (a multipath/relocalization glitch)
+    i = [k for k, m in enumerate(msgs) if m[0] == "/pose"][40]
+    topic, typ, stamp, log, body = msgs[i]
+    body = dict(body)
+    body["pose"] = {"pose": {"position": dict(body["pose"]["pose"]["position"]),
+                             "orientation": body["pose"]["pose"]["orientation"]},
+                    "covariance": body["pose"]["covariance"]}
+    body["pose"]["pose"]["position"]["x"] += 5.0
+    msgs[i] = (topic, typ, stamp, log, body)
+    # the position fixes arrive 0.3 s after their stamps (a slow localizer)
+    msgs = [(tp, ty, st, lg + (0.3 if tp == "/pose" else 0.0), b) for tp, ty, st, lg, b in msgs]
+    msgs.sort(key=lambda m: m[3])
+    path = d / "run.mcap"
+    write_mcap(path, msgs)
+    return d, path, run
+
+
+def config_file(d, name="ekf.yaml", smooth="true", history=1.0, extra=""):
+    p = d / name
+    p.write_text(CONFIG.format(smooth=smooth, history=history, extra=textwrap.indent(extra, "    ")))
+    return p
+
+
+def test_fuse_writes_csv_and_mcap_and_a_summary(recording):
+    d, path, run = recording
+    cfg = config_file(d, extra="odom0_confg: [true]\n")
+    out, mout = d / "fused.csv", d / "fused.mcap"
+    proc = run_fuse(path, "--config", cfg, "--out", out, "--mcap-out", mout)
+    assert proc.returncode == 0, proc.stderr
+    assert "odom0_confg" in proc.stderr and "unknown" in proc.stderr      # reported, not silently ignored
+    rows = list(csv.reader(open(out)))
+    assert tuple(rows[0][:25]) == CSV_COLUMNS
+    assert rows[0][:13] == "t,x,y,z,roll,pitch,yaw,vx,vy,vz,vroll,vpitch,vyaw".split(",")
+    data = [[float(v) for v in r] for r in rows[1:]]
+    assert 20 * 20 * 0.9 < len(data) < 20 * 20 * 1.1 + 5          # one estimate per 1/frequency
+    ts = [r[0] for r in data]
+    assert all(b > a for a, b in zip(ts, ts[1:], strict=False))
+    t_end, x_end, y_end, yaw_end = data[-1][0], data[-1][1], data[-1][2], data[-1][6]
+    tx, ty, tyaw = run.truth_at(t_end)
+    assert math.hypot(x_end - tx, y_end - ty) < 0.25
+    assert abs(math.remainder(yaw_end - tyaw, 2 * math.pi)) < 0.15
+    assert all(r[13 + k] > 0 for r in data for k in range(12))    # variances
+    # summary: per sensor used / rejected / too late
+    out_text = proc.stdout
+    pose_line = next(line for line in out_text.splitlines() if line.startswith("pose0"))
+    msgs, used, rejected, too_late = (int(v) for v in pose_line.split()[2:6])
+    assert (msgs, rejected, too_late) == (101, 1, 0) and used == 100
+    assert "final 1-sigma" in out_text
+    # the MCAP output decodes as nav_msgs/Odometry on /odometry/filtered, one per CSV row
+    with open(mout, "rb") as f:
+        decoded = [(ch.topic, sch.name, m) for sch, ch, _, m in
+                   make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages()]
+    assert len(decoded) == len(data)
+    assert {(t, s) for t, s, _ in decoded} == {("/odometry/filtered", "nav_msgs/msg/Odometry")}
+    last = decoded[-1][2]
+    assert last.header.frame_id == "odom" and last.child_frame_id == "base_link"
+    assert last.pose.pose.position.x == pytest.approx(x_end, abs=1e-6)
+    assert last.header.stamp.sec + last.header.stamp.nanosec * 1e-9 == pytest.approx(t_end, abs=1e-6)
+    assert last.pose.covariance[0] == pytest.approx(data[-1][13], rel=1e-6)
+
+
+def test_lagged_fixes_beyond_the_history_are_counted_and_reported(recording):
+    d, path, _ = recording
+    cfg = config_file(d, "short.yaml", history=0.1)
+    proc = run_fuse(path, "--config", cfg, "--out", d / "short.csv")
+    assert proc.returncode == 0, proc.stderr
+    pose_line = next(line for line in proc.stdout.splitlines() if line.startswith("pose0"))
+    too_late = int(pose_line.split()[5])
+    assert too_late > 90
+    assert "older than history_length" in proc.stdout
+
+
+def test_strict_refuses_unknown_keys(recording):
+    d, path, _ = recording
+    cfg = config_file(d, "typo.yaml", extra="imu0_remove_gravity: true\n")
+    proc = run_fuse(path, "--config", cfg, "--out", d / "x.csv", "--strict")
+    assert proc.returncode == 7
+    assert "imu0_remove_gravity" in proc.stderr
+
+
+@pytest.mark.parametrize("case", ["missing", "not_mcap", "yaml", "type", "topic_type", "unwritable"])
+def test_bad_input_is_a_message_and_an_exit_code(recording, case):
+    d, path, _ = recording
+    cfg = config_file(d)
+    out = d / "bad.csv"
+    if case == "missing":
+        proc = run_fuse(d / "nope.mcap", "--config", cfg, "--out", out)
+        assert proc.returncode == 1 and "no such file" in proc.stderr
+    elif case == "not_mcap":
+        junk = d / "junk.mcap"
+        junk.write_text("this is not a recording\n")
+        proc = run_fuse(junk, "--config", cfg, "--out", out)
+        assert proc.returncode == 1 and "not a readable MCAP" in proc.stderr
+    elif case == "yaml":
+        bad = d / "bad.yaml"
+        bad.write_text("ekf:\n  ros__parameters:\n    frequency: [1,\n")
+        proc = run_fuse(path, "--config", bad, "--out", out)
+        assert proc.returncode == 7 and "not valid YAML" in proc.stderr
+    elif case == "type":
+        bad = config_file(d, "type.yaml", extra="frequency: fast\n")
+        proc = run_fuse(path, "--config", bad, "--out", out)
+        assert proc.returncode == 7 and "frequency must be a number" in proc.stderr
+    elif case == "topic_type":
+        bad = config_file(d, "swap.yaml", extra="twist0: imu\ntwist0_config: [false, false, false, false, false, "
+                                                "false, true, false, false, false, false, false, false, false, "
+                                                "false]\n")
+        proc = run_fuse(path, "--config", bad, "--out", out)
+        assert proc.returncode == 1 and "carries sensor_msgs/msg/Imu" in proc.stderr
+    else:
+        proc = run_fuse(path, "--config", cfg, "--out", d / "no_such_dir" / "x.csv")
+        assert proc.returncode == 1 and "cannot write" in proc.stderr
+    assert proc.stderr.startswith("viperdrive fuse") or "error:" in proc.stderr
