@@ -42,11 +42,15 @@ _SEQ_MASK = const(0x3FFFFFFF)   # record numbers compared modulo 2**30: small in
 
 
 class Ring:
-    """Preallocated ring of n records (n rounded up to a power of two, at least 2)."""
+    """Preallocated ring that holds at least n undrained records without a drop.
+
+    The slot count self.n is the power of two above n: one slot stays free so the record the producer may be
+    overwriting is never handed out (drain() discards the oldest record once the ring is completely full).
+    """
 
     def __init__(self, n):
         size = 2
-        while size < n:
+        while size < n + 1:
             size <<= 1
         self.n = size
         self.buf = array("i", bytes(4 * size * REC))

@@ -39,7 +39,7 @@ class UsbCdcStream:
     stdin/stdout default to sys.stdin.buffer/sys.stdout.buffer; kbd_intr to micropython.kbd_intr. Any
     pollable stream with readinto/write works (the tests use a TCP socket). Reads one byte at a time while
     poll says a byte is waiting: the stdio readinto would otherwise block until the whole buffer is full.
-    Allocation-free after construction.
+    Allocation-free once the first byte has been read (poll allocates its reused result tuple then).
     """
 
     def __init__(self, stdin=None, stdout=None, kbd_intr=None):
