@@ -65,7 +65,12 @@ def test_one_exchange_per_cycle(responder):
             cycle(board, 1.0, 1.0)
         assert responder.set_vel_count - before == 20
         assert board.link.stats()["frames_tx"] - n_frames == 20
-        assert board.link.stats()["rtt_n"] >= 20
+        # read() right after write() waits for the reply: those exchanges are timed, all fresh
+        n_rtt = board.link.stats()["rtt_n"]
+        for _ in range(10):
+            board.write(1.0, 1.0)
+            assert board.read().fresh
+        assert board.link.stats()["rtt_n"] == n_rtt + 10 and responder.set_vel_count - before == 30
 
 
 def test_write_clamps_jointly_before_converting(responder):
@@ -205,9 +210,9 @@ def test_lifecycle_over_loop_url():
     assert board.read().fresh
     misses = []
     for i in range(12):
+        board.write(1.0, 1.0)
         if i in (0, 1, 5):
             link.send(P.pack_state(100 * i, 0, 2048, 0, P.ST_ENABLED))   # the board's reply for this cycle
-        board.write(1.0, 1.0)
         try:
             misses.append(board.read())
         except LinkLost:
@@ -217,3 +222,62 @@ def test_lifecycle_over_loop_url():
     assert misses[4].counts == (100, 0) and misses[4].misses == 3
     assert board.misses == 6
     board.cleanup()
+
+
+# ---- against the virtual board (the real firmware on the MicroPython unix port with a simulated robot) ----
+
+def test_sim_port_lifecycle_drive_and_odometry_vs_truth():
+    from viperdrive.drive import DriveController
+    from viperdrive.loop import DriveLoop
+    from viperdrive.odometry import Odometry
+    from viperdrive.sim import VirtualBoard
+
+    cfg = RobotConfig(update_rate=100.0, wheel_separation=0.152, wheel_radius=0.0325)
+    with VirtualBoard(baud=115200) as vb, Board(vb.url, config=cfg) as board:
+        assert board.info.board == "viperdrive-sim"
+        board.activate()
+        vb.reset("pose")
+        ctl = DriveController(cfg)
+        odom = Odometry(cfg, counts_per_rev=board.counts_per_rev)
+        loop = DriveLoop(board, ctl, odom)
+        stats = loop.run(cycles=150, on_cycle=lambda s, k: ctl.command(0.15, 0.8))
+        truth = vb.truth()
+        x, y, th = odom.pose
+        # host odometry from the board's counts follows the simulated robot (same geometry as the plant)
+        assert math.hypot(x - truth["x"], y - truth["y"]) < 0.02
+        assert abs(th - truth["theta"]) < 0.05
+        assert x > 0.1 and y > 0.0 and th > 0.4            # forward and turning left (CCW, REP-103)
+        assert board.stats()["total_misses"] <= 3 and stats["cycles"] == 150
+        assert odom.twist == pytest.approx((0.15, 0.8), abs=0.03)
+        board.deactivate()
+        assert not board.active and not vb.truth()["energized"]
+    assert not vb.alive
+
+
+def test_sim_cut_link_counts_misses_then_link_lost_and_recovers():
+    from viperdrive.sim import VirtualBoard
+
+    with VirtualBoard() as vb, Board(vb.url, config=CFG) as board:
+        board.activate()
+        for _ in range(5):
+            cycle(board, 3.0, 3.0)
+        vb.fault("cut_link", on=True)
+        seen = []
+        with pytest.raises(LinkLost):
+            for _ in range(10):
+                seen.append(cycle(board, 3.0, 3.0))
+        assert [s.misses for s in seen if not s.fresh] == [1, 2, 3, 4, 5]
+        vb.fault("cut_link", on=False)
+        board.write(0.0, 0.0)
+        time.sleep(0.05)
+        fresh = [cycle(board, 0.0, 0.0).fresh for _ in range(5)]
+        assert fresh[-1] and board.misses == 0
+
+
+def test_board_sim_port_starts_private_virtual_board():
+    with Board("sim", config=CFG) as board:
+        sim = board._sim
+        assert sim.alive and board.link.url == sim.url
+        board.activate()
+        assert board.read().enabled
+    assert not sim.alive

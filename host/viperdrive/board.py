@@ -215,6 +215,7 @@ class Board:
     def _collect(self) -> tuple[bytes | None, float]:
         """The newest STATE that arrived (waiting for the outstanding one up to its deadline), or None."""
         latest = None
+        last_empty = self._pending[0] if self._pending is not None else 0.0
         while True:
             try:
                 if not self.link.is_open and not self._reopen():
@@ -229,9 +230,12 @@ class Board:
                     self._other_frame(cmd, payload)
             now = time.monotonic()
             if latest is not None or self._pending is None or now >= self._pending[1]:
-                if latest is not None and self._pending is not None:
+                if latest is not None and self._pending is not None and now - last_empty < 0.001:
+                    # the reply was not there < 1 ms ago: now - sent is its round trip to within 1 ms (a reply
+                    # that waited since the last cycle only bounds it from above and is not recorded)
                     self.link.record_rtt(now - self._pending[0])
                 return latest, now
+            last_empty = now
             self.link.wait_readable(min(self._pending[1] - now, 0.002))
 
     def _reopen(self) -> bool:
@@ -279,6 +283,13 @@ class Board:
         try:
             if not self.link.is_open:
                 return      # counted as a miss by the next read(), which also tries to reopen
+            # a STATE still unread belongs to an earlier exchange: take it now (newest values win) so the next
+            # read() returns the reply to THIS command
+            for cmd, payload in self.link.poll():
+                if cmd == P.STATE:
+                    self._accept_state(payload, time.monotonic())
+                else:
+                    self._other_frame(cmd, payload)
             self.link.send(frame)
         except LinkLost:
             return
