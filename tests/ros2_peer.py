@@ -4,7 +4,7 @@ It publishes cmd_vel (Twist or TwistStamped) at a rate for a while, then stops p
 meanwhile it records odom, joint_states, tf and diagnostics. At the end it prints one JSON object on stdout:
   {"sent": n, "stop_sent_at": t, "odom": [[t, x, y, theta, v, w, frame, child, cov00, twcov00], ...],
    "joints": [[t, names, pos_l, pos_r, vel_l, vel_r], ...], "tf": [[t, parent, child, x, y], ...],
-   "diagnostics": [[t, [[level, name, message], ...]], ...]}
+   "diagnostics": [[t, [[level, name, message, {key: value}], ...]], ...]}
 t are host monotonic seconds (same clock as the caller's on this host).
 Discovery and domain come from the environment (ROS_DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE, ...).
 """
@@ -14,7 +14,7 @@ import sys
 import time
 
 from viperdrive.ros2 import msgs, qos
-from viperdrive.ros2.node import RosNode
+from viperdrive.ros2.node import RosNode, take_valid
 
 
 def main(argv=None) -> int:
@@ -44,19 +44,20 @@ def main(argv=None) -> int:
 
     def drain():
         t = time.monotonic()
-        for s in r_odom.take(64):
+        for s in take_valid(r_odom):
             pose, tw = s.pose.pose, s.twist.twist
             out["odom"].append([t, pose.position.x, pose.position.y, msgs.yaw_from_quaternion(pose.orientation),
                                 tw.linear.x, tw.angular.z, s.header.frame_id, s.child_frame_id,
                                 s.pose.covariance[0], s.twist.covariance[0]])
-        for s in r_joints.take(64):
+        for s in take_valid(r_joints):
             out["joints"].append([t, list(s.name), *s.position, *s.velocity])
-        for s in r_tf.take(64):
+        for s in take_valid(r_tf):
             for tr in s.transforms:
                 out["tf"].append([t, tr.header.frame_id, tr.child_frame_id, tr.transform.translation.x,
                                   tr.transform.translation.y])
-        for s in r_diag.take(16):
-            out["diagnostics"].append([t, [[st.level, st.name, st.message] for st in s.status]])
+        for s in take_valid(r_diag):
+            out["diagnostics"].append([t, [[st.level, st.name, st.message, {kv.key: kv.value for kv in st.values}]
+                                           for st in s.status]])
 
     t0 = time.monotonic()
     if writer is not None:

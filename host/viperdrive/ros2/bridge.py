@@ -23,7 +23,7 @@ from cyclonedds.util import duration
 
 from ..errors import BadValue, UserError
 from . import msgs, qos
-from .node import RosNode, dds_topic_name, delete_entity
+from .node import RosNode, dds_topic_name, delete_entity, take_valid
 
 log = logging.getLogger("viperdrive.ros2")
 
@@ -141,9 +141,7 @@ class CmdVelInput:
                 self._use(known[0], f"auto: no {self.type_name} publisher left, a publisher offers {known[0]}")
         out = []
         if self.reader is not None:
-            for s in self.reader.take(32):
-                if s is None:
-                    continue
+            for s in take_valid(self.reader, 32):
                 if self.type_name == TWIST_STAMPED:
                     out.append((s.twist.linear.x, s.twist.angular.z,
                                 ros_time_to_monotonic(s.header.stamp, wall_minus_mono)))
@@ -405,7 +403,7 @@ class Ros2Bridge:
         else:
             names = []
         values = [msgs.KeyValue("status", " ".join(names) if names else "-")]
-        values += [msgs.KeyValue(str(k), _fmt(v)) for k, v in sorted(diag.items())]
+        values += [msgs.KeyValue(k, _fmt(v)) for k, v in _flatten(diag)]
         if state is not None:
             values.append(msgs.KeyValue("fresh", str(bool(state.fresh))))
         statuses.append(msgs.DiagnosticStatus(level=level, name=f"{who}: board", message=message,
@@ -505,6 +503,17 @@ def _covariance(matrix, diagonal_override) -> list:
     if len(flat) != 36:
         raise ValueError(f"covariance must be 6x6, got {len(flat)} values")
     return flat
+
+
+def _flatten(d: dict, prefix: str = "") -> list:
+    """(key, value) pairs with nested dicts spelled out as dotted keys (host_link.rtt_p99_ms), sorted."""
+    out = []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out += _flatten(v, f"{prefix}{k}.")
+        else:
+            out.append((f"{prefix}{k}", v))
+    return sorted(out)
 
 
 def _percentile(values, q: float) -> float:

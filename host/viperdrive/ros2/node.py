@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from cyclonedds.core import Policy, Qos
 from cyclonedds.domain import Domain, DomainParticipant
+from cyclonedds.internal import InvalidSample
 from cyclonedds.pub import DataWriter, Publisher
 from cyclonedds.sub import DataReader, Subscriber
 from cyclonedds.topic import Topic
@@ -206,6 +207,12 @@ def _release_domain(domain_id: int) -> None:
             del _domains[domain_id]
             if entry[0] is not None:
                 delete_entity(entry[0])
+
+
+def take_valid(reader, n: int = 64) -> list:
+    """reader.take(n) without the data-less samples DDS delivers when a writer leaves or disposes (they carry only
+    an instance-state change)."""
+    return [s for s in reader.take(n) if s is not None and not isinstance(s, InvalidSample)]
 
 
 def delete_entity(entity) -> None:

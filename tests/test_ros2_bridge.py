@@ -1,0 +1,242 @@
+"""`viperdrive ros2` end to end against the virtual board, loopback only.
+
+Three processes per scenario: the bridge (`viperdrive ros2 --port sim`, which runs the real firmware on the
+MicroPython unix port behind a TCP serial link), and a stand-in ROS 2 node (tests/ros2_peer.py, its own DDS
+participant) that publishes cmd_vel and records odom, joint_states, tf and diagnostics. Localhost-only
+discovery, one random domain id per test run.
+"""
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_ros2_dds import DOMAIN, ddsls, peer_env
+
+pytestmark = [pytest.mark.slow]
+
+HERE = Path(__file__).resolve().parent
+VIPERDRIVE = Path(sys.executable).parent / "viperdrive"
+CMD_VEL_TIMEOUT = 0.3
+DEADMAN_S = 0.1                 # the firmware's default deadman_ms (shared/params.py)
+WHEEL_ACCEL = 1.0               # max_wheel_acceleration, m/s^2 at the rim (the host ramp to zero)
+SEPARATION = 0.152
+RADIUS = 0.0325
+
+ROBOT_FILE = f"""
+wheel_separation: {SEPARATION}
+wheel_radius: {RADIUS}
+max_wheel_speed: 0.55
+max_wheel_acceleration: {WHEEL_ACCEL}
+cmd_vel_timeout: {CMD_VEL_TIMEOUT}
+update_rate: 100
+ros2:
+  publish_rate: 50
+  tf_frame_prefix: robot_t
+"""
+
+
+class Bridge:
+    """A `viperdrive ros2` process; stderr kept for the assertions and for failure messages."""
+
+    def __init__(self, tmp: Path, *args, robot_file=ROBOT_FILE, port="sim"):
+        cfg = tmp / "robot.yaml"
+        cfg.write_text(robot_file)
+        self.log = tmp / "bridge.log"
+        self._log = open(self.log, "w")
+        self.proc = subprocess.Popen([str(VIPERDRIVE), "ros2", "--port", port, "--config", str(cfg), *args],
+                                     env=peer_env(), stdout=subprocess.DEVNULL, stderr=self._log)
+
+    def stderr(self) -> str:
+        return self.log.read_text()
+
+    def stop(self, sig=signal.SIGINT, timeout=15.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+            raise AssertionError(f"the bridge did not stop on {signal.Signals(sig).name}:\n{self.stderr()}") from None
+        finally:
+            self._log.close()
+
+
+def peer(*args, timeout=40.0, namespace="robot_t"):
+    """Run the stand-in ROS 2 node to completion; its JSON record."""
+    out = subprocess.run([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", namespace, *args],
+                         env=peer_env(), capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def window(rows, t0, t1):
+    return [r for r in rows if t0 <= r[0] <= t1]
+
+
+def wheel_speeds_at_end(rec, seconds=0.4):
+    """Mean (left, right) wheel velocity over the last `seconds` of publishing."""
+    end = rec["stop_sent_at"]
+    rows = window(rec["joints"], end - seconds, end)
+    assert len(rows) >= 5, f"too few joint_states while publishing: {len(rows)}"
+    return (sum(r[4] for r in rows) / len(rows), sum(r[5] for r in rows) / len(rows))
+
+
+def stop_time(rec, eps=0.05):
+    """s from the last cmd_vel sent to the first joint_states after which both wheels stay below eps rad/s."""
+    after = [r for r in rec["joints"] if r[0] >= rec["stop_sent_at"]]
+    assert after and abs(after[-1][4]) < eps and abs(after[-1][5]) < eps, "the wheels never stopped"
+    t_stop = after[-1][0]
+    for r in reversed(after):
+        if abs(r[4]) >= eps or abs(r[5]) >= eps:
+            break
+        t_stop = r[0]
+    return t_stop - rec["stop_sent_at"]
+
+
+@pytest.fixture(scope="module")
+def bridge_a(tmp_path_factory):
+    """--stamped auto, namespace robot_t, tf prefix robot_t."""
+    b = Bridge(tmp_path_factory.mktemp("bridge_a"), "--namespace", "robot_t")
+    yield b
+    rc = b.stop()
+    assert rc == 0, b.stderr()
+
+
+def test_twist_stamped_drives_the_virtual_board_forward_and_left(bridge_a):
+    v, w = 0.2, 0.5
+    rec = peer("--type", "stamped", "--v", str(v), "--w", str(w), "--publish", "2.0", "--listen", "1.5")
+    assert rec["sent"] >= 30, bridge_a.stderr()
+    # joint_states: both wheels forward, the right one faster (w > 0 is CCW: REP-103)
+    left, right = wheel_speeds_at_end(rec)
+    want_l = (v - w * SEPARATION / 2) / RADIUS
+    want_r = (v + w * SEPARATION / 2) / RADIUS
+    assert left == pytest.approx(want_l, rel=0.2) and right == pytest.approx(want_r, rel=0.2), (left, right)
+    assert right / left == pytest.approx(want_r / want_l, rel=0.15)
+    # odom: the pose advanced forward and turned left, with the prefixed frames and a usable covariance
+    moving = window(rec["odom"], rec["stop_sent_at"] - 2.0, rec["stop_sent_at"] + 1.5)
+    first, last = moving[0], moving[-1]
+    assert last[1] - first[1] > 0.15 and last[2] > first[2] and last[3] - first[3] > 0.3, (first, last)
+    assert (last[6], last[7]) == ("robot_t/odom", "robot_t/base_link")
+    assert last[8] > 0 and last[9] > 0          # pose and twist covariance, x/vx entries
+    assert last[4] == pytest.approx(0.0, abs=0.02)          # stopped by the end of listening
+    # tf mirrors odom
+    assert rec["tf"] and rec["tf"][-1][1:3] == ["robot_t/odom", "robot_t/base_link"]
+    assert rec["tf"][-1][3] == pytest.approx(last[1], abs=0.02)
+    # publishing stopped -> stopped by the host timeout (not earlier: the command is held until it expires)
+    ramp = max(abs(want_l), abs(want_r)) * RADIUS / WHEEL_ACCEL
+    t = stop_time(rec)
+    assert CMD_VEL_TIMEOUT * 0.5 < t <= CMD_VEL_TIMEOUT + DEADMAN_S + ramp + 0.15, t
+    held = window(rec["joints"], rec["stop_sent_at"] + 0.05, rec["stop_sent_at"] + CMD_VEL_TIMEOUT * 0.5)
+    assert held and all(r[5] > 0.5 * want_r for r in held)
+    assert "reading /robot_t/cmd_vel as geometry_msgs/msg/TwistStamped (auto" in bridge_a.stderr()
+
+
+def test_stale_stamps_are_rejected_with_a_reason(bridge_a):
+    rec = peer("--type", "stamped", "--v", "0.3", "--stale", "1.0", "--publish", "1.0", "--listen", "1.2")
+    assert rec["sent"] >= 15
+    assert all(abs(r[4]) < 0.05 and abs(r[5]) < 0.05 for r in rec["joints"]), "a stale command moved the robot"
+    cmd = [st for _, sts in rec["diagnostics"] for st in sts if st[1] == "viperdrive /robot_t: cmd_vel"]
+    assert cmd, "no cmd_vel diagnostics"
+    values = cmd[-1][3]
+    assert int(values["rejected"]) >= 10
+    assert "old" in values["last_reason"] or "out of order" in values["last_reason"], values["last_reason"]
+
+
+def test_ddsls_lists_the_bridge_topics_with_ros_names_types_and_qos(bridge_a):
+    listing = ddsls(DOMAIN, runtime=1.5)
+    pubs = {v["topic_name"]: v for v in listing["PUBLICATION"]["New"].values()}
+    subs = {v["topic_name"]: v for v in listing["SUBSCRIPTION"]["New"].values()}
+    expected = {"rt/robot_t/odom": "nav_msgs::msg::dds_::Odometry_",
+                "rt/robot_t/joint_states": "sensor_msgs::msg::dds_::JointState_",
+                "rt/tf": "tf2_msgs::msg::dds_::TFMessage_",
+                "rt/diagnostics": "diagnostic_msgs::msg::dds_::DiagnosticArray_"}
+    for topic, type_name in expected.items():
+        assert pubs[topic]["type_name"] == type_name
+        q = pubs[topic]["qos"]
+        assert q["Reliability"]["kind"] == "Reliable" and q["Durability"]["kind"] == "Volatile"
+        assert q["History"] == {"kind": "KeepLast", "depth": 100 if topic == "rt/tf" else 10}
+    # the cmd_vel reader the first test's TwistStamped publisher made auto choose
+    assert subs["rt/robot_t/cmd_vel"]["type_name"] == "geometry_msgs::msg::dds_::TwistStamped_"
+
+
+@pytest.fixture(scope="module")
+def bridge_b(tmp_path_factory):
+    """--stamped auto, no namespace: for plain Twist, then stopped with SIGINT by the test."""
+    b = Bridge(tmp_path_factory.mktemp("bridge_b"), "--stamped", "auto",
+               robot_file=ROBOT_FILE.replace("tf_frame_prefix: robot_t", 'tf_frame_prefix: ""'))
+    yield b
+    b.stop()
+
+
+def test_plain_twist_under_auto_turns_in_place_left_wheel_backwards(bridge_b):
+    rec = peer("--type", "twist", "--v", "0", "--w", "1.0", "--publish", "2.0", "--listen", "1.0", namespace="/")
+    left, right = wheel_speeds_at_end(rec)
+    want = 1.0 * SEPARATION / 2 / RADIUS
+    assert left == pytest.approx(-want, rel=0.25) and right == pytest.approx(want, rel=0.25), (left, right)
+    odom = rec["odom"]
+    turned = math.remainder(odom[-1][3] - odom[0][3], 2 * math.pi)
+    assert turned > 0.8, turned                          # CCW, about 1 rad/s for ~1.5 s after the ramp
+    assert abs(odom[-1][1] - odom[0][1]) < 0.05 and abs(odom[-1][2] - odom[0][2]) < 0.05
+    assert (odom[-1][6], odom[-1][7]) == ("odom", "base_link")
+    assert "reading /cmd_vel as geometry_msgs/msg/Twist (auto" in bridge_b.stderr()
+    assert stop_time(rec) <= CMD_VEL_TIMEOUT + DEADMAN_S + want * RADIUS / WHEEL_ACCEL + 0.15
+
+
+def test_ctrl_c_disables_the_board_and_says_so_last(bridge_b):
+    listener = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--type", "none", "--listen", "4"],
+                                env=peer_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)                                        # the listener is discovered and gets diagnostics
+    rc = bridge_b.stop(signal.SIGINT)
+    out, err = listener.communicate(timeout=20)
+    assert rc == 0, bridge_b.stderr()
+    rec = json.loads(out)
+    # /diagnostics is shared with the other bridge of this module: the last message of THIS one (no namespace)
+    ours = [sts for _, sts in rec["diagnostics"] if any(st[1].startswith("viperdrive: ") for st in sts)]
+    last = ours[-1]
+    final = [st for st in last if st[1] == "viperdrive: bridge"]
+    assert final and final[0][2].startswith("shut down: interrupted (Ctrl-C)"), last
+    assert final[0][3]["board"] == "disabled, command zero"
+    assert "board disabled" in bridge_b.stderr()
+
+
+def test_lost_link_stops_with_exit_code_8_and_a_last_diagnostics(tmp_path):
+    from viperdrive.sim import VirtualBoard
+    with VirtualBoard() as vb:
+        bridge = Bridge(tmp_path, "--namespace", "robot_l", port=vb.url)
+        listener = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", "robot_l",
+                                     "--type", "none", "--listen", "8"],
+                                    env=peer_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 15
+        while "board active" not in bridge.stderr() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "board active" in bridge.stderr(), bridge.stderr()
+        time.sleep(1.5)
+    # the virtual board is gone: persistent loss on the link; the bridge must notice and stop on its own
+    try:
+        rc = bridge.proc.wait(15)
+    except subprocess.TimeoutExpired:
+        rc = None
+    bridge.stop(signal.SIGKILL)
+    out, _ = listener.communicate(timeout=30)
+    assert rc == 8, bridge.stderr()
+    rec = json.loads(out)
+    final = [st for _, sts in rec["diagnostics"] for st in sts if st[1] == "viperdrive /robot_l: bridge"]
+    assert final and "error" in final[-1][2] and final[-1][0] >= 1, final
+    assert "shutting down: error: " in bridge.stderr()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+def test_sigterm_is_a_clean_stop_too(tmp_path):
+    bridge = Bridge(tmp_path, "--namespace", "robot_s", "--duration", "30")
+    deadline = time.monotonic() + 15
+    while "board active" not in bridge.stderr() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    rc = bridge.stop(signal.SIGTERM)
+    assert rc == 0 and "stopped (SIGTERM); board disabled" in bridge.stderr(), bridge.stderr()
