@@ -25,8 +25,8 @@ from . import errors
 from .config import RobotConfig
 from .errors import BadValue, BoardFault, LinkLost, NoReplyError, UserError, VersionMismatch
 from .link import Link, NackError
-from .shared import params as PARAMS
-from .shared import protocol as P
+from viperdrive.shared import params as PARAMS
+from viperdrive.shared import protocol as P
 
 TWO_PI = 2.0 * math.pi
 INT32_MAX = 2**31 - 1

@@ -27,7 +27,7 @@ import time
 import serial
 
 from .errors import LinkLost, NoReplyError, PortError, UserError
-from .shared import protocol as P
+from viperdrive.shared import protocol as P
 
 U32 = 1 << 32
 _FRAME_EXTRA = 5    # SYNC, LEN, CMD, CRC16
