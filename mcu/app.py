@@ -45,7 +45,7 @@ class App:
         v = self.params.values
         self.odometry = odometry.Odometry(v["wheel_radius"], v["wheel_separation"], self.cpr)
         self.ring = telemetry.Ring(TELEMETRY_RECORDS)
-        self.ctrl.attach_ring(self.ring.buf, self.ring.hdr)
+        self.ctrl.attach_ring(self.ring.buf, self.ring.hdr, self.ring)
         self.telemetry_hz = 0
         self.supervisor = safety.Supervisor(hal, cfg.get("watchdog_ms", 500))
         self.reset_cause = hal.reset_cause()

@@ -9,10 +9,13 @@
 # on floats, control_float.py) is then the controller. controller(hal, cfg) picks.
 from array import array
 
-import fixedstep as fx
-from fixedstep import (G_BANK, G_BANK_REQ, G_CMD_NEW, G_ENABLED, G_FAULT, G_REQ, G_SB, G_STATUS, G_TICKS,
-                       G_TLM_DIV, G_WDT, IO_DL, IO_DR, IO_T0, IO_T1, REQ_CLEAR, REQ_DISABLE, REQ_ENABLE,
-                       REQ_ZERO, W_POS, W_SPN, W_VEL, WS)
+try:
+    import fixedstep as fx
+    from fixedstep import (G_BANK, G_BANK_REQ, G_CMD_NEW, G_ENABLED, G_FAULT, G_REQ, G_SB, G_STATUS, G_TICKS,
+                           G_WDT, IO_DL, IO_DR, IO_T0, IO_T1, REQ_CLEAR, REQ_DISABLE, REQ_ENABLE, REQ_ZERO, W_POS,
+                           W_SPN, W_VEL, WS)
+except (ImportError, SyntaxError):  # no viper emitter (CircuitPython): controller() returns the float law
+    fx = None
 
 TWO_PI = 6.283185307179586
 SIGN_BIT = -2147483648
@@ -49,9 +52,9 @@ def fixed_gains(values, hz, cpr):
 
     put(fx.K_AV, dt / (values["vel_tau"] + dt), fx.X_MAX)
     put(fx.K_P, values["kp"] * rpc * one / vq, fx.TERM_MAX)
-    put(fx.K_I, values["ki"] * dt * rpc * one * iq / vq, fx.I_MAX)
+    put(fx.K_I, values["ki"] * dt * rpc * one * iq / vq, fx.I_TERM_MAX)
     # Tt shorter than one period would over-correct (a back-calculation gain above 1): it acts as Tt = dt
-    put(fx.K_AW, min(1.0, dt / values["kt"]) * iq, fx.I_MAX)
+    put(fx.K_AW, min(1.0, dt / values["kt"]) * iq, fx.I_TERM_MAX)
     put(fx.K_AD, dt / (values["kd_tau"] + dt), fx.X_MAX)
     put(fx.K_D, values["kd"] * hz * rpc * one / vq, fx.TERM_MAX)
     put(fx.K_V, values["kv"] * rpc * one / vq, fx.TERM_MAX)
@@ -250,7 +253,7 @@ class Controller:
         self.st[G_FAULT] = code
         self.st[G_STATUS] = 0x04 | 0x10
 
-    def attach_ring(self, buf, hdr):
+    def attach_ring(self, buf, hdr, ring=None):
         """Telemetry: the step appends records to a telemetry.Ring's buf/hdr (set_telemetry_div turns it on)."""
         self.st[fx.G_TLM_DIV] = 0
         self._ring_hdr = hdr
@@ -310,5 +313,8 @@ class Controller:
 
 
 def controller(hal, cfg, values):
-    """The viper Controller (FloatController where the port has no viper: see control_float)."""
+    """The viper Controller, or FloatController (the same law on floats) where the port has no viper."""
+    if fx is None:
+        import control_float
+        return control_float.FloatController(hal, cfg, values)
     return Controller(hal, cfg, values)

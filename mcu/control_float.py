@@ -3,10 +3,12 @@
 #
 # Units: speeds counts/s, duty as a fraction (1.0 = 100 %), dt = 1/hz (the timer period constant). Every branch
 # mirrors the fixed-point step, including its documented saturations (each duty term limited to +-4, the
-# integrator to +-4, a raw speed to +-2**21 counts/s); only the number format differs.
+# integrator to +-4 and its change per period to +-1, a raw speed to +-2**20 counts/s); only the number format
+# differs.
 TWO_PI = 6.283185307179586
 TERM_MAX = 4.0
-RAW_MAX = 2097152.0
+I_TERM_MAX = 1.0                # one period's integrator change
+RAW_MAX = 1048576.0             # the documented speed range, counts/s
 
 
 def _clamp(x, lim):
@@ -219,7 +221,7 @@ class FloatLaw:
             pdff = tf + tp - td
             ig = self.integ[w]
             if bump:
-                ig = _clamp(ig + self.pdff[w] - pdff, TERM_MAX)
+                ig = _clamp(ig + _clamp(self.pdff[w] - pdff, TERM_MAX), TERM_MAX)
             self.pdff[w] = pdff
             u = pdff + ig
             if sp != 0:
@@ -229,7 +231,7 @@ class FloatLaw:
                     u -= g["db"]
             out = _clamp(u, g["maxd"])
             sat = out != u
-            ig += _clamp(g["ki"] * self.dt * err, TERM_MAX) + _clamp(g["aw"] * (out - u), TERM_MAX)
+            ig += _clamp(g["ki"] * self.dt * err, I_TERM_MAX) + _clamp(g["aw"] * (out - u), I_TERM_MAX)
             self.integ[w] = _clamp(ig, TERM_MAX)
             self.out[w] = out
             self.unsat[w] = u
@@ -276,3 +278,160 @@ class FloatLaw:
         if self.wdt:
             s |= 0x10
         return s
+
+
+class FloatController:
+    """The Controller interface (control.Controller) over FloatLaw: the fallback where the viper emitter is
+    missing. Same law and commands; its tick allocates (floats are heap objects), so it runs from a soft timer."""
+
+    def __init__(self, hal, cfg, values):
+        from array import array
+        self.hal = hal
+        self.hz = cfg.get("control_hz", 500)
+        self.cpr = cfg["counts_per_rev"]
+        self._edge = getattr(hal, "edge_period_us", None)
+        self.law = FloatLaw(self.hz, self.cpr, getattr(hal, "counter_bits", 32), cfg.get("motor_sign", (1, 1)),
+                            cfg.get("encoder_sign", (1, 1)), edge=self._edge is not None)
+        self.c = array("i", [0, 0])
+        self.e = array("i", [0, 0])
+        self.running = False
+        self._energized = False
+        self._ring = None
+        self._div = 0
+        self._cnt = 0
+        self._ticks = 0
+        self._t_last = None
+        self._stats = {"period_min_us": 0, "period_max_us": 0, "exec_max_us": 0, "exec_avg_us": 0,
+                       "overruns": 0}
+        self.values = {}
+        hal.set_energized(False)
+        hal.write_duty(0, 0)
+        hal.read_counts(self.c)
+        self.law.prev = [self.c[0], self.c[1]]
+        self.configure(values)
+
+    def tick(self):
+        hal = self.hal
+        t0 = hal.ticks_us()
+        hal.read_counts(self.c)
+        if self._edge is not None:
+            self._edge(self.e)
+        dl, dr = self.law.step(self.c, self.e)
+        hal.write_duty(int(dl), int(dr))
+        if self._energized and not self.law.enabled:
+            self._energized = False
+            hal.set_energized(False)
+        self._ticks = (self._ticks + 1) & 0x3FFFFFFF
+        if self._ring is not None and self._div:
+            self._cnt += 1
+            if self._cnt >= self._div:
+                self._cnt = 0
+                self._log(t0)
+        t1 = hal.ticks_us()
+        st = self._stats
+        ex = (t1 - t0) & 0x3FFFFFFF
+        st["exec_max_us"] = max(st["exec_max_us"], ex)
+        st["exec_avg_us"] = ex if st["exec_avg_us"] == 0 else (st["exec_avg_us"] * 127 + ex) // 128
+        if self._t_last is not None:
+            per = (t0 - self._t_last) & 0x3FFFFFFF
+            st["period_min_us"] = per if st["period_min_us"] == 0 else min(st["period_min_us"], per)
+            st["period_max_us"] = max(st["period_max_us"], per)
+            if per > 1500000 // self.hz:
+                st["overruns"] += 1
+        self._t_last = t0
+
+    def _log(self, t_us):
+        law = self.law
+
+        def q15(x):
+            return max(-32767, min(32767, int(x * 32768)))
+
+        self._ring.push(t_us, int(law.sp[0]), int(law.vel[0]), q15(law.out[0]), q15(law.integ[0]),
+                        int(law.sp[1]), int(law.vel[1]), q15(law.out[1]), q15(law.integ[1]), law.status())
+
+    def start(self):
+        self.running = True
+        self.hal.start_periodic(self.hz, self.tick)
+
+    def stop(self):
+        self.hal.stop_periodic()
+        self.running = False
+        self._energized = False
+        self.hal.set_energized(False)
+        self.hal.write_duty(0, 0)
+
+    def configure(self, values):
+        self.law.configure(values)
+        self.values = dict(values)
+
+    def enable(self, on):
+        if on:
+            if self.law.fault:
+                return False
+            self.hal.read_counts(self.c)
+            if self.law.enable([self.c[0], self.c[1]]):
+                self._energized = True
+                self.hal.set_energized(True)
+            return self.law.enabled
+        self._energized = False
+        self.hal.set_energized(False)
+        self.law.disable()
+        return False
+
+    def zero(self):
+        self.hal.read_counts(self.c)
+        self.law.zero([self.c[0], self.c[1]])
+
+    def clear_fault(self):
+        return self.law.clear_fault()
+
+    def set_velocity(self, left, right):
+        self.law.set_velocity(left, right)
+
+    def set_watchdog_reset(self, code):
+        self.law.wdt = True
+        self.law.fault = code
+
+    def attach_ring(self, buf, hdr, ring=None):
+        self._ring = ring
+
+    def set_telemetry_div(self, div):
+        self._cnt = 0
+        self._div = div
+
+    def fault(self):
+        return self.law.fault
+
+    def ticks(self):
+        return self._ticks
+
+    def status(self):
+        return self.law.status()
+
+    def enabled(self):
+        return self.law.enabled
+
+    def positions(self):
+        return self.law.pos[0], self.law.pos[1]
+
+    def velocities(self):
+        return int(round(self.law.vel[0])), int(round(self.law.vel[1]))
+
+    def state(self):
+        vl, vr = self.velocities()
+        return self.law.pos[0], self.law.pos[1], vl, vr, self.law.status()
+
+    def wheel(self, w):
+        law = self.law
+        return {"setpoint": law.sp[w], "speed": law.vel[w], "output": law.out[w], "integrator": law.integ[w]}
+
+    def stats(self):
+        d = dict(self._stats)
+        d["deadman_trips"] = self.law.trips
+        d["fault_code"] = self.law.fault
+        d["periods"] = self._ticks
+        return d
+
+    def reset_stats(self):
+        for key in self._stats:
+            self._stats[key] = 0

@@ -22,8 +22,10 @@ IQ = const(12)                  # extra integrator bits: integrator is Q(DQ + IQ
 VQ = const(8)                   # velocity fraction bits
 TERM_MAX = const(262144)        # 4 x full duty (Q16): any one duty term saturates here
 I_MAX = const(1073741823)       # integrator clamp, Q28 (= TERM_MAX << IQ, minus 1)
+I_TERM_MAX = const(268435456)   # one period's integrator change at most 1.0 duty (Q28): I + 2 terms < 2**31
 X_MAX = const(1073741823)       # largest |input| of a gain term (2**30 - 1): the split product stays < 2**31
-V_MAX_COUNTS = const(1048576)   # documented speed range: |setpoint|, |measured| <= 2**20 counts/s
+V_MAX_COUNTS = const(1048576)   # documented speed range: |setpoint|, |measured| <= 2**20 counts/s (a raw speed
+#                                 beyond it is clamped), so Q8 speeds stay below 2**28 and differences below 2**30
 TMASK = const(0x3FFFFFFF)       # ticks_us differences are taken modulo 2**30 (short intervals only)
 
 # ---- state array st (array('i', ST_LEN)): per wheel block at WHEEL * WS, then globals ----
@@ -333,10 +335,10 @@ def step(st_a, k_a, c_a, e_a, io_a):
             elif d < 0:
                 st[b + W_DIR] = -1
             rv = d * hz
-            if rv > 2097152:            # a glitch beyond 2x the speed range is clamped, not wrapped
-                rv = 2097152
-            elif rv < -2097152:
-                rv = -2097152
+            if rv > V_MAX_COUNTS:       # a glitch beyond the speed range is clamped, never wrapped
+                rv = V_MAX_COUNTS
+            elif rv < -V_MAX_COUNTS:
+                rv = -V_MAX_COUNTS
         st[b + W_RAW] = rv
 
         # ---- one-pole velocity filter, Q8 ----
@@ -440,7 +442,12 @@ def step(st_a, k_a, c_a, e_a, io_a):
             ig = (int(st[b + W_I]) ^ sb) - sb
             if bump:
                 # new gains this period: move the integrator by the jump of the other terms (bumpless transfer)
-                ig += (((int(st[b + W_PDFF]) ^ sb) - sb) - pdff) << IQ
+                jump = ((int(st[b + W_PDFF]) ^ sb) - sb) - pdff
+                if jump > TERM_MAX:     # bounded before the shift: ig + (TERM_MAX << IQ) still fits 32 bits
+                    jump = TERM_MAX
+                elif jump < -TERM_MAX:
+                    jump = -TERM_MAX
+                ig += jump << IQ
                 if ig > I_MAX:
                     ig = I_MAX
                 elif ig < -I_MAX:

@@ -1,0 +1,490 @@
+# The viper control step (fixedstep.py via control.Controller) on the MicroPython unix port, against the float
+# reference of the same law (control_float.FloatLaw), with the hal test double (no plant: the tests set the
+# encoder counters themselves).
+import random
+
+import control
+import control_float
+import fakehal
+import fixedstep as fx
+import micropython
+from shared import params, protocol
+
+TWO_PI = 6.283185307179586
+
+
+def values(**kw):
+    v = params.defaults()
+    v.update(kw)
+    return v
+
+
+def make(hz=500, cpr=4096, bits=32, ms=(1, 1), es=(1, 1), edge=False, **kw):
+    cfg = {"control_hz": hz, "counts_per_rev": cpr, "motor_sign": list(ms), "encoder_sign": list(es)}
+    hal = fakehal.Board(cfg, counter_bits=bits, edge=edge)
+    c = control.Controller(hal, cfg, values(**kw))
+    c.start()
+    return hal, c
+
+
+def counts_per_s(c, rad_s):
+    return rad_s * c.cpr / TWO_PI
+
+
+def compare(hz, cpr, bits, ms, es, n, seed, edge=False, **kw):
+    """Run the viper controller and the float law on the same random inputs; max |duty difference| in Q15."""
+    hal, c = make(hz, cpr, bits, ms, es, edge=edge, **kw)
+    f = control_float.FloatLaw(hz, cpr, bits, ms, es, edge=edge)
+    f.configure(values(**kw))
+    assert c.enable(True)
+    f.enable([hal.counts[0], hal.counts[1]])
+    random.seed(seed)
+    rnd = random.randint
+    pos = [0, 0]
+    sp = [0, 0]
+    worst = 0.0
+    vmax = int(counts_per_s(c, 18.0))
+    for i in range(n):
+        if i % 150 == 0:
+            sp = [rnd(-vmax, vmax), rnd(-vmax, vmax)]
+        if i % 10 == 0:
+            c.set_velocity(sp[0], sp[1])
+            f.set_velocity(sp[0], sp[1])
+        for w in (0, 1):
+            # encoder motion: roughly the setpoint with noise, open loop (both controllers see the same counts)
+            pos[w] += sp[w] // hz + rnd(-25, 25)
+            hal.counts[w] = pos[w]
+        if edge:
+            hal.edges[0] = rnd(0, 20000)
+            hal.edges[1] = rnd(0, 20000)
+        hal.fire(1)
+        dl, dr = f.step([hal.counts[0] & ((1 << bits) - 1), hal.counts[1] & ((1 << bits) - 1)], hal.edges)
+        e = max(abs(dl - hal.duty[0]), abs(dr - hal.duty[1]))
+        if e > worst:
+            worst = e
+        # the same state machine (SATURATED may differ when an output lands exactly on the clamp)
+        assert c.status() & ~protocol.ST_SATURATED == f.status() & ~protocol.ST_SATURATED, (i, c.status(),
+                                                                                          f.status())
+    return worst, c, f
+
+
+def test_viper_matches_float_reference():
+    # The continuous part of the law (PID with filtered D on the measurement, kV feedforward, back-calculation,
+    # velocity filter, joint slew, output clamp): 20000 periods of random setpoints and noisy encoders.
+    # Tolerance: 64 Q15 LSB = 0.2 % of full duty (the fixed point rounds velocities to 1/256 count/s and gains
+    # to 15 bits; the difference does not grow with the run length because the loop state is bounded).
+    worst, c, f = compare(500, 4096, 32, (1, 1), (1, 1), 20000, 1, kd=0.002, kt=0.05)
+    print("max |viper - float| duty: %.1f Q15 LSB (%.4f %% of full duty) over 20000 periods at 500 Hz"
+          % (worst, worst / 327.68))
+    assert worst <= 64, worst
+    # a different rate, resolution, counter width and mirrored motor/encoder: the same law
+    worst2, c, f = compare(1000, 1024, 16, (-1, 1), (1, -1), 20000, 2, kd=0.001, kp=0.1, ki=2.0)
+    print("max |viper - float| duty: %.1f Q15 LSB at 1 kHz, 1024 cpr, 16-bit counters, mirrored signs" % worst2)
+    assert worst2 <= 64, worst2
+
+
+def test_viper_matches_float_with_edge_timing():
+    worst, c, f = compare(500, 4096, 32, (1, 1), (1, 1), 5000, 3, edge=True)
+    print("max |viper - float| duty with edge-period speed estimates: %.1f Q15 LSB" % worst)
+    assert worst <= 64, worst
+
+
+def test_discontinuous_terms_match_away_from_their_switch_points():
+    # kS*sign(sp), deadband compensation and kA*dsp/dt switch with a sign or at the ramp's end; away from those
+    # instants both implementations agree as closely as the continuous part
+    kw = {"ks": 0.08, "deadband": 0.05, "ka": 0.02, "max_accel": 20.0}
+    hal, c = make(**kw)
+    f = control_float.FloatLaw(500, 4096)
+    f.configure(values(**kw))
+    c.enable(True)
+    f.enable([0, 0])
+    sp = int(counts_per_s(c, 8.0))
+    worst = 0.0
+    for i in range(300):            # mid-ramp: 8 rad/s at 20 rad/s^2 takes 200 periods
+        c.set_velocity(sp, -sp // 2)
+        f.set_velocity(sp, -sp // 2)
+        hal.counts[0] += 20
+        hal.counts[1] -= 10
+        hal.fire(1)
+        dl, dr = f.step(hal.counts)
+        if 5 < i < 190 or i > 210:
+            worst = max(worst, abs(dl - hal.duty[0]), abs(dr - hal.duty[1]))
+    print("max |viper - float| duty with kS, deadband, kA: %.1f Q15 LSB" % worst)
+    assert worst <= 64, worst
+
+
+def test_antiwindup_leaves_saturation_quickly():
+    # 10 s against a wall (the wheel does not turn, output saturated), then released: at full duty the wheel
+    # runs 2 % faster than the setpoint. With back-calculation the output leaves saturation within a bounded
+    # time; the same law without it (float reference with the back-calculation gain zeroed) is still saturated
+    # 10 s later: it drives "on the integral".
+    hz = 500
+    kw = {"stall_speed": 0.0, "track_err_max": 500.0, "max_accel": 5000.0}
+    hal, c = make(hz=hz, **kw)
+    c.enable(True)
+    sp = int(counts_per_s(c, 10.0))
+    fast = sp * 102 // 100          # counts/s after the release
+    for i in range(10 * hz):
+        c.set_velocity(sp, sp)
+        hal.fire(1)
+    assert c.status() & protocol.ST_SATURATED
+    leave = None
+    moved = 0
+    for i in range(10 * hz):
+        c.set_velocity(sp, sp)
+        moved += fast
+        hal.counts[0] = moved // hz
+        hal.counts[1] = moved // hz
+        hal.fire(1)
+        if i > 50 and not c.status() & protocol.ST_SATURATED and leave is None:
+            leave = i
+            break
+    assert leave is not None
+    t_with = leave / hz
+    print("with back-calculation: output leaves saturation %.3f s after release" % t_with)
+    assert t_with < 0.5, t_with
+
+    f = control_float.FloatLaw(hz, 4096)
+    f.configure(values(**kw))
+    f.g["aw"] = 0.0                 # the same PID without back-calculation
+    f.enable([0, 0])
+    cnt = [0, 0]
+    for i in range(10 * hz):
+        f.set_velocity(sp, sp)
+        f.step(cnt)
+    leave_without = None
+    moved = 0
+    for i in range(10 * hz):
+        f.set_velocity(sp, sp)
+        moved += fast
+        cnt[0] = cnt[1] = moved // hz
+        f.step(cnt)
+        if i > 50 and not f.saturated:
+            leave_without = i
+            break
+    print("without back-calculation: %s" % ("leaves after %.3f s" % (leave_without / hz) if leave_without
+                                           else "still saturated 10 s after release"))
+    assert leave_without is None or leave_without / hz > 20 * t_with
+
+
+def test_no_derivative_kick_on_setpoint_step():
+    # A big D gain: a setpoint step at standstill changes the output only by P and feedforward. D acts on the
+    # measurement, which did not move.
+    hal, c = make(kd=0.2, max_accel=5000.0, kd_tau=0.002)
+    c.enable(True)
+    for i in range(20):
+        c.set_velocity(0, 0)
+        hal.fire(1)
+    sp = int(counts_per_s(c, 5.0))
+    c.set_velocity(sp, sp)
+    hal.fire(1)
+    w = c.wheel(0)
+    v = c.values
+    rpc = TWO_PI / 4096
+    err_rad = w["setpoint"] * rpc
+    expect = v["kp"] * err_rad + v["kv"] * err_rad + v["ka"] * 0 + v["ki"] * 0
+    print("output right after a 5 rad/s step: %.4f duty (P + FF = %.4f, D = 0)" % (w["output"], expect))
+    assert c.st[fx.W_DF] == 0
+    assert abs(w["output"] - expect) < 0.002, (w["output"], expect)
+
+
+def _wrap_case(bits):
+    hal, c = make(bits=bits)
+    top = 1 << bits
+    start = top - 700
+    hal.counts = [start, start]
+    c.zero()
+    for i in range(50):
+        hal.counts[0] += 37            # crosses the wrap forwards
+        hal.counts[1] -= 23            # and backwards from the start (no wrap) - then we test below
+        hal.fire(1)
+    pl, pr = c.positions()
+    assert pl == 50 * 37, pl
+    assert pr == -50 * 23, pr
+    hal.counts = [5, 5]
+    c.zero()
+    for i in range(50):
+        hal.counts[1] -= 29            # crosses zero backwards: raw goes to 2**bits - ...
+        hal.fire(1)
+    assert c.positions()[1] == -50 * 29, c.positions()
+    vl, vr = c.velocities()
+    assert abs(vr - (-29 * 500)) <= 60, vr      # the filtered estimate has converged on -14500 counts/s
+
+
+def test_encoder_wrap_16_bits():
+    _wrap_case(16)
+
+
+def test_encoder_wrap_32_bits():
+    _wrap_case(32)
+
+
+def test_encoder_and_motor_signs_applied_once():
+    hal, c = make(ms=(-1, 1), es=(-1, 1), max_accel=5000.0)
+    c.enable(True)
+    sp = int(counts_per_s(c, 5.0))
+    for i in range(10):
+        c.set_velocity(sp, sp)
+        hal.counts[0] -= 3              # mirrored encoder: raw counts go down while the wheel goes forward
+        hal.counts[1] += 3
+        hal.fire(1)
+    pl, pr = c.positions()
+    assert pl == 30 and pr == 30, (pl, pr)
+    # the left motor is mirrored too: a forward command drives its raw duty negative
+    assert hal.duty[0] < 0 < hal.duty[1], hal.duty
+
+
+def test_joint_acceleration_limit_keeps_ratio():
+    hal, c = make(max_accel=10.0, stall_speed=0.0, track_err_max=500.0)
+    c.enable(True)
+    acc = c.k[c.st[fx.G_BANK] * fx.KB + fx.K_ACC]     # Q8 counts/s per period, active bank
+    c.set_velocity(8000, 2000)
+    prev = (0, 0)
+    for i in range(800):            # 8000 counts/s at 10 rad/s^2 (1630 counts/s^2): 614 periods
+        c.set_velocity(8000, 2000)
+        hal.fire(1)
+        sl = c.st[fx.W_SP]
+        sr = c.st[fx.WS + fx.W_SP]
+        dl = sl - prev[0]
+        dr = sr - prev[1]
+        prev = (sl, sr)
+        if sl < 8000 << 8:
+            # ramping: the larger step is the limit, the other keeps the 4:1 ratio of the command
+            assert abs(dl - acc) <= 1, (i, dl, acc)
+            assert abs(dl - 4 * dr) <= 4, (i, dl, dr)
+            assert sl > 0 and abs(sl - 4 * sr) <= 4 * (i + 1), (i, sl, sr)
+    assert c.st[fx.W_SP] == 8000 << 8 and c.st[fx.WS + fx.W_SP] == 2000 << 8
+
+
+def test_deadman_timing_and_ramp():
+    hz = 500
+    # (the wheels do not turn in this test: stall and tracking checks off)
+    hal, c = make(hz=hz, deadman_ms=100, deadman_disable_ms=2000, max_accel=30.0, stall_speed=0.0,
+                  track_err_max=500.0)
+    c.enable(True)
+    sp = int(counts_per_s(c, 6.0))
+    for i in range(hz):
+        c.set_velocity(sp, sp)
+        hal.fire(1)
+    assert c.st[fx.W_SP] == sp << 8
+    # the host goes quiet: count periods, no sleeping
+    trip = None
+    stopped = None
+    off = None
+    for i in range(1, 3 * hz):
+        hal.fire(1)
+        st = c.status()
+        if trip is None and st & protocol.ST_DEADMAN:
+            trip = i
+        if trip is not None and stopped is None and c.st[fx.W_SP] == 0:
+            stopped = i
+        if off is None and not st & protocol.ST_ENABLED:
+            off = i
+            assert not hal.energized and hal.duty == [0, 0]
+    ramp_expect = 6.0 / 30.0 * hz
+    print("deadman: DEADMAN after %d periods (%.0f ms), setpoints at zero %.0f ms later (6 rad/s at 30 rad/s^2 "
+          "-> %.0f ms), de-energized after %.0f ms" % (trip, trip * 1000 / hz, (stopped - trip) * 1000 / hz,
+                                                        ramp_expect * 1000 / hz, off * 1000 / hz))
+    assert trip == 100 * hz // 1000 + 1, trip
+    assert abs((stopped - trip) - ramp_expect) <= 2, (stopped, trip)
+    assert off == 2000 * hz // 1000 + 1, off
+    assert c.stats()["deadman_trips"] == 1
+    # a new SET_VEL clears DEADMAN but a de-energized board needs ENABLE again
+    c.set_velocity(sp, sp)
+    hal.fire(1)
+    assert not c.status() & protocol.ST_DEADMAN
+    assert not c.status() & protocol.ST_ENABLED and hal.duty == [0, 0]
+
+
+def test_stall_fault_latches_until_clear():
+    hz = 500
+    hal, c = make(hz=hz, stall_ms=200, stall_speed=0.5, max_accel=5000.0, track_err_max=500.0)
+    c.enable(True)
+    sp = int(counts_per_s(c, 15.0))
+    n = 0
+    while not c.fault() and n < 2 * hz:
+        c.set_velocity(sp, sp)      # the wheels do not move: saturated, no motion
+        hal.fire(1)
+        n += 1
+    assert c.fault() in (protocol.FAULT_STALL_LEFT, protocol.FAULT_STALL_RIGHT), c.fault()
+    print("stall fault after %d ms of saturation without motion (stall_ms 200)" % (n * 1000 // hz))
+    assert 190 <= n * 1000 // hz <= 260, n
+    assert c.status() & protocol.ST_FAULT and not c.status() & protocol.ST_ENABLED
+    assert not hal.energized and hal.duty == [0, 0]
+    # latched: commands and time do not clear it, ENABLE is refused
+    for i in range(100):
+        c.set_velocity(sp, sp)
+        hal.fire(1)
+    assert c.fault() and not c.enable(True) and not hal.energized
+    assert c.clear_fault() in (protocol.FAULT_STALL_LEFT, protocol.FAULT_STALL_RIGHT)
+    hal.fire(1)
+    assert c.fault() == 0 and not c.status() & protocol.ST_FAULT
+    assert c.enable(True) and hal.energized
+
+
+def test_tracking_and_overspeed_faults():
+    hal, c = make(track_err_max=2.0, track_err_ms=100, stall_ms=10000, max_accel=5000.0)
+    c.enable(True)
+    sp = int(counts_per_s(c, 5.0))
+    for i in range(200):
+        c.set_velocity(sp, sp)
+        hal.counts[0] += sp // 500      # left follows, right does not: tracking error on the right
+        hal.fire(1)
+        if c.fault():
+            break
+    assert c.fault() == protocol.FAULT_TRACKING_RIGHT, c.fault()
+    c.clear_fault()
+    hal2, c2 = make(max_wheel_speed=5.0)
+    c2.enable(True)
+    for i in range(100):
+        c2.set_velocity(0, 0)
+        hal2.counts[1] += int(counts_per_s(c2, 10.0)) // 500    # pushed to twice the speed limit
+        hal2.fire(1)
+        if c2.fault():
+            break
+    assert c2.fault() == protocol.FAULT_OVERSPEED_RIGHT, c2.fault()
+
+
+def test_enable_zeroes_everything_stale():
+    hal, c = make(max_accel=5000.0)
+    sp = int(counts_per_s(c, 5.0))
+    # disabled: SET_VEL moves nothing and the state is still reported
+    for i in range(20):
+        c.set_velocity(sp, sp)
+        hal.counts[0] += 10
+        hal.fire(1)
+    assert hal.duty == [0, 0] and not hal.energized
+    assert c.status() & protocol.ST_ENABLED == 0
+    assert c.positions()[0] == 200
+    # enable: positions zero, command zero (the stale one is not replayed), integrator zero
+    assert c.enable(True)
+    assert c.positions() == (0, 0)
+    hal.fire(5)
+    assert c.st[fx.W_SP] == 0 and c.st[fx.W_SPC] == 0
+    assert hal.duty[0] <= 0     # only the measured speed (decaying) acts: never a jump forward
+    assert c.st[fx.W_I] <= 0
+
+
+def test_bumpless_gain_change():
+    hal, c = make(max_accel=5000.0)
+    c.enable(True)
+    sp = int(counts_per_s(c, 8.0))
+    for i in range(400):
+        c.set_velocity(sp, sp)
+        hal.counts[0] += sp // 500 - 2      # a steady tracking error keeps the P term busy
+        hal.counts[1] += sp // 500 - 2
+        hal.fire(1)
+    before = hal.duty[0]
+    v = dict(c.values)
+    v["kp"] = v["kp"] * 8
+    v["kv"] = v["kv"] * 0.5
+    c.configure(v)
+    hal.counts[0] += sp // 500 - 2
+    hal.counts[1] += sp // 500 - 2
+    c.set_velocity(sp, sp)
+    hal.fire(1)
+    jump = abs(hal.duty[0] - before)
+    print("output change at an 8x kp / 0.5x kv change: %d Q15 LSB (%.3f %% duty)" % (jump, jump / 327.68))
+    assert jump < 100, jump
+    # without the integrator transfer the same change would move the output by the P and kV terms' jump
+    rpc = TWO_PI / 4096
+    naive = abs(7 * c.values["kp"] / 8 * 2 * 500 * rpc - 0.5 * v["kv"] * 2 * sp * rpc) * 32768
+    print("(a gain switch without the transfer would jump by about %d Q15 LSB)" % naive)
+    assert naive > 10 * jump
+
+
+def test_loop_statistics_and_overruns():
+    hal, c = make(hz=500)
+    hal.fire(10)
+    hal.now_us += 2000                  # one period twice as long: an overrun
+    hal.fire(1)
+    s = c.stats()
+    assert s["period_min_us"] == 2000 and s["period_max_us"] == 4000, s
+    assert s["overruns"] == 1, s
+
+
+def test_low_speed_edge_timing():
+    # 1 count every 5 periods (100 counts/s at 500 Hz): counting alone sees 0,0,0,0,500 counts/s; the edge period
+    # (10 ms) gives the speed directly
+    hal, c = make(edge=True, vel_tau=0.0)
+    for i in range(100):
+        if i % 5 == 0:
+            hal.counts[0] += 1
+            hal.edges[0] = 10000
+        hal.fire(1)
+    vl = c.velocities()[0]
+    print("edge-timed speed at 100 counts/s: %d counts/s" % vl)
+    assert 95 <= vl <= 105, vl
+    # stopped: no edges -> the estimate decays and reaches zero
+    for i in range(200):
+        hal.fire(1)
+    assert c.velocities()[0] == 0
+
+
+def test_heap_lock_around_10000_steps():
+    # one command, then 20 s without: the deadman ramps to zero but de-energizes only after 60 s (the command
+    # path allocates; it is the slow path and stays outside the lock)
+    hal, c = make(kd=0.01, ks=0.05, deadband=0.02, ka=0.01, deadman_disable_ms=60000)
+    import telemetry
+    ring = telemetry.Ring(32)
+    c.attach_ring(ring.buf, ring.hdr, ring)
+    c.set_telemetry_div(5)
+    c.enable(True)
+    c.set_velocity(3000, -2000)
+    counts = hal.counts
+    n = 0
+    micropython.heap_lock()
+    try:
+        while n < 10000:
+            counts[0] += 6
+            counts[1] -= 4
+            hal.fire(1)
+            n += 1
+    finally:
+        micropython.heap_unlock()
+    assert n == 10000
+    assert ring.hdr[0] == 2000, ring.hdr[0]
+    assert hal.duty[0] != 0
+    print("10000 control steps (both wheels, telemetry on) under heap_lock: no allocation")
+
+
+def test_products_fit_32_bits_for_documented_ranges():
+    # The unix port is 64-bit, so an overflow there would pass silently: check every product of the step in
+    # Python integers for extreme gains (parameter table bounds) and extreme inputs, against +-2**31.
+    lim = 1 << 31
+    worst = 0
+    for hz in (100, 500, 1000):
+        for cpr in (16, 4096, 65536):
+            for pick in ("min", "max", "default"):
+                v = {}
+                for p in params.TABLE:
+                    v[p[params.NAME]] = {"min": p[params.MIN], "max": p[params.MAX],
+                                         "default": p[params.DEFAULT]}[pick]
+                words = control.fixed_gains(v, hz, cpr)
+                for g in (fx.K_AV, fx.K_P, fx.K_I, fx.K_AW, fx.K_AD, fx.K_D, fx.K_V, fx.K_A):
+                    m, s, xl = words[g], words[g + 1], words[g + 2]
+                    assert 0 <= m <= 32768 and 0 <= s <= 45 and 0 < xl < (1 << 30), (g, m, s, xl)
+                    for x in (xl, -xl, xl // 3, -(xl // 7), 1, -1):
+                        hi = (x >> 15) * m
+                        lo = (x & 0x7FFF) * m
+                        if s >= 15:
+                            t = (hi + (lo >> 15)) >> (s - 15)
+                            parts = (hi, lo, hi + (lo >> 15), t)
+                        else:
+                            t = (hi << (15 - s)) + (lo >> s)
+                            parts = (hi, lo, hi << (15 - s), t)
+                        for q in parts:
+                            worst = max(worst, abs(q))
+                            assert -lim <= q < lim, (hz, cpr, pick, g, x, q)
+                        # the term is the exact floor of x*m/2**s
+                        assert t == (x * m) >> s
+                # sums in the step: P - D + FF terms (each <= TERM_MAX + 1 LSB) + integrator (>> IQ)
+                assert 5 * (fx.TERM_MAX + 32768) < lim
+                # integrator: I (<= I_MAX) plus two terms of at most I_TERM_MAX (+ one LSB of gain rounding)
+                assert fx.I_MAX + 2 * (fx.I_TERM_MAX + 32768) < lim
+                # bumpless jump: bounded to TERM_MAX before the shift
+                assert fx.I_MAX + (fx.TERM_MAX << fx.IQ) < lim
+                # speeds in Q8: setpoints and raw speeds <= 2**28, so errors and derivative inputs < 2**30
+                assert words[fx.K_SPMAX] <= fx.V_MAX_COUNTS << fx.VQ
+                assert 4 * (fx.V_MAX_COUNTS << fx.VQ) <= (1 << 30)
+    print("largest intermediate over the documented ranges: %d (< 2**31 = %d)" % (worst, lim))

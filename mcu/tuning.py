@@ -1,0 +1,228 @@
+# REPL tuning: one import and one call start the control loop in the background and give the prompt back.
+#
+#   >>> import tuning
+#   >>> t = tuning.start()          # control timer + a _thread running the slow tasks; outputs off
+#   >>> t.gains()                   # current parameters
+#   >>> t.set("kp", 0.06)           # validated against the table, applied bumplessly
+#   >>> t.step(10.0)                # step both wheels to 10 rad/s: rise time, overshoot, settling time
+#   >>> t.speeds()                  # live wheel speeds, rad/s
+#   >>> t.save()                    # params.json, atomically
+#   >>> t.stop()
+#
+# Speeds here are wheel rad/s (SI, like the parameter table); the controller works in counts/s underneath.
+# docs/tuning.md walks through a session.
+import time
+
+import app as app_mod
+from shared import params as table
+
+TWO_PI = 6.283185307179586
+
+
+def step_metrics(samples, start, target, band=0.02):
+    """Step-response figures from samples [(t_s, speed), ...] after a setpoint step from start to target at t=0.
+
+    -> {"rise_s": 10 % -> 90 % of the step, "overshoot_pct": peak beyond target in % of the step (0 if none),
+        "settling_s": time after which the speed stays within band (fraction of the step) of target,
+        "final": mean of the last 10 % of samples}. None for a figure the data never reaches."""
+    span = target - start
+    if span == 0 or not samples:
+        raise ValueError("a step needs a nonzero size and samples")
+
+    def frac(y):
+        return (y - start) / span
+
+    t10 = t90 = None
+    peak = None
+    for t, y in samples:
+        f = frac(y)
+        if t10 is None and f >= 0.1:
+            t10 = t
+        if t90 is None and f >= 0.9:
+            t90 = t
+        if peak is None or f > peak:
+            peak = f
+    settle = 0.0
+    for t, y in samples:
+        if abs(frac(y) - 1.0) > band:
+            settle = None
+        elif settle is None:
+            settle = t
+    tail = samples[-max(1, len(samples) // 10):]
+    return {"rise_s": (t90 - t10) if t10 is not None and t90 is not None else None,
+            "overshoot_pct": max(0.0, (peak - 1.0) * 100.0),
+            "settling_s": settle,
+            "final": sum(y for _, y in tail) / len(tail)}
+
+
+def _fmt(x, unit, scale=1.0, digits=1):
+    if x is None:
+        return "not reached"
+    return ("%." + str(digits) + "f %s") % (x * scale, unit)
+
+
+class Tuner:
+    """The REPL handle on a running App (link off: the REPL owns the serial port)."""
+
+    def __init__(self, app, sleep_ms=None):
+        self.app = app
+        self.ctrl = app.ctrl
+        self.rpc = TWO_PI / app.cpr
+        self._sleep_ms = sleep_ms or time.sleep_ms
+        self._thread_running = False
+        self._stop = False
+
+    # ---- background slow loop ----
+
+    def _loop(self):
+        self._thread_running = True
+        try:
+            while not self._stop:
+                self.app.service()
+                self.app.hal.idle()
+        finally:
+            self._thread_running = False
+
+    def stop(self):
+        """Outputs off, control timer and slow loop stopped."""
+        self._stop = True
+        for _ in range(200):
+            if not self._thread_running:
+                break
+            self._sleep_ms(5)
+        self.app.stop()
+        print("tuning: stopped")
+
+    # ---- reading ----
+
+    def speeds(self):
+        """Live wheel speeds (left, right) in rad/s, from the board's own estimate."""
+        vl, vr = self.ctrl.velocities()
+        return vl * self.rpc, vr * self.rpc
+
+    def watch(self, seconds=2.0, every_ms=100):
+        """Print the live speeds, setpoints and outputs every every_ms for seconds."""
+        n = max(1, int(seconds * 1000 // every_ms))
+        for _ in range(n):
+            wl = self.ctrl.wheel(0)
+            wr = self.ctrl.wheel(1)
+            print("L %7.2f rad/s (sp %7.2f, out %+.3f)   R %7.2f rad/s (sp %7.2f, out %+.3f)" % (
+                wl["speed"] * self.rpc, wl["setpoint"] * self.rpc, wl["output"],
+                wr["speed"] * self.rpc, wr["setpoint"] * self.rpc, wr["output"]))
+            self._sleep_ms(every_ms)
+
+    def gains(self):
+        """Print every parameter with its unit and range."""
+        v = self.app.params.values
+        for p in table.TABLE:
+            print("%-18s %10.4g %-14s [%g, %g]" % (p[table.NAME], v[p[table.NAME]], p[table.UNIT], p[table.MIN],
+                                                  p[table.MAX]))
+
+    # ---- changing ----
+
+    def set(self, name, value):
+        """Set a parameter by name (validated against the table, applied bumplessly). True when applied."""
+        p = table.by_name(name)
+        if p is None:
+            print("tuning: no parameter %r (t.gains() lists them)" % name)
+            return False
+        reason = self.app.set_param(p[table.ID], value)
+        if reason is not None:
+            print("tuning: refused: %s" % reason)
+            return False
+        print("tuning: %s = %g %s" % (name, self.app.params.values[name], p[table.UNIT]))
+        return True
+
+    def save(self):
+        """Write params.json (atomic). True when saved."""
+        try:
+            self.app.save_params()
+        except OSError as e:
+            print("tuning: could not save %s: %s" % (self.app.params_path, e))
+            return False
+        print("tuning: saved to %s" % self.app.params_path)
+        return True
+
+    def enable(self, on=True):
+        if on and self.ctrl.fault():
+            print("tuning: fault %d latched: t.clear() first" % self.ctrl.fault())
+            return False
+        return self.app.enable(on)
+
+    def clear(self):
+        code = self.app.clear_fault()
+        print("tuning: cleared fault %d" % code)
+        return code
+
+    def drive(self, left, right, seconds, every_ms=20):
+        """Hold wheel speeds (rad/s) for seconds, refreshing the command faster than the deadman."""
+        cl = int(left / self.rpc)
+        cr = int(right / self.rpc)
+        n = max(1, int(seconds * 1000 // every_ms))
+        for _ in range(n):
+            self.ctrl.set_velocity(cl, cr)
+            self._sleep_ms(every_ms)
+
+    def step(self, speed=10.0, seconds=1.0, wheel=None, band=0.02):
+        """Step response from rest to speed (rad/s): both wheels (or wheel 0/1 alone) for seconds.
+
+        Uses the telemetry ring at the full control rate, so the samples are the board's own periods.
+        Prints and returns step_metrics() per wheel."""
+        app = self.app
+        if not self.enable(True):
+            return None
+        self.drive(0.0, 0.0, 0.2)
+        target_counts = int(speed / self.rpc)
+        cl = target_counts if wheel in (None, 0) else 0
+        cr = target_counts if wheel in (None, 1) else 0
+        ring = app.ring
+        ring.reset()
+        self.ctrl.set_telemetry_div(1)
+        samples = ([], [])
+        t0 = None
+        every_ms = 10
+        n = max(1, int(seconds * 1000 // every_ms))
+        for _ in range(n):
+            self.ctrl.set_velocity(cl, cr)
+            self._sleep_ms(every_ms)
+            for rec in ring.drain(64):
+                if t0 is None:
+                    t0 = rec[1]
+                t = ((rec[1] - t0) & 0x3FFFFFFF) / 1e6
+                samples[0].append((t, rec[3] * self.rpc))
+                samples[1].append((t, rec[7] * self.rpc))
+        self.ctrl.set_telemetry_div(app.hz // app.telemetry_hz if app.telemetry_hz else 0)
+        self.drive(0.0, 0.0, 0.3)
+        self.enable(False)
+        if ring.drops:
+            print("tuning: %d telemetry records were dropped (the REPL thread was late)" % ring.drops)
+        out = []
+        for w in (0, 1):
+            if (w == 0 and not cl) or (w == 1 and not cr):
+                out.append(None)
+                continue
+            m = step_metrics(samples[w], 0.0, speed, band)
+            out.append(m)
+            print("%s wheel: step 0 -> %.2f rad/s: rise %s, overshoot %.1f %%, settling (%g %%) %s, final %.2f rad/s"
+                  % ("left" if w == 0 else "right", speed, _fmt(m["rise_s"], "ms", 1000.0, 0), m["overshoot_pct"],
+                     band * 100, _fmt(m["settling_s"], "ms", 1000.0, 0), m["final"]))
+        return out
+
+
+def start(board_path="board.json", params_path="params.json", hal_board=None, cfg=None, background=True):
+    """Start the control loop (outputs off) and the slow tasks in a background _thread; return the Tuner."""
+    if cfg is None:
+        import boardcfg
+        cfg = boardcfg.load(board_path)
+    if hal_board is None:
+        import hal
+        hal_board = hal.load(cfg)
+    a = app_mod.App(hal_board, cfg, params_path=params_path, link=False)
+    a.start()
+    t = Tuner(a)
+    if background:
+        import _thread
+        _thread.start_new_thread(t._loop, ())
+    print("tuning: control loop at %d Hz, outputs off. t.gains(), t.set(name, value), t.step(rad_s), t.speeds(),"
+          " t.save(), t.stop()" % a.hz)
+    return t
