@@ -124,7 +124,7 @@ def test_antiwindup_leaves_saturation_quickly():
     c.enable(True)
     sp = int(counts_per_s(c, 10.0))
     fast = sp * 102 // 100          # counts/s after the release
-    for i in range(10 * hz):
+    for _ in range(10 * hz):
         c.set_velocity(sp, sp)
         hal.fire(1)
     assert c.status() & protocol.ST_SATURATED
@@ -149,7 +149,7 @@ def test_antiwindup_leaves_saturation_quickly():
     f.g["aw"] = 0.0                 # the same PID without back-calculation
     f.enable([0, 0])
     cnt = [0, 0]
-    for i in range(10 * hz):
+    for _ in range(10 * hz):
         f.set_velocity(sp, sp)
         f.step(cnt)
     leave_without = None
@@ -172,7 +172,7 @@ def test_no_derivative_kick_on_setpoint_step():
     # measurement, which did not move.
     hal, c = make(kd=0.2, max_accel=5000.0, kd_tau=0.002)
     c.enable(True)
-    for i in range(20):
+    for _i in range(20):
         c.set_velocity(0, 0)
         hal.fire(1)
     sp = int(counts_per_s(c, 5.0))
@@ -194,7 +194,7 @@ def _wrap_case(bits):
     start = top - 700
     hal.counts = [start, start]
     c.zero()
-    for i in range(50):
+    for _i in range(50):
         hal.counts[0] += 37            # crosses the wrap forwards
         hal.counts[1] -= 23            # and backwards from the start (no wrap) - then we test below
         hal.fire(1)
@@ -203,7 +203,7 @@ def _wrap_case(bits):
     assert pr == -50 * 23, pr
     hal.counts = [5, 5]
     c.zero()
-    for i in range(50):
+    for _i in range(50):
         hal.counts[1] -= 29            # crosses zero backwards: raw goes to 2**bits - ...
         hal.fire(1)
     assert c.positions()[1] == -50 * 29, c.positions()
@@ -223,7 +223,7 @@ def test_encoder_and_motor_signs_applied_once():
     hal, c = make(ms=(-1, 1), es=(-1, 1), max_accel=5000.0)
     c.enable(True)
     sp = int(counts_per_s(c, 5.0))
-    for i in range(10):
+    for _i in range(10):
         c.set_velocity(sp, sp)
         hal.counts[0] -= 3              # mirrored encoder: raw counts go down while the wheel goes forward
         hal.counts[1] += 3
@@ -263,7 +263,7 @@ def test_deadman_timing_and_ramp():
                   track_err_max=500.0)
     c.enable(True)
     sp = int(counts_per_s(c, 6.0))
-    for i in range(hz):
+    for _ in range(hz):
         c.set_velocity(sp, sp)
         hal.fire(1)
     assert c.st[fx.W_SP] == sp << 8
@@ -312,7 +312,7 @@ def test_stall_fault_latches_until_clear():
     assert c.status() & protocol.ST_FAULT and not c.status() & protocol.ST_ENABLED
     assert not hal.energized and hal.duty == [0, 0]
     # latched: commands and time do not clear it, ENABLE is refused
-    for i in range(100):
+    for _i in range(100):
         c.set_velocity(sp, sp)
         hal.fire(1)
     assert c.fault() and not c.enable(True) and not hal.energized
@@ -326,7 +326,7 @@ def test_tracking_and_overspeed_faults():
     hal, c = make(track_err_max=2.0, track_err_ms=100, stall_ms=10000, max_accel=5000.0)
     c.enable(True)
     sp = int(counts_per_s(c, 5.0))
-    for i in range(200):
+    for _i in range(200):
         c.set_velocity(sp, sp)
         hal.counts[0] += sp // 500      # left follows, right does not: tracking error on the right
         hal.fire(1)
@@ -336,7 +336,7 @@ def test_tracking_and_overspeed_faults():
     c.clear_fault()
     hal2, c2 = make(max_wheel_speed=5.0)
     c2.enable(True)
-    for i in range(100):
+    for _i in range(100):
         c2.set_velocity(0, 0)
         hal2.counts[1] += int(counts_per_s(c2, 10.0)) // 500    # pushed to twice the speed limit
         hal2.fire(1)
@@ -349,7 +349,7 @@ def test_enable_zeroes_everything_stale():
     hal, c = make(max_accel=5000.0)
     sp = int(counts_per_s(c, 5.0))
     # disabled: SET_VEL moves nothing and the state is still reported
-    for i in range(20):
+    for _i in range(20):
         c.set_velocity(sp, sp)
         hal.counts[0] += 10
         hal.fire(1)
@@ -369,7 +369,7 @@ def test_bumpless_gain_change():
     hal, c = make(max_accel=5000.0)
     c.enable(True)
     sp = int(counts_per_s(c, 8.0))
-    for i in range(400):
+    for _i in range(400):
         c.set_velocity(sp, sp)
         hal.counts[0] += sp // 500 - 2      # a steady tracking error keeps the P term busy
         hal.counts[1] += sp // 500 - 2
@@ -416,7 +416,7 @@ def test_low_speed_edge_timing():
     print("edge-timed speed at 100 counts/s: %d counts/s" % vl)
     assert 95 <= vl <= 105, vl
     # stopped: no edges -> the estimate decays and reaches zero
-    for i in range(200):
+    for _ in range(200):
         hal.fire(1)
     assert c.velocities()[0] == 0
 
