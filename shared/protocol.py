@@ -183,14 +183,29 @@ def encode_into(buf, cmd, payload_len):
     return n + OVERHEAD
 
 
+_COUNTER_MAX = const(0x3FFFFFFF)    # Parser counters wrap to 0 after this (see _count)
+
+
+def _count(c, k):
+    """(c + k) wrapped to [0, _COUNTER_MAX], without an intermediate value above _COUNTER_MAX.
+
+    2**30 - 1 is the largest small int on 32-bit MicroPython ports: one more and every increment would allocate a
+    long int, so the board's receive path would start allocating after ~1 GB of traffic (a day at 115200 baud).
+    """
+    if c <= _COUNTER_MAX - k:
+        return c + k
+    return c - _COUNTER_MAX - 1 + k
+
+
 class Parser:
     """Byte-stream deframer: feed(data) -> [(cmd, payload bytes), ...].
 
     Resynchronises after garbage, a bad length and a bad CRC: on an error it drops only the sync byte and
     hunts for the next 0xAA among the bytes it already holds, so a real frame that starts inside a broken one
     is still found. Every byte fed ends in exactly one place: a good frame (frame_bytes), garbage_bytes, or
-    the pending buffer, so bytes_in == frame_bytes + garbage_bytes + pending() at all times.
-    crc_errors and length_errors count events.
+    the pending buffer, so bytes_in == frame_bytes + garbage_bytes + pending() at all times (modulo 2**30: every
+    counter wraps to 0 after _COUNTER_MAX so it stays a small int on a 32-bit board). crc_errors and length_errors
+    count events.
 
     feed_byte(b) and poll() are the allocation-free core over one preallocated buffer: each returns the
     command code of a completed frame (payload readable as buf[3:3+payload_len] until the next call) or -1.
@@ -216,7 +231,7 @@ class Parser:
         """Drop a pending partial frame (counted as garbage); counters are kept."""
         self._drop(self.consumed)
         self.consumed = 0
-        self.garbage_bytes += self.n
+        self.garbage_bytes = _count(self.garbage_bytes, self.n)
         self.n = 0
 
     def _drop(self, k):
@@ -244,15 +259,15 @@ class Parser:
                 j = 1
                 while j < n and buf[j] != SYNC:
                     j += 1
-                self.garbage_bytes += j
+                self.garbage_bytes = _count(self.garbage_bytes, j)
                 self._drop(j)
                 continue
             if n < 2:
                 return -1
             ln = buf[1]
             if ln < 1 or ln > MAX_LEN:
-                self.length_errors += 1
-                self.garbage_bytes += 1
+                self.length_errors = _count(self.length_errors, 1)
+                self.garbage_bytes = _count(self.garbage_bytes, 1)
                 self._drop(1)
                 continue
             total = ln + OVERHEAD
@@ -260,12 +275,12 @@ class Parser:
                 return -1
             crc = crc16(buf, 0xFFFF, 1, total - 2)
             if (crc & 0xFF) != buf[total - 2] or (crc >> 8) != buf[total - 1]:
-                self.crc_errors += 1
-                self.garbage_bytes += 1
+                self.crc_errors = _count(self.crc_errors, 1)
+                self.garbage_bytes = _count(self.garbage_bytes, 1)
                 self._drop(1)
                 continue
-            self.frames += 1
-            self.frame_bytes += total
+            self.frames = _count(self.frames, 1)
+            self.frame_bytes = _count(self.frame_bytes, total)
             self.payload_len = ln - 1
             self.consumed = total
             return buf[2]
@@ -276,11 +291,13 @@ class Parser:
         if self.consumed:
             self._drop(self.consumed)
             self.consumed = 0
-        self.bytes_in += 1
+        c = self.bytes_in
+        self.bytes_in = c + 1 if c < _COUNTER_MAX else 0     # _count(c, 1), inlined: this runs for every byte
         n = self.n
         if n == 0 and b != SYNC:
             # fast path while hunting: nothing held, not a sync byte
-            self.garbage_bytes += 1
+            c = self.garbage_bytes
+            self.garbage_bytes = c + 1 if c < _COUNTER_MAX else 0
             return -1
         self.buf[n] = b
         self.n = n + 1

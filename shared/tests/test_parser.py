@@ -207,3 +207,28 @@ def test_counters_are_cumulative_across_many_errors():
     assert len(out) == 20 and all(o == (P.HELLO, b"") for o in out)
     assert p.length_errors == 20 and p.crc_errors == 20 and p.frames == 20
     assert p.garbage_bytes == sum(i % 12 for i in range(20)) + 20 * (2 + len(SV))
+
+
+def test_counters_wrap_below_the_small_int_limit():
+    # 2**30 - 1 is the largest small int on a 32-bit board: past it every increment would allocate. Each counter
+    # wraps to 0 there instead, and the byte accounting still adds up modulo 2**30.
+    top = 0x3FFFFFFF
+    p = P.Parser()
+    p.bytes_in = top - 5
+    p.garbage_bytes = top - 3
+    p.frame_bytes = top - 1       # consistent start: bytes_in == frame_bytes + garbage_bytes (mod 2**30)
+    p.frames = p.crc_errors = p.length_errors = top
+    out = feed_all_wrapped(p, GARBAGE + bytes((P.SYNC, 0)) + bad_crc(HELLO) + SV)
+    assert out == [(P.SET_VEL, SV[3:-2])]
+    assert p.bytes_in == len(GARBAGE) + 2 + len(HELLO) + len(SV) - 6
+    assert p.garbage_bytes == len(GARBAGE) + 2 + len(HELLO) - 4
+    assert p.frame_bytes == len(SV) - 2
+    assert p.frames == 0 and p.crc_errors == 0 and p.length_errors == 0
+    for name in ("bytes_in", "garbage_bytes", "frame_bytes", "frames", "crc_errors", "length_errors"):
+        assert 0 <= getattr(p, name) <= top, name
+
+
+def feed_all_wrapped(p, data):
+    out = p.feed(data)
+    assert (p.bytes_in - p.frame_bytes - p.garbage_bytes - p.pending()) % 0x40000000 == 0
+    return out
