@@ -9,6 +9,8 @@
 #   read_counts(buf)                buf: array('i', 2); writes the RAW counters (left, right) as
 #                                   non-negative ints in [0, 2**counter_bits). No allocation. Direction signs
 #                                   are applied by the firmware (control.py), in one place, from the config.
+#                                   32-bit counters are stored as their int32 bit pattern (array('i') cannot
+#                                   hold >= 2**31: those read back negative); wrap-safe deltas mask anyway.
 #   write_duty(left, right)         signed duty in Q15 (-32767..32767 = -100%..100%), RAW (sign applied by the
 #                                   firmware). No allocation. Ignored while de-energized.
 #   set_energized(on)               False: H-bridge outputs off (coast), duty forced to 0
@@ -23,11 +25,17 @@
 #   open_link()                     the host link stream: an object with readinto(buf) -> int|None
 #                                   (non-blocking; None or 0 when nothing is waiting), write(buf) -> int,
 #                                   close(). UART or USB CDC (stdin/stdout, Ctrl-C disabled) on hardware,
-#                                   a TCP socket in the virtual board.
+#                                   a TCP socket in the virtual board. hal/streams.py: the USB CDC stream
+#                                   calls micropython.kbd_intr(-1) when opened (0x03 is frame data, not
+#                                   Ctrl-C) and kbd_intr(3) in close(): close the link to get Ctrl-C back.
 #   free_heap()                     bytes free (gc.mem_free() where the port has it)
 #   edge_period_us(buf)             optional (hasattr): last encoder edge period per wheel in us, 0 if none,
-#                                   for low-speed velocity estimation
-#   idle()                          called by the slow loop when it has nothing to do (sleep ~1 ms)
+#                                   for low-speed velocity estimation (esp32: only with pin-IRQ decoding)
+#   idle()                          called by the slow loop when it has nothing to do (sleep ~1 ms).
+#                                   circuitpython (no timer IRQ, no threads): start_periodic only arms a
+#                                   schedule and idle() runs the step when it is due, so the slow loop must
+#                                   reach idle() at least once per control period; that backend also has
+#                                   ticks_diff(a, b), as CircuitPython's time module lacks it.
 #
 # The sim backend additionally takes the plant and the link stream from the virtual board:
 #   Board(cfg, plant=..., link=...)   plant.step(dt_s, duty_l_q15, duty_r_q15) advances the physics one

@@ -177,6 +177,19 @@ class Board:
             raise ValueError("usb_cdc.data is off: add usb_cdc.enable(console=True, data=True) to boot.py")
         return _SerialStream(usb_cdc.data)
 
+    def repl_pin_held(self):
+        """The boot switch (app.repl_requested): repl_pin at its active level (low with repl_pull "up")."""
+        if "repl_pin" not in self.cfg:
+            return False
+        up = self.cfg.get("repl_pull", "up") == "up"
+        p = digitalio.DigitalInOut(_pin(self.cfg["repl_pin"]))
+        try:
+            p.direction = digitalio.Direction.INPUT
+            p.pull = digitalio.Pull.UP if up else digitalio.Pull.DOWN
+            return p.value == (not up)
+        finally:
+            p.deinit()
+
     def free_heap(self):
         return gc.mem_free()
 

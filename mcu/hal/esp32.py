@@ -127,6 +127,9 @@ class Board:
         kind = cfg.get("encoder", "auto")
         self._enc_l = _make_encoder(kind, pins["left"], 0)
         self._enc_r = _make_encoder(kind, pins["right"], 1)
+        if isinstance(self._enc_l, _IrqEncoder):
+            # only the IRQ decoder times edges; the optional interface method exists only then (hasattr)
+            self.edge_period_us = self._edge_periods
         self._timer = None
         self._wdt = None
         self._cause = machine.reset_cause()
@@ -135,7 +138,7 @@ class Board:
         buf[0] = self._enc_l.count()
         buf[1] = self._enc_r.count()
 
-    def edge_period_us(self, buf):
+    def _edge_periods(self, buf):
         buf[0] = self._enc_l.period_us()
         buf[1] = self._enc_r.period_us()
 
