@@ -119,3 +119,19 @@ def test_payload_read_in_place_matches_unpack():
     mv = memoryview(p.buf)[3:3 + p.payload_len]
     assert P.unpack_set_vel(bytes(mv)) == (-123456, 654321)
     assert p.poll() == -1 and p.pending() == 0
+
+
+def test_counter_wrap_allocates_nothing():
+    # the wrap path itself (taken once per 2**30 counts on a board) under the lock
+    stream, frames, _ = make_stream(50)
+    p = P.Parser()
+    top = 0x3FFFFFFF
+    p.bytes_in = top - 100
+    p.frame_bytes = top - 100   # with garbage_bytes 0 the accounting starts consistent (mod 2**30)
+    p.garbage_bytes = 0
+    p.frames = p.crc_errors = p.length_errors = top - 2
+    got_frames, _, err, at = run_locked(p, stream)
+    assert err is None, "allocation at stream byte %d: %r" % (at, err)
+    assert got_frames == frames
+    assert p.bytes_in == len(stream) - 101 and p.frames == frames - 3
+    assert (p.bytes_in - p.frame_bytes - p.garbage_bytes - p.pending()) % 0x40000000 == 0
