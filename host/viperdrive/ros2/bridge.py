@@ -6,14 +6,15 @@ Out:  odom          nav_msgs/Odometry (pose + twist with the odometry's propagat
       /tf           tf2_msgs/TFMessage (odom -> base_link), when enable_odom_tf
       /diagnostics  diagnostic_msgs/DiagnosticArray (link counters, latency, board faults, loop jitter, cmd_vel)
 
-One thread runs the board loop at the robot file's update_rate on absolute deadlines (next += period; a late
-tick is counted, never made up by a burst): read the board, integrate odometry, take the newest cmd_vel samples
-into the DriveController, write the wheel command, publish at publish_rate. Everything that can lose the robot
-(Ctrl-C, SIGTERM, lost link, an exception) ends in shutdown(): zero command, board disabled, one last
-diagnostics message.
+One thread runs the board loop at the robot file's update_rate on absolute deadlines (viperdrive.loop: an overrun
+is counted and the missed deadlines skipped, never made up by a burst): take the new cmd_vel samples into the
+DriveController, read the board, integrate odometry, write the wheel command, publish at publish_rate.
+Everything that can lose the robot (Ctrl-C, SIGTERM, lost link, an exception) ends in shutdown(): zero command,
+board disabled, one last diagnostics message.
 """
 import logging
 import math
+import threading
 import time
 from collections import deque
 
@@ -21,7 +22,11 @@ from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsPublication
 from cyclonedds.core import InstanceState
 from cyclonedds.util import duration
 
+from ..drive import DriveController
 from ..errors import BadValue, UserError
+from ..loop import DriveLoop
+from ..odometry import Odometry
+from ..shared import protocol
 from . import msgs, qos
 from .node import RosNode, dds_topic_name, delete_entity, take_valid
 
@@ -167,27 +172,6 @@ class CmdVelInput:
                 "samples": self.samples, "type_switches": self.switches}
 
 
-class LoopTiming:
-    """Wake-up lateness of the fixed-rate loop (jitter) and overruns."""
-
-    def __init__(self, period: float):
-        self.period = period
-        self.late = deque(maxlen=JITTER_WINDOW)
-        self.ticks = 0
-        self.overruns = 0           # ticks that started a whole period or more late (their slot was lost)
-        self.max_late = 0.0
-        self.max_work = 0.0         # the longest tick body (s)
-
-    def record(self, lateness: float, work: float) -> None:
-        self.ticks += 1
-        self.late.append(lateness)
-        self.max_late = max(self.max_late, lateness)
-        self.max_work = max(self.max_work, work)
-
-    def percentile(self, q: float) -> float:
-        return _percentile(self.late, q)
-
-
 class Ros2Bridge:
     """The node. `run()` until stop() (or a signal handler calling it), Ctrl-C or a lost link; `shutdown()` is
     always called on the way out.
@@ -198,9 +182,6 @@ class Ros2Bridge:
 
     def __init__(self, board, config, namespace: str = "/", stamped: str | None = None, domain_id=None,
                  discovery=None, env=None, drive=None, odometry_factory=None):
-        from ..drive import DriveController
-        from ..odometry import Odometry
-
         self.board = board
         self.config = config
         ros = dict(config.ros2)
@@ -226,10 +207,12 @@ class Ros2Bridge:
         self._odometry_factory = odometry_factory if odometry_factory is not None else Odometry
         self.odometry = None
         self.node = RosNode(namespace, domain_id=domain_id, discovery=discovery, env=env)
-        self.timing = LoopTiming(self.period)
         self.warn = RateLimitedWarning()
         self.cmd = None
-        self._stop = False
+        self._stop = threading.Event()
+        self._next_publish = 0.0
+        self._next_diag = 0.0
+        self.drive_loop = None
         self._shut = False
         self.stop_reason = "stopped"
         self.published = {"odom": 0, "joint_states": 0, "tf": 0, "diagnostics": 0}
@@ -258,50 +241,29 @@ class Ros2Bridge:
         self.drive.reset()
         self.board.activate()
         self._activated = True
+        # after activate: the loop takes the board's encoder epoch as its baseline (a later restart of the
+        # encoders, e.g. a reconnect, resets the controller and the odometry baseline)
+        self.drive_loop = DriveLoop(self.board, self.drive, self.odometry, self.config.update_rate)
+        self._next_publish = time.monotonic()
+        self._next_diag = self._next_publish + DIAGNOSTICS_PERIOD_S
         log.info("board active; node on domain %d, namespace %s, cmd_vel %s", self.node.domain_id,
                  self.node.namespace, self.stamped)
 
     def stop(self, reason: str = "stop requested") -> None:
         """Ask run() to return after the current tick (safe from a signal handler)."""
         self.stop_reason = reason
-        self._stop = True
+        self._stop.set()
 
     # ---- the loop ----
     def run(self, duration_s: float | None = None) -> None:
-        """The fixed-rate loop on absolute deadlines, until stop(), Ctrl-C, duration_s or a lost link."""
+        """The fixed-rate loop (viperdrive.loop: absolute deadlines, overruns counted and skipped, never caught
+        up in a burst) until stop(), Ctrl-C, duration_s or a lost link; then shutdown()."""
         try:
             if not self._activated:
                 self.start()
-            t0 = time.monotonic()
-            deadline = t0
-            next_publish = t0
-            next_diag = t0 + DIAGNOSTICS_PERIOD_S
-            while not self._stop:
-                now = time.monotonic()
-                lateness = now - deadline
-                if lateness >= self.period:
-                    # a whole period lost (the OS or a blocking call held us): count it and start again from now
-                    # rather than running the missed ticks back to back (a burst of stale commands)
-                    self.timing.overruns += int(lateness // self.period)
-                    deadline = now
-                self.tick(now)
-                after = time.monotonic()
-                self.timing.record(max(0.0, lateness), after - now)
-                if after >= next_publish:
-                    self.publish_state()
-                    next_publish += self.publish_period
-                    if next_publish < after:
-                        next_publish = after + self.publish_period
-                if after >= next_diag:
-                    self.publish_diagnostics()
-                    next_diag += DIAGNOSTICS_PERIOD_S
-                if duration_s is not None and after - t0 >= duration_s:
-                    self.stop_reason = f"ran for {duration_s} s"
-                    break
-                deadline += self.period
-                delay = deadline - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
+            self.drive_loop.loop.run(self._step, duration=duration_s, stop=self._stop)
+            if not self._stop.is_set():
+                self.stop_reason = f"ran for {duration_s} s"
         except KeyboardInterrupt:
             self.stop_reason = "interrupted (Ctrl-C)"
         except UserError as e:
@@ -314,13 +276,25 @@ class Ros2Bridge:
             raise
         self.shutdown()
 
+    def _step(self, now: float, k: int):
+        self.tick(now)
+        after = time.monotonic()
+        if after >= self._next_publish:
+            self.publish_state()
+            # the publish grid keeps its phase; after a stall it restarts from now instead of bursting
+            self._next_publish += self.publish_period
+            if self._next_publish < after:
+                self._next_publish = after + self.publish_period
+        if after >= self._next_diag:
+            self.publish_diagnostics()
+            self._next_diag += DIAGNOSTICS_PERIOD_S
+            if self._next_diag < after:
+                self._next_diag = after + DIAGNOSTICS_PERIOD_S
+        return not self._stop.is_set()
+
     def tick(self, now: float) -> None:
-        """One loop period: read, odometry, commands, write."""
-        state = self.board.read()          # raises (LinkLost) only on persistent loss
-        self.last_state = state
-        if state.fresh:
-            self.odometry.update(state.counts[0], state.counts[1], state.velocity[0], state.velocity[1],
-                                 state.stamp)
+        """One loop period: the new cmd_vel samples into the controller, then read -> odometry -> update ->
+        write (DriveLoop.cycle, which also resets controller and odometry baseline when the board restarts)."""
         wall_minus_mono = time.time() - time.monotonic()
         cmds = self.cmd.poll(wall_minus_mono)
         taken = time.monotonic()
@@ -329,9 +303,8 @@ class Ros2Bridge:
             if stamp is not None:
                 self.command_age.append(taken - stamp)
         self.commands_in += len(cmds)
-        left, right = self.drive.update(now)
-        self.board.write(left, right)
-        self.last_wheels = (left, right)
+        self.last_state = self.drive_loop.cycle(now)    # raises (LinkLost) only on persistent loss
+        self.last_wheels = self.drive.kinematics.to_wheels(self.drive.v, self.drive.w)
 
     # ---- publishing ----
     def _write(self, writer, sample, what: str) -> None:
@@ -392,7 +365,6 @@ class Ros2Bridge:
         if diag.get("diag_error"):
             level, message = msgs.DIAG_WARN, "board diagnostics unavailable"
         if status_bits is not None:
-            from ..shared import protocol
             names = protocol.status_names(status_bits)
             if status_bits & protocol.ST_FAULT:
                 level, message = msgs.DIAG_ERROR, "FAULT latched: " + str(diag.get("fault", "see values"))
@@ -409,20 +381,16 @@ class Ros2Bridge:
         statuses.append(msgs.DiagnosticStatus(level=level, name=f"{who}: board", message=message,
                                               hardware_id=hw, values=values))
 
-        # loop timing
-        t = self.timing
-        loop_level = msgs.DIAG_WARN if t.overruns else msgs.DIAG_OK
+        # loop timing (viperdrive.loop.FixedRateLoop statistics: lateness = wake-up jitter, exec = tick body)
+        t = self.drive_loop.loop.stats() if self.drive_loop is not None else {}
+        overruns = t.get("overruns", 0)
         statuses.append(msgs.DiagnosticStatus(
-            level=loop_level, name=f"{who}: bridge loop",
-            message=f"{t.overruns} overruns" if t.overruns else "on time", hardware_id=hw,
+            level=msgs.DIAG_WARN if overruns else msgs.DIAG_OK, name=f"{who}: bridge loop",
+            message=f"{overruns} overruns" if overruns else "on time", hardware_id=hw,
             values=[msgs.KeyValue("update_rate_hz", _fmt(1.0 / self.period)),
-                    msgs.KeyValue("publish_rate_hz", _fmt(1.0 / self.publish_period)),
-                    msgs.KeyValue("ticks", str(t.ticks)), msgs.KeyValue("overruns", str(t.overruns)),
-                    msgs.KeyValue("jitter_p50_ms", _fmt(t.percentile(50) * 1e3)),
-                    msgs.KeyValue("jitter_p99_ms", _fmt(t.percentile(99) * 1e3)),
-                    msgs.KeyValue("jitter_max_ms", _fmt(t.max_late * 1e3)),
-                    msgs.KeyValue("tick_work_max_ms", _fmt(t.max_work * 1e3)),
-                    msgs.KeyValue("dropped_writes", str(self.dropped_writes))]
+                    msgs.KeyValue("publish_rate_hz", _fmt(1.0 / self.publish_period))]
+            + [msgs.KeyValue(k, _fmt(v)) for k, v in t.items() if k != "rate_hz"]
+            + [msgs.KeyValue("dropped_writes", str(self.dropped_writes))]
             + [msgs.KeyValue(f"published_{k}", str(v)) for k, v in self.published.items()]))
 
         # cmd_vel + drive controller
