@@ -101,9 +101,11 @@ class VirtualBoard:
         self.plant = plant_mod.Plant(desc, seed=opts["seed"])
         self.rng = plant_mod.Rng((self.plant.seed * 2654435761 + 12345) & 0xFFFFFFFF)
         self.plant_lock = _thread.allocate_lock()
-        self.link_server = net.LinkServer(*net.parse_hostport(opts["listen"], "--listen"))
+        # REPL mode: the REPL owns the console and the firmware runs without its link (tuning.start())
+        self.link_server = None if opts["repl"] else net.LinkServer(*net.parse_hostport(opts["listen"], "--listen"))
         import hal.sim
         self.link = hal.sim.PacedLink(self.link_server, baud=opts["baud"], rng=self.rng)
+        self.tuner = None
         self.control = None
         if opts["control"]:
             self.control = net.ControlServer(*net.parse_hostport(opts["control"], "--control"), self.handle)
@@ -171,10 +173,15 @@ class VirtualBoard:
         self.last_reset_cause = cause
         self.crashed = False
         self.boots += 1
-        if self.opts["repl"]:
-            return
         board = hal.load(self.board_cfg, plant=self.plant, link=self.link, reset_cause=cause)
         self.hal = board
+        if self.opts["repl"]:
+            import tuning
+            self.tuner = tuning.start(cfg=self.board_cfg, params_path=self.opts["params"], hal_board=board)
+            self.app = self.tuner.app
+            # the REPL's namespace is this script's: `t` is the live tuner, also after a watchdog reset
+            globals()["t"] = self.tuner
+            return
         app = __import__(self.opts["app"])
         self.app = app.App(board, self.board_cfg, params_path=self.opts["params"])
         self.app.start()
@@ -182,6 +189,14 @@ class VirtualBoard:
     def halt_firmware(self):
         """What a reset does to the running firmware: the control timer stops, the outputs go off."""
         board = self.hal
+        if self.tuner is not None:
+            # REPL mode: the tuner's slow-loop thread is this firmware's main loop; it stops with it
+            self.tuner._stop = True
+            for _ in range(100):
+                if not self.tuner._thread_running:
+                    break
+                time.sleep_ms(5)
+            self.tuner = None
         if board is not None:
             board.stop_periodic()
             board.set_energized(False)
@@ -221,6 +236,24 @@ class VirtualBoard:
             self.control.poll(0)
         if self.hal is not None and self.hal.watchdog_expired():
             self.watchdog_reset()
+
+    def background(self):
+        """REPL mode: the control endpoint and the watchdog check in a thread, the REPL keeps the console."""
+        def loop():
+            while True:
+                try:
+                    if self.control is not None:
+                        self.control.poll(5)
+                    else:
+                        time.sleep_ms(5)
+                    if self.hal is not None and self.hal.watchdog_expired():
+                        print("\nvboard: watchdog reset: the firmware restarts, `t` is the new tuner")
+                        self.watchdog_reset()
+                except Exception as e:  # noqa: BLE001 - keep serving; report once per failure
+                    sys.print_exception(e, sys.stderr)
+                    time.sleep_ms(100)
+
+        _thread.start_new_thread(loop, ())
 
     def run(self):
         while True:
@@ -341,13 +374,18 @@ def main(argv):
         sys.exit(2)
     if vb.control is not None:
         print("control on %s:%d" % (vb.control.host, vb.control.port))
-    print("listening on %s" % vb.link_server.url)
+    if vb.link_server is not None:
+        print("listening on %s" % vb.link_server.url)
     return vb
 
 
 if __name__ == "__main__":
     _vb = main(sys.argv[1:])
-    if not _vb.opts["repl"]:
+    if _vb.opts["repl"]:
+        _vb.background()
+        print("vboard: the firmware runs in the background on the simulated robot; t = tuning.start() was done"
+              " for you.\nTry: t.speeds()  t.gains()  t.set('kp', 0.06)  t.enable()  t.step(10.0)  t.save()")
+    else:
         try:
             _vb.run()
         except KeyboardInterrupt:
