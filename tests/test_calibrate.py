@@ -1,0 +1,211 @@
+"""Calibrations recover known parameters from simulated recordings (tolerances stated per test) and refuse bad
+data with a reason."""
+import math
+
+import numpy as np
+import pytest
+
+from viperdrive.calibrate import (CalibrationRefused, SpinRun, fit_feedforward, relay_autotune, umbmark,
+                                  wheel_separation_from_spin)
+
+# ----------------------------------------------------------------------------------------------- spin test
+
+
+def spin(b_odometry, b_true, commanded, slip=0.0):
+    """Wheels driven for `commanded` rad of odometry turn; the real robot turns commanded * b_odo / b_true."""
+    return SpinRun(commanded, commanded * b_odometry / b_true * (1 - slip))
+
+
+def test_spin_recovers_true_separation_in_two_iterations():
+    b_true, b = 0.1853, 0.152
+    for _ in range(2):
+        # a direction-dependent 1 % slip in the ccw direction only: averaging the directions halves its effect
+        res = wheel_separation_from_spin(b, [spin(b, b_true, 10.0, 0.01), spin(b, b_true, 10.0, 0.01),
+                                             spin(b, b_true, -10.0), spin(b, b_true, -10.0)])
+        assert res.ok, res.problems
+        b = res.new
+    assert b == pytest.approx(b_true, rel=0.006)           # tolerance: half the 1 % one-direction slip
+    assert res.ccw > res.cw
+    assert "wheel separation" in res.summary()
+
+
+def test_spin_refuses_one_direction_and_wrong_signs():
+    res = wheel_separation_from_spin(0.15, [SpinRun(10.0, 9.0), SpinRun(10.0, 9.1)])
+    assert not res.ok and any("clockwise" in p for p in res.problems)
+    with pytest.raises(CalibrationRefused, match="clockwise"):
+        res.require()
+    res = wheel_separation_from_spin(0.15, [SpinRun(10.0, -9.0), SpinRun(-10.0, -9.0)])
+    assert any("opposite sign" in p for p in res.problems)
+
+
+# ----------------------------------------------------------------------------------------------- UMBmark
+
+
+def _arc(pose, s_left, s_right, b):
+    x, y, th = pose
+    ds, dth = (s_left + s_right) / 2, (s_right - s_left) / b
+    if abs(dth) < 1e-12:
+        return x + ds * math.cos(th), y + ds * math.sin(th), th
+    r = ds / dth
+    return x + r * (math.sin(th + dth) - math.sin(th)), y - r * (math.cos(th + dth) - math.cos(th)), th + dth
+
+
+def square_run(direction, L, odo, true, rng=None, noise=0.0):
+    """Drive an L x L square by odometry (straight legs, 90-degree turns in place, cw: right turns) and return the
+    true end position. odo/true: dicts with left and right wheel radius rl, rr and wheelbase b."""
+    s = 1 if direction == "ccw" else -1
+    pose = (0.0, 0.0, 0.0)
+    for _ in range(4):
+        # straight leg: equal odometric distances -> wheel angles L / r_odo
+        phl, phr = L / odo["rl"], L / odo["rr"]
+        pose = _arc(pose, phl * true["rl"], phr * true["rr"], true["b"])
+        # turn in place by s * 90 deg according to odometry
+        arc = s * odo["b"] * math.pi / 4
+        phl, phr = -arc / odo["rl"], arc / odo["rr"]
+        pose = _arc(pose, phl * true["rl"], phr * true["rr"], true["b"])
+        if rng is not None:
+            pose = (pose[0] + rng.normal(0, noise), pose[1] + rng.normal(0, noise), pose[2] + rng.normal(0, noise / 4))
+    return np.array(pose[:2])
+
+
+def test_umbmark_recovers_diameter_ratio_and_wheelbase_and_reduces_error():
+    r, b, L = 0.0325, 0.152, 4.0
+    ed_true, eb_true = 1.004, 1.03
+    true = {"rl": r * 2 / (ed_true + 1), "rr": r * 2 * ed_true / (ed_true + 1), "b": b * eb_true}
+    nominal = {"rl": r, "rr": r, "b": b}
+    rng = np.random.default_rng(0)
+    cw = [square_run("cw", L, nominal, true, rng, 0.005) for _ in range(5)]
+    ccw = [square_run("ccw", L, nominal, true, rng, 0.005) for _ in range(5)]
+    res = umbmark(cw, ccw, L, b)
+    assert res.ok, res.problems
+    # tolerance: UMBmark's formulas are first order in alpha and beta. Here beta is 6 deg per 4 m leg and alpha
+    # 2.6 deg per corner, so second-order terms leave ~2e-3 on Eb (noise-free: 2.1e-3) and ~5e-5 on Ed;
+    # 5 mm / 1.25 mrad of random error per leg adds to that. Asserted: Ed within 5e-4, Eb within 3e-3.
+    assert res.diameter_ratio == pytest.approx(ed_true, abs=5e-4)
+    assert res.wheelbase_factor == pytest.approx(eb_true, abs=3e-3)
+    assert res.left_factor * r == pytest.approx(true["rl"], rel=5e-4)
+    # drive again with the corrected parameters: the systematic return error shrinks several-fold
+    corrected = {"rl": r * res.left_factor, "rr": r * res.right_factor, "b": res.wheelbase}
+    before = max(np.linalg.norm(np.mean(cw, axis=0)), np.linalg.norm(np.mean(ccw, axis=0)))
+    after = max(np.linalg.norm(square_run(d, L, corrected, true)) for d in ("cw", "ccw"))
+    assert after < before / 5
+    assert "Ed" in res.summary()
+
+
+def test_umbmark_refuses_too_few_runs_and_inconsistent_clusters():
+    res = umbmark([[0.1, 0.1]], [[0.1, -0.1]], 4.0, 0.15)
+    assert not res.ok and any("at least 3" in p for p in res.problems)
+    rng = np.random.default_rng(1)
+    res = umbmark(rng.normal(0, 0.3, (5, 2)), rng.normal(0, 0.3, (5, 2)), 4.0, 0.15)
+    assert not res.ok
+
+
+# ----------------------------------------------------------------------------------------------- feedforward
+
+KS, KV, KA = 0.08, 0.05, 0.01       # duty, duty/(rad/s), duty/(rad/s^2)
+
+
+def motor(u_of_t, duration, rng, dt=0.0005, sample=0.01, noise=0.02, invert=False):
+    """dw/dt = (u - kS sign(w) - kV w) / kA, with stiction at rest; speed sampled every `sample` s with noise."""
+    w = 0.0
+    ts, us, ws = [], [], []
+    n_sub = int(round(sample / dt))
+    for k in range(int(duration / sample)):
+        t = k * sample
+        u = u_of_t(t)
+        for _ in range(n_sub):
+            if abs(w) < 1e-9 and abs(u) <= KS:
+                w = 0.0                                  # static friction holds the wheel
+                continue
+            s = math.copysign(1.0, w) if abs(w) > 1e-9 else math.copysign(1.0, u)
+            w += (u - KS * s - KV * w) / KA * dt
+        ts.append(t)
+        us.append(u)
+        ws.append((-w if invert else w) + rng.normal(0, noise))
+    return np.array(ts), np.array(us), np.array(ws)
+
+
+def recordings(rng, directions=(1, -1), steps=True, **kw):
+    segs = []
+    for d in directions:
+        segs.append(motor(lambda t, d=d: d * min(0.9, 0.05 * t), 16.0, rng, **kw))         # quasistatic ramp
+        if steps:
+            for level in (0.4, 0.7):
+                segs.append(motor(lambda t, d=d, level=level: d * level if t < 0.6 else 0.0, 1.2, rng, **kw))
+    return segs
+
+
+def test_feedforward_recovers_gains_from_ramps_and_steps():
+    fit = fit_feedforward(recordings(np.random.default_rng(0)))
+    assert fit.ok, fit.problems
+    # tolerance: 5 % on each gain with 0.02 rad/s speed noise at 100 Hz
+    assert fit.ks == pytest.approx(KS, rel=0.05)
+    assert fit.kv == pytest.approx(KV, rel=0.05)
+    assert fit.ka == pytest.approx(KA, rel=0.05)
+    assert fit.r2 > 0.95 and fit.forward > 100 and fit.backward > 100
+    assert "kS" in fit.summary()
+
+
+def test_feedforward_refuses_bad_data_and_says_why():
+    rng = np.random.default_rng(1)
+    one_way = fit_feedforward(recordings(rng, directions=(1,)))
+    assert not one_way.ok and any("backward direction" in p for p in one_way.problems)
+    inverted = fit_feedforward(recordings(rng, invert=True))
+    assert not inverted.ok and any("inverted" in p for p in inverted.problems)
+    noisy = fit_feedforward(recordings(rng, noise=0.5))
+    assert not noisy.ok and any("R^2" in p for p in noisy.problems)
+    few = fit_feedforward([motor(lambda t: 0.5, 0.3, rng), motor(lambda t: -0.5, 0.3, rng)])
+    assert not few.ok and any("need at least" in p for p in few.problems)
+    with pytest.raises(CalibrationRefused):
+        few.require()
+
+
+# ----------------------------------------------------------------------------------------------- relay
+
+
+def relay_experiment(d=1.0, hysteresis=0.0, duration=40.0, dt=0.001):
+    """Relay feedback on G(s) = 1 / (s + 1)^3: Ku = 8 and Tu = 2 pi / sqrt(3) exactly."""
+    x = np.zeros(3)
+    u = d
+    ts, ys = [], []
+    for k in range(int(duration / dt)):
+        y = x[2]
+        if y > hysteresis:
+            u = -d
+        elif y < -hysteresis:
+            u = d
+        x = x + dt * np.array([u - x[0], x[0] - x[1], x[1] - x[2]])
+        ts.append(k * dt)
+        ys.append(y)
+    return np.array(ts), np.array(ys)
+
+
+def test_relay_recovers_ultimate_gain_and_period():
+    t, y = relay_experiment()
+    res = relay_autotune(t, y, relay_amplitude=1.0)
+    assert res.ok, res.problems
+    # tolerance: the describing function is an approximation; 3 % on Tu and 8 % on Ku for this plant
+    assert res.tu == pytest.approx(2 * math.pi / math.sqrt(3), rel=0.03)
+    assert res.ku == pytest.approx(8.0, rel=0.08)
+    assert res.rule == "tyreus-luyben" and res.kp == pytest.approx(res.ku / 3.2)
+    assert res.ki == pytest.approx(res.kp / (2.2 * res.tu)) and res.kd == 0.0
+    pid = relay_autotune(t, y, 1.0, controller="pid", rule="ziegler-nichols")
+    assert pid.kp == pytest.approx(0.6 * pid.ku) and pid.kd == pytest.approx(pid.kp * pid.tu / 8)
+    assert "Tyreus" in res.summary()
+
+
+def test_relay_exact_on_a_pure_sine_and_with_hysteresis():
+    t = np.arange(0, 20, 0.001)
+    y = 0.25 * np.sin(2 * math.pi * t / 2.0)
+    res = relay_autotune(t, y, relay_amplitude=2.0, hysteresis=0.05)
+    assert res.tu == pytest.approx(2.0, rel=1e-3)
+    assert res.ku == pytest.approx(4 * 2.0 / (math.pi * math.sqrt(0.25 ** 2 - 0.05 ** 2)), rel=1e-3)
+
+
+def test_relay_refuses_short_or_unsteady_records():
+    t = np.arange(0, 3, 0.001)
+    res = relay_autotune(t, np.sin(2 * math.pi * t), 1.0)
+    assert not res.ok and any("cycles" in p for p in res.problems)
+    t = np.arange(0, 20, 0.001)
+    res = relay_autotune(t, np.exp(-0.3 * t) * np.sin(2 * math.pi * t), 1.0)
+    assert not res.ok and any("amplitude varies" in p for p in res.problems)
