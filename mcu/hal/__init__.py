@@ -36,6 +36,8 @@
 #                                   schedule and idle() runs the step when it is due, so the slow loop must
 #                                   reach idle() at least once per control period; that backend also has
 #                                   ticks_diff(a, b), as CircuitPython's time module lacks it.
+#   deinit()                        optional (the hardware backends have it): outputs off, control timer
+#                                   stopped, encoder peripherals released; the watchdog cannot be stopped
 #
 # The sim backend additionally takes the plant and the link stream from the virtual board:
 #   Board(cfg, plant=..., link=...)   plant.step(dt_s, duty_l_q15, duty_r_q15) advances the physics one

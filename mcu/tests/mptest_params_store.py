@@ -83,6 +83,10 @@ def test_corrupt_files_give_defaults_never_raise():
         assert ps.load(p) is False, text
         assert ps.defaulted, text
         assert ps.values == table.defaults(), text
+    with open(p, "wb") as f:
+        f.write(b'\xff\xfe{"kp": \x80\x81}')    # not even UTF-8 (flash corruption)
+    ps = params_store.Params()
+    assert ps.load(p) is False and ps.defaulted and ps.values == table.defaults()
     _rm(p)
 
 
