@@ -214,11 +214,11 @@ def repl_requested(cfg, hal_board=None, exists=None):
     if hal_board is not None and hasattr(hal_board, "repl_pin_held"):
         return bool(hal_board.repl_pin_held())
     try:
-        import machine
-    except ImportError:
+        from machine import Pin
+    except ImportError:  # no machine.Pin on this port (the unix port): the file switch only
         return False
     up = cfg.get("repl_pull", "up") == "up"
-    pin = machine.Pin(cfg["repl_pin"], machine.Pin.IN, machine.Pin.PULL_UP if up else machine.Pin.PULL_DOWN)
+    pin = Pin(cfg["repl_pin"], Pin.IN, Pin.PULL_UP if up else Pin.PULL_DOWN)
     return pin.value() == (0 if up else 1)
 
 
