@@ -36,6 +36,37 @@ def test_diff_drive_controller_layout_and_nan_unlimited():
     assert c.wheel_separation == 0.3 and c.linear.max_velocity is None and c.linear.max_acceleration == 1.5
 
 
+def test_diff_drive_controller_file_loads(tmp_path):
+    f = tmp_path / "ddc.yaml"
+    f.write_text("""
+diff_drive_controller:
+  ros__parameters:
+    left_wheel_names: ["left_wheel_joint"]
+    right_wheel_names: ["right_wheel_joint"]
+    wheel_separation: 0.40
+    wheel_radius: 0.05
+    publish_rate: 50.0
+    odom_frame_id: odom
+    base_frame_id: base_footprint
+    pose_covariance_diagonal: [0.001, 0.001, 0.001, 0.001, 0.001, 0.01]
+    open_loop: false
+    enable_odom_tf: true
+    cmd_vel_timeout: 0.5
+    linear.x.has_velocity_limits: true
+    linear.x.max_velocity: 1.0
+    linear.x.min_velocity: -1.0
+    linear.x.has_acceleration_limits: false
+    linear.x.max_acceleration: 1.0
+    angular.z.max_velocity: 1.0
+""")
+    c = RobotConfig.load(f)
+    assert c.wheel_separation == 0.40 and c.ros2["base_frame_id"] == "base_footprint"
+    assert c.ros2["pose_covariance_diagonal"][5] == 0.01 and c.ros2["publish_rate"] == 50.0
+    assert c.linear.max_velocity == 1.0 and c.angular.max_velocity == 1.0
+    assert c.linear.max_acceleration is None                 # has_acceleration_limits: false
+    assert "left_wheel_names" in c.ignored and "linear.x.min_velocity" in c.ignored
+
+
 @pytest.mark.parametrize("data, words", [
     ({"wheel_radius": 7.0}, ["wheel_radius=7.0", "[0.005, 1.0] m"]),
     ({"wheel_radius": -0.1}, ["wheel_radius=-0.1", "outside"]),
@@ -47,7 +78,8 @@ def test_diff_drive_controller_layout_and_nan_unlimited():
     ({"ros2": {"odom_frame": "odom"}}, ["ros2.odom_frame", "odom_frame_id"]),
     ({"ros2": {"pose_covariance_diagonal": [1, 2]}}, ["6 finite numbers"]),
     ({"update_rate": 0.5}, ["update_rate=0.5", "[1.0, 1000.0] Hz"]),
-    ({"enable_odom_tf": True}, ["unknown key 'enable_odom_tf'"]),
+    ({"max_speed": 1.0}, ["unknown key 'max_speed'"]),
+    ({"publish_rate": 0.0}, ["ros2.publish_rate=0.0", "[0.1, 1000.0] Hz"]),
 ])
 def test_validation_messages(data, words):
     with pytest.raises(BadValue) as e:

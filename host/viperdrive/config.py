@@ -68,6 +68,7 @@ class RobotConfig:
     odometry: OdometryNoise = OdometryNoise()
     ros2: dict = field(default_factory=_default_ros2)
     source: str | None = None                   # the file it came from (None: defaults / a dict)
+    ignored: tuple = ()                         # diff_drive_controller keys read but without meaning here
 
     # ---- derived quantities: the one place the multipliers are applied ----
     @property
@@ -94,6 +95,23 @@ class RobotConfig:
         if not isinstance(data, dict):
             raise BadValue(f"{where}the robot file must be a mapping of keys to values, got {type(data).__name__}")
         flat = _flatten(_unwrap_ros(data))
+        ignored = []
+        for key in list(flat):
+            if key in _DDC_ROS2:
+                # diff_drive_controller keeps these at top level; here they belong to the bridge's sub-dict
+                flat.setdefault("ros2." + key, flat.pop(key))
+            elif key in _DDC_IGNORED or _ddc_axis_ignored(key):
+                ignored.append(key)
+        for axis in ("linear.x", "angular.z"):
+            for kind, names in (("velocity", ("max_velocity",)), ("acceleration", ("max_acceleration",
+                                                                                     "max_deceleration")),
+                                ("jerk", ("max_jerk",))):
+                # Humble's has_*_limits: false switches the limit off whatever its value
+                if flat.get(f"{axis}.has_{kind}_limits") is False:
+                    for n in names:
+                        flat.pop(f"{axis}.{n}", None)
+        for key in ignored:
+            flat.pop(key)
         kw: dict[str, Any] = {}
         axes = {"linear": {}, "angular": {}}
         noise: dict[str, Any] = {}
@@ -117,7 +135,7 @@ class RobotConfig:
             else:
                 kw[key] = checked
         return cls(linear=AxisLimits(**axes["linear"]), angular=AxisLimits(**axes["angular"]),
-                   odometry=OdometryNoise(**noise), ros2=ros2, source=source, **kw)
+                   odometry=OdometryNoise(**noise), ros2=ros2, source=source, ignored=tuple(ignored), **kw)
 
     @classmethod
     def load(cls, path) -> RobotConfig:
@@ -170,7 +188,7 @@ class RobotConfig:
         """Nested plain-data form (what a robot file holds); from_dict(to_dict()) == self."""
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name == "source":
+            if f.name in ("source", "ignored"):
                 continue
             value = getattr(self, f.name)
             if isinstance(value, AxisLimits):
@@ -221,6 +239,21 @@ for _axis, _u in (("linear.x", "m/s"), ("angular.z", "rad/s")):
     _SPECS[f"{_axis}.max_acceleration"] = ("f", 1e-6, 10000.0, True, _u + "^2")
     _SPECS[f"{_axis}.max_deceleration"] = ("f", 1e-6, 10000.0, True, _u + "^2")
     _SPECS[f"{_axis}.max_jerk"] = ("f", 1e-6, 1e6, True, _u + "^3")
+
+
+# diff_drive_controller parameters: bridge settings it keeps at top level, and ones without meaning here
+_DDC_ROS2 = {"odom_frame_id", "base_frame_id", "tf_frame_prefix", "publish_rate", "enable_odom_tf",
+             "pose_covariance_diagonal", "twist_covariance_diagonal", "use_stamped_vel"}
+_DDC_IGNORED = {"left_wheel_names", "right_wheel_names", "open_loop", "position_feedback",
+                "velocity_rolling_window_size", "tf_frame_prefix_enable", "wheels_per_side",
+                "publish_limited_velocity", "use_sim_time"}
+_DDC_AXIS_SUFFIXES = ("min_velocity", "min_acceleration", "min_jerk", "max_acceleration_reverse",
+                      "max_deceleration_reverse", "has_velocity_limits", "has_acceleration_limits",
+                      "has_jerk_limits")
+
+
+def _ddc_axis_ignored(key: str) -> bool:
+    return key.startswith(("linear.x.", "angular.z.")) and key.split(".", 2)[2] in _DDC_AXIS_SUFFIXES
 
 
 def _check(where: str, key: str, value, spec):
