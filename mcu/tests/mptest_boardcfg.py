@@ -166,3 +166,14 @@ def test_load_file_errors_name_the_file():
         f.write('{"backend": "sim", "counts_per_rev": 4096, "control_hz": 250}')
     assert boardcfg.load(path)["control_hz"] == 250
     os.remove(path)
+
+
+def test_every_key_is_documented():
+    with open("docs/board-config.md") as f:
+        doc = f.read()
+    for keys in (boardcfg._TOP_KEYS, boardcfg._WHEEL_KEYS, boardcfg._LINK_KEYS):
+        for k in keys:
+            if k != "comment":
+                assert "`%s`" % k in doc, "docs/board-config.md does not document %s" % k
+    for b in boardcfg.BACKENDS + boardcfg.DRIVERS + boardcfg.LINK_TYPES:
+        assert "`%s`" % b in doc or "**%s**" % b in doc, b
