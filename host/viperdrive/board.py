@@ -464,6 +464,11 @@ class Board:
             out.append(rec)
         return out
 
+    def sync_clock(self, samples: int = 5) -> dict:
+        """Another TIME burst (Link.sync_clock): call every few seconds so drift is tracked."""
+        self._require(configured=True)
+        return self.link.sync_clock(samples)
+
     def stats(self) -> dict:
         return {"cycles": self.cycles, "misses": self.misses, "total_misses": self.total_misses,
                 "epoch": self.epoch, "link": self.link.stats() if self.link else None}
