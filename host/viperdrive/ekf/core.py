@@ -100,7 +100,8 @@ class Ekf:
         self.n = len(self._idx)
         self._to_internal = -np.ones(STATE_SIZE, dtype=int)
         self._to_internal[self._idx] = np.arange(self.n)
-        self._angle_internal = [int(self._to_internal[a]) for a in ANGLES if self._to_internal[a] >= 0]
+        self._angle_internal = np.array([self._to_internal[a] for a in ANGLES if self._to_internal[a] >= 0])
+        self._layouts: dict = {}
         ix = np.ix_(self._idx, self._idx)
         self.Q = np.array(cfg.process_noise, dtype=float)[ix]
         self.x = np.array(cfg.initial_state, dtype=float)[self._idx]
@@ -218,27 +219,34 @@ class Ekf:
 
     # ------------------------------------------------------------------------------------------------ correction
 
-    def _correct(self, m: Measurement) -> str:
-        sel = m.mask & np.isfinite(m.values)
-        full_idx = np.nonzero(sel)[0]
-        idx = self._to_internal[full_idx]
-        keep = idx >= 0
-        if not keep.all():
+    def _layout(self, sel: np.ndarray):
+        """Index arrays for a measurement selecting `sel` (full order), cached: sensors repeat the same layout."""
+        key = sel.tobytes()
+        lay = self._layouts.get(key)
+        if lay is None:
+            full_idx = np.nonzero(sel)[0]
+            idx = self._to_internal[full_idx]
+            keep = idx >= 0
             full_idx, idx = full_idx[keep], idx[keep]
-        if len(idx) == 0:
+            angles = np.array([k for k, fi in enumerate(full_idx) if fi in ANGLES], dtype=int)
+            lay = self._layouts[key] = (full_idx, idx, angles, np.ix_(full_idx, full_idx))
+        return lay
+
+    def _correct(self, m: Measurement) -> str:
+        full_idx, idx, angles, rix = self._layout(m.mask & np.isfinite(m.values))
+        k = len(idx)
+        if k == 0:
             return NOTHING
         z = m.values[full_idx]
-        R = m.covariance[np.ix_(full_idx, full_idx)].copy()
+        R = m.covariance[rix]
         # robot_localization's repair of bad sensor covariances: negative variances are made positive and zero or
         # tiny ones raised to a floor, else S can be singular and one reading would own the state.
-        d = np.abs(np.diag(R))
-        np.fill_diagonal(R, np.maximum(d, MIN_MEASUREMENT_VARIANCE))
+        R.flat[::k + 1] = np.maximum(np.abs(R.diagonal()), MIN_MEASUREMENT_VARIANCE)
         innovation = z - self.x[idx]
-        for k, fi in enumerate(full_idx):
-            if fi in ANGLES:
-                innovation[k] = wrap(innovation[k])     # 179 deg vs -179 deg is 2 deg apart, not 358
+        if len(angles):
+            innovation[angles] = wrap(innovation[angles])     # 179 deg vs -179 deg is 2 deg apart, not 358
         PHt = self.P[:, idx]
-        S = PHt[idx, :] + R
+        S = PHt[idx] + R
         try:
             S_inv = np.linalg.inv(S)
         except np.linalg.LinAlgError:
@@ -249,13 +257,13 @@ class Ekf:
                 return REJECTED
         K = PHt @ S_inv
         self.x = self.x + K @ innovation
-        for a in self._angle_internal:
-            self.x[a] = wrap(self.x[a])
+        if len(self._angle_internal):
+            self.x[self._angle_internal] = wrap(self.x[self._angle_internal])
         IKH = self._eye.copy()
         IKH[:, idx] -= K
         # Joseph form: symmetric positive definite for any gain, not only the optimal one
-        self.P = IKH @ self.P @ IKH.T + K @ R @ K.T
-        self.P = 0.5 * (self.P + self.P.T)
+        P = IKH @ self.P @ IKH.T + K @ R @ K.T
+        self.P = 0.5 * (P + P.T)
         return USED
 
     def _initialize(self, m: Measurement) -> str:
@@ -271,8 +279,8 @@ class Ekf:
             R = m.covariance[np.ix_(full_idx, full_idx)].copy()
             np.fill_diagonal(R, np.maximum(np.abs(np.diag(R)), MIN_MEASUREMENT_VARIANCE))
             self.P[np.ix_(idx, idx)] = R
-        for a in self._angle_internal:
-            self.x[a] = wrap(self.x[a])
+        if len(self._angle_internal):
+            self.x[self._angle_internal] = wrap(self.x[self._angle_internal])
         self.initialized = True
         self.time = m.time
         return USED
