@@ -113,3 +113,30 @@ before = gc.mem_free()
 ODOM.update(13, 17)
 alloc = before - gc.mem_free()
 print("mcu_odometry update_us=%.3f alloc_bytes_per_update=%d" % (od, alloc))
+
+# the rp2 PIO counter, run by the instruction-level interpreter of the tests: the longest path between two pin
+# samples (with count requests) bounds the edge rate it follows at a given system clock
+sys.path.insert(0, root + "/mcu/tests")
+from mptest_hal_portable import Pio  # noqa: E402
+
+pio = Pio(portable.quadrature_pio_program())
+pio.run(30)
+longest = 0
+last = None
+state = 0
+for k in range(3000):
+    if k % 3 == 0:
+        state = portable.QUAD_UP[state]
+        pio.pins = state
+    if k % 5 == 0:
+        pio.tx.append(1)
+    for _ in range(20):
+        if pio.pc == portable.PIO_SAMPLE:
+            if last is not None and pio.cycles - last > longest:
+                longest = pio.cycles - last
+            last = pio.cycles
+        pio.step()
+    pio.rx = []
+ns = longest * 8.0      # 125 MHz: 8 ns per PIO cycle
+print("mcu_pio_quadrature program_words=%d longest_cycles_between_samples=%d sample_interval_ns_at_125mhz=%.0f "
+      "max_edge_rate_mhz=%.2f" % (len(pio.prog), longest, ns, 1000.0 / ns))
