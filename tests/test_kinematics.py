@@ -59,6 +59,23 @@ def test_rep103_signs():
     assert w > 0 and math.isclose(w, 0.05 / 0.2) and math.isclose(v, 0.075)
 
 
+@given(st.floats(0.01, 20.0), st.floats(0.01, 5.0), seps, radii)
+def test_rep103_signs_property(w, v, b, r):
+    # turning CCW in place: left backwards, right forwards, equal magnitude
+    left, right = k.twist_to_wheels(0.0, w, b, r)
+    assert left < 0 < right and math.isclose(-left, right)
+    # CW in place: the mirror image
+    left2, right2 = k.twist_to_wheels(0.0, -w, b, r)
+    assert (left2, right2) == (-left, -right)
+    # driving forward while turning left: the right (outer) wheel is faster
+    left, right = k.twist_to_wheels(v, w, b, r)
+    assert right > left and wheels_sign(k.wheels_to_twist(left, right, b, r)) == (1, 1)
+
+
+def wheels_sign(twist):
+    return tuple(int(math.copysign(1, x)) for x in twist)
+
+
 def test_envelope_brief_example():
     b, vmax = 0.152, 0.55
     w0 = k.max_angular(0.0, vmax, b)
