@@ -218,3 +218,11 @@ def test_complementary_filter():
     seen = [abs(wrapped.update(0.0, -math.pi + 0.05, 0.001)) for _ in range(2000)]
     assert min(seen) > math.pi - 0.051        # goes the short way through +-pi, never via 0
     assert wrapped.angle == pytest.approx(-math.pi + 0.05, abs=1e-3)
+
+
+def test_the_documented_example_config_loads_cleanly():
+    from pathlib import Path
+
+    cfg = load_config(Path(__file__).resolve().parents[1] / "docs" / "examples" / "ekf.yaml")
+    assert cfg.notes("unknown", "warning", "unsupported") == []
+    assert {s.name for s in cfg.sensors} == {"odom0", "imu0"} and cfg.two_d_mode and cfg.smooth_lagged_data
