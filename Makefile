@@ -22,7 +22,7 @@ $(STAMP): requirements.lock pyproject.toml
 	@touch $@
 
 $(STUBS_STAMP): $(STAMP)
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps --target $(STUBS) $(RP2_STUBS)
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --upgrade --target $(STUBS) $(RP2_STUBS)
 	@touch $@
 
 setup: $(STAMP) $(STUBS_STAMP)
