@@ -10,6 +10,7 @@ Discovery and domain come from the environment (ROS_DOMAIN_ID, ROS_AUTOMATIC_DIS
 """
 import argparse
 import json
+import random
 import sys
 import time
 
@@ -28,6 +29,8 @@ def main(argv=None) -> int:
     p.add_argument("--publish", type=float, default=2.0, help="s of publishing")
     p.add_argument("--listen", type=float, default=1.0, help="s of listening after publishing stopped")
     p.add_argument("--stale", type=float, default=0.0, help="stamp TwistStamped this many s in the past")
+    p.add_argument("--jitter", type=float, default=0.0,
+                   help="s of random extra delay per period (decorrelates the send phase from the bridge's tick)")
     a = p.parse_args(argv)
 
     node = RosNode(a.namespace)
@@ -66,6 +69,7 @@ def main(argv=None) -> int:
             time.sleep(0.02)
         out["matched_after"] = time.monotonic() - t0
     period = 1.0 / a.rate
+    rng = random.Random()
     start = time.monotonic()
     deadline = start
     while writer is not None and time.monotonic() - start < a.publish:
@@ -77,7 +81,7 @@ def main(argv=None) -> int:
             writer.write(twist)
         out["sent"] += 1
         drain()
-        deadline += period
+        deadline += period + (rng.uniform(0.0, a.jitter) if a.jitter else 0.0)
         time.sleep(max(0.0, deadline - time.monotonic()))
     out["stop_sent_at"] = time.monotonic()
     end = time.monotonic() + a.listen

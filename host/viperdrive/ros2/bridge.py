@@ -39,6 +39,11 @@ _CMD_TYPES = {TWIST: msgs.Twist, TWIST_STAMPED: msgs.TwistStamped}
 
 WARN_INTERVAL_S = 5.0           # a repeated warning (no publisher, wrong type) at most this often
 DIAGNOSTICS_PERIOD_S = 1.0      # diagnostic_updater's default rate
+# GET_DIAG is a blocking round trip on the serial line (~3 ms on a board, ~10 ms on the virtual one): inside a
+# 10 ms period it would cost an overrun every time. The board-side counters are therefore read at activation,
+# when STATE shows FAULT or DEADMAN (to name the fault; at most this often), and at shutdown; the periodic
+# diagnostics use the host-side link counters, which cost nothing on the wire.
+BOARD_DIAG_MIN_INTERVAL_S = 5.0
 JITTER_WINDOW = 512             # ticks of wake-up lateness kept for the percentiles
 LEFT_JOINT = "left_wheel_joint"     # diff_drive_controller's usual names; robot_state_publisher uses them
 RIGHT_JOINT = "right_wheel_joint"
@@ -213,6 +218,8 @@ class Ros2Bridge:
         self._next_publish = 0.0
         self._next_diag = 0.0
         self.drive_loop = None
+        self.board_diag: dict = {}          # the last GET_DIAG, decoded
+        self.board_diag_at: float | None = None
         self._shut = False
         self.stop_reason = "stopped"
         self.published = {"odom": 0, "joint_states": 0, "tf": 0, "diagnostics": 0}
@@ -244,6 +251,7 @@ class Ros2Bridge:
         # after activate: the loop takes the board's encoder epoch as its baseline (a later restart of the
         # encoders, e.g. a reconnect, resets the controller and the odometry baseline)
         self.drive_loop = DriveLoop(self.board, self.drive, self.odometry, self.config.update_rate)
+        self.refresh_board_diag()
         self._next_publish = time.monotonic()
         self._next_diag = self._next_publish + DIAGNOSTICS_PERIOD_S
         log.info("board active; node on domain %d, namespace %s, cmd_vel %s", self.node.domain_id,
@@ -276,9 +284,21 @@ class Ros2Bridge:
             raise
         self.shutdown()
 
+    def refresh_board_diag(self) -> None:
+        """GET_DIAG now (one serial round trip); a failure is reported in the diagnostics, never raised."""
+        try:
+            self.board_diag = self.board.diag()
+        except Exception as e:      # a diagnostics request must not stop the robot; say why it is missing
+            self.board_diag = {"diag_error": f"{type(e).__name__}: {e}"}
+        self.board_diag_at = time.monotonic()
+
     def _step(self, now: float, k: int):
         self.tick(now)
         after = time.monotonic()
+        status = getattr(self.last_state, "status", 0)
+        if status & (protocol.ST_FAULT | protocol.ST_DEADMAN) and (
+                self.board_diag_at is None or after - self.board_diag_at >= BOARD_DIAG_MIN_INTERVAL_S):
+            self.refresh_board_diag()
         if after >= self._next_publish:
             self.publish_state()
             # the publish grid keeps its phase; after a stall it restarts from now instead of bursting
@@ -354,10 +374,7 @@ class Ros2Bridge:
         who = "viperdrive" if self.node.namespace == "/" else f"viperdrive {self.node.namespace}"
 
         # link + board
-        try:
-            diag = self.board.diag() if self._activated and final is None else {}
-        except Exception as e:      # a diagnostics request must not kill the loop; report why it is missing
-            diag = {"diag_error": f"{type(e).__name__}: {e}"}
+        diag = self.board_diag
         state = self.last_state
         status_bits = getattr(state, "status", None)
         level = msgs.DIAG_OK
@@ -376,6 +393,12 @@ class Ros2Bridge:
             names = []
         values = [msgs.KeyValue("status", " ".join(names) if names else "-")]
         values += [msgs.KeyValue(k, _fmt(v)) for k, v in _flatten(diag)]
+        if self.board_diag_at is not None:
+            values.append(msgs.KeyValue("board_diag_age_s", _fmt(time.monotonic() - self.board_diag_at)))
+        try:    # host-side counters: live every time, no serial traffic
+            values += [msgs.KeyValue("host." + k, _fmt(v)) for k, v in _flatten(self.board.stats())]
+        except Exception as e:
+            values.append(msgs.KeyValue("host.stats_error", f"{type(e).__name__}: {e}"))
         if state is not None:
             values.append(msgs.KeyValue("fresh", str(bool(state.fresh))))
         statuses.append(msgs.DiagnosticStatus(level=level, name=f"{who}: board", message=message,
@@ -431,6 +454,8 @@ class Ros2Bridge:
         self._shut = True
         self.drive.reset()
         problems = []
+        if self._activated and not self.stop_reason.startswith("error"):
+            self.refresh_board_diag()       # the board's own counters for the last message
         if self._activated:
             for what, call in (("zero command", lambda: self.board.write(0.0, 0.0)),
                                ("deactivate", self.board.deactivate)):
