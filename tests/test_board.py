@@ -13,7 +13,8 @@ from viperdrive.link import Link
 from viperdrive.shared import params
 from viperdrive.shared import protocol as P
 
-CFG = RobotConfig(wheel_radius=0.0325, max_wheel_speed=0.55, update_rate=100.0)
+# 20 Hz: read() may wait up to 40 ms for a late reply, so a loaded test machine does not fake misses
+CFG = RobotConfig(wheel_radius=0.0325, max_wheel_speed=0.55, update_rate=20.0)
 CPR = 4096
 K = CPR / (2 * math.pi)
 
@@ -43,13 +44,16 @@ def test_lifecycle_end_to_end(responder):
         tail = responder.received[-4:]
         assert tail == [P.SET_VEL, P.ZERO, P.ENABLE, P.SET_VEL]
         assert first.enabled and first.fresh and first.counts == (0, 0)
+        t_start = time.monotonic()
         states = [cycle(board, 2.0, -1.0) for _ in range(30)]
+        elapsed = time.monotonic() - t_start
         assert responder.last_set_vel == (round(2.0 * K), round(-1.0 * K))
         assert all(s.fresh for s in states[1:])
         last = board.read()
         # position in rad = 2*pi*counts/cpr; velocity is the board's estimate in rad/s
         assert last.position == pytest.approx((2 * math.pi * last.counts[0] / CPR, 2 * math.pi * last.counts[1] / CPR))
-        assert last.position[0] == pytest.approx(2.0 * 0.3, rel=0.35) and last.position[1] < 0
+        # the responder integrates the commanded 2 rad/s over the time the loop ran (30 cycles of >= 10 ms)
+        assert 2.0 * 0.29 * 0.9 <= last.position[0] <= 2.0 * elapsed * 1.05 and last.position[1] < 0
         assert last.velocity == pytest.approx((round(2.0 * K) / K, round(-1.0 * K) / K))
         board.deactivate()
         assert responder.enabled is False and responder.last_set_vel == (0, 0)

@@ -89,18 +89,19 @@ def test_permission_denied_hint_and_socket_refused():
 
 
 def test_clock_sync_offset_drift_and_wrap():
-    # the board clock starts 0.4 s before its u32 wrap and runs 2000 ppm fast
-    with Responder(clock_offset_us=2**32 - 400_000, clock_drift_ppm=2000.0) as r, Link(r.url) as link:
+    # the board clock starts 0.4 s before its u32 wrap and runs 2 % fast (a big drift: the test must see it
+    # through localhost scheduling noise on a loaded machine)
+    with Responder(clock_offset_us=2**32 - 400_000, clock_drift_ppm=20000.0) as r, Link(r.url) as link:
         first = link.sync_clock(8)
         assert first["delay_s"] < 0.05
         for _ in range(6):
             time.sleep(0.2)
             link.sync_clock(8)
         drift = link.clock_drift_ppm
-        assert drift == pytest.approx(2000.0, abs=400.0)
+        assert drift == pytest.approx(20000.0, abs=2000.0)
         # after the wrap, a board stamp still maps to the host time it was taken at
         now = time.monotonic()
-        assert link.board_to_host(r.board_us()) == pytest.approx(now, abs=0.003)
+        assert link.board_to_host(r.board_us()) == pytest.approx(now, abs=0.005)
         s = link.stats()
         assert s["rtt_n"] >= 48 and s["rtt_p50_ms"] <= s["rtt_p99_ms"] <= s["rtt_max_ms"]
 
