@@ -15,7 +15,7 @@ try:
                            G_WDT, IO_DL, IO_DR, IO_T0, IO_T1, REQ_CLEAR, REQ_DISABLE, REQ_ENABLE, REQ_ZERO, W_POS,
                            W_SPN, W_VEL, WS)
 except (ImportError, SyntaxError):  # no viper emitter (CircuitPython): controller() returns the float law
-    fx = None
+    fx = None  # type: ignore[assignment]
 
 TWO_PI = 6.283185307179586
 SIGN_BIT = -2147483648
