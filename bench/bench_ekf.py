@@ -20,7 +20,7 @@ from viperdrive.ekf import Ekf, EkfConfig, Measurement
 from viperdrive.ekf.core import PLANAR, _planar_model, _spatial_model
 from viperdrive.ekf.sim import simulate_run, write_mcap
 
-STEPS = 4000
+STEPS = 2000
 
 
 def _measurements(rng, steps, dt):
@@ -45,17 +45,15 @@ class _SameModelEKF(ExtendedKalmanFilter):
         self.x = self.next_x
 
 
-def bench_pair(two_d: bool):
-    rng = np.random.default_rng(0)
-    dt = 0.01
-    ms = _measurements(rng, STEPS, dt)
-    cfg = EkfConfig(two_d_mode=two_d, initial_covariance=np.eye(15) * 0.1)
+def _run_ours(two_d, cfg, ms):
     ekf = Ekf(cfg)
     t0 = time.perf_counter()
     for m in ms:
         ekf.process(m)
-    ours = STEPS / (time.perf_counter() - t0)
+    return len(ms) / (time.perf_counter() - t0)
 
+
+def _run_filterpy(two_d, cfg, ms):
     idx_full = np.array(PLANAR) if two_d else np.arange(15)
     n = len(idx_full)
     model = _planar_model if two_d else _spatial_model
@@ -67,6 +65,7 @@ def bench_pair(two_d: bool):
     fp.x = np.zeros(n)
     fp.P = np.eye(n) * 0.1
     t_prev = 0.0
+    rix = np.ix_([0, 1, 5], [0, 1, 5])
     t0 = time.perf_counter()
     for m in ms:
         step = m.time - t_prev
@@ -74,9 +73,19 @@ def bench_pair(two_d: bool):
         fp.next_x, fp.F = model(fp.x, step)
         fp.Q = Q * step
         fp.predict()
-        fp.update(m.values[[0, 1, 5]], HJacobian=lambda x: H, Hx=lambda x: H @ x, R=m.covariance[np.ix_(
-            [0, 1, 5], [0, 1, 5])])
-    theirs = STEPS / (time.perf_counter() - t0)
+        fp.update(m.values[[0, 1, 5]], HJacobian=lambda x: H, Hx=lambda x: H @ x, R=m.covariance[rix])
+    return len(ms) / (time.perf_counter() - t0)
+
+
+def bench_pair(two_d: bool, repeats: int = 5):
+    """Best of `repeats` alternating runs of each (the machine is shared: the best run is the least disturbed)."""
+    rng = np.random.default_rng(0)
+    ms = _measurements(rng, STEPS, 0.01)
+    cfg = EkfConfig(two_d_mode=two_d, initial_covariance=np.eye(15) * 0.1)
+    ours = theirs = 0.0
+    for _ in range(repeats):
+        ours = max(ours, _run_ours(two_d, cfg, ms))
+        theirs = max(theirs, _run_filterpy(two_d, cfg, ms))
     return ours, theirs
 
 
