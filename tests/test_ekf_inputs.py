@@ -226,3 +226,12 @@ def test_the_documented_example_config_loads_cleanly():
     cfg = load_config(Path(__file__).resolve().parents[1] / "docs" / "examples" / "ekf.yaml")
     assert cfg.notes("unknown", "warning", "unsupported") == []
     assert {s.name for s in cfg.sensors} == {"odom0", "imu0"} and cfg.two_d_mode and cfg.smooth_lagged_data
+
+
+def test_ros2_wildcard_parameters_apply_to_the_node():
+    doc = {"/**": {"ros__parameters": {"use_sim_time": True, "frequency": 10.0}},
+           "ekf_filter_node": {"ros__parameters": {"frequency": 40.0, "two_d_mode": True}}}
+    cfg = config_from_dict(doc)
+    assert cfg.node == "ekf_filter_node" and cfg.frequency == 40.0 and cfg.two_d_mode
+    assert any(n.startswith("use_sim_time") for n in cfg.notes("no_effect"))
+    assert config_from_dict({"/**": {"ros__parameters": {"frequency": 12.0}}}).frequency == 12.0

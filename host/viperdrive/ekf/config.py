@@ -113,23 +113,28 @@ def load_config(path, node: str | None = None) -> FilterConfig:
 
 
 def _parameters(doc, source, node):
-    """The parameter dict of the chosen node (or the flat file itself) and that node's name."""
+    """The parameter dict of the chosen node (or the flat file itself) and that node's name. Parameters under the
+    ROS 2 wildcard `/**` apply to every node, as ros2 launch applies them; the node's own keys win."""
     if not isinstance(doc, dict):
         raise ConfigError(f"{source}: expected a mapping of parameters, got {type(doc).__name__}")
-    nodes = {k: v for k, v in doc.items() if isinstance(v, dict) and isinstance(v.get("ros__parameters"), dict)}
     if "ros__parameters" in doc and isinstance(doc["ros__parameters"], dict):
         return doc["ros__parameters"], None
+    nodes = {k: v["ros__parameters"] for k, v in doc.items()
+             if isinstance(v, dict) and isinstance(v.get("ros__parameters"), dict)}
     if not nodes:
         return doc, None       # flat file
+    wildcard = nodes.pop("/**", {})
     if node is not None:
         if node not in nodes:
-            raise ConfigError(f"{source}: no node '{node}' (nodes with ros__parameters: {', '.join(nodes)})")
-        return nodes[node]["ros__parameters"], node
+            raise ConfigError(f"{source}: no node '{node}' (nodes with ros__parameters: {', '.join(nodes) or 'none'})")
+        return {**wildcard, **nodes[node]}, node
     if len(nodes) > 1:
         raise ConfigError(f"{source}: {len(nodes)} nodes have ros__parameters ({', '.join(nodes)}): choose one with "
                           f"--node")
+    if not nodes:
+        return wildcard, "/**"
     (name, body), = nodes.items()
-    return body["ros__parameters"], name
+    return {**wildcard, **body}, name
 
 
 def _bool(p, key, source, default):
