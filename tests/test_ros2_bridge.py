@@ -232,6 +232,29 @@ def test_lost_link_stops_with_exit_code_8_and_a_last_diagnostics(tmp_path):
     assert "shutting down: error: " in bridge.stderr()
 
 
+def test_a_latched_board_fault_is_an_error_in_diagnostics_with_its_name(tmp_path):
+    from viperdrive.sim import VirtualBoard
+    with VirtualBoard() as vb:
+        bridge = Bridge(tmp_path, "--namespace", "robot_f", port=vb.url)
+        try:
+            driver = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", "robot_f",
+                                       "--type", "stamped", "--v", "0.2", "--publish", "4", "--listen", "2"],
+                                      env=peer_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(2.0)
+            assert vb.fault("stall", wheel="left", on=True)["ok"]     # the left wheel is held: stall fault
+            out, err = driver.communicate(timeout=30)
+        finally:
+            assert bridge.stop() == 0, bridge.stderr()
+    rec = json.loads(out)
+    board = [(t, st) for t, sts in rec["diagnostics"] for st in sts if st[1] == "viperdrive /robot_f: board"]
+    before = [st for t, st in board if st[0] == 0]
+    after = [st for t, st in board if st[0] == 2]
+    assert before and before[0][3]["status"] == "ENABLED"
+    assert after, [st[2] for _, st in board]
+    assert after[-1][2].startswith("FAULT latched: left wheel") and after[-1][3]["status"] == "FAULT"
+    assert "board FAULT latched: left wheel" in bridge.stderr()
+
+
 @pytest.mark.skipif(os.name != "posix", reason="signals")
 def test_sigterm_is_a_clean_stop_too(tmp_path):
     bridge = Bridge(tmp_path, "--namespace", "robot_s", "--duration", "30")

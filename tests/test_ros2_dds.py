@@ -33,6 +33,7 @@ from viperdrive.ros2.node import (
     resolve_domain_id,
     resolve_topic,
     ros_topic_from_dds,
+    take_valid,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -189,7 +190,7 @@ def test_another_process_publishes_twist_stamped_and_we_receive_it_and_ddsls_lis
             got = []
 
             def receive():
-                got.extend(reader.take(16))
+                got.extend(take_valid(reader, 16))
                 return len(got) >= 5
             assert wait_for(receive, 10.0)
             s = got[-1]

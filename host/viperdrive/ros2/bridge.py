@@ -220,6 +220,7 @@ class Ros2Bridge:
         self.drive_loop = None
         self.board_diag: dict = {}          # the last GET_DIAG, decoded
         self.board_diag_at: float | None = None
+        self._alarm_bits = 0                # FAULT|DEADMAN bits of STATE when GET_DIAG was last read
         self._shut = False
         self.stop_reason = "stopped"
         self.published = {"odom": 0, "joint_states": 0, "tf": 0, "diagnostics": 0}
@@ -295,10 +296,16 @@ class Ros2Bridge:
     def _step(self, now: float, k: int):
         self.tick(now)
         after = time.monotonic()
-        status = getattr(self.last_state, "status", 0)
-        if status & (protocol.ST_FAULT | protocol.ST_DEADMAN) and (
-                self.board_diag_at is None or after - self.board_diag_at >= BOARD_DIAG_MIN_INTERVAL_S):
+        alarm = getattr(self.last_state, "status", 0) & (protocol.ST_FAULT | protocol.ST_DEADMAN)
+        if alarm != self._alarm_bits or (alarm and after - self.board_diag_at >= BOARD_DIAG_MIN_INTERVAL_S):
+            # FAULT/DEADMAN appeared or went away: read the board's account of it now (the fault's name), then
+            # while it lasts at most every BOARD_DIAG_MIN_INTERVAL_S
+            self._alarm_bits = alarm
             self.refresh_board_diag()
+            if alarm & protocol.ST_FAULT:
+                self.warn("fault", f"board FAULT latched: {self.board_diag.get('fault', '?')}; outputs are off "
+                                   "until it is cleared (stop the bridge, Board.clear_fault() / the CLI's "
+                                   "clear-fault, restart)")
         if after >= self._next_publish:
             self.publish_state()
             # the publish grid keeps its phase; after a stall it restarts from now instead of bursting
