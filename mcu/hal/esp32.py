@@ -189,7 +189,7 @@ class Board:
 
     def reset_cause(self):
         c = self._cause
-        if c == WDT_RESET:
+        if c == machine.WDT_RESET:
             return protocol.RESET_WATCHDOG
         if c == machine.PWRON_RESET:
             return protocol.RESET_POWER_ON

@@ -1,0 +1,647 @@
+# The hardware backends driven end to end on the unix port, with test doubles of the PORT modules (machine,
+# rp2, pyb, CircuitPython's board/digitalio/pwmio/rotaryio/microcontroller): the backend code itself runs
+# unchanged. The rp2 double runs the real PIO program words on the instruction-level interpreter of
+# mptest_hal_portable, so Board.read_counts goes put -> PIO program -> get -> viper copy. This checks every
+# backend path (counts, duty mapping per driver, energize, periodic, watchdog, reset cause, link), not the
+# port APIs themselves, which only the boards can.
+import sys
+from array import array
+
+from mptest_hal_portable import Pio, _seq
+from shared import protocol
+
+import boardcfg
+
+BOARDS = "mcu/boards/"
+
+
+# ---- machine (rp2 / esp32 flavour) ----
+
+class FakePin:
+    IN = 0
+    OUT = 1
+    PULL_UP = 1
+    PULL_DOWN = 2
+    IRQ_RISING = 1
+    IRQ_FALLING = 2
+    levels: dict = {}
+    irqs: dict = {}
+
+    def __init__(self, pid, mode=None, pull=None, value=None):
+        self.id = pid
+        if value is not None:
+            FakePin.levels[pid] = value
+
+    def value(self, v=None):
+        if v is None:
+            return FakePin.levels.get(self.id, 0)
+        FakePin.levels[self.id] = v
+
+    def irq(self, handler=None, trigger=0, hard=False):
+        FakePin.irqs[self.id] = handler
+
+
+class FakePWM:
+    all: dict = {}
+
+    def __init__(self, pin, freq=0, duty_u16=0):
+        self.pin = pin.id
+        self.freq = freq
+        self.duty = duty_u16
+        FakePWM.all[pin.id] = self
+
+    def duty_u16(self, v):
+        self.duty = v
+
+
+class FakeTimer:
+    PERIODIC = 1
+    last = None
+    accept_hard = True
+
+    def __init__(self, tid, mode=None, freq=0, callback=None, **kw):
+        if "hard" in kw and not FakeTimer.accept_hard:
+            raise TypeError("unexpected keyword argument 'hard'")
+        self.tid = tid
+        self.freq = freq
+        self.callback = callback
+        self.hard = kw.get("hard", False)
+        self.running = True
+        FakeTimer.last = self
+
+    def deinit(self):
+        self.running = False
+
+
+class FakeWDT:
+    last = None
+
+    def __init__(self, timeout=0):
+        self.timeout = timeout
+        self.feeds = 0
+        FakeWDT.last = self
+
+    def feed(self):
+        self.feeds += 1
+
+
+class FakeEncoder:
+    units: dict = {}
+
+    def __init__(self, unit, pa, pb, phases=1):
+        assert phases == 4
+        self.unit = unit
+        self.count = 0
+        self.deinited = False
+        FakeEncoder.units[unit] = self
+
+    def value(self, v=None):
+        old = self.count
+        if v is not None:
+            self.count = v
+        return old
+
+    def deinit(self):
+        self.deinited = True
+
+
+class FakeUART:
+    last = None
+
+    def __init__(self, uid, **kw):
+        self.id = uid
+        self.kw = kw
+        FakeUART.last = self
+
+    def any(self):
+        return 0
+
+
+class FakeMachine:
+    PWRON_RESET = 1
+    HARD_RESET = 2
+    WDT_RESET = 3
+    DEEPSLEEP_RESET = 4
+    SOFT_RESET = 5
+    Pin = FakePin
+    PWM = FakePWM
+    Timer = FakeTimer
+    WDT = FakeWDT
+    UART = FakeUART
+    cause = WDT_RESET
+    irq_state = 0
+
+    def reset_cause(self):
+        return FakeMachine.cause
+
+    def disable_irq(self):
+        FakeMachine.irq_state += 1
+        return 7
+
+    def enable_irq(self, state):
+        assert state == 7
+        FakeMachine.irq_state -= 1
+
+
+class FakeMachineWithEncoder(FakeMachine):
+    Encoder = FakeEncoder
+
+
+# ---- rp2: asm_pio collects the words, StateMachine runs them ----
+
+class FakeSM:
+    def __init__(self, sm_id, prog, in_base=None):
+        self.id = sm_id
+        self.pio = Pio(prog["words"])
+        self.base = in_base.id
+        self.on = False
+
+    def active(self, v=None):
+        if v is not None:
+            self.on = bool(v)
+        return self.on
+
+    def run(self, n):
+        for _ in range(n):
+            self.pio.pins = FakePin.levels.get(self.base, 0) | (FakePin.levels.get(self.base + 1, 0) << 1)
+            self.pio.step()
+
+    def put(self, v):
+        self.pio.tx.append(v)
+
+    def get(self, buf):
+        for _ in range(100):
+            if self.pio.rx:
+                w = self.pio.rx.pop(0)
+                buf[0] = w - (1 << 32) if w & 0x80000000 else w
+                return buf
+            self.run(1)
+        raise AssertionError("the PIO program never answered the request")
+
+
+class FakeRp2:
+    class PIO:
+        SHIFT_LEFT = 0
+        SHIFT_RIGHT = 1
+    StateMachine = FakeSM
+
+    @staticmethod
+    def asm_pio(**kw):
+        assert kw["in_shiftdir"] == 0 and kw["out_shiftdir"] == 1      # what the interpreter implements
+        def dec(f):
+            words = []
+            g = f.__globals__
+            g["word"] = words.append
+            try:
+                f()
+            finally:
+                del g["word"]
+            return {"words": words}
+        return dec
+
+
+def _install(**mods):
+    # forget the backends imported by an earlier test (module and package attribute), so the next import runs
+    # the backend against this test's doubles
+    import hal
+    for name in ("rp2", "esp32", "stm32", "circuitpython", "streams"):
+        if "hal." + name in sys.modules:
+            del sys.modules["hal." + name]
+        if name in hal.__dict__:
+            delattr(hal, name)
+    for name, mod in mods.items():
+        sys.modules[name] = mod
+    FakePin.levels = {}
+    FakePin.irqs = {}
+    FakePWM.all = {}
+    FakeEncoder.units = {}
+    FakeTimer.accept_hard = True
+
+
+def _walk_pins(a, states, settle=None):
+    for s in states:
+        FakePin.levels[a] = s & 1
+        FakePin.levels[a + 1] = s >> 1
+        if settle is not None:
+            settle()
+
+
+def test_rp2_counts_through_the_pio_program():
+    _install(machine=FakeMachine(), rp2=FakeRp2())
+    import hal
+    cfg = boardcfg.load(BOARDS + "pico.json")
+    b = hal.load(cfg)
+    assert b.counter_bits == 32 and not b.soft
+    sm_l, sm_r = b._enc_l.sm, b._enc_r.sm
+    assert (sm_l.id, sm_r.id) == (0, 1) and sm_l.on and sm_r.on
+    assert len(sm_l.pio.prog) == 32
+    buf = array("i", (9, 9))
+    b.read_counts(buf)
+    assert (buf[0], buf[1]) == (0, 0)
+    a_l = cfg["pins"]["left"]["enc_a"]
+    a_r = cfg["pins"]["right"]["enc_a"]
+    _walk_pins(a_l, _seq(0, 300, +1), lambda: sm_l.run(24))
+    _walk_pins(a_r, _seq(0, 7, -1), lambda: sm_r.run(24))
+    b.read_counts(buf)
+    assert (buf[0], buf[1]) == (300, -7)        # 32-bit counter: int32 bit pattern
+    b.deinit()
+    assert not sm_l.on
+
+
+def test_rp2_outputs_timer_watchdog_reset_cause():
+    _install(machine=FakeMachine(), rp2=FakeRp2())
+    import hal
+    cfg = boardcfg.load(BOARDS + "pico.json")
+    b = hal.load(cfg)
+    pl = cfg["pins"]["left"]
+    pr = cfg["pins"]["right"]
+    b.write_duty(16384, -16384)                 # ignored while de-energized
+    assert FakePWM.all[pl["pwm"]].duty == 0
+    b.set_energized(True)
+    b.write_duty(16384, -32767)
+    assert FakePWM.all[pl["pwm"]].duty == 32769 and FakePin.levels[pl["dir"]] == 1
+    assert FakePWM.all[pr["pwm"]].duty == 65535 and FakePin.levels[pr["dir"]] == 0
+    b.set_energized(False)                      # coast: duty 0
+    assert FakePWM.all[pl["pwm"]].duty == 0 and FakePWM.all[pr["pwm"]].duty == 0
+    calls = []
+    b.start_periodic(500, lambda: calls.append(1))
+    t = FakeTimer.last
+    assert t.freq == 500 and t.hard and t.tid == -1
+    t.callback(t)
+    t.callback(t)
+    assert len(calls) == 2
+    b.stop_periodic()
+    assert not t.running
+    b.watchdog_start(400)
+    b.watchdog_feed()
+    assert FakeWDT.last.timeout == 400 and FakeWDT.last.feeds == 1
+    assert b.reset_cause() == protocol.RESET_WATCHDOG
+
+
+def test_rp2_in1_in2_and_uart_link():
+    _install(machine=FakeMachine(), rp2=FakeRp2())
+    import hal
+    cfg = boardcfg.load(BOARDS + "pico_drv8833.json")
+    b = hal.load(cfg)
+    pl = cfg["pins"]["left"]
+    b.set_energized(True)
+    b.write_duty(-100, 0)
+    assert FakePWM.all[pl["in1"]].duty == 0 and FakePWM.all[pl["in2"]].duty == 200
+    s = b.open_link()
+    u = FakeUART.last
+    assert u.id == 0 and u.kw["baudrate"] == 460800 and u.kw["timeout"] == 0
+    assert u.kw["tx"].id == 0 and u.kw["rx"].id == 1
+    assert s.readinto(bytearray(4)) is None
+
+
+def test_esp32_pcnt_counts_and_rebase():
+    _install(machine=FakeMachineWithEncoder())
+    import hal
+    cfg = boardcfg.load(BOARDS + "esp32_devkit.json")
+    b = hal.load(cfg)
+    assert b.counter_bits == 16
+    assert not hasattr(b, "edge_period_us")         # PCNT does not time edges
+    el, er = FakeEncoder.units[0], FakeEncoder.units[1]
+    buf = array("i", (0, 0))
+    el.count = 1234
+    er.count = -3
+    b.read_counts(buf)
+    assert (buf[0], buf[1]) == (1234, 65533)
+    el.count = (1 << 28) + 10                       # far from zero: idle() re-zeroes it, the count does not move
+    b.read_counts(buf)
+    before = buf[0]
+    b.idle()
+    assert el.count == 0 and FakeMachine.irq_state == 0
+    b.read_counts(buf)
+    assert buf[0] == before == ((1 << 28) + 10) & 0xFFFF
+    el.count = 5
+    b.read_counts(buf)
+    assert buf[0] == (before + 5) & 0xFFFF
+    pl = cfg["pins"]["left"]
+    b.set_energized(True)
+    assert FakePin.levels[pl["enable"]] == 1
+    b.write_duty(32767, 0)
+    assert FakePWM.all[pl["in1"]].duty == 65535 and FakePWM.all[pl["in2"]].duty == 0
+    b.set_energized(False)
+    assert FakePin.levels[pl["enable"]] == 0 and FakePWM.all[pl["in1"]].duty == 0
+    b.deinit()
+    assert el.deinited and er.deinited
+
+
+def test_esp32_irq_decoding_and_soft_timer():
+    _install(machine=FakeMachine())                 # firmware without machine.Encoder
+    FakeTimer.accept_hard = False
+    FakeMachine.cause = FakeMachine.SOFT_RESET     # read once, when the Board is made (the cause of THIS boot)
+    import hal
+    cfg = boardcfg.load(BOARDS + "esp32_devkit.json")
+    b = hal.load(cfg)
+    FakeMachine.cause = FakeMachine.WDT_RESET
+    assert b.reset_cause() == protocol.RESET_SOFT
+    a = cfg["pins"]["left"]["enc_a"]
+    bb = cfg["pins"]["left"]["enc_b"]
+    handler = FakePin.irqs[a]
+    assert FakePin.irqs[bb] is not None
+    for s in _seq(0, 41, +1):
+        FakePin.levels[a] = s & 1
+        FakePin.levels[bb] = s >> 1
+        handler(None)
+    buf = array("i", (0, 0))
+    b.read_counts(buf)
+    assert buf[0] == 41
+    b.edge_period_us(buf)                           # present with IRQ decoding
+    assert buf[1] == 0
+    b.start_periodic(500, lambda: None)
+    assert b.soft and not FakeTimer.last.hard
+    b.deinit()
+    assert FakePin.irqs[a] is None
+
+
+# ---- pyb (stm32) ----
+
+class FakeAF:
+    def __init__(self, name, index):
+        self._n = name
+        self._i = index
+
+    def name(self):
+        return self._n
+
+    def index(self):
+        return self._i
+
+
+class FakePybPin:
+    AF_PP = 2
+    OUT_PP = 1
+    PULL_UP = 1
+    # pyboard v1.1 alternate functions of the pins the example config uses
+    AFS = {"X1": (("TIM2_CH1", 1), ("TIM5_CH1", 2)), "X2": (("TIM2_CH2", 1), ("TIM5_CH2", 2)),
+           "Y1": (("TIM8_CH1", 3), ("TIM3_CH1", 2)), "Y2": (("TIM8_CH2", 3), ("TIM3_CH2", 2)),
+           "X9": (("TIM4_CH1", 2),), "X10": (("TIM4_CH2", 2),)}
+    configured: dict = {}
+    levels: dict = {}
+
+    def __init__(self, name, mode=None, pull=None, af=None):
+        self._name = name
+        if af is not None:
+            FakePybPin.configured[name] = af
+
+    def name(self):
+        return self._name
+
+    def af_list(self):
+        return [FakeAF(n, i) for n, i in FakePybPin.AFS.get(self._name, ())]
+
+    def value(self, v=None):
+        if v is None:
+            return FakePybPin.levels.get(self._name, 0)
+        FakePybPin.levels[self._name] = v
+
+
+class FakeChannel:
+    def __init__(self, n, mode, pin=None, pulse_width=0):
+        self.n = n
+        self.mode = mode
+        self.pw = pulse_width
+
+    def pulse_width(self, v):
+        self.pw = v
+
+
+class FakePybTimer:
+    ENC_AB = 3
+    PWM = 0
+    timers: dict = {}
+
+    def __init__(self, n, prescaler=None, period=None, freq=None):
+        self.n = n
+        self._period = period if period is not None else 84000000 // freq - 1
+        self._counter = 0
+        self.channels = {}
+        self.cb = None
+        FakePybTimer.timers[n] = self
+
+    def period(self):
+        return self._period
+
+    def channel(self, n, mode, pin=None, pulse_width=0):
+        ch = FakeChannel(n, mode, pin, pulse_width)
+        self.channels[n] = ch
+        return ch
+
+    def counter(self, v=None):
+        if v is None:
+            return self._counter
+        self._counter = v
+
+    def callback(self, fn):
+        self.cb = fn
+
+    def deinit(self):
+        self.cb = None
+
+
+class FakePyb:
+    Pin = FakePybPin
+    Timer = FakePybTimer
+
+
+def test_stm32_timer_encoders_pwm_and_control_timer():
+    FakePybPin.configured = {}
+    FakePybTimer.timers = {}
+    _install(machine=FakeMachine(), pyb=FakePyb())
+    import hal
+    cfg = boardcfg.load(BOARDS + "pyboard.json")
+    b = hal.load(cfg)
+    assert b.counter_bits == 16
+    assert FakePybPin.configured == {"X1": 1, "X2": 1, "Y1": 3, "Y2": 3}     # the TIMx_CH1/CH2 alternate functions
+    FakePybTimer.timers[2]._counter = 65530
+    FakePybTimer.timers[8]._counter = 17
+    buf = array("i", (0, 0))
+    b.read_counts(buf)
+    assert (buf[0], buf[1]) == (65530, 17)
+    pwm = FakePybTimer.timers[4]
+    assert pwm.period() == 4199                    # 20 kHz at 84 MHz
+    b.set_energized(True)
+    b.write_duty(32767, -16384)
+    assert 4199 <= pwm.channels[1].pw <= 4201
+    assert abs(pwm.channels[2].pw - 2100) <= 2
+    assert FakePybPin.levels["X11"] == 1 and FakePybPin.levels["X12"] == 0
+    calls = []
+    b.start_periodic(1000, lambda: calls.append(1))
+    ctl = FakePybTimer.timers[7]
+    ctl.cb(ctl)
+    assert calls == [1]
+    b.stop_periodic()
+    assert ctl.cb is None
+    b.watchdog_start(1000)
+    b.watchdog_feed()
+    assert FakeWDT.last.timeout == 1000 and FakeWDT.last.feeds == 1
+    assert b.reset_cause() == protocol.RESET_WATCHDOG
+
+
+def test_stm32_wrong_encoder_pin_names_the_function():
+    FakePybTimer.timers = {}
+    _install(machine=FakeMachine(), pyb=FakePyb())
+    import hal
+    d = boardcfg.load(BOARDS + "pyboard.json")
+    d["pins"]["left"]["enc_timer"] = 3              # X1 is TIM2/TIM5, not TIM3
+    try:
+        hal.load(d)
+    except ValueError as e:
+        assert "X1" in str(e) and "TIM3_CH1" in str(e)
+    else:
+        raise AssertionError("accepted an encoder pin without the timer's function")
+
+
+# ---- CircuitPython ----
+
+class _NS:
+    pass
+
+
+def _circuitpython_modules(clock):
+    board = _NS()
+    for name in ("D4", "D5", "D6", "D9", "D10", "D11", "D12", "D24", "D25"):
+        setattr(board, name, "pin-" + name)
+    digitalio = _NS()
+    digitalio.Direction = _NS()
+    digitalio.Direction.OUTPUT = 1
+    digitalio.Direction.INPUT = 0
+    digitalio.Pull = _NS()
+    digitalio.Pull.UP = 1
+    digitalio.Pull.DOWN = 2
+
+    class DIO:
+        def __init__(self, pin):
+            self.pin = pin
+            self.value = pin == "pin-D4"     # the REPL pin reads high (not held) unless a test says so
+            self.direction = 0
+            self.pull = None
+
+        def deinit(self):
+            pass
+    digitalio.DigitalInOut = DIO
+    pwmio = _NS()
+
+    class PWMOut:
+        all = {}
+
+        def __init__(self, pin, frequency=0, duty_cycle=0):
+            self.duty_cycle = duty_cycle
+            PWMOut.all[pin] = self
+    pwmio.PWMOut = PWMOut
+    rotaryio = _NS()
+
+    class Enc:
+        all = []
+
+        def __init__(self, a, b, divisor=4):
+            assert divisor == 1
+            self.position = 0
+            Enc.all.append(self)
+
+        def deinit(self):
+            pass
+    rotaryio.IncrementalEncoder = Enc
+    mc = _NS()
+    mc.ResetReason = _NS()
+    mc.ResetReason.WATCHDOG = "wdt"
+    mc.ResetReason.POWER_ON = "por"
+    mc.ResetReason.SOFTWARE = "sw"
+    mc.cpu = _NS()
+    mc.cpu.reset_reason = "por"
+    mc.watchdog = _NS()
+    mc.watchdog.feeds = 0
+
+    def feed():
+        mc.watchdog.feeds += 1
+    mc.watchdog.feed = feed
+    wd = _NS()
+    wd.WatchDogMode = _NS()
+    wd.WatchDogMode.RESET = "reset"
+
+    class Serial:
+        def __init__(self):
+            self.timeout = 1
+            self.in_waiting = 0
+            self.rx = bytearray()
+
+        def readinto(self, mv):
+            n = len(mv)
+            mv[:] = self.rx[:n]
+            self.rx = self.rx[n:]
+            self.in_waiting = len(self.rx)
+            return n
+
+        def write(self, data):
+            return len(data)
+    usb_cdc = _NS()
+    usb_cdc.data = Serial()
+    tm = _NS()
+    tm.monotonic_ns = lambda: clock[0]
+    tm.sleep = lambda s: None
+    return {"board": board, "digitalio": digitalio, "pwmio": pwmio, "rotaryio": rotaryio, "microcontroller": mc,
+            "time": tm, "watchdog": wd, "usb_cdc": usb_cdc}, PWMOut, Enc
+
+
+def test_circuitpython_counts_outputs_and_idle_driven_step():
+    import time as real_time
+    clock = [5 * 10**9]
+    mods, pwm, enc = _circuitpython_modules(clock)
+    _install(**mods)
+    try:
+        import hal
+        cfg = boardcfg.load(BOARDS + "circuitpython_feather.json")
+        b = hal.load(cfg)
+        assert b.soft and b.counter_bits == 16
+        enc.all[0].position = -2
+        enc.all[1].position = 70000
+        buf = array("i", (0, 0))
+        b.read_counts(buf)
+        assert (buf[0], buf[1]) == (65534, 70000 & 0xFFFF)
+        b.set_energized(True)
+        b.write_duty(-32767, 100)
+        assert pwm.all["pin-D10"].duty_cycle == 65535 and pwm.all["pin-D9"].duty_cycle == 0
+        assert pwm.all["pin-D11"].duty_cycle == 200
+        assert b.reset_cause() == protocol.RESET_POWER_ON
+        assert not b.repl_pin_held()
+        # 200 Hz from idle(): 100 ms of idle calls every 1 ms -> 20 steps, dt kept on the 5 ms grid
+        calls = []
+        b.start_periodic(200, lambda: calls.append(b.ticks_us()))
+        for _ in range(100):
+            b.idle()
+            clock[0] += 1000000
+        assert len(calls) == 20, len(calls)
+        for x, y in zip(calls, calls[1:]):
+            assert b.ticks_diff(y, x) == 5000
+        # a 50 ms stall of the slow loop: one late step, the skipped periods counted, no burst
+        clock[0] += 50000000
+        b.idle()
+        b.idle()
+        assert len(calls) == 21 and b.overruns == 10
+        assert b.ticks_diff(5, (1 << 30) - 5) == 10
+        b.watchdog_start(1500)
+        b.watchdog_feed()
+        wdt = mods["microcontroller"].watchdog
+        assert wdt.timeout == 1.5 and wdt.mode == "reset" and wdt.feeds == 1
+        link = b.open_link()                        # usb_cdc.data, made non-blocking
+        ser = mods["usb_cdc"].data
+        assert ser.timeout == 0
+        buf = bytearray(4)
+        assert link.readinto(buf) is None
+        ser.rx.extend(b"\xaa\x01\x00\x12\x34\x56")
+        ser.in_waiting = 6
+        assert link.readinto(buf) == 4 and bytes(buf) == b"\xaa\x01\x00\x12"
+        assert link.readinto(buf) == 2 and bytes(buf[:2]) == b"\x34\x56"
+        mods["usb_cdc"].data = None
+        try:
+            b.open_link()
+        except ValueError as e:
+            assert "usb_cdc.enable" in str(e)
+        else:
+            raise AssertionError("opened a link without usb_cdc.data")
+    finally:
+        sys.modules["time"] = real_time
+        for name in ("watchdog", "usb_cdc"):
+            del sys.modules[name]
