@@ -124,6 +124,12 @@ _R_OSR = const(7)
 _MOV_INVERT = const(0x08)
 
 
+# `in pins, 2`, executed once by the CPU (sm.exec) before the state machine starts: the pin history then holds
+# the encoder's real resting state, so the first sample is not taken for an edge from state 0 (which would
+# count +-1 at boot for an encoder resting at state 1 or 2)
+PIO_PRIME = const(0x4002)
+
+
 def _jmp(cond, addr):
     return _PIO_JMP | (cond << 5) | addr
 

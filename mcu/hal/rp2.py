@@ -43,6 +43,7 @@ class _PioEncoder:
         machine.Pin(pin_a, machine.Pin.IN, machine.Pin.PULL_UP)
         machine.Pin(pin_a + 1, machine.Pin.IN, machine.Pin.PULL_UP)
         self.sm = rp2.StateMachine(sm_id, _quadrature_program, in_base=machine.Pin(pin_a))
+        self.sm.exec(portable.PIO_PRIME)
         self.sm.active(1)
 
     def stop(self):

@@ -10,6 +10,8 @@ from array import array
 from mptest_hal_portable import Pio, _seq
 from shared import protocol
 
+from hal import portable
+
 import boardcfg
 
 BOARDS = "mcu/boards/"
@@ -156,6 +158,14 @@ class FakeSM:
         self.base = in_base.id
         self.on = False
 
+    def exec(self, ins):
+        # sm.exec of the priming `in pins, 2`: run that word once at the sample address
+        assert ins == self.pio.prog[portable.PIO_SAMPLE]
+        pc = self.pio.pc
+        self.pio.pc = portable.PIO_SAMPLE
+        self.run(1)
+        self.pio.pc = pc
+
     def active(self, v=None):
         if v is not None:
             self.on = bool(v)
@@ -230,6 +240,8 @@ def test_rp2_counts_through_the_pio_program():
     _install(machine=FakeMachine(), rp2=FakeRp2())
     import hal
     cfg = boardcfg.load(BOARDS + "pico.json")
+    a_r = cfg["pins"]["right"]["enc_a"]
+    FakePin.levels[a_r] = 1                         # the right encoder rests at state 1 (A high, B low)
     b = hal.load(cfg)
     assert b.counter_bits == 32 and not b.soft
     sm_l, sm_r = b._enc_l.sm, b._enc_r.sm
@@ -238,10 +250,12 @@ def test_rp2_counts_through_the_pio_program():
     buf = array("i", (9, 9))
     b.read_counts(buf)
     assert (buf[0], buf[1]) == (0, 0)
+    sm_r.run(100)
+    b.read_counts(buf)
+    assert buf[1] == 0                              # primed with the resting state: no edge at boot
     a_l = cfg["pins"]["left"]["enc_a"]
-    a_r = cfg["pins"]["right"]["enc_a"]
     _walk_pins(a_l, _seq(0, 300, +1), lambda: sm_l.run(24))
-    _walk_pins(a_r, _seq(0, 7, -1), lambda: sm_r.run(24))
+    _walk_pins(a_r, _seq(1, 7, -1), lambda: sm_r.run(24))
     b.read_counts(buf)
     assert (buf[0], buf[1]) == (300, -7)        # 32-bit counter: int32 bit pattern
     b.deinit()

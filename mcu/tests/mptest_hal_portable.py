@@ -141,6 +141,22 @@ def _seq(start, n, direction):
     return out
 
 
+def test_pio_prime_takes_the_resting_state():
+    prog = portable.quadrature_pio_program()
+    assert portable.PIO_PRIME == prog[portable.PIO_SAMPLE]       # the program's own `in pins, 2`
+    for rest in (1, 2):
+        cold = Pio(prog, pins=rest)
+        cold.run(60)
+        primed = Pio(prog, pins=rest)
+        primed.pc = portable.PIO_SAMPLE             # what sm.exec(PIO_PRIME) does to ISR, before the start
+        primed.step()
+        primed.pc = 0
+        primed.run(60)
+        # without priming the first sample reads as an edge from state 0 and counts one
+        assert abs(_signed32(cold.read_count())) == 1
+        assert primed.read_count() == 0
+
+
 def test_pio_program_shape():
     prog = portable.quadrature_pio_program()
     assert len(prog) == 32          # fills the PIO memory: loaded at offset 0, as the absolute table needs
