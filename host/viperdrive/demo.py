@@ -1,0 +1,260 @@
+"""`make demo` (python -m viperdrive.demo): a virtual board (the real firmware on MicroPython, simulated robot)
+driven through the host stack (DriveController ramps -> Board -> link) along a 1 m square and a figure-8.
+Prints commanded path, ground truth, board odometry, host odometry, end-point errors, link statistics and loop
+jitter, and writes a PNG of the paths to out/demo_paths.png.
+
+The driving helpers (PathRunner) are reused by hil_tests/ for the closed-loop square.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .board import Board
+from .config import RobotConfig
+from .drive import DriveController
+from .odometry import Odometry, wrap_pi
+
+RATE_HZ = 100.0
+HEADING_GAIN = 2.0      # rad/s per rad of heading error while driving straight
+LAG_S = 0.06            # command -> wheel motion lag of the chain at 100 Hz (measured on the virtual board)
+
+
+@dataclass
+class Track:
+    name: str
+    commanded: list = field(default_factory=list)   # (x, y) of the ideal path
+    truth: list = field(default_factory=list)       # (x, y) ground truth (virtual board only)
+    host: list = field(default_factory=list)        # (x, y) host odometry
+    board: list = field(default_factory=list)       # (x, y) board odometry (GET_ODOM)
+    end: dict = field(default_factory=dict)
+
+
+class PathRunner:
+    """A fixed-rate host loop (absolute deadlines): read -> odometry -> drive controller -> write."""
+
+    def __init__(self, board: Board, config: RobotConfig, vb=None, rate_hz: float = RATE_HZ):
+        self.board = board
+        self.config = config
+        self.vb = vb
+        self.period = 1.0 / rate_hz
+        self.drive = DriveController(config)
+        self.odom = Odometry(config, counts_per_rev=board.counts_per_rev)
+        self.cycles = 0
+        self.late_max = 0.0
+        self.late_sum = 0.0
+        self.track: Track | None = None
+        self._next = None
+
+    def start(self, track: Track) -> None:
+        """Activate from rest with every pose at zero (truth, board odometry via ZERO, host odometry)."""
+        if self.board.active:
+            self.board.deactivate()
+        if self.vb is not None:
+            self.vb.reset("pose")
+        self.board.activate()
+        self.drive.reset()
+        self.track = None
+        self._next = time.monotonic()
+        # a few zero cycles before the odometry takes its baseline: a STATE still in flight from before ZERO
+        # (a reply that crossed the ENABLE/ZERO requests) must not become the baseline and make the pose jump
+        for _ in range(10):
+            self.cycle(0.0, 0.0)
+        self.odom.reset()
+        self.track = track
+
+    def cycle(self, v: float, w: float) -> None:
+        st = self.board.read()
+        self.odom.update(st.counts[0], st.counts[1], st.velocity[0], st.velocity[1], st.stamp)
+        self.drive.command(v, w)
+        left, right = self.drive.update()
+        self.board.write(left, right)
+        tr = self.track
+        if tr is not None:
+            tr.host.append((self.odom.x, self.odom.y))
+            if self.vb is not None and self.cycles % 5 == 0:
+                t = self.vb.truth()
+                tr.truth.append((t["x"], t["y"]))
+            if self.cycles % 25 == 0:
+                _, x, y, _ = self.board.odom()
+                tr.board.append((x, y))
+        self.cycles += 1
+        self._next += self.period
+        now = time.monotonic()
+        if self._next > now:
+            time.sleep(self._next - now)
+        else:
+            late = now - self._next
+            self.late_max = max(self.late_max, late)
+            self.late_sum += late
+            if late > self.period:
+                self._next = now        # a long stall (GC, loaded machine): restart the schedule
+
+    def settle(self, seconds: float = 0.5) -> None:
+        for _ in range(int(seconds / self.period)):
+            self.cycle(0.0, 0.0)
+
+    def straight(self, distance: float, v: float, heading: float | None = None) -> None:
+        """Drive distance (m) forward, closed on the host odometry, braking at the ramp's deceleration, holding
+        heading (rad, absolute; None: the present one)."""
+        x0, y0 = self.odom.x, self.odom.y
+        hold = self.odom.theta if heading is None else heading
+        a = self.config.max_wheel_acceleration
+        while True:
+            done = math.hypot(self.odom.x - x0, self.odom.y - y0)
+            left = distance - done
+            # stop commanding when what the robot still travels while the chain (board ramp, PID, one link
+            # exchange) catches up would reach the goal: ~LAG_S at the present speed
+            if left <= 0.002 + abs(self.odom.v) * LAG_S:
+                break
+            # the speed from which half the ramp's deceleration stops at the goal (the wheels lag the command by
+            # the board's own ramp and PID), never above v, never below a creep speed above the deadband
+            self.cycle(min(v, max(0.03, math.sqrt(a * left))), HEADING_GAIN * wrap_pi(hold - self.odom.theta))
+        self.settle(0.3)
+
+    def turn_to(self, heading: float, w: float) -> None:
+        """Turn in place to an absolute heading (rad), closed on the host odometry (an overshoot of one corner
+        is taken out by the next instead of adding up)."""
+        alpha = 2.0 * self.config.max_wheel_acceleration / self.config.effective_separation
+        while True:
+            err = wrap_pi(heading - self.odom.theta)
+            left = abs(err)
+            if left <= 0.003 + abs(self.odom.w) * LAG_S:
+                break
+            self.cycle(0.0, math.copysign(min(w, max(0.15, math.sqrt(alpha * left))), err))
+        self.settle(0.3)
+
+    def finish(self) -> dict:
+        """End points: host and board odometry, truth; errors vs the commanded end (the origin) and vs truth."""
+        tr = self.track
+        _, bx, by, bth = self.board.odom()
+        end = {"host": (self.odom.x, self.odom.y, self.odom.theta), "board": (bx, by, bth)}
+        if self.vb is not None:
+            t = self.vb.truth()
+            end["truth"] = (t["x"], t["y"], t["theta"])
+            tr.truth.append((t["x"], t["y"]))
+        tr.board.append((bx, by))
+        tr.end = end
+        return end
+
+
+def square(runner: PathRunner, side: float = 1.0, v: float = 0.3, w: float = 1.5) -> Track:
+    tr = Track("square 1 m CCW", commanded=[(0, 0), (side, 0), (side, side), (0, side), (0, 0)])
+    runner.start(tr)
+    for k in range(4):
+        runner.straight(side, v, heading=wrap_pi(k * math.pi / 2))
+        runner.turn_to(wrap_pi((k + 1) * math.pi / 2), w)
+    runner.finish()
+    return tr
+
+
+def figure8(runner: PathRunner, radius: float = 0.35, v: float = 0.25) -> Track:
+    """Two circles, CCW then CW, on time (the wheel loops close the speed, nothing closes the path)."""
+    tr = Track(f"figure-8 r={radius} m")
+    w = v / radius
+    t_circle = 2.0 * math.pi * radius / v
+    for k in range(201):       # the ideal path
+        a = 2.0 * math.pi * k / 100
+        tr.commanded.append((radius * math.sin(a), radius * (1 - math.cos(a))) if k <= 100 else
+                            (radius * math.sin(a), -radius * (1 - math.cos(a))))
+    runner.start(tr)
+    for sign in (1.0, -1.0):
+        n = int(t_circle / runner.period)
+        for _ in range(n):
+            runner.cycle(v, sign * w)
+    runner.settle(0.6)
+    runner.finish()
+    return tr
+
+
+def _err(a, b) -> str:
+    return f"{math.hypot(a[0] - b[0], a[1] - b[1]) * 1000:6.1f} mm"
+
+
+def table(tracks: list[Track], board: Board, vb, runner: PathRunner) -> str:
+    rows = []
+    fmt = "{:<18} {:>22} {:>22} {:>22} {:>10} {:>10} {:>10}"
+    rows.append(fmt.format("path", "truth end (x,y,th)", "board odom end", "host odom end",
+                           "truth-cmd", "board-tru", "host-tru"))
+    for tr in tracks:
+        e = tr.end
+        cmd = tr.commanded[-1]
+        tru = e.get("truth", (float("nan"),) * 3)
+
+        def p(t):
+            return f"({t[0]:+.3f},{t[1]:+.3f},{math.degrees(t[2]):+5.1f}°)"
+
+        rows.append(fmt.format(tr.name, p(tru), p(e["board"]), p(e["host"]), _err(tru, cmd),
+                               _err(e["board"], tru), _err(e["host"], tru)))
+    ls = board.link.stats()
+    rows.append("")
+    rows.append(f"link: {ls['frames_tx']} frames sent, {ls['frames_rx']} received, crc errors {ls['crc_errors']}, "
+                f"timeouts {ls['timeouts']}, host misses {board.total_misses}, round trip p50 {ls['rtt_p50_ms']} ms "
+                f"p99 {ls['rtt_p99_ms']} ms at {board.baud} baud")
+    d = board.diag()
+    rows.append(f"board loop: period {d['period_min_us']}..{d['period_max_us']} us (nominal "
+                f"{1e6 / board.info.control_hz:.0f}), exec max {d['exec_max_us']} us, overruns {d['overruns']}, "
+                f"frames ok {d['frames_ok']}, crc errors {d['crc_errors']}")
+    if vb is not None:
+        s = vb.stats()
+        rows.append(f"virtual board thread: late avg {s['late_avg_us']} us, max {s['late_max_us']} us, "
+                    f"overruns {s['overruns']}, plant step max {s['plant_max_us']} us")
+    rows.append(f"host loop ({RATE_HZ:.0f} Hz): {runner.cycles} cycles, late max {runner.late_max * 1e3:.1f} ms")
+    return "\n".join(rows)
+
+
+def plot(tracks: list[Track], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(tracks), figsize=(6 * len(tracks), 6))
+    for ax, tr in zip(axes if len(tracks) > 1 else [axes], tracks, strict=False):
+        for pts, style, label in ((tr.commanded, "k--", "commanded"), (tr.truth, "g-", "ground truth"),
+                                  (tr.board, "b.", "board odometry"), (tr.host, "r-", "host odometry")):
+            if pts:
+                xs, ys = zip(*pts, strict=True)
+                ax.plot(xs, ys, style, label=label, linewidth=1, markersize=3)
+        ax.set_title(tr.name)
+        ax.set_aspect("equal")
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel("y (m)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="best", fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m viperdrive.demo", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--baud", type=int, default=115200)
+    ap.add_argument("--out", default="out/demo_paths.png")
+    args = ap.parse_args(argv)
+    from .sim import VirtualBoard
+    t0 = time.monotonic()
+    config = RobotConfig()
+    with VirtualBoard(baud=args.baud) as vb, Board(vb.url, baud=args.baud, config=config) as board:
+        print(f"virtual board at {vb.url} ({board.info.firmware}, {board.info.control_hz} Hz, "
+              f"{board.info.counts_per_rev} counts/rev), {args.baud} baud", flush=True)
+        runner = PathRunner(board, config, vb)
+        tracks = []
+        print("driving a 1 m square (0.3 m/s, ramps 1 m/s^2)...", flush=True)
+        tracks.append(square(runner))
+        print("driving a figure-8 (r = 0.35 m, 0.25 m/s)...", flush=True)
+        tracks.append(figure8(runner))
+        board.deactivate()
+        print()
+        print(table(tracks, board, vb, runner))
+    out = Path(args.out)
+    plot(tracks, out)
+    print(f"\npaths plotted to {out}; {time.monotonic() - t0:.1f} s in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
