@@ -160,3 +160,57 @@ def test_bad_input_is_a_message_and_an_exit_code(recording, case):
         proc = run_fuse(path, "--config", cfg, "--out", d / "no_such_dir" / "x.csv")
         assert proc.returncode == 1 and "cannot write" in proc.stderr
     assert proc.stderr.startswith("viperdrive fuse") or "error:" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def gap_recording(tmp_path_factory):
+    """Every sensor silent from t0+8 s to t0+11 s (a cable pulled), recorded in small chunks."""
+    d = tmp_path_factory.mktemp("gap")
+    run = simulate_run(duration=16.0, seed=2, odom_rate=50, imu_rate=100, pose_rate=5)
+    msgs = [m for m in run.messages if not (108.0 <= m[2] < 111.0)]
+    path = d / "gap.mcap"
+    write_mcap(path, msgs)
+    return d, path
+
+
+def test_a_silent_stretch_is_dead_reckoned_with_growing_variance(gap_recording):
+    d, path = gap_recording
+    cfg = config_file(d)
+    out = d / "gap.csv"
+    proc = run_fuse(path, "--config", cfg, "--out", out, "--progress")
+    assert proc.returncode == 0, proc.stderr
+    assert "fuse [" in proc.stderr and "100.0%" in proc.stderr         # the progress bar, on stderr only
+    data = [[float(v) for v in r] for r in list(csv.reader(open(out)))[1:]]
+    during = [r for r in data if 108.3 <= r[0] < 111.0]
+    # robot_localization's rule: after sensor_timeout (0.2 s) of silence, predict to the current time; so the
+    # estimates keep coming, one per sensor_timeout + one period at most
+    gaps = [b[0] - a[0] for a, b in zip(during, during[1:], strict=False)]
+    assert len(during) >= 10 and max(gaps) <= 0.2 + 0.05 + 1e-9
+    var_x = [r[13] for r in during]
+    assert all(b > a for a, b in zip(var_x, var_x[1:], strict=False)) and var_x[-1] > 10 * var_x[0]
+    after = [r for r in data if r[0] > 112.5]
+    assert after[0][13] < var_x[-1] / 10           # the fixes come back and the variance with them
+    assert "estimates were dead reckoning" in proc.stdout
+    assert "pose0: silent longer than its timeout 1 times (longest 3.200 s)" in proc.stdout
+
+
+def test_a_truncated_recording_is_fused_up_to_the_damage(gap_recording):
+    d, path = gap_recording
+    cut = d / "cut.mcap"
+    data = path.read_bytes()
+    cut.write_bytes(data[: int(len(data) * 0.7)])
+    proc = run_fuse(cut, "--config", config_file(d), "--out", d / "cut.csv")
+    assert proc.returncode == 0, proc.stderr
+    assert "no readable index" in proc.stdout and "damaged data" in proc.stdout
+    rows = list(csv.reader(open(d / "cut.csv")))
+    assert len(rows) > 50
+
+
+def test_nothing_usable_is_an_error(gap_recording):
+    d, path = gap_recording
+    cfg = d / "none.yaml"
+    cfg.write_text("odom0: /not_recorded\nodom0_config: [true, true, false, false, false, true, false, false, false,"
+                   " false, false, false, false, false, false]\n")
+    proc = run_fuse(path, "--config", cfg, "--out", d / "none.csv")
+    assert proc.returncode == 1
+    assert "'/not_recorded' is not in gap.mcap" in proc.stdout and "no estimate" in proc.stderr

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ import numpy as np
 
 from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
-from .ekf.core import LATE_FUSED, NOTHING, REJECTED, TOO_LATE, USED
+from .ekf.core import LATE_FUSED, REJECTED, TOO_LATE, USED
 from .errors import UserError
 from .transforms import quat_from_xyzw, quat_to_xyzw
 
@@ -53,6 +54,8 @@ class SensorTally:
     rejected: int = 0
     too_late: int = 0
     late_fused: int = 0
+    stale_gaps: int = 0            # silences longer than the sensor's timeout
+    longest_gap: float = 0.0
     first_problem: str = ""
 
 
@@ -146,10 +149,14 @@ def measurements_of(inp: SensorInput, kind: str, msg, t: float):
                    acc, None if acc is None else _cov(ac, 3))
 
 
+MCAP_MAGIC = b"\x89MCAP0\r\n"
+
+
 def _open_reader(path: Path):
+    """(file, reader, summary or None, damaged text or ""). A file with the MCAP magic but no readable summary
+    (a recording cut short) is streamed from the start so every message before the damage is used."""
     from mcap.exceptions import McapError
-    from mcap.reader import make_reader
-    from mcap_ros2.decoder import DecoderFactory
+    from mcap.reader import NonSeekingReader, make_reader
 
     if not path.exists():
         raise FuseError(f"{path}: no such file")
@@ -159,21 +166,23 @@ def _open_reader(path: Path):
         f = open(path, "rb")
     except OSError as e:
         raise FuseError(f"{path}: cannot open: {e.strerror}") from None
-    try:
-        reader = make_reader(f, decoder_factories=[DecoderFactory()])
-        summary = reader.get_summary()
-    except (McapError, ValueError, EOFError, OSError) as e:
+    magic = f.read(len(MCAP_MAGIC))
+    f.seek(0)
+    if magic != MCAP_MAGIC:
         f.close()
-        raise FuseError(f"{path}: not a readable MCAP file ({type(e).__name__}: {e})") from None
-    return f, reader, summary
+        raise FuseError(f"{path}: not a readable MCAP file (no MCAP magic at the start)")
+    try:
+        reader = make_reader(f)
+        summary = reader.get_summary()
+        return f, reader, summary, ""
+    except (McapError, ValueError, EOFError, OSError, struct.error) as e:
+        f.seek(0)
+        return f, NonSeekingReader(f), None, f"{type(e).__name__}: {e}"
 
 
-def _topic_match(wanted: str, topics: dict[str, str]) -> str | None:
+def _norm_topic(topic: str) -> str:
     """robot_localization topics are often relative ('example/odom'); recordings store '/example/odom'."""
-    for cand in (wanted, "/" + wanted.lstrip("/")):
-        if cand in topics:
-            return cand
-    return None
+    return "/" + topic.lstrip("/")
 
 
 def _odometry_dict(t, state, P, frame, child):
@@ -199,150 +208,236 @@ def _odometry_dict(t, state, P, frame, child):
 def fuse(input_path, config: FilterConfig, out_csv, mcap_out=None,
          progress: Callable[[int, int | None], None] | None = None, uncertainty_limit: float = 1.0) -> FuseSummary:
     """Run the filter over an MCAP file; write the CSV (and optionally an MCAP of nav_msgs/Odometry)."""
-    from mcap.exceptions import McapError
-
     path = Path(input_path)
-    f, reader, summary = _open_reader(path)
-    result = FuseSummary(input=str(path), uncertainty_limit=uncertainty_limit)
-    result.config_notes = config.notes()
+    f, reader, summary, damaged = _open_reader(path)
     try:
-        topics: dict[str, str] = {}
-        counts: dict[str, int] = {}
-        if summary is not None:
-            schemas = summary.schemas
-            for ch in summary.channels.values():
-                sch = schemas.get(ch.schema_id)
-                topics[ch.topic] = sch.name if sch is not None else ""
-                if summary.statistics is not None:
-                    counts[ch.topic] = summary.statistics.channel_message_counts.get(ch.id, 0)
-        inputs: dict[str, tuple[SensorInput, str]] = {}
-        topic_to_sensor: dict[str, str] = {}
-        for s in config.sensors:
-            topic = _topic_match(s.topic, topics) if summary is not None else s.topic
-            tally = SensorTally(s.name, s.kind, topic or s.topic)
-            result.sensors[s.name] = tally
-            if topic is None:
-                result.warnings.append(f"{s.name}: topic '{s.topic}' is not in {path.name} (topics: "
-                                       f"{', '.join(sorted(topics)) or 'none'})")
-                continue
-            want = TYPE_OF_KIND[s.kind]
-            have = topics.get(topic, want)
-            if have.replace("/msg/", "/") != want.replace("/msg/", "/"):
-                raise FuseError(f"{s.name}: topic '{topic}' carries {have}, but a {s.kind} sensor reads {want}")
-            if topic in topic_to_sensor:
-                result.warnings.append(f"{s.name}: topic '{topic}' is also read by {topic_to_sensor[topic]}")
-            topic_to_sensor.setdefault(topic, s.name)
-            inputs[s.name] = (SensorInput(s), topic)
-        readers_of: dict[str, list[str]] = {}
-        for name, (_inp, topic) in inputs.items():
-            readers_of.setdefault(topic, []).append(name)
-        total = sum(counts.get(t, 0) for t in readers_of) if counts else None
-
-        ekf = Ekf(config.ekf_config())
-        for s in config.sensors:
-            ekf.register_sensor(s.name, s.timeout)
-        period = 1.0 / config.frequency
-        writer = _Outputs(out_csv, mcap_out, config)
-        try:
-            batch = []
-            batch_cycle = None
-            offset = math.inf
-            last_stamp: dict[str, float] = {}
-            last_row_t = None
-
-            def run_cycle(cycle: int):
-                nonlocal last_row_t
-                batch.sort(key=lambda m: m.time)
-                for m in batch:
-                    outcome = ekf.process(m)
-                    tally = result.sensors[m.sensor]
-                    if outcome == USED:
-                        tally.used += 1
-                    elif outcome == REJECTED:
-                        tally.rejected += 1
-                    elif outcome == TOO_LATE:
-                        tally.too_late += 1
-                    elif outcome == LATE_FUSED:
-                        tally.late_fused += 1
-                    elif outcome != NOTHING:
-                        pass
-                batch.clear()
-                if not ekf.initialized:
-                    return
-                now = (cycle + 1) * period - offset       # end of this cycle on the stamp clock
-                dead = False
-                if now - ekf.time > config.sensor_timeout:
-                    # nothing for longer than sensor_timeout: predict forward as robot_localization does
-                    ekf.predict_to(now)
-                    dead = ekf.dead_reckoning(now)
-                if last_row_t is None or ekf.time > last_row_t:
-                    writer.row(ekf.time, ekf.state, ekf.covariance)
-                    result.rows += 1
-                    result.dead_reckoning_rows += dead
-                    last_row_t = ekf.time
-
-            n = 0
-            for _schema, channel, message, decoded in reader.iter_decoded_messages(
-                    topics=list(readers_of), log_time_order=True):
-                n += 1
-                if progress is not None and n % 2000 == 0:
-                    progress(n, total)
-                log_t = message.log_time * 1e-9
-                cycle = math.floor(log_t / period)
-                if batch_cycle is not None and cycle != batch_cycle:
-                    run_cycle(batch_cycle)
-                    # empty cycles in between: dead reckoning rows once sensor_timeout has passed
-                    gap = cycle - batch_cycle - 1
-                    if ekf.initialized and gap > 0:
-                        for k in range(batch_cycle + 1, cycle):
-                            run_cycle(k)
-                batch_cycle = cycle
-                for name in readers_of[channel.topic]:
-                    inp, _ = inputs[name]
-                    tally = result.sensors[name]
-                    tally.messages += 1
-                    try:
-                        t = _stamp(decoded.header)
-                        if not math.isfinite(t):
-                            raise ValueError("header stamp is not finite")
-                        if name in last_stamp and t < last_stamp[name]:
-                            # robot_localization ignores a message stamped before its topic's previous one
-                            tally.out_of_order += 1
-                            continue
-                        last_stamp[name] = t
-                        if result.start is None or t < result.start:
-                            result.start = t
-                        offset = min(offset, log_t - t)
-                        batch.extend(measurements_of(inp, inp.cfg.kind, decoded, t))
-                    except (ValueError, AttributeError, TypeError) as e:
-                        tally.invalid += 1
-                        if not tally.first_problem:
-                            tally.first_problem = f"{type(e).__name__}: {e}"
-            if batch_cycle is not None:
-                run_cycle(batch_cycle)
-            result.messages = n
-            if progress is not None:
-                progress(n, total)
-        finally:
-            writer.close()
-    except McapError as e:
-        raise FuseError(f"{path}: cannot read the recording: {type(e).__name__}: {e}") from None
+        return _Fusion(path, config, reader, summary, damaged, progress, uncertainty_limit).run(out_csv, mcap_out)
     finally:
         f.close()
-    if ekf.initialized:
-        result.end = ekf.time
-        result.final_state = ekf.state
-        result.final_covariance = ekf.covariance
-        result.time_to_limit = ekf.time_until_uncertain(uncertainty_limit)
-    else:
-        result.warnings.append("no usable measurement: the filter never started (check topics and *_config)")
-    for s in result.sensors.values():
-        if s.invalid:
-            result.warnings.append(f"{s.name}: {s.invalid} invalid messages skipped (first: {s.first_problem})")
-        if s.too_late:
-            result.warnings.append(f"{s.name}: {s.too_late} measurements older than history_length "
-                                   f"({config.history_length} s) were dropped")
-    return result
+
+
+class _Fusion:
+    def __init__(self, path, config: FilterConfig, reader, summary, damaged, progress, uncertainty_limit):
+        self.path, self.config, self.reader, self.progress = path, config, reader, progress
+        self.damaged = bool(damaged)
+        self.result = result = FuseSummary(input=str(path), uncertainty_limit=uncertainty_limit)
+        result.config_notes = config.notes()
+        if damaged:
+            result.warnings.append(f"the recording has no readable index ({damaged}): read from the start up to "
+                                   f"the damage")
+        self.total: int | None = None
+        recorded: dict[str, str] = {}        # normalized topic -> schema name (when the file has a summary)
+        counts: dict[str, int] = {}
+        if summary is not None:
+            for ch in summary.channels.values():
+                sch = summary.schemas.get(ch.schema_id)
+                recorded[_norm_topic(ch.topic)] = sch.name if sch is not None else ""
+                if summary.statistics is not None:
+                    counts[_norm_topic(ch.topic)] = summary.statistics.channel_message_counts.get(ch.id, 0)
+        self.inputs: dict[str, SensorInput] = {}
+        self.readers_of: dict[str, list[str]] = {}      # normalized topic -> sensor names
+        self.timeouts: dict[str, float] = {}
+        self.intervals: dict[str, list[float]] = {}
+        for s in config.sensors:
+            topic = _norm_topic(s.topic)
+            result.sensors[s.name] = SensorTally(s.name, s.kind, topic)
+            if summary is not None and topic not in recorded:
+                result.warnings.append(f"{s.name}: topic '{s.topic}' is not in {path.name} (topics: "
+                                       f"{', '.join(sorted(recorded)) or 'none'})")
+                continue
+            if topic in recorded:
+                self._check_type(s.name, topic, recorded[topic])
+            if topic in self.readers_of:
+                result.warnings.append(f"{s.name}: topic '{topic}' is also read by {self.readers_of[topic][0]}")
+            self.readers_of.setdefault(topic, []).append(s.name)
+            self.inputs[s.name] = SensorInput(s)
+            self.timeouts[s.name] = s.timeout if s.timeout is not None else config.sensor_timeout
+            if s.timeout is None:
+                self.intervals[s.name] = []
+        if counts:
+            self.total = sum(counts.get(t, 0) for t in self.readers_of)
+        self.checked_topics = set(recorded)
+        self.ekf = Ekf(config.ekf_config())
+        for s in config.sensors:
+            self.ekf.register_sensor(s.name, s.timeout)
+
+    def _check_type(self, name, topic, have):
+        kind = self.config.sensors[[s.name for s in self.config.sensors].index(name)].kind
+        want = TYPE_OF_KIND[kind]
+        if have.replace("/msg/", "/") != want.replace("/msg/", "/"):
+            raise FuseError(f"{name}: topic '{topic}' carries {have or 'an unknown type'}, but a {kind} sensor "
+                            f"reads {want}")
+
+    def run(self, out_csv, mcap_out) -> FuseSummary:
+        from mcap.exceptions import McapError
+        from mcap_ros2.decoder import DecoderFactory
+
+        result, config, ekf = self.result, self.config, self.ekf
+        self.writer = _Outputs(out_csv, mcap_out, config)
+        self.period = 1.0 / config.frequency
+        self.batch = []
+        self.offset = math.inf
+        self.last_row_t = None
+        decoders = DecoderFactory()
+        decoder_of: dict[int, Callable] = {}
+        last_stamp: dict[str, float] = {}
+        wanted = [c for t in self.readers_of for c in (t, t.lstrip("/"))]
+        batch_cycle = None
+        n = 0
+        try:
+            try:
+                # a damaged file is streamed in file order (sorting would need the whole, unreadable, file first)
+                for schema, channel, message in self.reader.iter_messages(topics=wanted,
+                                                                          log_time_order=not self.damaged):
+                    topic = _norm_topic(channel.topic)
+                    names = self.readers_of.get(topic)
+                    if names is None:
+                        continue
+                    if topic not in self.checked_topics:
+                        for name in names:
+                            self._check_type(name, topic, schema.name if schema is not None else "")
+                        self.checked_topics.add(topic)
+                    decode = decoder_of.get(channel.id)
+                    if decode is None:
+                        decode = decoder_of[channel.id] = decoders.decoder_for(channel.message_encoding, schema)
+                        if decode is None:
+                            raise FuseError(f"{topic}: cannot decode {channel.message_encoding} messages with schema "
+                                            f"encoding {schema.encoding if schema else 'none'}")
+                    n += 1
+                    if self.progress is not None and n % 2000 == 0:
+                        self.progress(n, self.total)
+                    log_t = message.log_time * 1e-9
+                    cycle = math.floor(log_t / self.period)
+                    if batch_cycle is not None and cycle != batch_cycle:
+                        self._cycle(batch_cycle)
+                        if ekf.initialized:
+                            # empty cycles in between: dead reckoning once sensor_timeout has passed
+                            for k in range(batch_cycle + 1, cycle):
+                                self._cycle(k)
+                    batch_cycle = cycle
+                    try:
+                        decoded = decode(message.data)
+                    except Exception as e:          # noqa: BLE001 -- any undecodable payload is counted, not fatal
+                        for name in names:
+                            self._invalid(name, e)
+                        continue
+                    for name in names:
+                        self._message(name, decoded, log_t, last_stamp)
+            except (McapError, EOFError, struct.error, ValueError) as e:
+                result.warnings.append(f"the recording ends in damaged data after {n} messages "
+                                       f"({type(e).__name__}: {e}): fused what came before")
+            if batch_cycle is not None:
+                self._cycle(batch_cycle)
+            for name in list(self.intervals):
+                self._settle_timeout(name)          # sensors with fewer than 20 messages
+            result.messages = n
+            if self.progress is not None:
+                self.progress(n, self.total)
+        finally:
+            self.writer.close()
+        if ekf.initialized:
+            result.end = ekf.time
+            result.final_state = ekf.state
+            result.final_covariance = ekf.covariance
+            result.time_to_limit = ekf.time_until_uncertain(result.uncertainty_limit)
+        else:
+            result.warnings.append("no usable measurement: the filter never started (check topics and *_config)")
+        for s in result.sensors.values():
+            if s.invalid:
+                result.warnings.append(f"{s.name}: {s.invalid} invalid messages skipped (first: {s.first_problem})")
+            if s.too_late:
+                result.warnings.append(f"{s.name}: {s.too_late} measurements older than history_length "
+                                       f"({config.history_length} s) were dropped")
+            if s.stale_gaps:
+                result.warnings.append(f"{s.name}: silent longer than its timeout {s.stale_gaps} times "
+                                       f"(longest {s.longest_gap:.3f} s)")
+        return result
+
+    def _invalid(self, name, e):
+        tally = self.result.sensors[name]
+        tally.invalid += 1
+        if not tally.first_problem:
+            tally.first_problem = f"{type(e).__name__}: {e}"
+
+    def _message(self, name, decoded, log_t, last_stamp):
+        tally = self.result.sensors[name]
+        tally.messages += 1
+        inp = self.inputs[name]
+        try:
+            t = _stamp(decoded.header)
+            if not math.isfinite(t):
+                raise ValueError("header stamp is not finite")
+            prev = last_stamp.get(name)
+            if prev is not None and t < prev:
+                # robot_localization ignores a message stamped before its topic's previous one
+                tally.out_of_order += 1
+                return
+            if prev is not None:
+                gap = t - prev
+                if name in self.intervals:
+                    self._learn_rate(name, gap)
+                else:
+                    self._count_gap(tally, gap, self.timeouts[name])
+            last_stamp[name] = t
+            if self.result.start is None or t < self.result.start:
+                self.result.start = t
+            self.offset = min(self.offset, log_t - t)
+            self.batch.extend(measurements_of(inp, inp.cfg.kind, decoded, t))
+        except (ValueError, AttributeError, TypeError, IndexError) as e:
+            self._invalid(name, e)
+
+    def _learn_rate(self, name, gap):
+        """Without an explicit <sensor>_timeout, a sensor is stale after max(sensor_timeout, 3 of its usual
+        intervals): sensor_timeout alone (often one filter period) would call every 5 Hz fix late. The first 20
+        intervals set it; they are then judged by it too."""
+        intervals = self.intervals[name]
+        intervals.append(gap)
+        if len(intervals) == 20:
+            self._settle_timeout(name)
+
+    def _settle_timeout(self, name):
+        intervals = self.intervals.pop(name)
+        if intervals:
+            self.timeouts[name] = max(self.config.sensor_timeout, 3.0 * float(np.median(intervals)))
+            self.ekf.register_sensor(name, self.timeouts[name])
+        for gap in intervals:
+            self._count_gap(self.result.sensors[name], gap, self.timeouts[name])
+
+    @staticmethod
+    def _count_gap(tally, gap, timeout):
+        if gap > timeout:
+            tally.stale_gaps += 1
+            tally.longest_gap = max(tally.longest_gap, gap)
+
+    def _cycle(self, cycle: int):
+        """One filter period: integrate what arrived (in stamp order), predict after silence, emit a row."""
+        ekf, result = self.ekf, self.result
+        self.batch.sort(key=lambda m: m.time)
+        for m in self.batch:
+            outcome = ekf.process(m)
+            tally = result.sensors[m.sensor]
+            if outcome == USED:
+                tally.used += 1
+            elif outcome == REJECTED:
+                tally.rejected += 1
+            elif outcome == TOO_LATE:
+                tally.too_late += 1
+            elif outcome == LATE_FUSED:
+                tally.late_fused += 1
+        self.batch.clear()
+        if not ekf.initialized:
+            return
+        now = (cycle + 1) * self.period - self.offset       # end of this cycle on the stamp clock
+        dead = False
+        if now - ekf.time > self.config.sensor_timeout:
+            # nothing for longer than sensor_timeout: predict forward as robot_localization does
+            ekf.predict_to(now)
+            dead = ekf.dead_reckoning(now)
+        if self.last_row_t is None or ekf.time > self.last_row_t:
+            self.writer.row(ekf.time, ekf.state, ekf.covariance)
+            result.rows += 1
+            result.dead_reckoning_rows += dead
+            self.last_row_t = ekf.time
 
 
 class _Outputs:

@@ -27,7 +27,7 @@ def register(parser) -> None:
 
 def run(args) -> int:
     from ..ekf import load_config
-    from ..errors import BadValue
+    from ..errors import EXIT_ERROR, BadValue
     from ..fuse import fuse, progress_bar
 
     cfg = load_config(args.config, node=args.node)
@@ -44,4 +44,8 @@ def run(args) -> int:
     if unknown:
         print(f"unknown parameters in {args.config} (ignored): {', '.join(unknown)}")
     print(f"wrote {args.out}" + (f" and {args.mcap_out}" if args.mcap_out else ""))
+    if summary.rows == 0:
+        # an empty result is a failure a script must notice, even though the reasons are already printed
+        print("viperdrive fuse: error: no estimate was produced (see the warnings above)", file=sys.stderr)
+        return EXIT_ERROR
     return 0
