@@ -164,6 +164,11 @@ def test_ddsls_lists_the_bridge_topics_with_ros_names_types_and_qos(bridge_a):
         assert q["History"] == {"kind": "KeepLast", "depth": 100 if topic == "rt/tf" else 10}
     # the cmd_vel reader the first test's TwistStamped publisher made auto choose
     assert subs["rt/robot_t/cmd_vel"]["type_name"] == "geometry_msgs::msg::dds_::TwistStamped_"
+    # and the graph bookkeeping that names the node, from the same participant as odom
+    graph = [v for v in listing["PUBLICATION"]["New"].values() if v["topic_name"] == "ros_discovery_info"
+             and v["participant_key"] == pubs["rt/robot_t/odom"]["participant_key"]]
+    assert graph and graph[0]["type_name"] == "rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_"
+    assert graph[0]["qos"]["Durability"]["kind"] == "TransientLocal"
 
 
 @pytest.fixture(scope="module")

@@ -186,3 +186,37 @@ def test_time_and_yaw_helpers():
         assert msgs.yaw_from_quaternion(q) == pytest.approx(yaw)
     with pytest.raises(ValueError):
         msgs.ros_type_name("geometry_msgs::Twist")
+
+
+GRAPH_STORES = {"humble": Stores.ROS2_HUMBLE, "iron": Stores.ROS2_IRON, "jazzy": Stores.ROS2_JAZZY,
+                "kilted": Stores.ROS2_KILTED}
+
+
+@pytest.mark.parametrize("distro", sorted(GRAPH_STORES))
+def test_ros_discovery_info_matches_rosbags_per_distro(distro):
+    """ParticipantEntitiesInfo (ros_discovery_info): the Gid is 24 bytes up to Humble, 16 from Iron on."""
+    store = get_typestore(GRAPH_STORES[distro])
+    size = msgs.gid_size_for_distro(distro)
+    _, gid_def = store.fielddefs["rmw_dds_common/msg/Gid"]
+    assert gid_def[0][1][1][1] == size          # (ARRAY, ((BASE, char), N))
+    gid_t, node_t, info_t = msgs.graph_types(size)
+    rng = random.Random(distro)
+    guids = [bytes(rng.randrange(256) for _ in range(16)) for _ in range(4)]
+    ours = info_t(gid=msgs.gid_from_guid(guids[0], size), node_entities_info_seq=[
+        node_t(node_namespace="/robot1", node_name="viperdrive",
+               reader_gid_seq=[msgs.gid_from_guid(guids[1], size)],
+               writer_gid_seq=[msgs.gid_from_guid(g, size) for g in guids[2:]])])
+    G = store.types["rmw_dds_common/msg/Gid"]
+    N = store.types["rmw_dds_common/msg/NodeEntitiesInfo"]
+    P = store.types["rmw_dds_common/msg/ParticipantEntitiesInfo"]
+
+    def gid(g):
+        return G(data=np.frombuffer(g + bytes(size - 16), dtype=np.uint8))
+    theirs = P(gid=gid(guids[0]), node_entities_info_seq=[
+        N(node_namespace="/robot1", node_name="viperdrive", reader_gid_seq=[gid(guids[1])],
+          writer_gid_seq=[gid(g) for g in guids[2:]])])
+    raw = bytes(store.serialize_cdr(theirs, "rmw_dds_common/msg/ParticipantEntitiesInfo"))
+    assert ours.serialize(use_version_2=False) == raw
+    back = store.deserialize_cdr(ours.serialize(use_version_2=False), "rmw_dds_common/msg/ParticipantEntitiesInfo")
+    assert bytes(back.gid.data) == guids[0] + bytes(size - 16)
+    assert [bytes(g.data)[:16] for g in back.node_entities_info_seq[0].writer_gid_seq] == guids[2:]

@@ -166,6 +166,33 @@ def test_two_nodes_in_one_process_share_the_domain_but_not_a_different_config():
             RosNode("/", domain_id=DOMAIN, env={"ROS_AUTOMATIC_DISCOVERY_RANGE": "OFF"})
 
 
+@pytest.mark.parametrize("distro, size", [("humble", 24), ("jazzy", 16)])
+def test_announce_tells_the_graph_which_node_owns_which_endpoints(distro, size):
+    """ros_discovery_info as ROS 2 reads it: our participant's gid, node /robot_g/viperdrive, and the GUIDs of
+    its reader and writers (what `ros2 node list` and `ros2 topic info -v` are built from)."""
+    env = dict(LOCAL_ENV, ROS_DISTRO=distro)
+    with RosNode("/robot_g", domain_id=DOMAIN, env=env) as node, RosNode("/", domain_id=DOMAIN, env=env) as graph:
+        w = node.publisher("odom", msgs.Odometry, qos.default_qos())
+        r = node.subscription("cmd_vel", msgs.Twist, qos.command_qos())
+        node.announce("viperdrive", [r], [w])
+        _, _, info_t = msgs.graph_types(size)
+        from cyclonedds.sub import DataReader
+        from cyclonedds.topic import Topic
+
+        from viperdrive.ros2.node import ros_discovery_qos
+        reader = DataReader(graph.participant, Topic(graph.participant, "ros_discovery_info", info_t),
+                            qos=ros_discovery_qos())
+        got = []
+        assert wait_for(lambda: got.extend(take_valid(reader)) or any(
+            bytes(s.gid.data)[:16] == node.participant.guid.bytes for s in got), 5.0)
+        info = [s for s in got if bytes(s.gid.data)[:16] == node.participant.guid.bytes][-1]
+        assert len(info.gid.data) == size and bytes(info.gid.data)[16:] == bytes(size - 16)
+        (n,) = info.node_entities_info_seq
+        assert (n.node_namespace, n.node_name) == ("/robot_g", "viperdrive")
+        assert [bytes(g.data)[:16] for g in n.writer_gid_seq] == [w.guid.bytes]
+        assert [bytes(g.data)[:16] for g in n.reader_gid_seq] == [r.guid.bytes]
+
+
 def test_qos_profiles():
     d = qos.default_qos()
     assert d[Policy.History].depth == 10 and d[Policy.Durability] == Policy.Durability.Volatile

@@ -45,6 +45,7 @@ DIAGNOSTICS_PERIOD_S = 1.0      # diagnostic_updater's default rate
 # diagnostics use the host-side link counters, which cost nothing on the wire.
 BOARD_DIAG_MIN_INTERVAL_S = 5.0
 JITTER_WINDOW = 512             # ticks of wake-up lateness kept for the percentiles
+NODE_NAME = "viperdrive"        # the ROS node name the graph shows (in the bridge's namespace)
 LEFT_JOINT = "left_wheel_joint"     # diff_drive_controller's usual names; robot_state_publisher uses them
 RIGHT_JOINT = "right_wheel_joint"
 
@@ -93,7 +94,7 @@ class CmdVelInput:
     Twist/TwistStamped mismatch: the robot would not move).
     """
 
-    def __init__(self, node: RosNode, name: str = "cmd_vel", stamped: str = "auto", warn=None):
+    def __init__(self, node: RosNode, name: str = "cmd_vel", stamped: str = "auto", warn=None, on_reader=None):
         if stamped not in STAMPED_CHOICES:
             raise BadValue(f"--stamped must be one of {', '.join(STAMPED_CHOICES)}, not {stamped!r}")
         self.node = node
@@ -107,6 +108,7 @@ class CmdVelInput:
         self.offered: dict = {}                 # publication key -> ROS type name (other participants)
         self.samples = 0
         self.switches = 0
+        self.on_reader = on_reader              # called after the reader was (re)created
         self._own_participant = node.participant.guid
         self._discovery = BuiltinDataReader(node.participant, BuiltinTopicDcpsPublication)
         if stamped != "auto":
@@ -119,6 +121,8 @@ class CmdVelInput:
         self.reader = self.node.subscription(self.name, _CMD_TYPES[type_name], qos.command_qos())
         self.type_name = type_name
         log.info("cmd_vel: reading %s as %s (%s)", self.ros_name, type_name, why)
+        if self.on_reader is not None:
+            self.on_reader()
 
     def _update_discovery(self) -> None:
         for s in self._discovery.take(64):
@@ -239,7 +243,19 @@ class Ros2Bridge:
         self.w_joints = n.publisher("joint_states", msgs.JointState, qos.default_qos())
         self.w_tf = n.publisher("/tf", msgs.TFMessage, qos.tf_qos()) if self.enable_odom_tf else None
         self.w_diag = n.publisher("/diagnostics", msgs.DiagnosticArray, qos.default_qos())
-        self.cmd = CmdVelInput(n, "cmd_vel", self.stamped, warn=self.warn)
+        self.cmd = CmdVelInput(n, "cmd_vel", self.stamped, warn=self.warn, on_reader=self.announce)
+        self.announce()
+
+    def announce(self) -> None:
+        """Tell the ROS graph which node owns our endpoints (`ros2 node list` shows /NS/viperdrive)."""
+        if self.cmd is None:
+            return      # called again once the cmd_vel input exists
+        writers = [w for w in (self.w_odom, self.w_joints, self.w_tf, self.w_diag) if w is not None]
+        readers = [self.cmd.reader] if self.cmd.reader is not None else []
+        try:
+            self.node.announce(NODE_NAME, readers, writers)
+        except Exception as e:      # graph bookkeeping only: the topics work without it
+            log.warning("ros_discovery_info not published: %s", e)
 
     def start(self) -> None:
         """Open and enable the board: configure (port, HELLO), activate (zeroed encoders and command)."""

@@ -13,8 +13,8 @@ Default values match ROS 2's (a Quaternion defaults to the identity, w = 1).
 import math
 from dataclasses import dataclass, field
 
-from cyclonedds.idl import IdlStruct
-from cyclonedds.idl.types import array, float64, int32, sequence, uint8, uint32
+from cyclonedds.idl import IdlStruct, make_idl_struct
+from cyclonedds.idl.types import array, bounded_str, float64, int32, sequence, uint8, uint32
 
 
 def _zeros36():
@@ -178,6 +178,41 @@ def ros_type_name(cls_or_dds_name) -> str:
 
 
 TYPES_BY_ROS_NAME = {ros_type_name(t): t for t in ALL_TYPES}
+
+
+# ---------------------------------------------------------------------------------------------- rmw_dds_common
+# The ROS graph's own bookkeeping: every ROS participant publishes ParticipantEntitiesInfo on `ros_discovery_info`
+# (which nodes it hosts and the GUIDs of their readers and writers); `ros2 node list` and the node column of
+# `ros2 topic info -v` come from it. The Gid is the DDS GUID (16 bytes) padded to RMW_GID_STORAGE_SIZE, which is
+# 24 bytes up to Humble and 16 from Iron on: the two layouts share one type name, so the distro picks one.
+GID_SIZE = 16                                   # Iron, Jazzy, Kilted
+GID_SIZE_BY_DISTRO = {"foxy": 24, "galactic": 24, "humble": 24}
+_graph_types: dict = {}
+
+
+def gid_size_for_distro(distro: str | None) -> int:
+    return GID_SIZE_BY_DISTRO.get((distro or "").strip().lower(), GID_SIZE)
+
+
+def graph_types(gid_size: int = GID_SIZE):
+    """(Gid, NodeEntitiesInfo, ParticipantEntitiesInfo) IDL structs for a Gid of gid_size bytes."""
+    if gid_size not in _graph_types:
+        gid = make_idl_struct("Gid", "rmw_dds_common::msg::dds_::Gid_", {"data": array[uint8, gid_size]})
+        node = make_idl_struct("NodeEntitiesInfo", "rmw_dds_common::msg::dds_::NodeEntitiesInfo_",
+                               {"node_namespace": bounded_str[256], "node_name": bounded_str[256],
+                                "reader_gid_seq": sequence[gid], "writer_gid_seq": sequence[gid]})
+        participant = make_idl_struct("ParticipantEntitiesInfo",
+                                      "rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_",
+                                      {"gid": gid, "node_entities_info_seq": sequence[node]})
+        _graph_types[gid_size] = (gid, node, participant)
+    return _graph_types[gid_size]
+
+
+def gid_from_guid(guid_bytes: bytes, gid_size: int = GID_SIZE):
+    """The rmw Gid of a DDS entity: its 16-byte GUID, zero-padded to the distro's Gid size."""
+    gid_cls = graph_types(gid_size)[0]
+    raw = bytes(guid_bytes)[:gid_size]
+    return gid_cls(data=raw + bytes(gid_size - len(raw)))
 
 
 # ------------------------------------------------------------------------------------------------------- helpers

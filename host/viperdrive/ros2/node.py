@@ -22,6 +22,7 @@ from cyclonedds.sub import DataReader, Subscriber
 from cyclonedds.topic import Topic
 
 from ..errors import BadValue
+from . import msgs
 
 # Cyclone maps a domain id to UDP ports 7400 + 250 * id (+ offsets); above 232 they leave the 16-bit range
 # (the same limit ROS 2 documents).
@@ -224,6 +225,14 @@ def delete_entity(entity) -> None:
         entity._delete(ref)
 
 
+def ros_discovery_qos() -> Qos:
+    """rmw_dds_common's ros_discovery_info: RELIABLE, TRANSIENT_LOCAL, KEEP_LAST 1, XCDR1."""
+    from cyclonedds.util import duration
+    return Qos(Policy.Reliability.Reliable(max_blocking_time=duration(milliseconds=100)),
+               Policy.Durability.TransientLocal, Policy.History.KeepLast(1),
+               Policy.DataRepresentation(use_cdrv0_representation=True))
+
+
 class RosNode:
     """One DDS participant that a ROS 2 graph takes for a ROS 2 process.
 
@@ -249,6 +258,8 @@ class RosNode:
         self._subscriber = Subscriber(self.participant)
         self._topics: dict = {}
         self._closed = False
+        self.gid_size = msgs.gid_size_for_distro(env.get("ROS_DISTRO"))
+        self._graph_writer = None
 
     def topic_name(self, name: str) -> str:
         return resolve_topic(name, self.namespace)
@@ -265,6 +276,21 @@ class RosNode:
 
     def subscription(self, name: str, msg_type, qos: Qos, listener=None) -> DataReader:
         return DataReader(self._subscriber, self._topic(name, msg_type), qos=qos, listener=listener)
+
+    def announce(self, node_name: str, readers=(), writers=()) -> None:
+        """Publish this participant's ParticipantEntitiesInfo on `ros_discovery_info`: one node, node_name in our
+        namespace, with these DDS readers and writers. Call again whenever the set changes (the latest sample
+        replaces the previous one: KEEP_LAST 1, TRANSIENT_LOCAL, so late joiners get it too)."""
+        gid_cls, node_cls, info_cls = msgs.graph_types(self.gid_size)
+        if self._graph_writer is None:
+            topic = Topic(self.participant, "ros_discovery_info", info_cls)
+            self._topics[("ros_discovery_info", info_cls)] = topic
+            self._graph_writer = DataWriter(self._publisher, topic, qos=ros_discovery_qos())
+        node = node_cls(node_namespace=self.namespace, node_name=node_name,
+                        reader_gid_seq=[msgs.gid_from_guid(r.guid.bytes, self.gid_size) for r in readers],
+                        writer_gid_seq=[msgs.gid_from_guid(w.guid.bytes, self.gid_size) for w in writers])
+        self._graph_writer.write(info_cls(gid=msgs.gid_from_guid(self.participant.guid.bytes, self.gid_size),
+                                          node_entities_info_seq=[node]))
 
     def close(self) -> None:
         if self._closed:
