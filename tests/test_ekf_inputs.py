@@ -235,3 +235,16 @@ def test_ros2_wildcard_parameters_apply_to_the_node():
     assert cfg.node == "ekf_filter_node" and cfg.frequency == 40.0 and cfg.two_d_mode
     assert any(n.startswith("use_sim_time") for n in cfg.notes("no_effect"))
     assert config_from_dict({"/**": {"ros__parameters": {"frequency": 12.0}}}).frequency == 12.0
+
+
+def test_imu_orientation_never_measures_position_and_can_be_relative_or_differential():
+    vec = [True, True, False, False, False, True] + [False] * 9     # a config that (wrongly) selects x and y too
+    imu = SensorInput(SensorConfig("imu0", "imu", update_vector=vec, relative=True))
+    (m,) = imu.imu(0.0, quat_from_euler(0, 0, 1.0), np.eye(3) * 0.01)
+    assert not m.mask[X] and not m.mask[Y] and m.mask[YAW] and m.values[YAW] == pytest.approx(0.0)
+    (m,) = imu.imu(0.1, quat_from_euler(0, 0, 1.3), np.eye(3) * 0.01)
+    assert m.values[YAW] == pytest.approx(0.3)
+    diff = SensorInput(SensorConfig("imu1", "imu", update_vector=vec, differential=True))
+    assert diff.imu(0.0, quat_from_euler(0, 0, 1.0), np.eye(3) * 0.01) == []
+    (m,) = diff.imu(0.5, quat_from_euler(0, 0, 1.2), np.eye(3) * 0.01)
+    assert m.mask[VYAW] and not m.mask[VX] and m.values[VYAW] == pytest.approx(0.4)

@@ -65,9 +65,11 @@ class SensorInput:
 
     # ---------------------------------------------------------------------------------------------- parts
 
-    def _pose(self, t, position, q, cov6) -> list[Measurement]:
-        """Pose (world frame) -> pose measurement, or in differential mode a body-frame velocity measurement."""
-        if not self.selects_pose:
+    def _pose(self, t, position, q, cov6, selected=None) -> list[Measurement]:
+        """Pose (world frame) -> pose measurement, or in differential mode a body-frame velocity measurement.
+        `selected`: the 6 pose entries of the update vector to use (default: this sensor's)."""
+        selected = self.mask[:6] if selected is None else selected
+        if not selected.any():
             return []
         pose = _pose_of(position, q)
         cov6 = np.asarray(cov6, dtype=float).reshape(6, 6)
@@ -91,7 +93,7 @@ class SensorInput:
             full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
             full_cov[VX:VYAW + 1, VX:VYAW + 1] = cov
             mask = np.zeros(STATE_SIZE, dtype=bool)
-            mask[VX:VYAW + 1] = self.mask[X:YAW + 1]     # a differentiated x becomes vx, yaw becomes vyaw, ...
+            mask[VX:VYAW + 1] = selected                 # a differentiated x becomes vx, yaw becomes vyaw, ...
             return [Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.twist_threshold, "twist")]
         if self.cfg.relative:
             if self._first_pose is None:
@@ -103,7 +105,7 @@ class SensorInput:
         full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
         full_cov[:6, :6] = cov6
         mask = np.zeros(STATE_SIZE, dtype=bool)
-        mask[:6] = self.mask[:6]
+        mask[:6] = selected
         return [Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.pose_threshold, "pose")]
 
     def _twist(self, t, linear, angular, cov6) -> list[Measurement]:
@@ -137,14 +139,11 @@ class SensorInput:
         accel = None if accel is None else np.asarray(accel, dtype=float)
         if self.cfg.lowpass_tau > 0.0:
             gyro, accel = self._lowpass(t, gyro, accel)
-        if q is not None and self.selects_pose:
+        if q is not None and self.mask[3:6].any():
             cov6 = np.zeros((6, 6))
             cov6[3:, 3:] = np.asarray(q_cov3, dtype=float).reshape(3, 3)
-            cov6[:3, :3] = np.eye(3)        # unused: the IMU selects no position
-            saved = self.mask[:3].copy()
-            self.mask[:3] = False          # an IMU never measures position, whatever its config says
-            out += self._pose(t, np.zeros(3), q, cov6)
-            self.mask[:3] = saved
+            cov6[:3, :3] = np.eye(3)        # unused: an IMU never measures position, whatever its config says
+            out += self._pose(t, np.zeros(3), q, cov6, selected=np.r_[False, False, False, self.mask[3:6]])
         if gyro is not None and self.mask[VROLL:VYAW + 1].any():
             values = np.full(STATE_SIZE, np.nan)
             values[VROLL:VYAW + 1] = gyro
