@@ -170,3 +170,14 @@ def test_helpers():
     assert cov[7] == 7.0 and cov[35] == 35.0 and len(cov) == 36
     diag = _covariance(None, [1, 2, 3, 4, 5, 6])
     assert [diag[i * 7] for i in range(6)] == [1, 2, 3, 4, 5, 6] and sum(diag) == 21
+
+
+def test_auto_with_both_types_offered_reads_twist_stamped_and_warns_about_twist(nodes, caplog):
+    bridge_node, teleop = nodes
+    writers = [teleop.publisher("cmd_vel", t, qos.default_qos()) for t in (msgs.Twist, msgs.TwistStamped)]
+    with caplog.at_level(logging.WARNING, logger="viperdrive.ros2"):
+        cmd = CmdVelInput(bridge_node, "cmd_vel", "auto", warn=RateLimitedWarning(interval=60.0))
+        poll_until(cmd, lambda g: cmd.offered_types() == {TWIST, TWIST_STAMPED} and cmd.matched() == 1)
+    assert cmd.type_name == TWIST_STAMPED and cmd.matched() == 1 and len(writers) == 2
+    warned = [r.getMessage() for r in caplog.records if "IGNORED" in r.getMessage()]
+    assert len(warned) == 1 and "offers geometry_msgs/msg/Twist " in warned[0]
