@@ -118,6 +118,9 @@ def test_lagged_fixes_beyond_the_history_are_counted_and_reported(recording):
     too_late = int(pose_line.split()[5])
     assert too_late > 90
     assert "older than history_length" in proc.stdout
+    # each one is logged, but stderr shows the first five per sensor and then says the rest are counted
+    assert proc.stderr.count("is older than the history") == 5
+    assert "pose0: further lagged-measurement warnings are only counted" in proc.stderr
 
 
 def test_strict_refuses_unknown_keys(recording):
@@ -214,3 +217,37 @@ def test_nothing_usable_is_an_error(gap_recording):
     proc = run_fuse(path, "--config", cfg, "--out", d / "none.csv")
     assert proc.returncode == 1
     assert "'/not_recorded' is not in gap.mcap" in proc.stdout and "no estimate" in proc.stderr
+
+
+def test_rosmsg_definitions_are_the_rosbag2_concatenated_form_and_round_trip(tmp_path):
+    from viperdrive import rosmsg_defs
+
+    odom = rosmsg_defs.DEFINITIONS[rosmsg_defs.ODOMETRY]
+    blocks = odom.split("=" * 80 + "\n")
+    assert blocks[0].startswith("#") and "std_msgs/Header header" in blocks[0]
+    names = [b.splitlines()[0] for b in blocks[1:]]
+    assert all(n.startswith("MSG: ") and "/msg/" in n for n in names)
+    assert {"MSG: builtin_interfaces/msg/Time", "MSG: geometry_msgs/msg/Quaternion",
+            "MSG: geometry_msgs/msg/TwistWithCovariance"} <= set(names)
+    assert len(names) == len(set(names))                      # each dependency once
+    # write one message of every type, read it back with the mcap ROS 2 decoder
+    msgs = {
+        rosmsg_defs.IMU: {"header": {"stamp": {"sec": -5, "nanosec": 7}, "frame_id": "imu"},
+                          "orientation_covariance": [-1.0] + [0.0] * 8,
+                          "angular_velocity": {"z": 0.5}, "angular_velocity_covariance": [0.1] * 9,
+                          "linear_acceleration_covariance": [0.2] * 9},
+        rosmsg_defs.POSE_WITH_COVARIANCE_STAMPED: {
+            "header": {"frame_id": "map"}, "pose": {"pose": {"position": {"x": 1.5}}, "covariance": [0.0] * 36}},
+        rosmsg_defs.TWIST_WITH_COVARIANCE_STAMPED: {"twist": {"twist": {"angular": {"z": -0.25}},
+                                                              "covariance": [1.0] * 36}},
+    }
+    path = tmp_path / "types.mcap"
+    write_mcap(path, [(f"/t{i}", typ, 0.0, float(i), body) for i, (typ, body) in enumerate(msgs.items())])
+    with open(path, "rb") as f:
+        got = {sch.name: m for sch, _, _, m in make_reader(f, decoder_factories=[DecoderFactory()])
+               .iter_decoded_messages()}
+    imu = got[rosmsg_defs.IMU]
+    assert imu.header.stamp.sec == -5 and imu.header.stamp.nanosec == 7      # int32 sec, as ROS 2 defines it
+    assert imu.orientation.w == 1.0 and imu.angular_velocity.z == 0.5       # Quaternion's default w = 1
+    assert got[rosmsg_defs.POSE_WITH_COVARIANCE_STAMPED].pose.pose.position.x == 1.5
+    assert got[rosmsg_defs.TWIST_WITH_COVARIANCE_STAMPED].twist.twist.angular.z == -0.25

@@ -25,6 +25,36 @@ def register(parser) -> None:
     prog.add_argument("--no-progress", dest="progress", action="store_false")
 
 
+class _FirstFew:
+    """Logging filter: the first `limit` lagged-measurement warnings per sensor, then one line saying the rest are
+    only counted (the summary has the totals). A long recording with a slow sensor would otherwise flood stderr."""
+
+    def __init__(self, limit: int = 5):
+        self.limit = limit
+        self.seen: dict[str, int] = {}
+
+    def filter(self, record) -> bool:
+        sensor = str(record.args[0]) if isinstance(record.args, tuple) and record.args else ""
+        n = self.seen[sensor] = self.seen.get(sensor, 0) + 1
+        if n == self.limit + 1:
+            record.msg, record.args = "%s: further lagged-measurement warnings are only counted (see the summary)", \
+                (sensor,)
+            return True
+        return n <= self.limit
+
+
+def _log_to_stderr():
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("viperdrive fuse: warning: %(message)s"))
+    handler.addFilter(_FirstFew())
+    log = logging.getLogger("viperdrive.ekf")
+    log.addHandler(handler)
+    log.propagate = False
+    return log, handler
+
+
 def run(args) -> int:
     from ..ekf import load_config
     from ..errors import EXIT_ERROR, BadValue
@@ -38,8 +68,13 @@ def run(args) -> int:
     if args.strict and unknown:
         raise BadValue(f"{args.config}: unknown parameters (--strict): {', '.join(unknown)}")
     show = args.progress if args.progress is not None else sys.stderr.isatty()
-    summary = fuse(args.input, cfg, args.out, mcap_out=args.mcap_out,
-                   progress=progress_bar(sys.stderr) if show else None, uncertainty_limit=args.uncertainty_limit)
+    log, handler = _log_to_stderr()
+    try:
+        summary = fuse(args.input, cfg, args.out, mcap_out=args.mcap_out,
+                       progress=progress_bar(sys.stderr) if show else None, uncertainty_limit=args.uncertainty_limit)
+    finally:
+        log.removeHandler(handler)
+        log.propagate = True
     print(summary.text())
     if unknown:
         print(f"unknown parameters in {args.config} (ignored): {', '.join(unknown)}")
