@@ -1,0 +1,413 @@
+"""What every board command shares: --port/--baud/--config, --quiet/--json, opening the board with errors that say
+what to do, progress bars on stderr, and the terminal helpers of the live commands (drive, monitor).
+
+Not a command (the leading underscore is not needed: it has no register/run, so discovery skips it).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+from ..board import Board, fault_text
+from ..config import RobotConfig
+from ..errors import BadValue, BoardFault, NoReplyError, UserError
+from ..ports import resolve_port
+from viperdrive.shared import protocol as P
+
+PORT_ENV = "VIPERDRIVE_PORT"
+
+# what to do about each latched fault (protocol.FAULT_*), in words
+FAULT_HINTS = {
+    P.FAULT_STALL_LEFT: "free the left wheel (something blocks it, or its motor/driver has no power)",
+    P.FAULT_STALL_RIGHT: "free the right wheel (something blocks it, or its motor/driver has no power)",
+    P.FAULT_TRACKING_LEFT: "the left wheel cannot follow its setpoint: check motor power and motor_sign/encoder_sign "
+                           "in board.json (a mirrored motor or encoder runs away), then the gains",
+    P.FAULT_TRACKING_RIGHT: "the right wheel cannot follow its setpoint: check motor power and motor_sign/"
+                            "encoder_sign in board.json (a mirrored motor or encoder runs away), then the gains",
+    P.FAULT_OVERSPEED_LEFT: "the left wheel ran above 1.5 x max_wheel_speed: check motor_sign/encoder_sign with the "
+                            "wheels off the ground",
+    P.FAULT_OVERSPEED_RIGHT: "the right wheel ran above 1.5 x max_wheel_speed: check motor_sign/encoder_sign with the "
+                             "wheels off the ground",
+    P.FAULT_WATCHDOG: "the firmware stopped making progress and the watchdog reset the board; `viperdrive info` "
+                      "shows its loop timing",
+}
+
+
+# ------------------------------------------------------------------------------------------ options
+
+def add_board_options(parser: argparse.ArgumentParser, data_output: bool = False) -> None:
+    """--port, --baud, --config (every board command); --quiet and --json where the output is data."""
+    g = parser.add_argument_group("board connection")
+    g.add_argument("--port", default=None, metavar="PORT",
+                   help="device path, pyserial URL (socket://HOST:PORT, rfc2217://...), 'auto' (the one USB device "
+                        "that looks like a MicroPython board) or 'sim' (a private virtual board). Default: "
+                        f"${PORT_ENV}, else the robot file's port, else auto")
+    g.add_argument("--baud", type=int, default=None, help="serial baud rate (default: the robot file's, else 115200)")
+    g.add_argument("--config", default=None, metavar="ROBOT_FILE",
+                   help="robot file (YAML or TOML, docs/host.md); a corrupt one falls back to the defaults")
+    add_output_options(parser, data_output)
+
+
+def add_output_options(parser: argparse.ArgumentParser, data_output: bool = True) -> None:
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress or chatter on stderr")
+    if data_output:
+        parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+
+
+def warn(args, message: str) -> None:
+    """A warning on stderr (shown even with --quiet: it is about the result, not progress)."""
+    print(f"viperdrive {getattr(args, 'command', '')}: warning: {message}".replace("  ", " "), file=sys.stderr)
+
+
+def note(args, message: str) -> None:
+    """Chatter on stderr, silenced by --quiet."""
+    if not getattr(args, "quiet", False):
+        print(message, file=sys.stderr, flush=True)
+
+
+def _parse_robot_file(path: Path) -> str | None:
+    """None when the file parses as YAML/TOML; otherwise why it is corrupt (unreadable syntax or encoding)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None     # RobotConfig.load gives the precise error (missing, unreadable)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"not UTF-8 text ({e.reason} at byte {e.start})"
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            import tomllib
+            tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+            yaml.safe_load(text)
+    except Exception as e:  # tomllib.TOMLDecodeError, yaml.YAMLError
+        return f"not valid {suffix[1:].upper()} ({' '.join(str(e).split())})"
+    return None
+
+
+def load_config(args) -> RobotConfig:
+    """The robot file of --config. Corrupt (cannot be parsed at all) -> the defaults and a warning; missing, or a
+    key with a bad value -> BadValue naming the key and the reason (exit code 7): driving on silently wrong
+    geometry is worse than stopping."""
+    cached = getattr(args, "_config", None)
+    if cached is not None:
+        return cached
+    path = getattr(args, "config", None)
+    if path is None:
+        config = RobotConfig()
+    else:
+        corrupt = _parse_robot_file(Path(path))
+        if corrupt is not None:
+            warn(args, f"robot file {path} is corrupt: {corrupt}; using the built-in defaults")
+            config = RobotConfig()
+        else:
+            try:
+                config = RobotConfig.load(path)
+            except BadValue as e:
+                raise BadValue(f"invalid robot file: {e}") from None
+            for key in config.ignored:
+                note(args, f"robot file {path}: {key} is read but has no meaning here (ignored)")
+    args._config = config
+    return config
+
+
+def port_spec(args, config: RobotConfig | None = None) -> str:
+    """--port, else $VIPERDRIVE_PORT, else the robot file's port (when the file names one), else auto."""
+    if getattr(args, "port", None):
+        return args.port
+    if os.environ.get(PORT_ENV):
+        return os.environ[PORT_ENV]
+    if config is not None and config.source:
+        try:
+            if "port" in _flat_keys(Path(config.source)):
+                return config.port
+        except OSError:
+            pass
+    return "auto"
+
+
+def _flat_keys(path: Path) -> set[str]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".toml":
+        import tomllib
+        data = tomllib.loads(text)
+    else:
+        import yaml
+        data = yaml.safe_load(text) or {}
+    return set(data) if isinstance(data, dict) else set()
+
+
+def baud_of(args, config: RobotConfig) -> int:
+    baud = getattr(args, "baud", None) or config.baud
+    if not 300 <= baud <= 12_000_000:
+        raise UserError(f"--baud {baud} is outside 300..12000000", exit_code=2)
+    return int(baud)
+
+
+# ------------------------------------------------------------------------------------------ the board
+
+@contextlib.contextmanager
+def open_board(args, config: RobotConfig | None = None, clock_sync: bool = True):
+    """Resolve --port, open, HELLO (protocol and schema checked). Yields a configured Board; on the way out the
+    board is always left disabled (also on Ctrl-C and errors) and a private virtual board is stopped."""
+    config = config if config is not None else load_config(args)
+    baud = baud_of(args, config)
+    spec = port_spec(args, config)
+    port = resolve_port(spec, baud)
+    try:
+        board = Board(port.url, baud, config=config, clock_sync=clock_sync)
+        try:
+            board.configure()
+        except NoReplyError as e:
+            raise NoReplyError(
+                f"no reply from the board on {port.description} at {baud} baud ({e}). Check --baud (a UART link "
+                f"runs at board.json's link.baud), that the viperdrive firmware is flashed (`viperdrive flash`), "
+                f"and that the board is not in REPL mode (repl_mode file or repl pin held at boot)") from None
+        args._port_description = port.description
+        try:
+            yield board
+        except BaseException:
+            board.__exit__(*sys.exc_info())
+            raise
+        else:
+            board.__exit__(None, None, None)
+    finally:
+        port.close()
+
+
+def fault_message(code: int, args=None) -> str:
+    hint = FAULT_HINTS.get(code, "find the cause")
+    where = f" --port {args.port}" if args is not None and getattr(args, "port", None) else ""
+    return (f"the board is in FAULT: {fault_text(code)}. {hint[0].upper() + hint[1:]}; then clear it with "
+            f"`viperdrive info --clear-fault{where}`")
+
+
+def check_no_fault(board: Board, args=None) -> None:
+    """BoardFault (exit 6) with the fault in words and how to clear it, when one is latched."""
+    code = board.diag()["fault_code"]
+    if code != P.FAULT_NONE:
+        raise BoardFault(fault_message(code, args))
+
+
+def activate(board: Board, args=None):
+    """Board.activate() with the CLI's fault message."""
+    check_no_fault(board, args)
+    try:
+        return board.activate()
+    except BoardFault:
+        code = board.diag()["fault_code"]
+        raise BoardFault(fault_message(code, args)) from None
+
+
+def read_status(board: Board) -> int:
+    """The STATE status byte without enabling: one zero SET_VEL exchange (harmless on a disabled board)."""
+    return P.unpack_state(board.link.request(P.pack_set_vel(0, 0), P.STATE))[4]
+
+
+# ------------------------------------------------------------------------------------------ output
+
+def print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=False, default=_json_default))
+
+
+def _json_default(o):
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+def finite_or_none(x):
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+class Progress:
+    """A progress bar on stderr. On a terminal it redraws one line (at most 10 times a second); elsewhere (a pipe, a
+    CI log) it prints plain lines, one per tenth of the way, so logs stay readable. quiet: nothing at all."""
+
+    def __init__(self, total: float, label: str, quiet: bool = False, stream=None, unit: str = "",
+                 width: int = 30):
+        self.total = max(float(total), 1e-12)
+        self.label = label
+        self.quiet = quiet
+        self.stream = stream if stream is not None else sys.stderr
+        self.unit = unit
+        self.width = width
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.done = 0.0
+        self._last_draw = 0.0
+        self._last_tenth = -1
+        self._closed = False
+        self._t0 = time.monotonic()
+
+    def _fmt(self, v: float) -> str:
+        if self.unit == "files":
+            return f"{int(v)}"
+        return f"{v:.1f}" if self.total < 100 else f"{v:.0f}"
+
+    def update(self, done: float, note: str = "") -> None:
+        if self.quiet or self._closed:
+            return
+        self.done = min(max(done, 0.0), self.total)
+        frac = self.done / self.total
+        now = time.monotonic()
+        if self.tty:
+            if now - self._last_draw < 0.1 and frac < 1.0:
+                return
+            self._last_draw = now
+            filled = int(round(frac * self.width))
+            bar = "#" * filled + "-" * (self.width - filled)
+            text = (f"{self.label} [{bar}] {frac * 100:5.1f}% {self._fmt(self.done)}/{self._fmt(self.total)}"
+                    f"{(' ' + self.unit) if self.unit else ''} {note}")
+            self.stream.write("\r\x1b[2K" + text[:200])
+            self.stream.flush()
+        else:
+            tenth = int(frac * 10)
+            if tenth != self._last_tenth:
+                self._last_tenth = tenth
+                self.stream.write(f"{self.label}: {frac * 100:.0f}% ({self._fmt(self.done)}/{self._fmt(self.total)}"
+                                  f"{(' ' + self.unit) if self.unit else ''}) {note}".rstrip() + "\n")
+                self.stream.flush()
+
+    def advance(self, n: float = 1.0, note: str = "") -> None:
+        self.update(self.done + n, note)
+
+    def close(self, note: str = "done") -> None:
+        if self.quiet or self._closed:
+            return
+        self._closed = True
+        took = time.monotonic() - self._t0
+        if self.tty:
+            self.stream.write("\r\x1b[2K")
+        self.stream.write(f"{self.label}: {note} ({took:.1f} s)\n")
+        self.stream.flush()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *rest):
+        self.close("done" if exc_type is None else "stopped")
+
+
+# ------------------------------------------------------------------------------------------ terminal
+
+KEY_NAMES = {"\x1b[A": "up", "\x1b[B": "down", "\x1b[C": "right", "\x1b[D": "left",
+             "\x1bOA": "up", "\x1bOB": "down", "\x1bOC": "right", "\x1bOD": "left"}
+
+
+class TerminalKeys:
+    """Single keystrokes from a terminal (cbreak mode: no Enter, no echo; Ctrl-C still interrupts). Works over SSH.
+    read() -> ["up", "q", " ", ...], never blocks. Restores the terminal on exit."""
+
+    def __init__(self, stream=None):
+        self.stream = stream if stream is not None else sys.stdin
+        self.fd = self.stream.fileno()
+        self.tty = os.isatty(self.fd)
+        self._saved = None
+        self._pending = ""
+
+    def __enter__(self):
+        if self.tty:
+            import termios
+            import tty
+            self._saved = termios.tcgetattr(self.fd)
+            tty.setcbreak(self.fd)
+        return self
+
+    def __exit__(self, *exc):
+        if self._saved is not None:
+            import termios
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
+            self._saved = None
+
+    def read(self) -> list[str]:
+        data = ""
+        while True:
+            r, _, _ = select.select([self.fd], [], [], 0)
+            if not r:
+                break
+            chunk = os.read(self.fd, 64)
+            if not chunk:
+                break
+            data += chunk.decode("utf-8", "replace")
+        s = self._pending + data
+        self._pending = ""
+        keys = []
+        i = 0
+        while i < len(s):
+            if s[i] == "\x1b":
+                seq = s[i:i + 3]
+                if seq in KEY_NAMES:
+                    keys.append(KEY_NAMES[seq])
+                    i += 3
+                    continue
+                if len(seq) < 3 and i + len(seq) == len(s):
+                    self._pending = seq     # an escape sequence split across reads
+                    break
+                keys.append("escape")
+                i += 1
+                continue
+            keys.append(s[i])
+            i += 1
+        return keys
+
+
+class LiveView:
+    """Redraws a block of lines in place on a terminal (ANSI: cursor up, clear line), prints plain blocks at most
+    once per `plain_every` seconds elsewhere."""
+
+    def __init__(self, stream=None, plain_every: float = 1.0):
+        self.stream = stream if stream is not None else sys.stdout
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.plain_every = plain_every
+        self._lines = 0
+        self._last_plain = -1e9
+
+    def show(self, lines: list[str], force: bool = False) -> None:
+        if self.tty:
+            out = []
+            if self._lines:
+                out.append(f"\x1b[{self._lines}F")
+            for ln in lines:
+                out.append("\x1b[2K" + ln + "\n")
+            for _ in range(self._lines - len(lines)):
+                out.append("\x1b[2K\n")
+            self._lines = max(len(lines), self._lines)
+            self.stream.write("".join(out))
+            self.stream.flush()
+            return
+        now = time.monotonic()
+        if force or now - self._last_plain >= self.plain_every:
+            self._last_plain = now
+            self.stream.write("\n".join(lines) + "\n\n")
+            self.stream.flush()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM (a service manager, `kill`) takes the same way out as Ctrl-C: the board gets disabled."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:      # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)

@@ -1,0 +1,101 @@
+"""`viperdrive info`: who the board is (HELLO), its state, faults in words, loop and link health (GET_DIAG) and every
+parameter. --clear-fault clears a latched fault after showing it."""
+from __future__ import annotations
+
+import argparse
+
+from ..board import fault_text
+from .common import FAULT_HINTS, add_board_options, note, open_board, print_json, read_status
+from viperdrive.shared import params as PARAMS
+from viperdrive.shared import protocol as P
+
+HELP = "show the board: firmware, protocol, status, faults in words, loop timing, link counters, parameters"
+
+FLAG_MEANING = {
+    "PARAMS_DEFAULTED": "the parameter file was missing or corrupt: defaults in use (`viperdrive params save`)",
+    "TIMER_SOFT": "the control loop runs from a soft timer/thread, not a hard IRQ",
+}
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    add_board_options(parser, data_output=True)
+    parser.add_argument("--clear-fault", action="store_true", help="clear a latched FAULT (after reporting it)")
+
+
+def collect(board) -> dict:
+    info = board.info
+    status = read_status(board)
+    diag = board.diag()
+    values = {p[PARAMS.NAME]: board.get_param(p[PARAMS.NAME]) for p in PARAMS.TABLE}
+    return {
+        "board": info.board, "firmware": info.firmware, "protocol_version": info.protocol_version,
+        "schema_hash": f"{info.schema_hash:08x}", "control_hz": info.control_hz,
+        "counts_per_rev": info.counts_per_rev, "url": board.link.url, "baud": board.baud,
+        "status": status, "status_names": P.status_names(status),
+        "fault_code": diag["fault_code"], "fault": diag["fault"],
+        "fault_hint": FAULT_HINTS.get(diag["fault_code"]),
+        "reset_cause": diag["reset"], "flags": diag["flag_names"],
+        "diag": {k: v for k, v in diag.items() if k not in ("host_link", "fault", "reset", "flag_names")},
+        "host_link": diag["host_link"], "params": values,
+    }
+
+
+def run(args) -> int:
+    with open_board(args) as board:
+        d = collect(board)
+        cleared = None
+        if args.clear_fault:
+            cleared = board.clear_fault()
+            d["cleared_fault"] = {"code": cleared, "fault": fault_text(cleared)}
+            d["status"] = read_status(board)
+            d["status_names"] = P.status_names(d["status"])
+        if args.json:
+            print_json(d)
+            return 0
+        if not args.quiet:
+            print_info(d)
+        if cleared is not None:
+            print(f"cleared: {fault_text(cleared)}" if cleared else "no fault was latched")
+        elif d["fault_code"]:
+            note(args, "clear it with `viperdrive info --clear-fault` once the cause is fixed")
+    return 0
+
+
+def print_info(d: dict) -> None:
+    g = d["diag"]
+    h = d["host_link"]
+    status = " ".join(d["status_names"]) or "disabled, idle"
+    print(f"board       {d['board']}  (firmware {d['firmware']!r}, protocol v{d['protocol_version']}, "
+          f"parameter schema {d['schema_hash']})")
+    print(f"port        {d['url']} at {d['baud']} baud")
+    print(f"control     {d['control_hz']} Hz, {d['counts_per_rev']} counts per wheel revolution")
+    print(f"status      {status}")
+    fault = d["fault"] if d["fault_code"] == 0 else f"FAULT {d['fault_code']}: {d['fault']}"
+    print(f"fault       {fault}")
+    if d["fault_hint"]:
+        print(f"            what to do: {d['fault_hint']}")
+    print(f"last reset  {d['reset_cause']}; up {g['uptime_ms'] / 1000:.1f} s; free heap {g['free_heap']} B")
+    period = 1e6 / d["control_hz"]
+    jitter = max(g["period_max_us"] - period, period - g["period_min_us"])
+    print(f"loop        period {g['period_min_us']}..{g['period_max_us']} us (nominal {period:.0f}, jitter "
+          f"{jitter:.0f} us), step {g['exec_avg_us']} us avg / {g['exec_max_us']} us max "
+          f"({100 * g['exec_max_us'] / period:.1f} % of the period), overruns {g['overruns']}")
+    print(f"link board  frames ok {g['frames_ok']}, CRC errors {g['crc_errors']}, length errors "
+          f"{g['length_errors']}, garbage bytes {g['garbage_bytes']}, NACKs {g['nacks']}, deadman trips "
+          f"{g['deadman_trips']}")
+    rtt = f"{h['rtt_p50_ms']} ms median, {h['rtt_max_ms']} ms max" if h["rtt_n"] else "n/a"
+    print(f"link host   frames rx {h['frames_rx']} tx {h['frames_tx']}, CRC errors {h['crc_errors']}, timeouts "
+          f"{h['timeouts']}, round trip {rtt}")
+    for f in d["flags"]:
+        print(f"flag        {f}: {FLAG_MEANING.get(f, '')}")
+    print("parameters")
+    for p in PARAMS.TABLE:
+        name = p[PARAMS.NAME]
+        v = d["params"][name]
+        changed = "*" if abs(v - p[PARAMS.DEFAULT]) > 1e-6 * max(1.0, abs(p[PARAMS.DEFAULT])) else " "
+        print(f"  {name:<19}{changed}{_num(v):>10} {p[PARAMS.UNIT]:<15} {p[PARAMS.HELP]}")
+    print("  (* differs from the default)")
+
+
+def _num(v) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)

@@ -1,0 +1,186 @@
+"""`viperdrive params list|get|set|save|diff FILE`: the board's parameter table (shared/params.py) over the link.
+
+Values are checked against the table before the port is opened, so a typo costs nothing; the board checks again.
+`diff FILE` compares the board with a file ({name: value} as JSON, YAML or TOML, or the --json output of
+`params list` / `info`) and exits 1 when they differ, like diff(1)."""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import math
+from pathlib import Path
+
+from ..errors import BadValue, UserError
+from .common import add_board_options, note, open_board, print_json
+from viperdrive.shared import params as PARAMS
+
+HELP = "list, get, set, save the board's parameters; diff them against a file"
+
+NAMES = [p[PARAMS.NAME] for p in PARAMS.TABLE]
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("list", help="every parameter with value, unit, range and default")
+    add_board_options(p, data_output=True)
+    p = sub.add_parser("get", help="the value of the named parameters")
+    p.add_argument("names", nargs="+", metavar="NAME")
+    add_board_options(p, data_output=True)
+    p = sub.add_parser("set", help="set parameters live (NAME=VALUE ...); --save also stores them on the board")
+    p.add_argument("assignments", nargs="+", metavar="NAME=VALUE")
+    p.add_argument("--save", action="store_true", help="store all parameters on the board afterwards")
+    add_board_options(p, data_output=True)
+    p = sub.add_parser("save", help="store the current parameters in the board's flash (survive a reset)")
+    add_board_options(p)
+    p = sub.add_parser("diff", help="compare the board's parameters with FILE; exit 1 when they differ")
+    p.add_argument("file", metavar="FILE")
+    add_board_options(p, data_output=True)
+
+
+def param_spec(name: str):
+    p = PARAMS.by_name(name)
+    if p is None:
+        close = difflib.get_close_matches(name, NAMES, n=1)
+        raise BadValue(f"unknown parameter {name!r}{f' (did you mean {close[0]!r}?)' if close else ''}; "
+                       f"known: {', '.join(NAMES)}")
+    return p
+
+
+def check_value(name: str, raw) -> float | int:
+    """A value from the command line or a file, checked against the table: BadValue names the range."""
+    p = param_spec(name)
+    rng = f"[{p[PARAMS.MIN]}, {p[PARAMS.MAX]}] {p[PARAMS.UNIT]}"
+    try:
+        value = float(raw) if not isinstance(raw, (int, float)) or isinstance(raw, bool) else raw
+        if isinstance(raw, bool):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise BadValue(f"invalid value for {name}: {raw!r} is not a number (allowed {rng})") from None
+    if p[PARAMS.TYPE] != "f":
+        if not math.isfinite(value) or value != int(value):
+            raise BadValue(f"invalid value for {name}: {raw!r} must be a whole number in {rng}")
+        value = int(value)
+    reason = PARAMS.check(p[PARAMS.ID], value)
+    if reason is not None:
+        extra = "" if "outside" in reason else f" (allowed {rng})"
+        raise BadValue(f"invalid value for {name}: {reason}{extra}")
+    return value
+
+
+def parse_assignments(items: list[str]) -> dict:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise UserError(f"{item!r}: write NAME=VALUE, e.g. kp=0.05", exit_code=2)
+        name, _, raw = item.partition("=")
+        out[name.strip()] = check_value(name.strip(), raw.strip())
+    return out
+
+
+def read_param_file(path: str) -> dict:
+    """{name: value} from JSON/YAML/TOML; accepts {"params": {...}} too. BadValue for anything wrong."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadValue(f"parameter file {p} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadValue(f"parameter file {p} cannot be read: {e}") from None
+    try:
+        if p.suffix.lower() == ".toml":
+            import tomllib
+            data = tomllib.loads(text)
+        elif p.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except Exception as e:
+        raise BadValue(f"parameter file {p} cannot be parsed: {' '.join(str(e).split())}") from None
+    if isinstance(data, dict) and isinstance(data.get("params"), dict):
+        data = data["params"]
+    if not isinstance(data, dict):
+        raise BadValue(f"parameter file {p} must map parameter names to values")
+    out = {}
+    for name, raw in data.items():
+        try:
+            out[name] = check_value(str(name), raw)
+        except BadValue as e:
+            raise BadValue(f"parameter file {p}: {e}") from None
+    return out
+
+
+def _fmt(v) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _same(a, b) -> bool:
+    # the board stores float32: compare to float32 resolution
+    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
+
+
+def run(args) -> int:
+    action = args.action
+    if action == "get":
+        for n in args.names:
+            param_spec(n)
+    elif action == "set":
+        values = parse_assignments(args.assignments)
+    elif action == "diff":
+        wanted = read_param_file(args.file)
+    with open_board(args) as board:
+        if action == "list":
+            values = {n: board.get_param(n) for n in NAMES}
+            if args.json:
+                print_json({"params": values})
+                return 0
+            print(f"{'NAME':<19} {'VALUE':>10}  {'UNIT':<15} {'RANGE':<18} {'DEFAULT':>8}  MEANING")
+            for p in PARAMS.TABLE:
+                n = p[PARAMS.NAME]
+                mark = " " if _same(values[n], p[PARAMS.DEFAULT]) else "*"
+                rng = f"{_fmt(p[PARAMS.MIN])}..{_fmt(p[PARAMS.MAX])}"
+                print(f"{n:<19}{mark}{_fmt(values[n]):>10}  {p[PARAMS.UNIT]:<15} {rng:<18} "
+                      f"{_fmt(p[PARAMS.DEFAULT]):>8}  {p[PARAMS.HELP]}")
+            return 0
+        if action == "get":
+            values = {n: board.get_param(n) for n in args.names}
+            if args.json:
+                print_json({"params": values})
+            else:
+                for n, v in values.items():
+                    print(f"{n} = {_fmt(v)} {param_spec(n)[PARAMS.UNIT]}")
+            return 0
+        if action == "set":
+            applied = {}
+            for n, v in values.items():
+                before = board.get_param(n)
+                applied[n] = board.set_param(n, v)
+                if not args.json:
+                    print(f"{n}: {_fmt(before)} -> {_fmt(applied[n])} {param_spec(n)[PARAMS.UNIT]}")
+            if args.save:
+                board.save_params()
+                note(args, "saved on the board")
+            elif not args.json:
+                note(args, "applied live; `viperdrive params save` keeps them across a reset")
+            if args.json:
+                print_json({"params": applied, "saved": bool(args.save)})
+            return 0
+        if action == "save":
+            board.save_params()
+            note(args, "parameters saved on the board")
+            return 0
+        if action == "diff":
+            board_values = {n: board.get_param(n) for n in NAMES}
+            diffs = {n: {"board": board_values[n], "file": v} for n, v in wanted.items()
+                     if not _same(board_values[n], v)}
+            if args.json:
+                print_json({"differences": diffs, "compared": len(wanted)})
+            elif diffs:
+                print(f"{'NAME':<19} {'BOARD':>10} {'FILE':>10}")
+                for n, d in diffs.items():
+                    print(f"{n:<19} {_fmt(d['board']):>10} {_fmt(d['file']):>10}")
+            else:
+                note(args, f"the board matches {args.file} ({len(wanted)} parameters compared)")
+            return 1 if diffs else 0
+    raise AssertionError(action)
