@@ -156,6 +156,19 @@ def test_differential_mode_turns_poses_into_body_velocities():
     assert np.allclose(m.values[[VX, VYAW]], [1.0, 0.4], atol=1e-12)      # 0.5 m forward and 0.2 rad in 0.5 s
     assert m.mask[VX] and m.mask[VYAW] and not m.mask[X]
     assert m.covariance[VX, VX] == pytest.approx(0.02 / 0.25)
+    rl = SensorInput(SensorConfig("odom1", "odom", update_vector=VEC, differential=True,
+                                  differential_covariance="robot_localization"))
+    rl.pose(0.0, [1.0, 1.0, 0.0], quat_from_euler(0, 0, math.pi / 2), cov6([0.01] * 6))
+    m = rl.pose(0.5, [1.0, 1.5, 0.0], quat_from_euler(0, 0, math.pi / 2 + 0.2), cov6([0.01] * 6))[0]
+    assert m.covariance[VX, VX] == pytest.approx(0.02 * 0.5)       # robot_localization's (R_prev + R_cur) * dt
+    pose_vec = VEC[:6] + [False] * 9
+    cfg = config_from_dict({"pose0": "p", "pose0_config": pose_vec, "pose0_differential": True})
+    assert any("pose0_differential_covariance: robot_localization" in n for n in cfg.notes("warning"))
+    cfg = config_from_dict({"pose0": "p", "pose0_config": pose_vec, "pose0_differential": True,
+                            "pose0_differential_covariance": "robot_localization"})
+    assert cfg.sensors[0].differential_covariance == "robot_localization" and not cfg.notes("warning", "unknown")
+    with pytest.raises(ConfigError, match="pose0_differential_covariance"):
+        config_from_dict({"pose0": "p", "pose0_differential_covariance": "dt"})
 
 
 def test_gravity_is_removed_with_the_imu_orientation():

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import BadValue
 from .core import DEFAULT_INITIAL_COVARIANCE, DEFAULT_PROCESS_NOISE, STATE_SIZE, EkfConfig
-from .sensors import GRAVITY, KINDS, SensorConfig
+from .sensors import DIFFERENTIAL_COVARIANCE, GRAVITY, KINDS, SensorConfig
 
 
 class ConfigError(BadValue):
@@ -52,6 +52,7 @@ SENSOR_SUFFIXES = {
     "nodelay": KINDS,
     "pose_use_child_frame": ("odom", "pose"),
     # viperdrive extensions (robot_localization ignores them)
+    "differential_covariance": ("odom", "imu", "pose"),
     "lowpass_tau": ("imu",),
     "timeout": KINDS,
 }
@@ -311,6 +312,15 @@ def _sensor(name, kind, keys, source, cfg, report) -> SensorConfig:
         report.append(("no_effect", f"{name}_differential", "a twist sensor has no pose to differentiate"))
     if differential and relative:
         report.append(("warning", f"{name}_relative", "differential is also true; differential takes precedence"))
+    diff_cov = _string(sp, f"{name}_differential_covariance", source, "statistical")
+    if diff_cov not in DIFFERENTIAL_COVARIANCE:
+        raise ConfigError(f"{source}: {name}_differential_covariance must be one of "
+                          f"{', '.join(DIFFERENTIAL_COVARIANCE)}, not {diff_cov!r}")
+    if differential and kind != "twist" and f"{name}_differential_covariance" not in sp:
+        report.append(("warning", f"{name}_differential",
+                       "the differentiated velocity's covariance is (R_prev + R_cur) / dt^2 here; robot_localization "
+                       f"uses (R_prev + R_cur) * dt. Set {name}_differential_covariance: robot_localization to "
+                       "reproduce it"))
     remove_g = _bool(sp, f"{name}_remove_gravitational_acceleration", source, False)
     if kind == "imu" and any(vec[12:15]) and not remove_g:
         report.append(("warning", f"{name}_remove_gravitational_acceleration",
@@ -326,6 +336,7 @@ def _sensor(name, kind, keys, source, cfg, report) -> SensorConfig:
     lowpass_tau = _number(sp, f"{name}_lowpass_tau", source, 0.0, minimum=0.0)
     timeout = _number(sp, f"{name}_timeout", source, None, positive=True)
     return SensorConfig(name=name, kind=kind, topic=topic, update_vector=tuple(vec), differential=differential,
-                        relative=relative and not differential, pose_threshold=pose_thr, twist_threshold=twist_thr,
+                        relative=relative and not differential, differential_covariance=diff_cov,
+                        pose_threshold=pose_thr, twist_threshold=twist_thr,
                         accel_threshold=accel_thr, remove_gravity=remove_g, gravity=cfg.gravitational_acceleration,
                         lowpass_tau=lowpass_tau, timeout=timeout)

@@ -16,6 +16,7 @@ from .. import transforms as tf
 from .core import (AX, AZ, STATE_SIZE, VROLL, VX, VYAW, X, YAW, Measurement)
 
 KINDS = ("odom", "imu", "pose", "twist")
+DIFFERENTIAL_COVARIANCE = ("statistical", "robot_localization")
 GRAVITY = 9.80665
 
 
@@ -33,12 +34,18 @@ class SensorConfig:
     accel_threshold: float = math.inf
     remove_gravity: bool = False
     gravity: float = GRAVITY
+    # viperdrive extension: how a differentiated pose's covariance is formed. "statistical": the difference of two
+    # independent readings per unit time, (R_prev + R_cur) / dt^2. "robot_localization": (R_prev + R_cur) * dt, what
+    # robot_localization computes (not a variance of a velocity, but what existing tunings were made against).
+    differential_covariance: str = "statistical"
     lowpass_tau: float = 0.0          # viperdrive extension: IMU one-pole prefilter time constant, s (0 = off)
     timeout: float | None = None      # viperdrive extension: per-sensor stale timeout, s (None = sensor_timeout)
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"{self.name}: kind must be one of {KINDS}, not {self.kind!r}")
+        if self.differential_covariance not in DIFFERENTIAL_COVARIANCE:
+            raise ValueError(f"{self.name}: differential_covariance is one of {DIFFERENTIAL_COVARIANCE}")
         if len(self.update_vector) != STATE_SIZE:
             raise ValueError(f"{self.name}: the update vector has {STATE_SIZE} booleans, not {len(self.update_vector)}")
         self.update_vector = tuple(bool(b) for b in self.update_vector)
@@ -81,13 +88,14 @@ class SensorInput:
             dt = t - prev[0]
             delta = prev[1].inverse() @ pose          # motion in the previous body frame
             rates = np.concatenate([delta.p, np.array(delta.euler)]) / dt
-            # the difference of two independent readings has the sum of their covariances; per unit time it is
-            # divided by dt^2 (prev rotated into the body frame for the linear part)
+            # the difference of two independent readings has the sum of their covariances (the linear part rotated
+            # into the previous body frame); as a rate it is divided by dt^2, or, robot_localization's way, times dt
             Rb = prev[1].R.T
             rot = np.zeros((6, 6))
             rot[:3, :3] = Rb
             rot[3:, 3:] = np.eye(3)
-            cov = rot @ (cov6 + prev[2]) @ rot.T / (dt * dt)
+            summed = rot @ (cov6 + prev[2]) @ rot.T
+            cov = summed / (dt * dt) if self.cfg.differential_covariance == "statistical" else summed * dt
             values = np.full(STATE_SIZE, np.nan)
             values[VX:VYAW + 1] = rates
             full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
