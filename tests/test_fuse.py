@@ -131,7 +131,8 @@ def test_strict_refuses_unknown_keys(recording):
     assert "imu0_remove_gravity" in proc.stderr
 
 
-@pytest.mark.parametrize("case", ["missing", "not_mcap", "yaml", "type", "topic_type", "unwritable"])
+@pytest.mark.parametrize("case", ["missing", "not_mcap", "yaml", "type", "topic_type", "unwritable", "overwrite",
+                                  "limit"])
 def test_bad_input_is_a_message_and_an_exit_code(recording, case):
     d, path, _ = recording
     cfg = config_file(d)
@@ -159,9 +160,18 @@ def test_bad_input_is_a_message_and_an_exit_code(recording, case):
                                                 "false]\n")
         proc = run_fuse(path, "--config", bad, "--out", out)
         assert proc.returncode == 1 and "carries sensor_msgs/msg/Imu" in proc.stderr
-    else:
+    elif case == "unwritable":
         proc = run_fuse(path, "--config", cfg, "--out", d / "no_such_dir" / "x.csv")
         assert proc.returncode == 1 and "cannot write" in proc.stderr
+    elif case == "overwrite":
+        before = path.read_bytes()
+        proc = run_fuse(path, "--config", cfg, "--out", d / "ok.csv", "--mcap-out", path)
+        assert proc.returncode == 1 and "is the input recording" in proc.stderr
+        assert path.read_bytes() == before                   # bad input loses nothing
+    else:
+        proc = run_fuse(path, "--config", cfg, "--out", out, "--uncertainty-limit", "-1")
+        assert proc.returncode == 2 and "positive" in proc.stderr
+        return
     assert proc.stderr.startswith("viperdrive fuse") or "error:" in proc.stderr
 
 

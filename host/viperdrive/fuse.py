@@ -209,6 +209,15 @@ def fuse(input_path, config: FilterConfig, out_csv, mcap_out=None,
          progress: Callable[[int, int | None], None] | None = None, uncertainty_limit: float = 1.0) -> FuseSummary:
     """Run the filter over an MCAP file; write the CSV (and optionally an MCAP of nav_msgs/Odometry)."""
     path = Path(input_path)
+    outputs = [Path(o) for o in (out_csv, mcap_out) if o is not None]
+    if len(outputs) == 2 and outputs[0].resolve() == outputs[1].resolve():
+        raise FuseError(f"--out and --mcap-out are the same file: {outputs[0]}")
+    for o in outputs:
+        # never overwrite the recording (or the config) with the results
+        if path.exists() and o.exists() and o.resolve() == path.resolve():
+            raise FuseError(f"{o}: is the input recording; choose another output file")
+        if config.source and o.exists() and o.resolve() == Path(config.source).resolve():
+            raise FuseError(f"{o}: is the parameter file; choose another output file")
     f, reader, summary, damaged = _open_reader(path)
     try:
         return _Fusion(path, config, reader, summary, damaged, progress, uncertainty_limit).run(out_csv, mcap_out)

@@ -6,6 +6,19 @@ import sys
 HELP = "fuse odometry/IMU/pose/twist from an MCAP recording with an EKF (robot_localization config) into CSV/MCAP"
 
 
+def _positive(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a positive number of metres, not {text}")
+    return v
+
+
 def register(parser) -> None:
     parser.add_argument("input", metavar="INPUT.mcap", help="recording with nav_msgs/Odometry, sensor_msgs/Imu, "
                         "geometry_msgs/PoseWithCovarianceStamped or TwistWithCovarianceStamped messages")
@@ -16,7 +29,7 @@ def register(parser) -> None:
     parser.add_argument("--mcap-out", default=None, metavar="OUT.mcap",
                         help="also write nav_msgs/Odometry on /odometry/filtered")
     parser.add_argument("--strict", action="store_true", help="refuse a parameter file with unknown keys")
-    parser.add_argument("--uncertainty-limit", type=float, default=1.0, metavar="M",
+    parser.add_argument("--uncertainty-limit", type=_positive, default=1.0, metavar="M",
                         help="report how long dead reckoning from the final estimate stays below this 1-sigma "
                              "position error (default 1.0 m)")
     prog = parser.add_mutually_exclusive_group()
