@@ -181,3 +181,30 @@ def test_auto_with_both_types_offered_reads_twist_stamped_and_warns_about_twist(
     assert cmd.type_name == TWIST_STAMPED and cmd.matched() == 1 and len(writers) == 2
     warned = [r.getMessage() for r in caplog.records if "IGNORED" in r.getMessage()]
     assert len(warned) == 1 and "offers geometry_msgs/msg/Twist " in warned[0]
+
+
+def test_bridge_parameters_from_the_robot_file():
+    """diff_drive_controller-style keys: use_stamped_vel fixes the cmd_vel type, tf_frame_prefix prefixes both
+    frames, enable_odom_tf false means no /tf writer, a covariance diagonal replaces the propagated matrix."""
+    from viperdrive.board import Board
+    from viperdrive.config import RobotConfig
+    from viperdrive.ros2.bridge import Ros2Bridge
+    config = RobotConfig.from_dict({"ros2": {"use_stamped_vel": False, "tf_frame_prefix": "robot9",
+                                             "odom_frame_id": "odom_wheels", "enable_odom_tf": False,
+                                             "pose_covariance_diagonal": [1, 1, 1e3, 1e3, 1e3, 0.5]}})
+    bridge = Ros2Bridge(Board("sim", config=config), config, namespace="robot9", domain_id=DOMAIN, env=LOCAL_ENV)
+    try:
+        assert bridge.stamped == "false" and bridge.cmd.type_name == TWIST
+        assert (bridge.odom_frame, bridge.base_frame) == ("robot9/odom_wheels", "robot9/base_link")
+        assert bridge.w_tf is None
+        assert bridge.pose_cov_override == [1.0, 1.0, 1e3, 1e3, 1e3, 0.5] and bridge.twist_cov_override is None
+        assert bridge.cmd.ros_name == "/robot9/cmd_vel"
+        # the command line wins over the file; a bad choice is refused before anything is opened
+        other = Ros2Bridge(Board("sim", config=config), config, stamped="true", domain_id=DOMAIN, env=LOCAL_ENV)
+        assert other.cmd.type_name == TWIST_STAMPED
+        other.shutdown()
+        with pytest.raises(BadValue):
+            Ros2Bridge(Board("sim", config=config), config, stamped="maybe", domain_id=DOMAIN, env=LOCAL_ENV)
+    finally:
+        bridge.shutdown()       # never started: nothing to disable, the participant is closed
+    assert bridge.node._closed
