@@ -318,3 +318,21 @@ def test_dynamic_process_noise_scales_pose_noise_with_speed():
     assert growth(0.0) < 1e-8         # standing still: the pose error stops growing
     assert growth(1.0) == pytest.approx(0.05 * 1.0, rel=0.05)
     assert growth(2.0) == pytest.approx(4 * growth(1.0), rel=0.05)
+
+
+def test_reading_older_than_the_first_one_is_replayed_from_the_start():
+    cfg = EkfConfig(two_d_mode=True, smooth_lagged_data=True, history_length=1.0, initial_covariance=np.eye(15))
+    stream = _stream()[:30]
+    first_pose = meas(0.0, "pose", {X: 0.0, Y: 0.0, YAW: 0.0}, {X: 1e-3, Y: 1e-3, YAW: 1e-3})
+    in_order = Ekf(cfg)
+    for m in [first_pose] + stream:
+        in_order.process(m)
+    late = Ekf(cfg)
+    for m in stream[:8] + [first_pose] + stream[8:]:
+        late.process(m)
+    assert late.sensors["pose"].too_late == 0
+    assert np.allclose(late.state, in_order.state, atol=1e-12, rtol=0)
+    assert np.allclose(late.covariance, in_order.covariance, atol=1e-12, rtol=0)
+    # a reading that selects nothing the filter carries does not start it
+    fresh = Ekf(EkfConfig(two_d_mode=True))
+    assert fresh.process(meas(0.0, "alt", {2: 1.0}, {2: 0.1})) == "nothing" and not fresh.initialized

@@ -25,7 +25,7 @@ from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
 from .ekf.core import LATE_FUSED, REJECTED, TOO_LATE, USED
 from .errors import UserError
-from .transforms import quat_from_xyzw, quat_to_xyzw
+from .transforms import quat_from_euler, quat_from_xyzw, quat_to_xyzw
 
 CSV_VARIABLES = STATE_NAMES[:12]
 CSV_COLUMNS = ("t",) + CSV_VARIABLES + tuple(f"var_{n}" for n in CSV_VARIABLES)
@@ -190,8 +190,6 @@ def _odometry_dict(t, state, P, frame, child):
     nsec = int(round((t - sec) * 1e9))
     if nsec >= 1_000_000_000:
         sec, nsec = sec + 1, nsec - 1_000_000_000
-    from .transforms import quat_from_euler
-
     qx, qy, qz, qw = quat_to_xyzw(quat_from_euler(state[3], state[4], state[5]))
     return {
         "header": {"stamp": {"sec": int(sec), "nanosec": nsec}, "frame_id": frame},

@@ -274,11 +274,12 @@ class Ekf:
         idx = self._to_internal[full_idx]
         keep = idx >= 0
         full_idx, idx = full_idx[keep], idx[keep]
-        if len(idx):
-            self.x[idx] = m.values[full_idx]
-            R = m.covariance[np.ix_(full_idx, full_idx)].copy()
-            np.fill_diagonal(R, np.maximum(np.abs(np.diag(R)), MIN_MEASUREMENT_VARIANCE))
-            self.P[np.ix_(idx, idx)] = R
+        if not len(idx):
+            return NOTHING          # e.g. only z in 2-D mode: wait for a reading that says something
+        self.x[idx] = m.values[full_idx]
+        R = m.covariance[np.ix_(full_idx, full_idx)].copy()
+        np.fill_diagonal(R, np.maximum(np.abs(np.diag(R)), MIN_MEASUREMENT_VARIANCE))
+        self.P[np.ix_(idx, idx)] = R
         if len(self._angle_internal):
             self.x[self._angle_internal] = wrap(self.x[self._angle_internal])
         self.initialized = True
