@@ -185,8 +185,10 @@ class Ros2Bridge:
     """The node. `run()` until stop() (or a signal handler calling it), Ctrl-C or a lost link; `shutdown()` is
     always called on the way out.
 
-    board: a viperdrive.board.Board (not yet configured); config: RobotConfig; odometry: viperdrive.odometry
-    .Odometry class or factory (config, counts_per_rev) -> odometry.
+    board: a viperdrive.board.Board (not yet configured); config: RobotConfig; namespace, stamped ("auto" |
+    "true" | "false"; None: the robot file's ros2.use_stamped_vel), domain_id, discovery, env: as RosNode;
+    drive: a DriveController (default: one from config); odometry_factory(config, counts_per_rev=...) ->
+    odometry (default viperdrive.odometry.Odometry).
     """
 
     def __init__(self, board, config, namespace: str = "/", stamped: str | None = None, domain_id=None,
@@ -234,7 +236,11 @@ class Ros2Bridge:
         self.commands_in = 0
         self.command_age = deque(maxlen=JITTER_WINDOW)   # stamped commands: header stamp -> taken (s)
         self._activated = False
-        self._create_endpoints()
+        try:
+            self._create_endpoints()
+        except BaseException:
+            self.node.close()
+            raise
 
     # ---- setup ----
     def _create_endpoints(self) -> None:
