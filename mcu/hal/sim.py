@@ -17,7 +17,7 @@ except ImportError:  # pragma: no cover - the firmware's layout always has share
     RESET_POWER_ON = 0
 
 # Set by the virtual board before the firmware builds its Board: {"plant": ..., "link": ..., "reset_cause": ...}
-DEFAULTS = {}
+DEFAULTS = {}  # type: dict
 
 Q15_FULL = 32767
 BITS_PER_BYTE = 10          # start bit, 8 data bits, stop bit
