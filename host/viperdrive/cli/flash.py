@@ -1,0 +1,193 @@
+"""`viperdrive flash`: copy the firmware (mcu/ flattened), the shared protocol (as the package shared/) and the board
+config (as board.json) to a board through mpremote, optionally precompiled with mpy-cross for the board's
+architecture; then reset it and check it answers HELLO with this host's protocol. --dry-run prints the commands."""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import time
+
+from .. import flashing
+from ..board import Board
+from ..errors import EXIT_NO_REPLY, LinkLost, NoReplyError, PortError, UserError, VersionMismatch
+from ..ports import choose_auto, is_url, list_serial_ports, resolve_port
+from .common import Progress, add_board_options, baud_of, load_config, note, port_spec
+
+HELP = "copy the firmware and a board config to a board (mpremote), optionally as .mpy; reset; verify with HELLO"
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--board", metavar="NAME|FILE",
+                        help="board config: a name from mcu/boards/ (pico, pico_drv8833, esp32_devkit, pyboard, ...) "
+                             "or a JSON file; copied as board.json")
+    parser.add_argument("--keep-board-config", action="store_true",
+                        help="leave the board's board.json as it is (then --backend names its hal backend)")
+    parser.add_argument("--backend", choices=flashing.HAL_BACKENDS[:-1], help="with --keep-board-config")
+    parser.add_argument("--mpy", action="store_true", help="precompile with mpy-cross (faster import, less RAM)")
+    parser.add_argument("--arch", help="mpy-cross -march (default: asked from the board's sys.implementation._mpy); "
+                                       "implies --mpy. armv6m: RP2040, armv7emsp: STM32F4/RP2350, xtensawin: ESP32")
+    parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    parser.add_argument("--no-verify", action="store_true", help="skip the HELLO check after the reset")
+    parser.add_argument("--verify-timeout", type=float, default=15.0, metavar="S",
+                        help="how long to wait for the board to come back after the reset (default %(default)s s)")
+    add_board_options(parser)
+
+
+def _port_for_mpremote(args) -> str:
+    spec = port_spec(args, load_config(args))
+    if spec == "sim":
+        raise UserError("the virtual board runs the firmware straight from this checkout (mcu/, shared/): there is "
+                        "nothing to flash. Use a real port (`viperdrive ports`); --dry-run shows the commands for "
+                        "one", exit_code=2)
+    if spec == "auto":
+        return choose_auto(list_serial_ports()).device
+    if args.dry_run or is_url(spec):
+        return spec
+    return resolve_port(spec).url      # a missing device: the error lists the ports that exist
+
+
+def run(args) -> int:
+    if args.board is None and not args.keep_board_config:
+        raise UserError("name the board config with --board (e.g. --board pico, or a JSON file), or keep the "
+                        "board's own with --keep-board-config --backend NAME", exit_code=2)
+    if args.board is not None and args.keep_board_config:
+        raise UserError("--board and --keep-board-config exclude each other", exit_code=2)
+    mpy = args.mpy or args.arch is not None
+    if args.arch:
+        flashing.check_arch(args.arch)
+    port = _port_for_mpremote(args)
+    board_config = None if args.keep_board_config else args.board
+    arch = args.arch
+    if args.dry_run:
+        lines = []
+        if mpy and arch is None:
+            lines.append("# ask the board for its .mpy architecture (sys.implementation._mpy >> 10), then use it "
+                         f"for {flashing.ARCH_PLACEHOLDER} below:")
+            lines.append(flashing.shell_line(flashing.detect_command(port)))
+        plan = flashing.flash_plan(port, board_config, arch=arch, backend=args.backend, mpy=mpy)
+        for cmd in plan.commands():
+            lines.append(flashing.shell_line(cmd))
+        if not args.no_verify:
+            lines.append(f"# then: HELLO on {port} at {baud_of(args, load_config(args))} baud must answer protocol "
+                         f"v{_protocol_version()} (viperdrive info --port {port})")
+        print("\n".join(lines))
+        return 0
+
+    if mpy and arch is None:
+        arch = _detect_arch(port)
+        note(args, f"board .mpy architecture: {arch}")
+    plan = flashing.flash_plan(port, board_config, arch=arch, backend=args.backend)
+    if mpy:
+        _compile(plan, args)
+    _copy(plan, args)
+    _reset(plan, args)
+    if args.no_verify:
+        return 0
+    return _verify(port, args)
+
+
+def _protocol_version() -> int:
+    from viperdrive.shared import protocol
+    return protocol.PROTOCOL_VERSION
+
+
+def _mpremote_error(output: str, port: str) -> UserError:
+    text = output.strip().splitlines()[-1] if output.strip() else "mpremote failed"
+    low = output.lower()
+    if "could not enter raw repl" in low:
+        return NoReplyError(
+            f"{port}: the board did not give mpremote its REPL. If the viperdrive firmware runs on it, Ctrl-C is off "
+            f"while the link runs: hold the repl pin (board.json repl_pin) while pressing reset, or power it up with "
+            f"the pin held, then run flash again. Otherwise check that MicroPython is installed on the board")
+    if "failed to access" in low:
+        from ..link import port_holders
+        holders = ", ".join(f"pid {pid} ({name})" for pid, name in port_holders(port))
+        return PortError(f"port {port} is busy{': in use by ' + holders if holders else ''} or not permitted "
+                         f"(dialout group: sudo usermod -aG dialout $USER); close the other program first")
+    if "no device found" in low:
+        return PortError(f"mpremote found no device on {port}")
+    return UserError(f"mpremote: {text}")
+
+
+def _detect_arch(port: str) -> str:
+    r = subprocess.run(flashing.detect_command(port), capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise _mpremote_error(r.stdout + r.stderr, port)
+    board_mpy = flashing.parse_detect_output(r.stdout)
+    return flashing.check_mpy_compatible(board_mpy, flashing.mpy_cross_version())
+
+
+def _compile(plan: flashing.FlashPlan, args) -> None:
+    cmds = plan.compile_commands()
+    with Progress(len(cmds), f"compiling for {plan.arch}", quiet=args.quiet, unit="files") as bar:
+        for cmd in cmds:
+            out = cmd[cmd.index("-o") + 1]
+            from pathlib import Path
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            if r.returncode != 0:
+                raise UserError(f"mpy-cross failed on {cmd[-1]}: {(r.stderr or r.stdout).strip()}")
+            bar.advance(1, Path(cmd[-1]).name)
+
+
+def _copy(plan: flashing.FlashPlan, args) -> None:
+    cmd = plan.copy_command()
+    total = plan.copies()
+    output = []
+    with Progress(total, f"copying to {plan.port}", quiet=args.quiet, unit="files") as bar:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=False)
+        assert proc.stdout is not None
+        buf = b""
+        done = 0
+        while True:
+            chunk = proc.stdout.read1(4096) if hasattr(proc.stdout, "read1") else proc.stdout.read(1)
+            if not chunk:
+                break
+            buf += chunk
+            # mpremote prints "cp SRC :DEST" per file (and \r progress bars for big files)
+            *lines, buf = re.split(rb"[\r\n]", buf)
+            for ln in lines:
+                s = ln.decode("utf-8", "replace")
+                output.append(s)
+                m = re.match(r"cp \S+ :(\S+)", s)
+                if m:
+                    done += 1
+                    bar.update(done, m.group(1))
+        rc = proc.wait()
+        output.append(buf.decode("utf-8", "replace"))
+        if rc != 0:
+            raise _mpremote_error("\n".join(output), plan.port)
+
+
+def _reset(plan: flashing.FlashPlan, args) -> None:
+    r = subprocess.run(plan.reset_command(), capture_output=True, text=True, timeout=60)
+    # the board resets under mpremote's feet: a lost connection after `reset` is the normal outcome
+    if r.returncode != 0 and "could not enter raw repl" in (r.stdout + r.stderr).lower():
+        raise _mpremote_error(r.stdout + r.stderr, plan.port)
+    note(args, "reset")
+
+
+def _verify(port: str, args) -> int:
+    config = load_config(args)
+    baud = baud_of(args, config)
+    deadline = time.monotonic() + args.verify_timeout
+    last = "no reply"
+    while time.monotonic() < deadline:
+        board = Board(port, baud, config=config, clock_sync=False)
+        try:
+            info = board.configure()
+        except VersionMismatch:
+            raise
+        except (PortError, NoReplyError, LinkLost) as e:      # re-enumerating after the reset, still booting
+            last = str(e)
+            time.sleep(0.5)
+            continue
+        finally:
+            board.cleanup()
+        print(f"verified: {info.board} runs {info.firmware!r}, protocol v{info.protocol_version}, "
+              f"{info.control_hz} Hz, {info.counts_per_rev} counts/rev")
+        return 0
+    raise NoReplyError(f"the board did not answer HELLO within {args.verify_timeout:g} s after the reset ({last}). "
+                       f"Check the board config (`viperdrive repl` shows a boot error) and --baud",
+                       exit_code=EXIT_NO_REPLY)
