@@ -6,6 +6,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
@@ -261,3 +262,78 @@ def test_rosmsg_definitions_are_the_rosbag2_concatenated_form_and_round_trip(tmp
     assert imu.orientation.w == 1.0 and imu.angular_velocity.z == 0.5       # Quaternion's default w = 1
     assert got[rosmsg_defs.POSE_WITH_COVARIANCE_STAMPED].pose.pose.position.x == 1.5
     assert got[rosmsg_defs.TWIST_WITH_COVARIANCE_STAMPED].twist.twist.angular.z == -0.25
+
+
+def test_static_frames_put_sensor_data_into_base_link():
+    from viperdrive.fuse import FrameContext, StaticFrames
+    from viperdrive.transforms import SE3, quat_from_euler, quat_multiply, quat_same_rotation
+
+    frames = StaticFrames()
+    frames.add("base_link", "imu_link", SE3.from_euler(math.pi, 0.0, 0.0, (0.1, 0.0, 0.05)))   # upside down
+    frames.add("/base_link", "/laser", SE3(p=(0.2, 0.0, 0.0)))
+    warned = []
+    fc = FrameContext("odom", "base_link", frames, warn=warned.append)
+    assert frames.lookup("imu_link", "laser") is not None and frames.lookup("odom", "laser") is None
+    # an upside-down IMU reads yaw rate and z acceleration with the opposite sign
+    q_imu = quat_multiply(quat_from_euler(0.0, 0.0, 0.7), quat_from_euler(math.pi, 0.0, 0.0))
+    q, _, gyro, _, acc, _ = fc.imu("imu0", "imu_link", q_imu, np.eye(3), np.array([0.0, 0.0, -0.5]), np.eye(3),
+                                   np.array([0.0, 0.0, -9.8]), np.eye(3))
+    assert quat_same_rotation(q, quat_from_euler(0.0, 0.0, 0.7), 1e-12)
+    assert np.allclose(gyro, [0.0, 0.0, 0.5]) and np.allclose(acc, [0.0, 0.0, 9.8])
+    # a velocity sensor 0.2 m ahead of base_link sees 0.2 m/s sideways when the base spins at 1 rad/s in place
+    lin, ang, _ = fc.body_twist("twist0", "laser", np.array([0.0, 0.2, 0.0]), np.array([0.0, 0.0, 1.0]),
+                                np.eye(6))
+    assert np.allclose(lin, 0.0) and np.allclose(ang, [0, 0, 1])
+    # an unknown frame is used as is, and said once
+    fc.body_twist("twist0", "camera", np.zeros(3), np.zeros(3), np.eye(6))
+    fc.body_twist("twist0", "camera", np.zeros(3), np.zeros(3), np.eye(6))
+    assert len(warned) == 1 and "'camera'" in warned[0] and "/tf_static" in warned[0]
+
+
+def _upside_down_imu_recording(path, with_tf_static):
+    """Odometry gives only vx (no yaw rate); the yaw rate comes from an IMU mounted upside down in imu_link."""
+    run = simulate_run(duration=12.0, seed=4, odom_rate=50, imu_rate=100, pose_rate=0)
+    msgs = []
+    for topic, typ, st, lg, body in run.messages:
+        if topic == "/imu":
+            body = dict(body)
+            body["header"] = dict(body["header"], frame_id="imu_link")
+            w = body["angular_velocity"]
+            body["angular_velocity"] = {"x": w["x"], "y": -w["y"], "z": -w["z"]}
+        msgs.append((topic, typ, st, lg, body))
+    if with_tf_static:
+        tf = {"transforms": [{"header": {"stamp": {"sec": 100, "nanosec": 0}, "frame_id": "base_link"},
+                              "child_frame_id": "imu_link",
+                              "transform": {"translation": {"x": 0.1, "y": 0.0, "z": 0.05},
+                                            "rotation": {"x": 1.0, "y": 0.0, "z": 0.0, "w": 0.0}}}]}
+        msgs.insert(0, ("/tf_static", "tf2_msgs/msg/TFMessage", 100.0, 100.0, tf))
+    write_mcap(path, msgs)
+    return run
+
+
+def test_fuse_applies_tf_static_and_warns_without_it(tmp_path):
+    cfg = tmp_path / "imu.yaml"
+    cfg.write_text(textwrap.dedent("""\
+        frequency: 20.0
+        two_d_mode: true
+        odom0: odom
+        odom0_config: [false, false, false, false, false, false, true, true, false,
+                       false, false, false, false, false, false]
+        imu0: imu
+        imu0_config: [false, false, false, false, false, false, false, false, false,
+                      false, false, true, false, false, false]
+    """))
+    for with_tf in (True, False):
+        rec = tmp_path / f"imu_{with_tf}.mcap"
+        run = _upside_down_imu_recording(rec, with_tf)
+        out = tmp_path / f"imu_{with_tf}.csv"
+        proc = run_fuse(rec, "--config", cfg, "--out", out)
+        assert proc.returncode == 0, proc.stderr
+        last = [float(v) for v in list(csv.reader(open(out)))[-1]]
+        _, _, true_yaw = run.truth_at(last[0])
+        yaw_error = abs(math.remainder(last[6] - true_yaw, 2 * math.pi))
+        if with_tf:
+            assert yaw_error < 0.05 and "imu_link" not in proc.stdout
+        else:
+            assert yaw_error > 0.3               # the yaw rate has the wrong sign: the warning says why
+            assert "imu0: its data is in frame 'imu_link', not 'base_link'" in proc.stdout

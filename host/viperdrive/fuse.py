@@ -25,11 +25,12 @@ from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
 from .ekf.core import LATE_FUSED, REJECTED, TOO_LATE, USED
 from .errors import UserError
-from .transforms import quat_from_euler, quat_from_xyzw, quat_to_xyzw
+from .transforms import SE3, quat_from_euler, quat_from_xyzw, quat_multiply, quat_to_xyzw
 
 CSV_VARIABLES = STATE_NAMES[:12]
 CSV_COLUMNS = ("t",) + CSV_VARIABLES + tuple(f"var_{n}" for n in CSV_VARIABLES)
 OUTPUT_TOPIC = "/odometry/filtered"
+TF_STATIC = "/tf_static"
 TYPE_OF_KIND = {
     "odom": rosmsg_defs.ODOMETRY,
     "imu": rosmsg_defs.IMU,
@@ -127,26 +128,157 @@ def _vec(v) -> np.ndarray:
     return np.array([v.x, v.y, v.z], dtype=float)
 
 
-def measurements_of(inp: SensorInput, kind: str, msg, t: float):
-    """Filter measurements from one decoded ROS 2 message of the sensor's kind."""
-    if kind == "odom":
-        p, tw = msg.pose, msg.twist
-        return inp.odometry(t, _vec(p.pose.position), _quat(p.pose.orientation), _cov(p.covariance, 6),
-                            _vec(tw.twist.linear), _vec(tw.twist.angular), _cov(tw.covariance, 6))
-    if kind == "pose":
+def _frame(name: str) -> str:
+    return name.lstrip("/")
+
+
+class StaticFrames:
+    """The static transform tree of a recording (/tf_static): target_T_source lookups, cached."""
+
+    def __init__(self):
+        self.parent_of: dict[str, tuple[str, SE3]] = {}
+        self._cache: dict[tuple[str, str], SE3 | None] = {}
+
+    def add(self, parent: str, child: str, T: SE3) -> None:
+        self.parent_of[_frame(child)] = (_frame(parent), T)
+        self._cache.clear()
+
+    def add_message(self, msg) -> None:
+        """A decoded tf2_msgs/TFMessage."""
+        for ts in msg.transforms:
+            tr = ts.transform
+            q = _quat(tr.rotation)
+            self.add(ts.header.frame_id, ts.child_frame_id, SE3.from_quaternion(q, _vec(tr.translation)))
+
+    def _to_root(self, frame: str) -> tuple[str, SE3]:
+        T = SE3()
+        seen = set()
+        while frame in self.parent_of and frame not in seen:
+            seen.add(frame)
+            parent, parent_T_frame = self.parent_of[frame]
+            T = parent_T_frame @ T
+            frame = parent
+        return frame, T
+
+    def lookup(self, target: str, source: str) -> SE3 | None:
+        """target_T_source, or None when the two frames are not connected by static transforms."""
+        target, source = _frame(target), _frame(source)
+        key = (target, source)
+        if key not in self._cache:
+            if target == source:
+                self._cache[key] = SE3()
+            else:
+                root_a, root_T_target = self._to_root(target)
+                root_b, root_T_source = self._to_root(source)
+                self._cache[key] = root_T_target.inverse() @ root_T_source if root_a == root_b else None
+        return self._cache[key]
+
+
+class FrameContext:
+    """Puts readings into the filter's frames (world_frame for poses, base_link_frame for twists and IMU data) with
+    the recording's static transforms, and says once per sensor and frame when it cannot."""
+
+    def __init__(self, world: str, base: str, frames: StaticFrames | None = None, warn=None):
+        self.world, self.base = _frame(world), _frame(base)
+        self.frames = frames or StaticFrames()
+        self._warn = warn or (lambda text: None)
+        self._warned: set = set()
+
+    def _lookup(self, sensor, target, source, what):
+        T = self.frames.lookup(target, source)
+        if T is None and (sensor, target, source) not in self._warned:
+            self._warned.add((sensor, target, source))
+            self._warn(f"{sensor}: {what} is in frame '{_frame(source)}', not '{target}', and no static transform "
+                       f"connects them (/tf_static): used as if it were in '{target}'")
+        return T
+
+    def world_pose(self, sensor, frame, position, q, cov6):
+        """A pose given in `frame` as world_T_body."""
+        if _frame(frame) in ("", self.world):
+            return position, q, cov6
+        T = self._lookup(sensor, self.world, frame, "its pose")
+        if T is None:
+            return position, q, cov6
+        pose = T @ SE3.from_quaternion(q, position)
+        return pose.p, pose.quaternion, _rotate6(cov6, T.R)
+
+    def body_pose(self, sensor, child, position, q, cov6):
+        """world_T_child -> world_T_base (a pose of the sensor's body frame, e.g. odometry's child_frame_id)."""
+        if _frame(child) in ("", self.base):
+            return position, q, cov6
+        T = self._lookup(sensor, child, self.base, "its body frame")
+        if T is None:
+            return position, q, cov6
+        pose = SE3.from_quaternion(q, position) @ T
+        return pose.p, pose.quaternion, cov6
+
+    def body_twist(self, sensor, frame, linear, angular, cov6):
+        """A twist of `frame` (expressed in it) -> the twist of base_link: w_b = R w, v_b = R v - w_b x r."""
+        if _frame(frame) in ("", self.base):
+            return linear, angular, cov6
+        T = self._lookup(sensor, self.base, frame, "its twist")
+        if T is None:
+            return linear, angular, cov6
+        w = T.R @ angular
+        return T.R @ linear - np.cross(w, T.p), w, _rotate6(cov6, T.R)
+
+    def imu(self, sensor, frame, q, q_cov, gyro, gyro_cov, acc, acc_cov):
+        """IMU data in the sensor's frame -> base_link (rotation only; lever-arm accelerations are not added)."""
+        if _frame(frame) in ("", self.base):
+            return q, q_cov, gyro, gyro_cov, acc, acc_cov
+        T = self._lookup(sensor, self.base, frame, "its data")
+        if T is None:
+            return q, q_cov, gyro, gyro_cov, acc, acc_cov
+        R = T.R
+        if q is not None:
+            # world_T_imu @ imu_T_base = world_T_base
+            q = quat_multiply(q, T.inverse().quaternion)
+            q_cov = R @ q_cov @ R.T
+        if gyro is not None:
+            gyro, gyro_cov = R @ gyro, R @ gyro_cov @ R.T
+        if acc is not None:
+            acc, acc_cov = R @ acc, R @ acc_cov @ R.T
+        return q, q_cov, gyro, gyro_cov, acc, acc_cov
+
+
+def _rotate6(cov6, R):
+    rot = np.zeros((6, 6))
+    rot[:3, :3] = R
+    rot[3:, 3:] = R
+    return rot @ cov6 @ rot.T
+
+
+def measurements_of(inp: SensorInput, kind: str, msg, t: float, frames: FrameContext | None = None):
+    """Filter measurements from one decoded ROS 2 message of the sensor's kind, put into the filter's frames."""
+    fc = frames or FrameContext("", "")
+    name = inp.cfg.name
+    if kind in ("odom", "pose"):
         p = msg.pose
-        return inp.pose(t, _vec(p.pose.position), _quat(p.pose.orientation), _cov(p.covariance, 6))
+        pos, q, pcov = fc.world_pose(name, msg.header.frame_id, _vec(p.pose.position), _quat(p.pose.orientation),
+                                     _cov(p.covariance, 6))
+    if kind == "odom":
+        child = msg.child_frame_id
+        pos, q, pcov = fc.body_pose(name, child, pos, q, pcov)
+        tw = msg.twist
+        lin, ang, tcov = fc.body_twist(name, child, _vec(tw.twist.linear), _vec(tw.twist.angular),
+                                       _cov(tw.covariance, 6))
+        return inp.odometry(t, pos, q, pcov, lin, ang, tcov)
+    if kind == "pose":
+        return inp.pose(t, pos, q, pcov)
     if kind == "twist":
         tw = msg.twist
-        return inp.twist(t, _vec(tw.twist.linear), _vec(tw.twist.angular), _cov(tw.covariance, 6))
+        lin, ang, tcov = fc.body_twist(name, msg.header.frame_id, _vec(tw.twist.linear), _vec(tw.twist.angular),
+                                       _cov(tw.covariance, 6))
+        return inp.twist(t, lin, ang, tcov)
     # imu: covariance[0] == -1 marks a part the IMU does not provide (sensor_msgs/Imu convention)
     oc, gc, ac = list(msg.orientation_covariance), list(msg.angular_velocity_covariance), \
         list(msg.linear_acceleration_covariance)
     q = None if oc[0] == -1 else _quat(msg.orientation)
     gyro = None if gc[0] == -1 else _vec(msg.angular_velocity)
     acc = None if ac[0] == -1 else _vec(msg.linear_acceleration)
-    return inp.imu(t, q, None if q is None else _cov(oc, 3), gyro, None if gyro is None else _cov(gc, 3),
-                   acc, None if acc is None else _cov(ac, 3))
+    parts = fc.imu(name, msg.header.frame_id, q, None if q is None else _cov(oc, 3), gyro,
+                   None if gyro is None else _cov(gc, 3), acc, None if acc is None else _cov(ac, 3))
+    return inp.imu(t, *parts)
 
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
@@ -264,6 +396,11 @@ class _Fusion:
         if counts:
             self.total = sum(counts.get(t, 0) for t in self.readers_of)
         self.checked_topics = set(recorded)
+        self.frames = StaticFrames()
+        self.frame_warnings: list[str] = []
+        self.fc = FrameContext(config.world_frame, config.base_link_frame, self.frames,
+                               warn=self.frame_warnings.append)
+        self.has_tf_static = TF_STATIC in recorded
         self.ekf = Ekf(config.ekf_config())
         for s in config.sensors:
             self.ekf.register_sensor(s.name, s.timeout)
@@ -289,6 +426,10 @@ class _Fusion:
         decoder_of: dict[int, Callable] = {}
         last_stamp: dict[str, float] = {}
         wanted = [c for t in self.readers_of for c in (t, t.lstrip("/"))]
+        if self.damaged:
+            wanted += [TF_STATIC, TF_STATIC.lstrip("/")]      # no index to find it first: take it as it comes
+        elif self.has_tf_static:
+            self._read_static_transforms(decoders)
         batch_cycle = None
         n = 0
         try:
@@ -297,6 +438,9 @@ class _Fusion:
                 for schema, channel, message in self.reader.iter_messages(topics=wanted,
                                                                           log_time_order=not self.damaged):
                     topic = _norm_topic(channel.topic)
+                    if topic == TF_STATIC:
+                        self._static_transform(decoders, schema, channel, message)
+                        continue
                     names = self.readers_of.get(topic)
                     if names is None:
                         continue
@@ -349,6 +493,7 @@ class _Fusion:
             result.time_to_limit = ekf.time_until_uncertain(result.uncertainty_limit)
         else:
             result.warnings.append("no usable measurement: the filter never started (check topics and *_config)")
+        result.warnings.extend(self.frame_warnings)
         for s in result.sensors.values():
             if s.invalid:
                 result.warnings.append(f"{s.name}: {s.invalid} invalid messages skipped (first: {s.first_problem})")
@@ -359,6 +504,20 @@ class _Fusion:
                 result.warnings.append(f"{s.name}: silent longer than its timeout {s.stale_gaps} times "
                                        f"(longest {s.longest_gap:.3f} s)")
         return result
+
+    def _read_static_transforms(self, decoders):
+        """Sensor mounts: every /tf_static message, before the sensors (they are valid for the whole run)."""
+        for schema, channel, message in self.reader.iter_messages(topics=[TF_STATIC, TF_STATIC.lstrip("/")]):
+            self._static_transform(decoders, schema, channel, message)
+
+    def _static_transform(self, decoders, schema, channel, message):
+        decode = decoders.decoder_for(channel.message_encoding, schema)
+        if decode is None or schema is None or schema.name.replace("/msg/", "/") != "tf2_msgs/TFMessage":
+            return
+        try:
+            self.frames.add_message(decode(message.data))
+        except (ValueError, AttributeError, TypeError) as e:
+            self.result.warnings.append(f"{TF_STATIC}: a transform could not be read ({type(e).__name__}: {e})")
 
     def _invalid(self, name, e):
         tally = self.result.sensors[name]
@@ -389,7 +548,7 @@ class _Fusion:
             if self.result.start is None or t < self.result.start:
                 self.result.start = t
             self.offset = min(self.offset, log_t - t)
-            self.batch.extend(measurements_of(inp, inp.cfg.kind, decoded, t))
+            self.batch.extend(measurements_of(inp, inp.cfg.kind, decoded, t, self.fc))
         except (ValueError, AttributeError, TypeError, IndexError) as e:
             self._invalid(name, e)
 

@@ -77,6 +77,21 @@ TwistWithCovariance twist
 std_msgs/Header header
 Twist twist
 """,
+    "geometry_msgs/msg/Transform": """\
+# A rigid transform: translation, then rotation
+Vector3 translation
+Quaternion rotation
+""",
+    "geometry_msgs/msg/TransformStamped": """\
+# The transform from header.frame_id (parent) to child_frame_id, at header.stamp
+std_msgs/Header header
+string child_frame_id
+Transform transform
+""",
+    "tf2_msgs/msg/TFMessage": """\
+# A batch of transforms (/tf and /tf_static)
+geometry_msgs/TransformStamped[] transforms
+""",
     "sensor_msgs/msg/Imu": """\
 # Inertial measurement. A covariance of all zeros means unknown; element 0 set to -1 means that part is not provided.
 std_msgs/Header header
@@ -151,7 +166,8 @@ POSE_WITH_COVARIANCE_STAMPED = "geometry_msgs/msg/PoseWithCovarianceStamped"
 TWIST_WITH_COVARIANCE_STAMPED = "geometry_msgs/msg/TwistWithCovarianceStamped"
 TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"
 TWIST = "geometry_msgs/msg/Twist"
+TF_MESSAGE = "tf2_msgs/msg/TFMessage"
 
 #: {type name: complete concatenated definition}
 DEFINITIONS: dict[str, str] = {name: full_definition(name) for name in (
-    ODOMETRY, IMU, POSE_WITH_COVARIANCE_STAMPED, TWIST_WITH_COVARIANCE_STAMPED, TWIST_STAMPED, TWIST)}
+    ODOMETRY, IMU, POSE_WITH_COVARIANCE_STAMPED, TWIST_WITH_COVARIANCE_STAMPED, TWIST_STAMPED, TWIST, TF_MESSAGE)}
