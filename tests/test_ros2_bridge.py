@@ -5,6 +5,7 @@ MicroPython unix port behind a TCP serial link), and a stand-in ROS 2 node (test
 participant) that publishes cmd_vel and records odom, joint_states, tf and diagnostics. Localhost-only
 discovery, one random domain id per test run.
 """
+import base64
 import json
 import math
 import os
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from test_ros2_dds import DOMAIN, ddsls, peer_env
+
+from viperdrive.ros2 import msgs, typehash
 
 pytestmark = [pytest.mark.slow]
 
@@ -160,6 +163,9 @@ def test_ddsls_lists_the_bridge_topics_with_ros_names_types_and_qos(bridge_a):
     for topic, type_name in expected.items():
         assert pubs[topic]["type_name"] == type_name
         q = pubs[topic]["qos"]
+        # Iron+ endpoint USER_DATA: the RIHS01 type hash (tests/test_ros2_typehash.py checks the values)
+        ros_type = msgs.ros_type_name(type_name)
+        assert base64.b64decode(q["Userdata"]["data"]) == typehash.user_data(msgs.TYPES_BY_ROS_NAME[ros_type])
         assert q["Reliability"]["kind"] == "Reliable" and q["Durability"]["kind"] == "Volatile"
         assert q["History"] == {"kind": "KeepLast", "depth": 100 if topic == "rt/tf" else 10}
     # the cmd_vel reader the first test's TwistStamped publisher made auto choose

@@ -225,6 +225,17 @@ def delete_entity(entity) -> None:
         entity._delete(ref)
 
 
+def _with_type_hash(qos: Qos, msg_type) -> Qos:
+    """The endpoint QoS plus USER_DATA `typehash=RIHS01_...;` (what rmw_cyclonedds_cpp sets from Iron on;
+    `ros2 topic info -v` shows it; Humble ignores it)."""
+    from . import typehash
+    try:
+        data = typehash.user_data(msg_type)
+    except (KeyError, ValueError):      # not one of the ROS message types of viperdrive.ros2.msgs
+        return qos
+    return Qos(Policy.Userdata(data), base=qos)
+
+
 def ros_discovery_qos() -> Qos:
     """rmw_dds_common's ros_discovery_info: RELIABLE, TRANSIENT_LOCAL, KEEP_LAST 1, XCDR1."""
     from cyclonedds.util import duration
@@ -272,10 +283,11 @@ class RosNode:
         return self._topics[key]
 
     def publisher(self, name: str, msg_type, qos: Qos) -> DataWriter:
-        return DataWriter(self._publisher, self._topic(name, msg_type), qos=qos)
+        return DataWriter(self._publisher, self._topic(name, msg_type), qos=_with_type_hash(qos, msg_type))
 
     def subscription(self, name: str, msg_type, qos: Qos, listener=None) -> DataReader:
-        return DataReader(self._subscriber, self._topic(name, msg_type), qos=qos, listener=listener)
+        return DataReader(self._subscriber, self._topic(name, msg_type), qos=_with_type_hash(qos, msg_type),
+                          listener=listener)
 
     def announce(self, node_name: str, readers=(), writers=()) -> None:
         """Publish this participant's ParticipantEntitiesInfo on `ros_discovery_info`: one node, node_name in our
