@@ -63,9 +63,13 @@ def run_rate(link, hz: float, seconds: float) -> tuple[int, int]:
     while time.perf_counter() < drain_end:
         received += sum(1 for c, _ in link.poll() if c == P.STATE)
         time.sleep(0.0005)
-    # whatever arrives later belongs to this run's backlog: clear it before the next rate
-    time.sleep(0.3)
-    link.poll()
+    # whatever arrives later belongs to this run's backlog: wait until the line has been quiet for 0.3 s
+    quiet_since = time.perf_counter()
+    give_up = quiet_since + 10.0
+    while time.perf_counter() - quiet_since < 0.3 and time.perf_counter() < give_up:
+        if link.poll():
+            quiet_since = time.perf_counter()
+        time.sleep(0.01)
     return sent, received
 
 

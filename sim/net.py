@@ -140,6 +140,11 @@ class LinkServer:
             return None
         return data
 
+    def wait(self, timeout_ms):
+        """Block up to timeout_ms for input from the client (or a new client)."""
+        poller = self._cpoll if self.conn is not None else self._lpoll
+        poller.poll(timeout_ms)
+
     def send(self, data):
         if self.conn is None:
             return

@@ -200,6 +200,33 @@ class PacedLink:
                 self.sleep_us(max(1, BITS_PER_BYTE * US_PER_S // self.baud))
         return n
 
+    def next_due_us(self):
+        """Microseconds until the next byte completes on the line (either direction), None if the line is idle."""
+        with self.lock:
+            now = self.clock()
+            best = None
+            per = BITS_PER_BYTE * US_PER_S
+            if self._rx_burst > self._rx_done:
+                t = (self._rx_done + 1) * per // self.baud - time.ticks_diff(now, self._rx_start)
+                best = t
+            if self._tx:
+                t = (self._tx_sent + 1) * per // self.baud - time.ticks_diff(now, self._tx_start)
+                best = t if best is None or t < best else best
+            return None if best is None else max(0, best)
+
+    def wait(self, max_us=1000):
+        """Sleep until a byte is due on the line, the transport has input, or max_us passed."""
+        due = self.next_due_us()
+        if due is not None and due < max_us:
+            if due > 0:
+                self.sleep_us(due)
+            return
+        t = self.transport
+        if t is not None and hasattr(t, "wait"):
+            t.wait(max(1, max_us // 1000))
+        else:
+            self.sleep_us(max_us)
+
     def flush(self):
         """Block until every written byte has left."""
         while True:
@@ -407,7 +434,13 @@ class Board:
         return gc.mem_free()
 
     def idle(self):
-        # the slow loop has nothing to do: move line bytes whose time has come, then yield ~1 ms
-        if self.link is not None:
-            self.link.pump()
-        time.sleep_ms(1)
+        # the slow loop has nothing to do: move line bytes whose time has come, then yield until the next byte
+        # is due on the line or the host sends something (at most ~1 ms), so the emulated line adds its own
+        # byte time and little else
+        link = self.link
+        if link is not None and hasattr(link, "wait"):
+            link.pump()
+            link.wait(1000)
+            link.pump()
+        else:
+            time.sleep_ms(1)
