@@ -336,3 +336,17 @@ def test_reading_older_than_the_first_one_is_replayed_from_the_start():
     # a reading that selects nothing the filter carries does not start it
     fresh = Ekf(EkfConfig(two_d_mode=True))
     assert fresh.process(meas(0.0, "alt", {2: 1.0}, {2: 0.1})) == "nothing" and not fresh.initialized
+
+
+def test_a_batch_is_processed_in_timestamp_order():
+    cfg = EkfConfig(two_d_mode=True, initial_covariance=np.eye(15))
+    stream = _stream()[:40]
+    in_order = Ekf(cfg)
+    for m in stream:
+        in_order.process(m)
+    shuffled = list(stream)
+    np.random.default_rng(3).shuffle(shuffled)
+    batched = Ekf(cfg)
+    outcomes = batched.process_batch(shuffled)
+    assert outcomes.count(USED) == len(stream)
+    assert np.array_equal(batched.state, in_order.state) and np.array_equal(batched.covariance, in_order.covariance)
