@@ -342,7 +342,7 @@ def test_a_batch_is_processed_in_timestamp_order():
     cfg = EkfConfig(two_d_mode=True, initial_covariance=np.eye(15))
     stream = _stream()[:40]
     in_order = Ekf(cfg)
-    for m in stream:
+    for m in sorted(stream, key=lambda m: m.time):
         in_order.process(m)
     shuffled = list(stream)
     np.random.default_rng(3).shuffle(shuffled)
