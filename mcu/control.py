@@ -171,19 +171,23 @@ class Controller:
         self.hal.write_duty(0, 0)
 
     def _request(self, bit):
-        """Ask the step for a state change at a period boundary and wait until it is done."""
+        """Ask the step for a state change at a period boundary and wait until it is done. -> served or not.
+
+        Not served within ~100 periods means the control loop is not running (a hung timer): the request is
+        withdrawn rather than left to fire whenever the loop comes back, and the supervisor is already
+        withholding the watchdog feed."""
         st = self.st
+        st[G_REQ] = bit
         if not self.running:
-            st[G_REQ] = bit
             self._read(self.c)
             fx.requests(st, self.c)
-            return
-        st[G_REQ] = bit
-        for _ in range(500):            # idle() is ~1 ms: the step serves a request within one period
+            return True
+        for _ in range(100 + 100000 // self.hz):    # idle() is ~1 ms: >= 100 periods and >= 100 ms
             if st[G_REQ] == 0:
-                return
+                return True
             self.hal.idle()
-        raise RuntimeError("control loop does not run: request %d not served" % bit)
+        st[G_REQ] = 0
+        return False
 
     # ---- commands (slow path) ----
 
@@ -214,7 +218,8 @@ class Controller:
         if on:
             if self.st[G_FAULT] != 0:
                 return False
-            self._request(REQ_ENABLE)
+            if not self._request(REQ_ENABLE):
+                return False
             if self.st[G_ENABLED]:
                 self._energized = True
                 self._set_energized(True)

@@ -60,6 +60,7 @@ class Board:
         self._reset_cause = reset_cause
         self.stream = Stream()
         self.idles = 0
+        self.stalled = False            # True: the control timer has died (idle() no longer fires periods)
         if edge:
             self.edge_period_us = self._edge_period_us
 
@@ -126,7 +127,7 @@ class Board:
     def idle(self):
         # time passes while the slow loop idles: the running control loop gets its period
         self.idles += 1
-        if self.periodic is not None:
+        if self.periodic is not None and not self.stalled:
             self.fire(1)
 
 

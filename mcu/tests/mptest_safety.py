@@ -1,6 +1,7 @@
 # The supervisor and the board-level safety behaviour through the App: watchdog feeding only on progress of
 # both tasks, the watchdog-reset boot, deadman through the link, restartable App, the REPL boot switch.
 import app as app_mod
+import fixedstep as fx
 import fakehal
 import safety
 from shared import protocol as P
@@ -132,3 +133,17 @@ def test_repl_boot_switch():
 
     assert app_mod.repl_requested({"repl_pin": 5}, PinHeld(), exists=lambda p: False)
     assert not app_mod.repl_requested({"repl_pin": 5}, object(), exists=lambda p: False)
+
+
+def test_enable_while_the_control_loop_is_hung_is_refused_not_a_crash():
+    hal, a = make()
+    par = P.Parser()
+    hal.stalled = True                  # the timer died: requests are never served
+    hal.stream.inject(P.pack_enable(True))
+    a.service()                         # must return (after ~100 ms of idling), not raise
+    (cmd, payload), = par.feed(hal.stream.take())
+    assert cmd == P.ENABLE_ACK and not P.unpack_enable_ack(payload)
+    assert not hal.energized and a.ctrl.st[fx.G_REQ] == 0     # withdrawn: nothing fires later
+    hal.stalled = False
+    hal.fire(5)
+    assert not a.ctrl.enabled() and not hal.energized
