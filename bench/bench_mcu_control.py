@@ -5,6 +5,7 @@ Prints:
   mcu_control_step viper_us=... float_us=... ratio=... alloc_bytes=...
   mcu_control_step_detail viper_step_only_us=... float_alloc_bytes_per_step=... heap_lock=ok steps=... note=...
   mcu_control_step_raw ...
+  mcu_link_garbage quiet_period_max_us=... flood_period_max_us=... ... commands_answered_flood=.../...
   mcu_control_step_rp2040 est_us=... share_of_1khz_period=... native_us=... native_instr=... ...
 
 The RP2040 estimate (docs/firmware.md, "Timing budget") is built from:
@@ -109,6 +110,14 @@ def main() -> int:
     if proc.returncode != 0 or "mcu_control_step " not in proc.stdout:
         sys.stderr.write(proc.stderr)
         print("bench_mcu_control: micropython exited with %d" % proc.returncode, file=sys.stderr)
+        return 1
+    # a burst of garbage on the link vs the control loop's timing (App on the sim backend, real threads)
+    proc = subprocess.run([str(exe), "-X", "heapsize=8M", str(ROOT / "bench" / "mp_link_garbage.py"), str(ROOT)],
+                          capture_output=True, text=True, timeout=120)
+    sys.stdout.write(proc.stdout)
+    if proc.returncode != 0 or "mcu_link_garbage " not in proc.stdout:
+        sys.stderr.write(proc.stderr)
+        print("bench_mcu_control: the garbage workload exited with %d" % proc.returncode, file=sys.stderr)
         return 1
     step_bytes, loop_bytes, skip_bytes = native_sizes(str(cross))
     bound = (step_bytes - loop_bytes) // 2 + 2 * (loop_bytes // 2)     # every instruction, loop twice
