@@ -1,0 +1,327 @@
+"""Recording a run as MCAP with ROS 2 message types (Foxglove and PlotJuggler open it; `ros2 bag` reads it with the
+mcap storage plugin), reading it back, and plotting it to PNG.
+
+Topics written by McapRecorder (ros2msg schemas; the standard types' definitions come from viperdrive.rosmsg_defs):
+
+    /odom                    nav_msgs/msg/Odometry                 host odometry with covariance
+    /tf                      tf2_msgs/msg/TFMessage                odom -> base_link
+    /joint_states            sensor_msgs/msg/JointState            wheel position (rad) and velocity (rad/s)
+    /cmd_vel                 geometry_msgs/msg/TwistStamped        what the host commanded
+    /diagnostics             diagnostic_msgs/msg/DiagnosticArray   board status, faults, loop and link counters
+    /viperdrive/telemetry    viperdrive_msgs/msg/WheelTelemetry    raw control-step records (setpoint,
+                                                                   measurement, output, integrator per wheel)
+
+Stamps are wall-clock (UNIX epoch) nanoseconds, mapped from the host's monotonic clock once at the start.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from . import rosmsg_defs
+from .errors import BadValue, UserError
+
+SEP = rosmsg_defs.SEPARATOR
+
+# types rosmsg_defs does not carry, in the same .msg form
+_JOINT_STATE = """\
+# The state of a set of joints: position (rad), velocity (rad/s), effort; arrays indexed like name
+std_msgs/Header header
+string[] name
+float64[] position
+float64[] velocity
+float64[] effort
+"""
+_KEY_VALUE = """\
+# A key/value pair of a diagnostic status
+string key
+string value
+"""
+_DIAGNOSTIC_STATUS = """\
+# The status of one component
+byte OK=0
+byte WARN=1
+byte ERROR=2
+byte STALE=3
+byte level
+string name
+string message
+string hardware_id
+KeyValue[] values
+"""
+_DIAGNOSTIC_ARRAY = """\
+# Diagnostics of several components
+std_msgs/Header header
+DiagnosticStatus[] status
+"""
+_WHEEL_TELEMETRY = """\
+# One viperdrive control-step record (TELEMETRY_DATA) in SI units: rad/s, duty 1.0 = full PWM
+std_msgs/Header header
+uint16 seq
+uint32 board_time_us
+float64 setpoint_left
+float64 measured_left
+float64 output_left
+float64 integrator_left
+float64 setpoint_right
+float64 measured_right
+float64 output_right
+float64 integrator_right
+uint8 status
+"""
+
+JOINT_STATE = "sensor_msgs/msg/JointState"
+DIAGNOSTIC_ARRAY = "diagnostic_msgs/msg/DiagnosticArray"
+WHEEL_TELEMETRY = "viperdrive_msgs/msg/WheelTelemetry"
+TF_MESSAGE = "tf2_msgs/msg/TFMessage"
+
+
+def _with_header(text: str, extra: list[tuple[str, str]] = ()) -> str:
+    parts = [text.rstrip("\n")]
+    for name, body in extra:
+        parts.append(f"{SEP}\nMSG: {name}\n{body.rstrip()}")
+    # std_msgs/Header and its builtin_interfaces/Time, in rosmsg_defs' concatenated form
+    parts.append(f"{SEP}\nMSG: std_msgs/msg/Header\n{rosmsg_defs.full_definition('std_msgs/msg/Header').rstrip()}")
+    return "\n".join(parts) + "\n"
+
+
+DEFINITIONS = {
+    rosmsg_defs.ODOMETRY: rosmsg_defs.DEFINITIONS[rosmsg_defs.ODOMETRY],
+    rosmsg_defs.TWIST_STAMPED: rosmsg_defs.DEFINITIONS[rosmsg_defs.TWIST_STAMPED],
+    TF_MESSAGE: rosmsg_defs.full_definition(TF_MESSAGE),
+    JOINT_STATE: _with_header(_JOINT_STATE),
+    DIAGNOSTIC_ARRAY: _with_header(_DIAGNOSTIC_ARRAY, [("diagnostic_msgs/msg/DiagnosticStatus", _DIAGNOSTIC_STATUS),
+                                                       ("diagnostic_msgs/msg/KeyValue", _KEY_VALUE)]),
+    WHEEL_TELEMETRY: _with_header(_WHEEL_TELEMETRY),
+}
+
+TOPICS = {
+    "/odom": rosmsg_defs.ODOMETRY,
+    "/tf": TF_MESSAGE,
+    "/joint_states": JOINT_STATE,
+    "/cmd_vel": rosmsg_defs.TWIST_STAMPED,
+    "/diagnostics": DIAGNOSTIC_ARRAY,
+    "/viperdrive/telemetry": WHEEL_TELEMETRY,
+}
+
+JOINT_NAMES = ("left_wheel_joint", "right_wheel_joint")
+Q15 = 32768.0
+
+
+def _stamp(ns: int) -> dict:
+    return {"sec": ns // 1_000_000_000, "nanosec": ns % 1_000_000_000}
+
+
+def _quaternion(theta: float) -> dict:
+    return {"x": 0.0, "y": 0.0, "z": math.sin(theta / 2), "w": math.cos(theta / 2)}
+
+
+def _cov(m) -> list[float]:
+    if m is None:
+        return [0.0] * 36
+    return [float(v) for v in (m.ravel() if hasattr(m, "ravel") else m)]
+
+
+class McapRecorder:
+    """Write a run as MCAP. Every method takes the host monotonic time of the data (time.monotonic())."""
+
+    def __init__(self, path, odom_frame: str = "odom", base_frame: str = "base_link",
+                 joint_names: tuple[str, str] = JOINT_NAMES):
+        from mcap_ros2.writer import Writer
+        self.path = Path(path)
+        if self.path.suffix.lower() != ".mcap":
+            raise BadValue(f"{self.path}: the output file must end in .mcap")
+        try:
+            self._file = open(self.path, "wb")
+        except OSError as e:
+            raise UserError(f"cannot write {self.path}: {e.strerror or e}") from None
+        self._writer = Writer(self._file)
+        self._schemas = {t: self._writer.register_msgdef(t, DEFINITIONS[t]) for t in set(TOPICS.values())}
+        self.odom_frame = odom_frame
+        self.base_frame = base_frame
+        self.joint_names = list(joint_names)
+        self._wall0 = time.time_ns()
+        self._mono0 = time.monotonic()
+        self.counts: dict[str, int] = defaultdict(int)
+        self._closed = False
+
+    def ns(self, mono: float) -> int:
+        return self._wall0 + int(round((mono - self._mono0) * 1e9))
+
+    def _write(self, topic: str, msg: dict, mono: float) -> None:
+        t = self.ns(mono)
+        self._writer.write_message(topic, self._schemas[TOPICS[topic]], msg, log_time=t, publish_time=t,
+                                   sequence=self.counts[topic])
+        self.counts[topic] += 1
+
+    def _header(self, mono: float, frame: str) -> dict:
+        return {"stamp": _stamp(self.ns(mono)), "frame_id": frame}
+
+    def odometry(self, mono: float, pose, twist, pose_covariance=None, twist_covariance=None) -> None:
+        x, y, th = pose
+        v, w = twist
+        self._write("/odom", {
+            "header": self._header(mono, self.odom_frame), "child_frame_id": self.base_frame,
+            "pose": {"pose": {"position": {"x": x, "y": y, "z": 0.0}, "orientation": _quaternion(th)},
+                     "covariance": _cov(pose_covariance)},
+            "twist": {"twist": {"linear": {"x": v, "y": 0.0, "z": 0.0}, "angular": {"x": 0.0, "y": 0.0, "z": w}},
+                      "covariance": _cov(twist_covariance)}}, mono)
+        self._write("/tf", {"transforms": [{
+            "header": self._header(mono, self.odom_frame), "child_frame_id": self.base_frame,
+            "transform": {"translation": {"x": x, "y": y, "z": 0.0}, "rotation": _quaternion(th)}}]}, mono)
+
+    def joint_states(self, mono: float, position, velocity) -> None:
+        self._write("/joint_states", {"header": self._header(mono, ""), "name": self.joint_names,
+                                      "position": [float(p) for p in position],
+                                      "velocity": [float(v) for v in velocity], "effort": []}, mono)
+
+    def command(self, mono: float, v: float, w: float) -> None:
+        self._write("/cmd_vel", {"header": self._header(mono, self.base_frame),
+                                 "twist": {"linear": {"x": v, "y": 0.0, "z": 0.0},
+                                           "angular": {"x": 0.0, "y": 0.0, "z": w}}}, mono)
+
+    def telemetry(self, rec: dict, counts_per_rev: int) -> None:
+        """One Board.telemetry_frames() record (counts/s and Q15 on the wire) in SI units."""
+        k = 2 * math.pi / counts_per_rev
+        mono = rec["t"] if rec.get("t") is not None else rec["handled"]
+        self._write("/viperdrive/telemetry", {
+            "header": self._header(mono, ""), "seq": rec["seq"], "board_time_us": rec["t_us"],
+            "setpoint_left": rec["setpoint_l"] * k, "measured_left": rec["measured_l"] * k,
+            "output_left": rec["output_l"] / Q15, "integrator_left": rec["integrator_l"] / Q15,
+            "setpoint_right": rec["setpoint_r"] * k, "measured_right": rec["measured_r"] * k,
+            "output_right": rec["output_r"] / Q15, "integrator_right": rec["integrator_r"] / Q15,
+            "status": rec["status"]}, mono)
+
+    def diagnostics(self, mono: float, diag: dict, status: int | None = None, hardware_id: str = "") -> None:
+        """Board.diag() as one DiagnosticStatus: ERROR on a fault, WARN on deadman/overruns, else OK."""
+        from viperdrive.shared import protocol as P
+        level, message = 0, "ok"
+        if diag.get("fault_code"):
+            level, message = 2, f"FAULT: {diag.get('fault')}"
+        elif status is not None and status & P.ST_DEADMAN:
+            level, message = 1, "deadman: no velocity command"
+        elif diag.get("overruns"):
+            level, message = 1, f"{diag['overruns']} control overruns"
+        values = [{"key": k, "value": str(v)} for k, v in diag.items() if not isinstance(v, (dict, list))]
+        if status is not None:
+            values.append({"key": "status", "value": " ".join(P.status_names(status)) or "disabled"})
+        self._write("/diagnostics", {"header": self._header(mono, ""), "status": [{
+            "level": level, "name": "viperdrive: motor board", "message": message,
+            "hardware_id": hardware_id, "values": values}]}, mono)
+
+    def close(self) -> dict:
+        if not self._closed:
+            self._closed = True
+            self._writer.finish()
+            self._file.close()
+        return dict(self.counts)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+def read_mcap(path) -> dict[str, list[tuple[float, object]]]:
+    """{topic: [(seconds since the first message, decoded ROS 2 message), ...]} of a viperdrive MCAP file."""
+    from mcap.exceptions import McapError
+    from mcap_ros2.reader import read_ros2_messages
+    p = Path(path)
+    if not p.is_file():
+        raise BadValue(f"{p} does not exist")
+    out: dict[str, list] = defaultdict(list)
+    t0 = None
+    try:
+        for m in read_ros2_messages(str(p)):
+            t = m.log_time_ns * 1e-9
+            if t0 is None:
+                t0 = t
+            out[m.channel.topic].append((t - t0, m.ros_msg))
+    except (McapError, ValueError, KeyError, EOFError, OSError) as e:
+        raise BadValue(f"{p} is not a readable MCAP file: {e}") from None
+    except Exception as e:  # the decoder raises its own types on corrupt records
+        raise BadValue(f"{p} is not a readable MCAP file ({type(e).__name__}: {e})") from None
+    return dict(out)
+
+
+# ------------------------------------------------------------------------------------------ plotting
+
+def plot_mcap(path, out_dir=None) -> list[Path]:
+    """PNGs of a recording: <stem>_path.png (odometry x/y), <stem>_wheels.png (wheel speeds: commanded setpoint and
+    measured), <stem>_pid.png (controller output and its integrator part per wheel). Returns the files written;
+    a plot whose topic is empty is left out."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    p = Path(path)
+    data = read_mcap(p)
+    out_dir = Path(out_dir) if out_dir is not None else p.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    odom = data.get("/odom", [])
+    if odom:
+        xs = [m.pose.pose.position.x for _, m in odom]
+        ys = [m.pose.pose.position.y for _, m in odom]
+        fig, ax = plt.subplots(figsize=(6, 6))
+        ax.plot(xs, ys, label="odometry")
+        ax.plot(xs[:1], ys[:1], "go", label="start")
+        ax.plot(xs[-1:], ys[-1:], "rs", label="end")
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.set_xlabel("x (m, odom frame)")
+        ax.set_ylabel("y (m)")
+        ax.set_title(f"{p.name}: path")
+        ax.grid(True)
+        ax.legend()
+        written.append(_save(fig, out_dir / f"{p.stem}_path.png", plt))
+
+    joints = data.get("/joint_states", [])
+    tele = data.get("/viperdrive/telemetry", [])
+    if joints or tele:
+        fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+        for i, side in enumerate(("left", "right")):
+            ax = axes[i]
+            if tele:
+                t = [s for s, _ in tele]
+                ax.plot(t, [getattr(m, f"setpoint_{side}") for _, m in tele], label="setpoint (board)")
+                ax.plot(t, [getattr(m, f"measured_{side}") for _, m in tele], label="measured (board)")
+            if joints:
+                ax.plot([s for s, _ in joints], [m.velocity[i] for _, m in joints], ".", ms=2,
+                        label="STATE velocity (host)")
+            ax.set_ylabel(f"{side} wheel (rad/s)")
+            ax.grid(True)
+            ax.legend(loc="upper right", fontsize=8)
+        axes[-1].set_xlabel("time (s)")
+        axes[0].set_title(f"{p.name}: wheel speeds")
+        written.append(_save(fig, out_dir / f"{p.stem}_wheels.png", plt))
+
+    if tele:
+        fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+        t = [s for s, _ in tele]
+        for i, side in enumerate(("left", "right")):
+            ax = axes[i]
+            out = [getattr(m, f"output_{side}") for _, m in tele]
+            integ = [getattr(m, f"integrator_{side}") for _, m in tele]
+            ax.plot(t, out, label="output (duty)")
+            ax.plot(t, integ, label="integrator term")
+            ax.plot(t, [o - i_ for o, i_ in zip(out, integ, strict=True)], label="feedforward + P + D")
+            ax.set_ylabel(f"{side} (duty)")
+            ax.grid(True)
+            ax.legend(loc="upper right", fontsize=8)
+        axes[-1].set_xlabel("time (s)")
+        axes[0].set_title(f"{p.name}: PID terms")
+        written.append(_save(fig, out_dir / f"{p.stem}_pid.png", plt))
+    return written
+
+
+def _save(fig, path: Path, plt) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,204 @@
+"""Scripted paths for `viperdrive drive --script` and `viperdrive log record --script`: straight lines, turns in
+place, arcs and timed twists, closed on the host odometry (distance and heading), with a braking profile so a
+segment ends where it should instead of overshooting by the ramp.
+
+Script file, one segment per line ('#' starts a comment; angles in degrees, + = counter-clockwise, REP-103):
+
+    forward 0.5 [SPEED]         drive 0.5 m straight (negative: backwards), SPEED m/s (default --speed)
+    turn 90 [RATE]              turn in place by 90 degrees, RATE rad/s (default --turn-rate)
+    arc 0.3 180 [SPEED]         drive along a circle of radius 0.3 m through 180 degrees (- = clockwise)
+    twist 0.1 0.5 2.0           command v=0.1 m/s, w=0.5 rad/s for 2.0 s (open loop, timed)
+    wait 1.0                    stand still for 1.0 s
+
+Built-ins: square (side, counter-clockwise), spin (one turn each way), figure8 (two circles of radius side/2).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import BadValue
+from .odometry import wrap_pi
+
+BUILTINS = ("square", "spin", "figure8")
+
+
+@dataclass(frozen=True)
+class Segment:
+    kind: str           # forward | turn | arc | twist | wait
+    a: float = 0.0      # forward: m; turn/arc: rad; twist: v m/s; wait: s
+    b: float = 0.0      # forward: speed m/s; turn: rate rad/s; arc: radius m; twist: w rad/s
+    c: float = 0.0      # arc: speed m/s; twist: s
+
+    def describe(self) -> str:
+        if self.kind == "forward":
+            return f"forward {self.a:+.3f} m at {self.b:.2f} m/s"
+        if self.kind == "turn":
+            return f"turn {math.degrees(self.a):+.1f} deg at {self.b:.2f} rad/s"
+        if self.kind == "arc":
+            return f"arc r={self.b:.3f} m through {math.degrees(self.a):+.1f} deg at {self.c:.2f} m/s"
+        if self.kind == "twist":
+            return f"twist v={self.a:+.3f} m/s w={self.b:+.3f} rad/s for {self.c:.2f} s"
+        return f"wait {self.a:.2f} s"
+
+    def nominal_duration(self) -> float:
+        if self.kind == "forward":
+            return abs(self.a) / self.b
+        if self.kind == "turn":
+            return abs(self.a) / self.b
+        if self.kind == "arc":
+            return abs(self.a) * self.b / self.c
+        if self.kind == "twist":
+            return self.c
+        return self.a
+
+
+def builtin(name: str, side: float = 0.5, speed: float = 0.2, turn_rate: float = 1.0) -> list[Segment]:
+    if name == "square":
+        return [s for _ in range(4) for s in (Segment("forward", side, speed), Segment("turn", math.pi / 2,
+                                                                                       turn_rate))]
+    if name == "spin":
+        return [Segment("turn", 2 * math.pi, turn_rate), Segment("wait", 0.5), Segment("turn", -2 * math.pi,
+                                                                                       turn_rate)]
+    if name == "figure8":
+        r = side / 2
+        return [Segment("arc", 2 * math.pi, r, speed), Segment("arc", -2 * math.pi, r, speed)]
+    raise BadValue(f"unknown built-in script {name!r}; built-ins: {', '.join(BUILTINS)}, or a script file")
+
+
+def parse_script(text: str, speed: float = 0.2, turn_rate: float = 1.0, source: str = "script") -> list[Segment]:
+    """Segments from script text; BadValue naming the line for anything wrong."""
+    out = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        words = line.split()
+        kind, args = words[0].lower(), words[1:]
+        where = f"{source} line {n}: {raw.strip()!r}"
+        try:
+            nums = [float(a) for a in args]
+        except ValueError:
+            raise BadValue(f"{where}: arguments must be numbers") from None
+        if any(not math.isfinite(x) for x in nums):
+            raise BadValue(f"{where}: arguments must be finite numbers")
+        want = {"forward": (1, 2), "turn": (1, 2), "arc": (2, 3), "twist": (3, 3), "wait": (1, 1)}
+        if kind not in want:
+            raise BadValue(f"{where}: unknown segment {kind!r} (forward, turn, arc, twist, wait)")
+        lo, hi = want[kind]
+        if not lo <= len(nums) <= hi:
+            raise BadValue(f"{where}: {kind} takes {lo if lo == hi else f'{lo} or {hi}'} numbers")
+        if kind == "forward":
+            s = Segment("forward", nums[0], nums[1] if len(nums) > 1 else speed)
+        elif kind == "turn":
+            s = Segment("turn", math.radians(nums[0]), nums[1] if len(nums) > 1 else turn_rate)
+        elif kind == "arc":
+            s = Segment("arc", math.radians(nums[1]), nums[0], nums[2] if len(nums) > 2 else speed)
+            if s.b <= 0:
+                raise BadValue(f"{where}: the radius must be > 0")
+        elif kind == "twist":
+            s = Segment("twist", nums[0], nums[1], nums[2])
+        else:
+            s = Segment("wait", nums[0])
+        if kind in ("forward", "turn", "arc") and (s.b if kind != "arc" else s.c) <= 0:
+            raise BadValue(f"{where}: the speed must be > 0")
+        if kind in ("twist", "wait") and (s.c if kind == "twist" else s.a) < 0:
+            raise BadValue(f"{where}: the duration must be >= 0")
+        out.append(s)
+    if not out:
+        raise BadValue(f"{source}: no segments")
+    return out
+
+
+def load_script(spec: str, side: float, speed: float, turn_rate: float) -> list[Segment]:
+    if spec in BUILTINS:
+        return builtin(spec, side, speed, turn_rate)
+    try:
+        with open(spec, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise BadValue(f"--script {spec!r}: no such file and not a built-in ({', '.join(BUILTINS)})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadValue(f"--script {spec}: cannot read it ({e})") from None
+    return parse_script(text, speed, turn_rate, source=spec)
+
+
+class ScriptFollower:
+    """Turns segments into (v, w) commands each tick, closed on the odometry pose.
+
+    Braking: the commanded speed is min(cruise, sqrt(2 a d)) for the remaining distance (or angle) d, with a the
+    deceleration the drive controller will allow (80 % of it): the segment ends at rest on its mark rather than a
+    ramp length past it."""
+
+    LINEAR_TOL = 0.002      # m
+    ANGLE_TOL = math.radians(0.5)
+
+    def __init__(self, segments: list[Segment], max_accel: float, wheel_separation: float):
+        self.segments = list(segments)
+        self.accel = 0.8 * max_accel                          # m/s^2 at the wheels
+        self.alpha = 0.8 * 2.0 * max_accel / wheel_separation  # rad/s^2 turning in place
+        self.index = 0
+        self._start = None      # (t, x, y, theta, travelled, turned) at the start of the segment
+        self.travelled = 0.0    # along-path distance, m (signed per segment)
+        self.turned = 0.0       # unwrapped heading change, rad
+        self._last = None
+
+    @property
+    def done(self) -> bool:
+        return self.index >= len(self.segments)
+
+    @property
+    def current(self) -> Segment | None:
+        return None if self.done else self.segments[self.index]
+
+    def _track(self, x, y, theta):
+        if self._last is not None:
+            lx, ly, lth = self._last
+            dth = wrap_pi(theta - lth)
+            heading = lth + dth / 2
+            # distance along the heading (signed: backwards counts negative)
+            self.travelled += (x - lx) * math.cos(heading) + (y - ly) * math.sin(heading)
+            self.turned += dth
+        self._last = (x, y, theta)
+
+    def update(self, now: float, pose: tuple[float, float, float]) -> tuple[float, float]:
+        """(v, w) for this tick; advances to the next segment when one is complete."""
+        self._track(*pose)
+        while not self.done:
+            seg = self.segments[self.index]
+            if self._start is None:
+                self._start = (now, self.travelled, self.turned)
+            t0, d0, a0 = self._start
+            cmd = self._command(seg, now - t0, self.travelled - d0, self.turned - a0)
+            if cmd is not None:
+                return cmd
+            self.index += 1
+            self._start = None
+        return 0.0, 0.0
+
+    def _command(self, seg: Segment, elapsed: float, dist: float, angle: float):
+        timeout = 3.0 * seg.nominal_duration() + 3.0    # never stuck on a segment a wheel cannot finish
+        if seg.kind in ("wait", "twist"):
+            if elapsed >= seg.nominal_duration():
+                return None
+            return (0.0, 0.0) if seg.kind == "wait" else (seg.a, seg.b)
+        if elapsed > timeout:
+            return None
+        if seg.kind == "forward":
+            left = seg.a - dist
+            if abs(left) < self.LINEAR_TOL:
+                return None
+            v = math.copysign(min(seg.b, math.sqrt(2 * self.accel * abs(left))), left)
+            return v, 0.0
+        if seg.kind == "turn":
+            left = seg.a - angle
+            if abs(left) < self.ANGLE_TOL:
+                return None
+            return 0.0, math.copysign(min(seg.b, math.sqrt(2 * self.alpha * abs(left))), left)
+        # arc: heading change drives the end; speed profile on the remaining arc length
+        left = seg.a - angle
+        if abs(left) < self.ANGLE_TOL or (left > 0) != (seg.a > 0):
+            return None
+        remaining = abs(left) * seg.b
+        v = min(seg.c, math.sqrt(2 * self.accel * remaining))
+        return v, math.copysign(v / seg.b, seg.a)
