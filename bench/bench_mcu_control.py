@@ -62,7 +62,8 @@ def _body_span(stmts: list[ast.stmt]) -> tuple[int, int, int]:
 def native_sizes(cross: str) -> tuple[int, int, int]:
     """Bytes of fixedstep.step in the armv6m build: (whole function, its per-wheel loop body, the code a
     steady driving period skips: first-sample statistics, requests, gain switch, deadman, edge timing, the
-    disabled path, fault latching, and one arm of every term's two multiply variants)."""
+    disabled path, fault latching, the back-calculation term while unsaturated, kA at a constant setpoint, D
+    with kd = 0 (the defaults), and one arm of every term's two multiply variants)."""
     path = ROOT / "mcu" / "fixedstep.py"
     src = path.read_text()
     lines = src.splitlines(keepends=True)
@@ -83,7 +84,7 @@ def native_sizes(cross: str) -> tuple[int, int, int]:
         test = ast.unparse(n.test)
         if test in ("int(st[G_NSTAT]) == 0", "int(st[G_REQ]) != 0", "bank != int(st[G_BANK])",
                     "age > int(k[kb + K_DM_N])", "int(k[K_EDGE]) and d > -2 and d < 2", "bump",
-                    "fault != 0 and enabled"):
+                    "fault != 0 and enabled", "sat", "m != 0 and x != 0", "m != 0 and df != 0"):
             skipped.append(_body_span(n.body))
         elif test in ("enabled",) and n.orelse:
             skipped.append(_body_span(n.orelse))

@@ -394,18 +394,20 @@ def step(st_a, k_a, c_a, e_a, io_a):
                 t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
             df += t
             st[b + W_DF] = df
-            x = df
+            td = 0
             m = int(k[kb + K_D])
-            sh = int(k[kb + K_D + 1])
-            xl = int(k[kb + K_D + 2])
-            if x > xl:
-                x = xl
-            elif x < -xl:
-                x = -xl
-            if sh >= 15:
-                td = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
-            else:
-                td = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+            if m != 0 and df != 0:          # an exact zero term costs nothing (kd is often 0)
+                x = df
+                sh = int(k[kb + K_D + 1])
+                xl = int(k[kb + K_D + 2])
+                if x > xl:
+                    x = xl
+                elif x < -xl:
+                    x = -xl
+                if sh >= 15:
+                    td = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+                else:
+                    td = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
 
             # feedforward: kS*sign(sp) + kV*sp + kA*dsp/dt
             x = sp
@@ -422,17 +424,18 @@ def step(st_a, k_a, c_a, e_a, io_a):
                 tf = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
             x = (int(st[b + W_DSP]) ^ sb) - sb
             m = int(k[kb + K_A])
-            sh = int(k[kb + K_A + 1])
-            xl = int(k[kb + K_A + 2])
-            if x > xl:
-                x = xl
-            elif x < -xl:
-                x = -xl
-            if sh >= 15:
-                t = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
-            else:
-                t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
-            tf += t
+            if m != 0 and x != 0:           # kA acts only while the setpoint ramps
+                sh = int(k[kb + K_A + 1])
+                xl = int(k[kb + K_A + 2])
+                if x > xl:
+                    x = xl
+                elif x < -xl:
+                    x = -xl
+                if sh >= 15:
+                    t = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+                else:
+                    t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+                tf += t
             if sp > 0:
                 tf += int(k[kb + K_KS])
             elif sp < 0:
@@ -486,18 +489,19 @@ def step(st_a, k_a, c_a, e_a, io_a):
                 t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
             ig += t
             x = out - u
-            m = int(k[kb + K_AW])
-            sh = int(k[kb + K_AW + 1])
-            xl = int(k[kb + K_AW + 2])
-            if x > xl:
-                x = xl
-            elif x < -xl:
-                x = -xl
-            if sh >= 15:
-                t = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
-            else:
-                t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
-            ig += t
+            if sat:                         # out - u is zero unless the output is clamped
+                m = int(k[kb + K_AW])
+                sh = int(k[kb + K_AW + 1])
+                xl = int(k[kb + K_AW + 2])
+                if x > xl:
+                    x = xl
+                elif x < -xl:
+                    x = -xl
+                if sh >= 15:
+                    t = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+                else:
+                    t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+                ig += t
             if ig > I_MAX:
                 ig = I_MAX
             elif ig < -I_MAX:
