@@ -142,6 +142,9 @@ class ScriptFollower:
         self.travelled = 0.0    # along-path distance, m (signed per segment)
         self.turned = 0.0       # unwrapped heading change, rad
         self._last = None
+        self._settling = None
+        self._hold = 0.0
+        self._intended = 0.0    # unwrapped heading the script means to have reached so far (rad)
 
     @property
     def done(self) -> bool:
@@ -161,17 +164,39 @@ class ScriptFollower:
             self.turned += dth
         self._last = (x, y, theta)
 
-    def update(self, now: float, pose: tuple[float, float, float]) -> tuple[float, float]:
-        """(v, w) for this tick; advances to the next segment when one is complete."""
+    HEADING_GAIN = 3.0      # 1/s: heading correction on straight legs
+    SETTLE_V = 0.005        # m/s: at rest, for the end of a closed-loop segment
+    SETTLE_W = 0.02         # rad/s
+    SETTLE_MAX = 1.0        # s
+
+    def update(self, now: float, pose: tuple[float, float, float],
+               twist: tuple[float, float] | None = None) -> tuple[float, float]:
+        """(v, w) for this tick; advances to the next segment when one is complete. twist: the measured (v, w);
+        with it a closed-loop segment (forward, turn, arc) ends only once the robot is at rest, so the next one
+        does not start with a leftover turn rate (which bends every straight leg)."""
         self._track(*pose)
         while not self.done:
             seg = self.segments[self.index]
             if self._start is None:
                 self._start = (now, self.travelled, self.turned)
+                self._settling = None
+                # the heading a straight leg holds: where the previous segments meant to point
+                self._hold = self._intended
             t0, d0, a0 = self._start
-            cmd = self._command(seg, now - t0, self.travelled - d0, self.turned - a0)
-            if cmd is not None:
-                return cmd
+            if self._settling is None:
+                cmd = self._command(seg, now - t0, self.travelled - d0, self.turned - a0)
+                if cmd is not None:
+                    return cmd
+                if twist is not None and seg.kind in ("forward", "turn", "arc"):
+                    self._settling = now
+            if self._settling is not None:
+                moving = abs(twist[0]) > self.SETTLE_V or abs(twist[1]) > self.SETTLE_W
+                if moving and now - self._settling < self.SETTLE_MAX:
+                    return 0.0, 0.0
+            if seg.kind in ("turn", "arc"):
+                self._intended += seg.a
+            elif seg.kind == "twist":
+                self._intended = self.turned     # open loop: wherever it ended up
             self.index += 1
             self._start = None
         return 0.0, 0.0
@@ -189,14 +214,17 @@ class ScriptFollower:
             if abs(left) < self.LINEAR_TOL:
                 return None
             v = math.copysign(min(seg.b, math.sqrt(2 * self.accel * abs(left))), left)
-            return v, 0.0
+            # hold the heading: unequal wheels (or one slipping) bend a leg that only counts distance
+            err = self._hold - self.turned
+            return v, max(-1.0, min(1.0, self.HEADING_GAIN * err))
         if seg.kind == "turn":
-            left = seg.a - angle
+            # to the intended heading, so a turn also takes out what the previous leg left over
+            left = self._hold + seg.a - self.turned
             if abs(left) < self.ANGLE_TOL:
                 return None
             return 0.0, math.copysign(min(seg.b, math.sqrt(2 * self.alpha * abs(left))), left)
         # arc: heading change drives the end; speed profile on the remaining arc length
-        left = seg.a - angle
+        left = self._hold + seg.a - self.turned
         if abs(left) < self.ANGLE_TOL or (left > 0) != (seg.a > 0):
             return None
         remaining = abs(left) * seg.b

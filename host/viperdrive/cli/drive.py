@@ -258,7 +258,7 @@ def _run_script(args, s: DriveSession, segments) -> int:
         s.tick(now)
         if s.fault_code:
             raise BoardFault(fault_message(s.fault_code if s.fault_code > 0 else 0, args))
-        v, w = follower.update(now, s.odometry.pose)
+        v, w = follower.update(now, s.odometry.pose, s.odometry.twist)
         if follower.index != last_index and not follower.done:
             last_index = follower.index
             if not args.quiet:
