@@ -122,6 +122,8 @@ class VirtualBoard:
         self.last_error = ""
         self.crashed = False
         self.t_start = time.ticks_ms()
+        self.main_gap_max_us = 0
+        self.service_max_us = 0         # the firmware's slowest App.service() pass
 
     # ---- firmware lifecycle ----
 
@@ -223,7 +225,11 @@ class VirtualBoard:
     def service_once(self):
         if self.app is not None and not self.crashed:
             try:
+                t0 = time.ticks_us()
                 self.app.service()
+                d = time.ticks_diff(time.ticks_us(), t0)
+                if d > self.service_max_us:
+                    self.service_max_us = d
             except Exception as e:  # noqa: BLE001
                 # a crashed main loop on a real board drops to the REPL; nobody feeds the watchdog any more,
                 # so it resets the board: the same happens here
@@ -256,8 +262,15 @@ class VirtualBoard:
         _thread.start_new_thread(loop, ())
 
     def run(self):
+        last = time.ticks_us()
         while True:
             self.service_once()
+            now = time.ticks_us()
+            gap = time.ticks_diff(now, last)
+            last = now
+            if gap > self.main_gap_max_us:
+                # the slowest main-loop pass (link service, endpoint, idle): what the host's reply latency sees
+                self.main_gap_max_us = gap
             if self.hal is not None:
                 self.hal.idle()
             else:
@@ -351,7 +364,8 @@ class VirtualBoard:
                "last_error": self.last_error, "uptime_s": time.ticks_diff(time.ticks_ms(), self.t_start) / 1000.0,
                "link_clients": self.link_server.clients, "link_connected": self.link_server.connected(),
                "cut_link": self.link.cut, "corrupt_rate": self.link.corrupt_rate, "sim_time": self.plant.t,
-               "free_heap": gc.mem_free()}
+               "free_heap": gc.mem_free(), "main_gap_max_us": self.main_gap_max_us,
+               "service_max_us": self.service_max_us}
         rep.update(self.link.stats())
         if self.hal is not None:
             rep.update(self.hal.loop_stats())

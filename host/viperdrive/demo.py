@@ -70,11 +70,10 @@ class PathRunner:
     def cycle(self, v: float, w: float) -> None:
         st = self.board.read()
         self.odom.update(st.counts[0], st.counts[1], st.velocity[0], st.velocity[1], st.stamp)
-        self.drive.command(v, w)
-        left, right = self.drive.update()
-        self.board.write(left, right)
         tr = self.track
         if tr is not None:
+            # sampled between read() and write(): no STATE is in flight, so the extra request (GET_ODOM) cannot
+            # take this cycle's reply out of the loop's hands
             tr.host.append((self.odom.x, self.odom.y))
             if self.vb is not None and self.cycles % 5 == 0:
                 t = self.vb.truth()
@@ -82,6 +81,9 @@ class PathRunner:
             if self.cycles % 25 == 0:
                 _, x, y, _ = self.board.odom()
                 tr.board.append((x, y))
+        self.drive.command(v, w)
+        left, right = self.drive.update()
+        self.board.write(left, right)
         self.cycles += 1
         self._next += self.period
         now = time.monotonic()

@@ -299,14 +299,3 @@ class VirtualBoard:
     def reset(self, what: str = "board") -> dict:
         """'board': power cycle (plant at rest at the origin, firmware restarted); 'pose': zero the ground truth."""
         return self._ok({"cmd": "reset", "what": what})
-
-
-def open_port(port: str, baud: int = 115200, **sim_options):
-    """For host commands: `port` unchanged, or for "sim" a started private VirtualBoard's URL.
-
-    Returns (url, virtual_board_or_None); the caller closes the VirtualBoard when done.
-    """
-    if port != "sim":
-        return port, None
-    vb = VirtualBoard(baud=baud, **sim_options).start()
-    return vb.url, vb
