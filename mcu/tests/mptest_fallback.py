@@ -1,0 +1,73 @@
+# The float fallback (CircuitPython has no viper emitter): with fixedstep unavailable, control.controller()
+# returns FloatController, and the App behaves the same through the link: enable, drive, deadman, faults,
+# telemetry, statistics.
+import app as app_mod
+import control
+import control_float
+import fakehal
+from shared import protocol as P
+
+CFG = {"control_hz": 500, "counts_per_rev": 4096, "name": "fake", "watchdog_ms": 500}
+
+
+def make():
+    saved = control.fx
+    control.fx = None               # what a failed `import fixedstep` leaves behind
+    try:
+        hal = fakehal.Board(CFG)
+        a = app_mod.App(hal, CFG, params_path="/tmp/viperdrive-mptest-fallback.json")
+    finally:
+        control.fx = saved
+    a.start()
+    return hal, a
+
+
+def test_fallback_controller_is_chosen_and_drives():
+    hal, a = make()
+    assert isinstance(a.ctrl, control_float.FloatController)
+    par = P.Parser()
+
+    def xfer(frame, periods=1):
+        hal.stream.inject(frame)
+        a.service()
+        hal.fire(periods)
+        a.service()
+        return [f for f in par.feed(hal.stream.take()) if f[0] != P.TELEMETRY_DATA]
+
+    assert xfer(P.pack_enable(True)) == [(P.ENABLE_ACK, b"\x01")]
+    assert hal.energized
+    for _ in range(50):
+        hal.counts[0] += 4
+        hal.counts[1] += 4
+        (cmd, payload), = xfer(P.pack_set_vel(2000, 2000))
+    pl, pr, vl, vr, st = P.unpack_state(payload)
+    assert st & P.ST_ENABLED and pl > 0 and 1900 <= vl <= 2100, (pl, vl, st)
+    assert hal.duty[0] > 0
+    # deadman: no command for 100 ms -> DEADMAN
+    hal.fire(60)
+    assert a.ctrl.status() & P.ST_DEADMAN
+    d = P.unpack_diag(xfer(P.pack_get_diag())[0][1])
+    assert d["deadman_trips"] == 1 and d["period_min_us"] == 2000 and d["flags"] & P.DIAG_TIMER_SOFT
+    # telemetry through the ring's plain-Python writer
+    assert xfer(P.pack_telemetry(100)) == [(P.TELEMETRY_ACK, b"d\x00")]
+    hal.stream.inject(P.pack_set_vel(1000, 1000))
+    a.service()
+    hal.fire(20)
+    a.service()
+    data = [P.unpack_telemetry_data(p) for c, p in par.feed(hal.stream.take()) if c == P.TELEMETRY_DATA]
+    assert len(data) >= 3 and data[-1][10] & P.ST_ENABLED, data
+
+
+def test_fallback_latches_stall_fault():
+    hal, a = make()
+    a.ctrl.configure(dict(a.params.values, stall_ms=100, max_accel=5000.0))
+    assert a.enable(True)
+    for _ in range(200):
+        a.ctrl.set_velocity(8000, 8000)     # wheels held: saturated, no motion
+        hal.fire(1)
+        if a.ctrl.fault():
+            break
+    assert a.ctrl.fault() in (P.FAULT_STALL_LEFT, P.FAULT_STALL_RIGHT) and not hal.energized
+    assert not a.enable(True)
+    assert a.clear_fault() in (P.FAULT_STALL_LEFT, P.FAULT_STALL_RIGHT)
+    assert a.enable(True) and hal.energized
