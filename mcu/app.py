@@ -241,4 +241,9 @@ def main(board_path="board.json"):
     import hal
     board = hal.load(cfg)
     app = App(board, cfg)
-    app.run()
+    try:
+        app.run()
+    finally:
+        # a crash (or Ctrl-C through a UART link) lands in the REPL: outputs off and, for a USB CDC link, Ctrl-C
+        # given back. The watchdog keeps running and nobody feeds it: the board resets into link mode.
+        app.stop()
