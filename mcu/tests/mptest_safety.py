@@ -147,3 +147,40 @@ def test_enable_while_the_control_loop_is_hung_is_refused_not_a_crash():
     hal.stalled = False
     hal.fire(5)
     assert not a.ctrl.enabled() and not hal.energized
+
+
+def test_main_link_mode_and_a_crash_leaves_outputs_off_and_link_closed():
+    import boardcfg
+    import hal as hal_pkg
+
+    board = fakehal.Board(CFG)
+
+    class Crash(Exception):
+        pass
+
+    def idle():
+        board.idles += 1
+        board.fire(1)
+        if board.idles == 20:
+            board.stream.inject(P.pack_enable(True))
+        if board.idles > 40:
+            raise Crash()
+
+    board.idle = idle
+    saved = boardcfg.load, hal_pkg.load, app_mod._exists
+    boardcfg.load = lambda path: dict(CFG)
+    hal_pkg.load = lambda cfg: board
+    app_mod._exists = lambda path: False        # no repl_mode file: link mode
+    try:
+        try:
+            app_mod.main()
+            raise AssertionError("main() returned")
+        except Crash:
+            pass
+    finally:
+        boardcfg.load, hal_pkg.load, app_mod._exists = saved
+    # the loop ran in link mode (ENABLE answered and energized), then the crash cut the outputs and closed the
+    # link (for USB CDC that gives Ctrl-C back to the REPL)
+    assert P.ENABLE_ACK in [c for c, _ in P.Parser().feed(board.stream.take())]
+    assert True in board.energize_calls and not board.energized and board.stream.closed
+    assert board.periodic is None
