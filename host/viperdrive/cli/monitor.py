@@ -1,0 +1,217 @@
+"""`viperdrive monitor`: a live view of the board without driving it: per-wheel setpoint, measured speed, PWM output
+and integrator (the control telemetry stream), status bits, the board's own pose (GET_ODOM), its loop timing and
+jitter, and the link counters of both ends. --foxglove serves the same data live to Foxglove Studio over a local
+WebSocket (foxglove-sdk); --duration ends it on its own (scripts, tests).
+
+Keys (on a terminal): q quit, c clear a latched FAULT, space pause the display."""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+from ..errors import UserError
+from .common import LiveView, TerminalKeys, add_board_options, open_board, sigterm_as_interrupt
+from viperdrive.shared import protocol as P
+
+HELP = "live view of setpoints, speeds, PWM, pose, status bits, link statistics and loop jitter (--foxglove)"
+
+WHEEL_SCHEMA = {
+    "type": "object", "title": "viperdrive wheel telemetry (SI units, duty 1.0 = full PWM)",
+    "properties": {k: {"type": "number"} for k in (
+        "board_time_us", "setpoint_left", "measured_left", "output_left", "integrator_left",
+        "setpoint_right", "measured_right", "output_right", "integrator_right", "status")},
+}
+STATUS_SCHEMA = {
+    "type": "object", "title": "viperdrive board status, loop and link",
+    "properties": {"status": {"type": "array", "items": {"type": "string"}}, "fault": {"type": "string"},
+                   "x": {"type": "number"}, "y": {"type": "number"}, "theta": {"type": "number"},
+                   "period_min_us": {"type": "number"}, "period_max_us": {"type": "number"},
+                   "jitter_us": {"type": "number"}, "exec_max_us": {"type": "number"},
+                   "overruns": {"type": "number"}, "crc_errors": {"type": "number"},
+                   "telemetry_rate": {"type": "number"}, "telemetry_lost": {"type": "number"},
+                   "rtt_p50_ms": {"type": "number"}},
+}
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rate", type=int, default=50, metavar="HZ",
+                        help="telemetry records per second from the board (default %(default)s)")
+    parser.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    parser.add_argument("--foxglove", nargs="?", const="127.0.0.1:8765", default=None, metavar="HOST:PORT",
+                        help="serve the data to Foxglove on this WebSocket (default 127.0.0.1:8765; port 0: any)")
+    add_board_options(parser)
+
+
+class FoxgloveOut:
+    """The live data as Foxglove channels: /viperdrive/wheels and /viperdrive/status (JSON), /tf (odom->base_link)."""
+
+    def __init__(self, spec: str, odom_frame: str, base_frame: str):
+        import foxglove
+        from foxglove.channels import FrameTransformChannel
+        host, _, port = spec.rpartition(":")
+        try:
+            port_n = int(port)
+        except ValueError:
+            raise UserError(f"--foxglove {spec!r}: write HOST:PORT, e.g. 127.0.0.1:8765", exit_code=2) from None
+        try:
+            self.server = foxglove.start_server(name="viperdrive monitor", host=host or "127.0.0.1", port=port_n)
+        except Exception as e:  # the SDK raises its own error types for a busy or bad address
+            raise UserError(f"cannot serve Foxglove on {spec}: {e}", exit_code=3) from None
+        self.wheels = foxglove.Channel("/viperdrive/wheels", schema=WHEEL_SCHEMA)
+        self.status = foxglove.Channel("/viperdrive/status", schema=STATUS_SCHEMA)
+        self.tf = FrameTransformChannel("/tf")
+        self.odom_frame = odom_frame
+        self.base_frame = base_frame
+        self.url = f"ws://{host or '127.0.0.1'}:{self.server.port}"
+
+    def wheel(self, rec: dict) -> None:
+        self.wheels.log(rec)
+
+    def state(self, d: dict) -> None:
+        from foxglove.messages import FrameTransform, Quaternion, Vector3
+        self.status.log(d)
+        th = d["theta"]
+        self.tf.log(FrameTransform(parent_frame_id=self.odom_frame, child_frame_id=self.base_frame,
+                                   translation=Vector3(x=d["x"], y=d["y"], z=0.0),
+                                   rotation=Quaternion(x=0.0, y=0.0, z=math.sin(th / 2), w=math.cos(th / 2))))
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+class MonitorState:
+    def __init__(self, counts_per_rev: int, control_hz: int):
+        self.k = 2 * math.pi / counts_per_rev
+        self.control_hz = control_hz
+        self.last = None            # latest telemetry record in SI units
+        self.received = 0
+        self.lost = 0
+        self._seq = None
+        self._window: list[float] = []
+        self.pose = (0.0, 0.0, 0.0)
+        self.diag: dict = {}
+        self.rate = 0.0
+
+    def add(self, rec: dict, now: float) -> dict:
+        if self._seq is not None:
+            gap = (rec["seq"] - self._seq - 1) & 0xFFFF
+            if gap < 1000:          # a larger jump is a restart of the stream, not loss
+                self.lost += gap
+        self._seq = rec["seq"]
+        self.received += 1
+        self._window.append(now)
+        k = self.k
+        self.last = {
+            "board_time_us": rec["t_us"],
+            "setpoint_left": rec["setpoint_l"] * k, "measured_left": rec["measured_l"] * k,
+            "output_left": rec["output_l"] / P.Q15, "integrator_left": rec["integrator_l"] / P.Q15,
+            "setpoint_right": rec["setpoint_r"] * k, "measured_right": rec["measured_r"] * k,
+            "output_right": rec["output_r"] / P.Q15, "integrator_right": rec["integrator_r"] / P.Q15,
+            "status": rec["status"],
+        }
+        return self.last
+
+    def update_rate(self, now: float) -> None:
+        self._window = [t for t in self._window if now - t <= 1.0]
+        self.rate = float(len(self._window))
+
+    def summary(self) -> dict:
+        d = self.diag
+        period = 1e6 / self.control_hz
+        jitter = max(d.get("period_max_us", period) - period, period - d.get("period_min_us", period))
+        status = self.last["status"] if self.last else 0
+        x, y, th = self.pose
+        host = d.get("host_link", {})
+        return {"status": P.status_names(status), "fault": d.get("fault", "?"), "x": x, "y": y, "theta": th,
+                "period_min_us": d.get("period_min_us", 0), "period_max_us": d.get("period_max_us", 0),
+                "jitter_us": jitter, "exec_max_us": d.get("exec_max_us", 0), "overruns": d.get("overruns", 0),
+                "crc_errors": d.get("crc_errors", 0), "telemetry_rate": self.rate, "telemetry_lost": self.lost,
+                "rtt_p50_ms": host.get("rtt_p50_ms") or 0.0}
+
+
+def view_lines(m: MonitorState, d: dict, url: str, paused: bool, fox: str | None) -> list[str]:
+    t = m.last or {k: 0.0 for k in WHEEL_SCHEMA["properties"]}
+    diag = m.diag
+    host = diag.get("host_link", {})
+    status = " ".join(d["status"]) or "disabled"
+    lines = [
+        f"viperdrive monitor  {url}{'  [paused]' if paused else ''}   (q quit, c clear fault, space pause)",
+        f"status    {status}   fault: {d['fault']}",
+        "wheel       setpoint     measured        PWM   integrator",
+    ]
+    for side in ("left", "right"):
+        lines.append(f"{side:<8}{t[f'setpoint_{side}']:+9.2f}    {t[f'measured_{side}']:+9.2f} rad/s "
+                     f"{100 * t[f'output_{side}']:+6.1f} %  {100 * t[f'integrator_{side}']:+6.1f} %")
+    lines += [
+        f"pose      x {d['x']:+.3f} m  y {d['y']:+.3f} m  heading {math.degrees(d['theta']):+.1f} deg (board odometry)",
+        f"loop      period {d['period_min_us']}..{d['period_max_us']} us (jitter {d['jitter_us']:.0f} us), step "
+        f"{diag.get('exec_avg_us', 0)} us avg / {d['exec_max_us']} us max, overruns {d['overruns']}",
+        f"link      board: frames {diag.get('frames_ok', 0)}, CRC {d['crc_errors']}, NACK {diag.get('nacks', 0)}, "
+        f"deadman trips {diag.get('deadman_trips', 0)} | host: rx {host.get('frames_rx', 0)} tx "
+        f"{host.get('frames_tx', 0)}, rtt {d['rtt_p50_ms']:.1f} ms",
+        f"telemetry {d['telemetry_rate']:.0f} records/s, {m.received} received, {m.lost} lost",
+    ]
+    if fox:
+        lines.append(f"foxglove  {fox} (Foxglove: Open connection -> Foxglove WebSocket)")
+    return lines
+
+
+def run(args) -> int:
+    if not 1 <= args.rate <= 1000:
+        raise UserError("--rate must be in 1..1000", exit_code=2)
+    keys = TerminalKeys()
+    fox = None
+    with sigterm_as_interrupt(), open_board(args) as board:
+        granted = board.telemetry(min(args.rate, board.info.control_hz))
+        m = MonitorState(board.counts_per_rev, board.info.control_hz)
+        if args.foxglove:
+            cfg = board.config
+            fox = FoxgloveOut(args.foxglove, cfg.ros2["odom_frame_id"], cfg.ros2["base_frame_id"])
+            print(f"foxglove: serving on {fox.url}", flush=True)
+        view = LiveView()
+        paused = False
+        t0 = time.monotonic()
+        next_slow = t0
+        try:
+            with keys:
+                while True:
+                    now = time.monotonic()
+                    for rec in board.telemetry_frames():
+                        si = m.add(rec, now)
+                        if fox is not None:
+                            fox.wheel(si)
+                    if now >= next_slow:
+                        # pose and diagnostics are request/response: a few times a second is plenty
+                        next_slow = now + 0.25
+                        _, x, y, th = board.odom()
+                        m.pose = (x, y, th)
+                        m.diag = board.diag()
+                        m.update_rate(now)
+                        d = m.summary()
+                        if fox is not None:
+                            fox.state(d)
+                        if not paused:
+                            view.show(view_lines(m, d, board.link.url, paused, fox.url if fox else None))
+                    for key in keys.read() if keys.tty else ():
+                        if key in ("q", "Q"):
+                            return _done(m, granted)
+                        if key == " ":
+                            paused = not paused
+                        if key == "c":
+                            board.clear_fault()
+                    if args.duration is not None and now - t0 >= args.duration:
+                        return _done(m, granted)
+                    time.sleep(0.01)
+        finally:
+            try:
+                board.telemetry(0)
+            except UserError:
+                pass
+            if fox is not None:
+                fox.close()
+
+
+def _done(m: MonitorState, granted: int) -> int:
+    print(f"monitor: {m.received} telemetry records at {granted}/s requested, {m.lost} lost")
+    return 0

@@ -1,0 +1,142 @@
+"""`viperdrive tune`: the wheel velocity loop. A step test on one wheel or both (--step rad/s --duration s) prints
+rise time, overshoot, settling time and steady-state error and writes a PNG of setpoint, measurement and output from
+the board's own telemetry. --set kp=... applies gains live first, --save stores them on the board, --autotune runs
+the relay experiment (viperdrive.calibrate.relay_autotune) and proposes PI gains. Lift the robot (wheels free)."""
+from __future__ import annotations
+
+import argparse
+import math
+
+from .. import steptest
+from ..calibrate import RULES, relay_autotune
+from ..errors import BadValue, UserError
+from .common import Progress, add_board_options, check_no_fault, note, open_board, print_json
+from .params import parse_assignments
+
+HELP = "step-test the wheel speed loop (rise, overshoot, settling, error, PNG); --set/--save gains; --autotune"
+
+GAINS = ("kp", "ki", "kd")
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wheel", choices=("left", "right", "both"), default="both", help="default both")
+    parser.add_argument("--step", type=float, default=10.0, metavar="RAD_S", help="step size, rad/s (10)")
+    parser.add_argument("--duration", type=float, default=1.0, metavar="S", help="how long the step is held (1.0)")
+    parser.add_argument("--band", type=float, default=5.0, metavar="PCT", help="settling band, %% of the step (5)")
+    parser.add_argument("--png", default="tune_step.png", metavar="FILE", help="plot file (default %(default)s)")
+    parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE", dest="assign",
+                        help="apply parameters live before the test, e.g. --set kp=0.05 ki=0.8")
+    parser.add_argument("--save", action="store_true", help="store the parameters on the board after the test")
+    parser.add_argument("--keep-ramp", action="store_true",
+                        help="keep the board's max_accel ramp during the step (default: lifted for the test)")
+    parser.add_argument("--autotune", action="store_true",
+                        help="relay experiment first; propose PI gains (applied with --yes or on confirmation)")
+    parser.add_argument("--relay", type=float, default=0.9, metavar="DUTY", help="relay amplitude, duty (0.9)")
+    parser.add_argument("--relay-time", type=float, default=2.0, metavar="S", help="relay experiment length (2)")
+    parser.add_argument("--rule", choices=sorted(RULES), default="tyreus-luyben", help="tuning rule for --autotune")
+    parser.add_argument("--yes", action="store_true", help="apply --autotune's gains without asking")
+    add_board_options(parser, data_output=True)
+
+
+def run(args) -> int:
+    assignments = parse_assignments(args.assign) if args.assign else {}
+    if args.duration <= 0 or not math.isfinite(args.step) or args.step == 0:
+        raise UserError("--step must be nonzero and --duration > 0", exit_code=2)
+    if not 0 < args.band < 100:
+        raise UserError("--band must be in (0, 100) %", exit_code=2)
+    if not 0.05 <= args.relay <= 1.0:
+        raise BadValue(f"--relay {args.relay} must be a duty in [0.05, 1.0]")
+    wheels = ("left", "right") if args.wheel == "both" else (args.wheel,)
+    result: dict = {"wheels": {}}
+    with open_board(args) as board:
+        limit = board.config.max_wheel_speed / max(board.config.left_radius, board.config.right_radius)
+        if abs(args.step) > limit:
+            raise BadValue(f"--step {args.step} rad/s is above the robot's max_wheel_speed "
+                           f"({board.config.max_wheel_speed} m/s = {limit:.2f} rad/s at the wheel)")
+        check_no_fault(board, args)
+        rate = steptest.telemetry_rate(board.info.control_hz, board.baud)
+        for name, value in assignments.items():
+            was = board.get_param(name)
+            applied = board.set_param(name, value)
+            note(args, f"{name} = {applied:.6g} (was {was:.6g})")
+        if args.autotune:
+            result["autotune"] = _autotune(args, board, wheels[0], rate)
+        gains = {g: board.get_param(g) for g in GAINS}
+        result["gains"] = gains
+        bar = Progress(0.3 + args.duration + 0.4, "step test", quiet=args.quiet or args.json, unit="s")
+        rec = steptest.run_step(board, wheels, args.step, args.duration, rate, keep_ramp=args.keep_ramp,
+                                progress=bar)
+        bar.close()
+        metrics = {w: steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, args.step,
+                                            band=args.band / 100.0) for w in wheels}
+        steptest.plot_step(rec, wheels, metrics, args.png,
+                           title=f"step {args.step:g} rad/s: kp {gains['kp']:.4g}, ki {gains['ki']:.4g}, "
+                                 f"kd {gains['kd']:.4g}")
+        result["wheels"] = {w: m.to_dict() for w, m in metrics.items()}
+        result["png"] = args.png
+        result["telemetry_hz"] = rate
+        result["samples"] = int(len(rec.t))
+        if args.save:
+            board.save_params()
+        result["saved"] = bool(args.save)
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"step {args.step:g} rad/s for {args.duration:g} s, gains kp {gains['kp']:.5g} ki {gains['ki']:.5g} "
+          f"kd {gains['kd']:.5g}; {result['samples']} telemetry samples at {rate} Hz")
+    print(f"{'wheel':<6} {'rise 10-90%':>12} {'overshoot':>10} {'settling':>10} {'steady-state error':>20}")
+    for w, m in metrics.items():
+        rise = "n/a" if m.rise_time is None else f"{m.rise_time * 1000:.0f} ms"
+        settle = f"never ({args.band:g}%)" if m.settling_time is None else f"{m.settling_time * 1000:.0f} ms"
+        print(f"{w:<6} {rise:>12} {m.overshoot:>9.1f}% {settle:>10} {m.steady_state_error:>+11.3f} rad/s "
+              f"({m.steady_state_error_pct:+.1f}%)")
+    print(f"plot: {args.png}")
+    if args.save:
+        print("parameters saved on the board")
+    elif assignments or result.get("autotune", {}).get("applied"):
+        note(args, "gains applied live; add --save (or `viperdrive params save`) to keep them across a reset")
+    return 0
+
+
+def _autotune(args, board, wheel: str, rate: int) -> dict:
+    bar = Progress(args.relay_time, f"relay experiment ({wheel} wheel)", quiet=args.quiet or args.json, unit="s")
+    rec = steptest.run_relay(board, wheel, args.relay, args.relay_time, rate, progress=bar)
+    bar.close()
+    steady = rec.t >= 0.3 * rec.t[-1]       # the first part is the start-up transient
+    hysteresis = args.relay / 10.0          # relay band of the saturated P controller: amplitude / kp_max
+    res = relay_autotune(rec.t[steady], rec.measured[wheel][steady], args.relay, hysteresis=hysteresis,
+                         rule=args.rule, controller="pi")
+    out = {"ok": res.ok, "problems": list(res.problems), "ku": res.ku, "tu": res.tu, "amplitude": res.amplitude,
+           "cycles": res.cycles, "rule": res.rule, "kp": res.kp, "ki": res.ki, "kd": res.kd, "applied": False}
+    if not args.json:
+        print(res.summary())
+    if not res.ok:
+        raise UserError("autotune refused: " + "; ".join(res.problems) + ". The gains are unchanged", exit_code=7)
+    before = {g: board.get_param(g) for g in GAINS}
+    if not args.json:
+        print(f"before: kp {before['kp']:.5g} ki {before['ki']:.5g} kd {before['kd']:.5g}")
+        print(f"after:  kp {res.kp:.5g} ki {res.ki:.5g} kd {res.kd:.5g}")
+    if args.yes or _confirm("apply these gains now?"):
+        for name, value in (("kp", res.kp), ("ki", res.ki), ("kd", res.kd)):
+            board.set_param(name, _clip(name, value))
+        out["applied"] = True
+    check_no_fault(board, args)
+    return out
+
+
+def _clip(name: str, value: float) -> float:
+    from viperdrive.shared import params as PARAMS
+    p = PARAMS.by_name(name)
+    return min(max(value, p[PARAMS.MIN]), p[PARAMS.MAX])
+
+
+def _confirm(question: str) -> bool:
+    import sys
+    if not sys.stdin.isatty():
+        return False
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+

@@ -1,0 +1,252 @@
+"""Wheel velocity-loop experiments on a board: the step test (rise time, overshoot, settling time, steady-state
+error, from the board's own control telemetry) and the relay experiment behind calibrate.relay_autotune.
+
+Both run the host side at a low rate (SET_VEL every 40 ms keeps the deadman fed) so the line is free for the
+telemetry stream: the metrics come from TELEMETRY_DATA records stamped by the board, never from host timing.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .errors import BadValue, UserError
+from viperdrive.shared import protocol as P
+
+WHEELS = ("left", "right")
+HOST_PERIOD = 0.04      # s between SET_VELs during an experiment (deadman_ms >= 100 by the parameter table)
+# the parameters an experiment may change temporarily (restored afterwards, whatever happens)
+RAMP_PARAM = "max_accel"
+
+
+@dataclass(frozen=True)
+class StepMetrics:
+    step: float                         # rad/s commanded
+    rise_time: float | None             # s, 10 % -> 90 % of the step
+    overshoot: float                    # % of the step above it (0 when it never passes the step)
+    settling_time: float | None         # s from the step until it stays within the band
+    steady_state_error: float           # rad/s, step minus the mean of the last 20 % of the step window
+    steady_state_error_pct: float
+    peak: float                         # rad/s
+    band: float                         # settling band, fraction of the step
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def step_metrics(t, y, t_step: float, t_end: float, step: float, band: float = 0.05) -> StepMetrics:
+    """Metrics of a step from 0 to `step` at t_step, held until t_end; t (s) and y (rad/s) are the samples."""
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if step == 0:
+        raise BadValue("the step must be nonzero")
+    sign = 1.0 if step > 0 else -1.0
+    a = abs(step)
+    win = (t >= t_step) & (t <= t_end)
+    if win.sum() < 5:
+        raise UserError(f"only {int(win.sum())} telemetry samples during the step: make --duration longer")
+    tw, yw = t[win], y[win] * sign            # as if the step were positive
+
+    def first_cross(level):
+        idx = np.nonzero(yw >= level)[0]
+        if not len(idx):
+            return None
+        i = idx[0]
+        if i == 0:
+            return float(tw[0])
+        # linear interpolation between the samples around the crossing
+        f = (level - yw[i - 1]) / (yw[i] - yw[i - 1])
+        return float(tw[i - 1] + f * (tw[i] - tw[i - 1]))
+
+    t10, t90 = first_cross(0.1 * a), first_cross(0.9 * a)
+    rise = None if t10 is None or t90 is None else t90 - t10
+    peak = float(yw.max())
+    overshoot = max(0.0, (peak - a) / a * 100.0)
+    outside = np.nonzero(np.abs(yw - a) > band * a)[0]
+    if not len(outside):
+        settling = 0.0
+    elif outside[-1] == len(yw) - 1:
+        settling = None                        # still outside at the end: it never settled
+    else:
+        settling = float(tw[outside[-1] + 1] - t_step)
+    tail = yw[tw >= t_step + 0.8 * (t_end - t_step)]
+    final = float(tail.mean()) if len(tail) else float(yw[-1])
+    sse = a - final
+    return StepMetrics(step, rise, overshoot, settling, sse * sign, 100.0 * sse / a, peak * sign, band)
+
+
+@dataclass
+class Recording:
+    """Telemetry of one experiment in SI units; t in s from the first record (board clock)."""
+    t: np.ndarray
+    setpoint: dict
+    measured: dict
+    output: dict
+    integrator: dict
+    t_step: float = math.nan
+    t_end: float = math.nan
+
+
+def telemetry_rate(control_hz: int, baud: int, share: float = 0.6) -> int:
+    """The highest telemetry rate the board grants that uses at most `share` of the line: the board divides its
+    control rate by a whole number."""
+    frame = 36                                        # TELEMETRY_DATA bytes on the wire
+    budget = share * baud / 10.0 / frame
+    div = max(1, math.ceil(control_hz / budget))
+    return control_hz // div
+
+
+class TemporaryParams:
+    """Set parameters for an experiment; the old values come back on exit, also after an error or Ctrl-C."""
+
+    def __init__(self, board, values: dict):
+        self.board = board
+        self.values = values
+        self.saved: dict = {}
+
+    def __enter__(self):
+        for name, value in self.values.items():
+            self.saved[name] = self.board.get_param(name)
+            self.board.set_param(name, value)
+        return self
+
+    def __exit__(self, *exc):
+        for name, value in self.saved.items():
+            try:
+                self.board.set_param(name, value)
+            except UserError:
+                pass
+
+
+def _collect(board, k: float, records: list) -> None:
+    for r in board.telemetry_frames():
+        records.append(r)
+
+
+def _to_recording(records: list, k: float) -> Recording:
+    if len(records) < 5:
+        raise UserError(f"only {len(records)} telemetry records arrived: is the link too slow for --rate?")
+    t_us = np.array([r["t_us"] for r in records], dtype=np.int64)
+    t = np.cumsum(np.concatenate([[0], (np.diff(t_us) & 0xFFFFFFFF)])) * 1e-6   # u32 board clock, unwrapped
+    rec = Recording(t, {}, {}, {}, {})
+    for side, s in (("left", "l"), ("right", "r")):
+        rec.setpoint[side] = np.array([r[f"setpoint_{s}"] for r in records]) * k
+        rec.measured[side] = np.array([r[f"measured_{s}"] for r in records]) * k
+        rec.output[side] = np.array([r[f"output_{s}"] for r in records]) / P.Q15
+        rec.integrator[side] = np.array([r[f"integrator_{s}"] for r in records]) / P.Q15
+    return rec
+
+
+def run_step(board, wheels, step: float, duration: float, rate_hz: int, pre: float = 0.3, post: float = 0.4,
+             keep_ramp: bool = False, progress=None) -> Recording:
+    """Hold zero for `pre` s, step the wheels to `step` rad/s for `duration` s, back to zero for `post` s.
+    The board's acceleration ramp is lifted for the test (restored after) unless keep_ramp: a ramped setpoint
+    measures the ramp, not the loop."""
+    k = 2 * math.pi / board.counts_per_rev
+    changes = {} if keep_ramp else {RAMP_PARAM: 5000.0}
+    records: list = []
+    with TemporaryParams(board, changes):
+        board.telemetry(rate_hz)
+        try:
+            board.activate()
+            t0 = time.monotonic()
+            total = pre + duration + post
+            while True:
+                now = time.monotonic() - t0
+                if now >= total:
+                    break
+                on = pre <= now < pre + duration
+                left = step if on and "left" in wheels else 0.0
+                right = step if on and "right" in wheels else 0.0
+                board.write(left, right)
+                board.read()
+                _collect(board, k, records)
+                if progress is not None:
+                    progress.update(now)
+                time.sleep(HOST_PERIOD)
+            board.deactivate()
+            time.sleep(0.05)
+            _collect(board, k, records)
+        finally:
+            board.telemetry(0)
+    rec = _to_recording(records, k)
+    # the step instant on the board's clock: the first record whose setpoint is nonzero
+    w0 = wheels[0]
+    moving = np.nonzero(np.abs(rec.setpoint[w0]) > 1e-9)[0]
+    if not len(moving):
+        raise UserError("the board never took the step setpoint (is it enabled? `viperdrive info`)")
+    rec.t_step = float(rec.t[moving[0]])
+    after = moving[moving >= moving[0]]
+    # the end: last nonzero setpoint of that first run
+    gaps = np.nonzero(np.diff(after) > 1)[0]
+    last = after[gaps[0]] if len(gaps) else after[-1]
+    rec.t_end = float(rec.t[last])
+    return rec
+
+
+def run_relay(board, wheel: str, amplitude: float, duration: float, rate_hz: int, progress=None) -> Recording:
+    """Relay experiment on one wheel, on the board itself (the oscillation is too fast for the host): a pure P
+    controller at the highest gain, clamped at +-amplitude duty, IS a relay (its linear band, amplitude/kp, is the
+    hysteresis). Feedforward, integral, derivative and deadband compensation are off for the test; every changed
+    parameter is restored afterwards. The wheel oscillates about zero speed: lift the robot."""
+    from viperdrive.shared import params as PARAMS
+    kp_max = PARAMS.by_name("kp")[PARAMS.MAX]
+    changes = {"ki": 0.0, "kd": 0.0, "ks": 0.0, "kv": 0.0, "ka": 0.0, "deadband": 0.0, RAMP_PARAM: 5000.0,
+               "max_duty": amplitude, "kp": kp_max}
+    k = 2 * math.pi / board.counts_per_rev
+    records: list = []
+    with TemporaryParams(board, changes):
+        board.telemetry(rate_hz)
+        try:
+            board.activate()
+            t0 = time.monotonic()
+            while True:
+                now = time.monotonic() - t0
+                if now >= duration:
+                    break
+                # a short kick starts the oscillation; then the setpoint is zero and the relay does the rest
+                kick = 2.0 if now < 0.05 else 0.0
+                board.write(kick if wheel == "left" else 0.0, kick if wheel == "right" else 0.0)
+                board.read()
+                _collect(board, k, records)
+                if progress is not None:
+                    progress.update(now)
+                time.sleep(HOST_PERIOD)
+            board.deactivate()
+            _collect(board, k, records)
+        finally:
+            board.telemetry(0)
+    return _to_recording(records, k)
+
+
+def plot_step(rec: Recording, wheels, metrics: dict, path, title: str = "") -> None:
+    """PNG: setpoint and measurement (rad/s) with the controller output (duty) on a second axis, per wheel."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(wheels), 1, figsize=(9, 3.6 * len(wheels)), sharex=True, squeeze=False)
+    for ax, side in zip(axes[:, 0], wheels, strict=True):
+        ax.plot(rec.t, rec.setpoint[side], label="setpoint (board)", color="tab:blue")
+        ax.plot(rec.t, rec.measured[side], label="measured", color="tab:orange")
+        ax.set_ylabel(f"{side} wheel (rad/s)")
+        ax.grid(True)
+        m = metrics.get(side)
+        if m is not None:
+            rise = "n/a" if m.rise_time is None else f"{m.rise_time * 1000:.0f} ms"
+            settle = "never" if m.settling_time is None else f"{m.settling_time * 1000:.0f} ms"
+            ax.set_title(f"{side}: rise {rise}, overshoot {m.overshoot:.1f} %, settling {settle}, "
+                         f"steady-state error {m.steady_state_error:+.3f} rad/s", fontsize=9)
+        ax2 = ax.twinx()
+        ax2.plot(rec.t, rec.output[side], label="output (duty)", color="tab:green", alpha=0.6)
+        ax2.set_ylabel("output (duty)")
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, loc="lower right", fontsize=8)
+    axes[-1, 0].set_xlabel("board time (s)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
