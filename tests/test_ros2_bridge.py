@@ -274,3 +274,37 @@ def test_sigterm_is_a_clean_stop_too(tmp_path):
         time.sleep(0.1)
     rc = bridge.stop(signal.SIGTERM)
     assert rc == 0 and "stopped (SIGTERM); board disabled" in bridge.stderr(), bridge.stderr()
+
+
+def test_killed_bridge_the_board_deadman_stops_the_wheels(tmp_path):
+    """SIGKILL: no shutdown code runs on the host, so only the board can stop the robot (BRIEF §6). The virtual
+    board's ground truth shows the wheels stop within the deadman plus the board's own ramp to zero."""
+    from viperdrive.sim import VirtualBoard
+    with VirtualBoard() as vb:
+        bridge = Bridge(tmp_path, "--namespace", "robot_k", port=vb.url)
+        driver = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", "robot_k",
+                                   "--type", "stamped", "--v", "0.2", "--publish", "6", "--listen", "0"],
+                                  env=peer_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                truth = vb.truth()
+                if truth["w_left"] > 4.0 and truth["w_right"] > 4.0:       # ~0.2 m/s / 0.0325 m = 6.2 rad/s
+                    break
+                time.sleep(0.05)
+            assert truth["w_left"] > 4.0, f"the robot never got going: {truth}\n{bridge.stderr()}"
+            bridge.proc.kill()
+            killed = time.monotonic()
+            stopped = None
+            while time.monotonic() - killed < 3.0:
+                truth = vb.truth()
+                if abs(truth["w_left"]) < 0.2 and abs(truth["w_right"]) < 0.2:
+                    stopped = time.monotonic() - killed
+                    break
+                time.sleep(0.01)
+        finally:
+            driver.kill()
+            driver.wait(10)
+            bridge.stop(signal.SIGKILL)
+    board_ramp = 6.2 / 30.0                 # the firmware's max_accel default, 30 rad/s^2
+    assert stopped is not None and stopped <= DEADMAN_S + board_ramp + 0.15, stopped
