@@ -8,6 +8,7 @@ import socket
 
 IPPROTO_TCP = 6
 TCP_NODELAY = 1
+TCP_QUICKACK = 12
 # Linux: the first free port of a random pick in this range when asked for port 0 (the unix port's socket has no
 # getsockname, so the kernel's own choice cannot be read back); below the kernel's ephemeral range
 PORT_PICK_LO = 20000
@@ -138,6 +139,12 @@ class LinkServer:
             # the client closed (or died): wait for the next one
             self.drop()
             return None
+        try:
+            # Linux: acknowledge at once. A client without TCP_NODELAY (pyserial's socket://) holds its next small
+            # frame back until the previous one is acknowledged (Nagle); a delayed ACK would add up to 40 ms
+            self.conn.setsockopt(IPPROTO_TCP, TCP_QUICKACK, 1)
+        except OSError:
+            pass
         return data
 
     def wait(self, timeout_ms):

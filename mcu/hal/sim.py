@@ -22,6 +22,7 @@ DEFAULTS = {}  # type: dict
 Q15_FULL = 32767
 BITS_PER_BYTE = 10          # start bit, 8 data bits, stop bit
 US_PER_S = 1000000
+USB_FRAME_US = 1000         # the bridge's packet period toward the host
 
 
 class PacedLink:
@@ -61,6 +62,7 @@ class PacedLink:
         self._tx = bytearray()
         self._tx_start = 0
         self._tx_sent = 0
+        self._tx_chunk_t = clock()  # when the last chunk went to the transport
         self.rx_bytes = 0           # bytes delivered to the firmware
         self.tx_bytes = 0           # bytes the firmware wrote
         self.tx_line_bytes = 0      # bytes that left on the line (reached the transport, or the void when cut)
@@ -147,10 +149,15 @@ class PacedLink:
                     self.dropped_rx += len(data)
                 else:
                     self._rx_append(self._flip(data))
-        # transmit: send the bytes whose last bit has left
+        # transmit: send the bytes whose last bit has left, in USB-frame chunks: when the burst is complete or
+        # the oldest waiting byte has waited a frame (a UART-USB bridge or CDC port delivers ~1 ms packets, not
+        # single bytes; single-byte TCP segments would also reach the host's read() split mid-frame)
         if self._tx:
             n = min(self._due(self._tx_start, now), self._tx_sent + len(self._tx)) - self._tx_sent
+            if n > 0 and n < len(self._tx) and time.ticks_diff(now, self._tx_chunk_t) < USB_FRAME_US:
+                n = 0
             if n > 0:
+                self._tx_chunk_t = now
                 chunk = self._tx[:n]
                 self._tx = self._tx[n:]
                 self._tx_sent += n
@@ -210,7 +217,12 @@ class PacedLink:
                 t = (self._rx_done + 1) * per // self.baud - time.ticks_diff(now, self._rx_start)
                 best = t
             if self._tx:
-                t = (self._tx_sent + 1) * per // self.baud - time.ticks_diff(now, self._tx_start)
+                el = time.ticks_diff(now, self._tx_start)
+                # the burst's end, or the next USB frame boundary once a byte is due, whichever is first
+                end_all = (self._tx_sent + len(self._tx)) * per // self.baud - el
+                next_byte = (self._tx_sent + 1) * per // self.baud - el
+                frame = USB_FRAME_US - time.ticks_diff(now, self._tx_chunk_t)
+                t = min(end_all, max(next_byte, frame))
                 best = t if best is None or t < best else best
             return None if best is None else max(0, best)
 

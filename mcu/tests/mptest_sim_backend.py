@@ -69,25 +69,44 @@ def test_host_bytes_arrive_at_the_baud_rate():
     assert link.rx_bytes == 100
 
 
-def test_board_bytes_leave_at_the_baud_rate():
+def test_board_bytes_leave_at_the_baud_rate_in_usb_frame_chunks():
     c, w, link = _link()
-    frame = bytes(range(22))                   # a STATE frame's size
+    t0 = c.now
+    frame = bytes(range(22))                   # a STATE frame's size: 1.91 ms of line time
     assert link.write(frame) == 22
     assert len(w.sent) == 0
-    c.now += int(11 * BYTE_US) + 1
+    c.now = t0 + int(11 * BYTE_US) + 1         # 11 bytes have left the UART, but the bridge's 1 ms frame has not
     link.pump()
-    assert len(w.sent) == 11
-    c.now += int(11 * BYTE_US) + 1
+    assert len(w.sent) == 0
+    c.now = t0 + 1200                          # a frame later: the 13 bytes that have left go in one packet
+    link.pump()
+    assert len(w.sent) == 13
+    c.now = t0 + int(22 * BYTE_US) + 1         # the burst is complete: the rest goes at once
     link.pump()
     assert bytes(w.sent) == frame
-    # a second write after the line went idle starts its own timing
+    # never a byte before its line time: a second write after the line went idle starts its own timing
     c.now += 100000
     link.write(b"abc")
     link.pump()
     assert len(w.sent) == 22
-    c.now += int(3 * BYTE_US) + 1
+    c.now += int(2 * BYTE_US) + 1
+    link.pump()
+    assert bytes(w.sent[22:]) == b"ab"         # the bridge's frame timer ran out long ago: what is due goes
+    c.now += int(1 * BYTE_US) + 1
     link.pump()
     assert bytes(w.sent[22:]) == b"abc"
+
+
+def test_next_due_points_at_the_next_line_event():
+    c, w, link = _link()
+    assert link.next_due_us() is None          # idle line
+    link.write(bytes(22))
+    due = link.next_due_us()
+    assert 990 <= due <= 1000, due             # the USB frame boundary comes before the burst's end (1910 us)
+    w.incoming.append(bytes(3))
+    link.pump()
+    due = link.next_due_us()
+    assert 80 <= due <= 90, due                # the first host byte completes after one byte time
 
 
 def test_full_transmit_buffer_blocks_like_a_uart():
