@@ -166,11 +166,20 @@ def test_main_link_mode_and_a_crash_leaves_outputs_off_and_link_closed():
         if board.idles > 40:
             raise Crash()
 
+    def load_cfg(path):
+        return dict(CFG)
+
+    def load_hal(cfg):
+        return board
+
+    def no_file(path):
+        return False                            # no repl_mode file: link mode
+
     board.idle = idle
     saved = boardcfg.load, hal_pkg.load, app_mod._exists
-    boardcfg.load = lambda path: dict(CFG)
-    hal_pkg.load = lambda cfg: board
-    app_mod._exists = lambda path: False        # no repl_mode file: link mode
+    boardcfg.load = load_cfg
+    hal_pkg.load = load_hal
+    app_mod._exists = no_file
     try:
         try:
             app_mod.main()
