@@ -68,7 +68,7 @@ def fixed_gains(values, hz, cpr):
         return min(int(rad_s / rpc * vq + 0.5), vmax_q)
 
     b[fx.K_SPMAX] = speed_q(values["max_wheel_speed"])
-    b[fx.K_ACC] = max(1, int(values["max_accel"] / rpc / hz * vq + 0.5))
+    b[fx.K_ACC] = min(max(1, int(values["max_accel"] / rpc / hz * vq + 0.5)), vmax_q)
     b[fx.K_DM_N] = max(1, (values["deadman_ms"] * hz + 500) // 1000)
     b[fx.K_DIS_N] = max(1, (values["deadman_disable_ms"] * hz + 500) // 1000)
     b[fx.K_STALL_N] = max(1, (values["stall_ms"] * hz + 500) // 1000)

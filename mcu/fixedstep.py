@@ -334,11 +334,18 @@ def step(st_a, k_a, c_a, e_a, io_a):
                 st[b + W_DIR] = 1
             elif d < 0:
                 st[b + W_DIR] = -1
-            rv = d * hz
-            if rv > V_MAX_COUNTS:       # a glitch beyond the speed range is clamped, never wrapped
+            # a glitch beyond the speed range is clamped, never wrapped: |d| is bounded before the product
+            # (|d| <= 2**20 and hz <= 1000 keep d*hz below 2**30)
+            if d > V_MAX_COUNTS:
                 rv = V_MAX_COUNTS
-            elif rv < -V_MAX_COUNTS:
+            elif d < -V_MAX_COUNTS:
                 rv = -V_MAX_COUNTS
+            else:
+                rv = d * hz
+                if rv > V_MAX_COUNTS:
+                    rv = V_MAX_COUNTS
+                elif rv < -V_MAX_COUNTS:
+                    rv = -V_MAX_COUNTS
         st[b + W_RAW] = rv
 
         # ---- one-pole velocity filter, Q8 ----

@@ -454,7 +454,7 @@ def test_products_fit_32_bits_for_documented_ranges():
     lim = 1 << 31
     worst = 0
     for hz in (100, 500, 1000):
-        for cpr in (16, 4096, 65536):
+        for cpr in (16, 4096, 65536, 1 << 20):
             for pick in ("min", "max", "default"):
                 v = {}
                 for p in params.TABLE:
@@ -486,5 +486,29 @@ def test_products_fit_32_bits_for_documented_ranges():
                 assert fx.I_MAX + (fx.TERM_MAX << fx.IQ) < lim
                 # speeds in Q8: setpoints and raw speeds <= 2**28, so errors and derivative inputs < 2**30
                 assert words[fx.K_SPMAX] <= fx.V_MAX_COUNTS << fx.VQ
+                # joint slew: acc <= 2**28, ratios |r| <= 2**15 -> both partial products < 2**31
+                acc = words[fx.K_ACC]
+                assert 0 < acc <= fx.V_MAX_COUNTS << fx.VQ
+                for q in ((acc >> 15) * 32768, (acc & 0x7FFF) * 32768 + 16384, (16383 << 16)):
+                    worst = max(worst, q)
+                    assert q < lim, (hz, cpr, pick, acc, q)
+                # raw speed: |d| <= 2**20 before d*hz, hz <= 1000
+                assert fx.V_MAX_COUNTS * hz < (1 << 30)
                 assert 4 * (fx.V_MAX_COUNTS << fx.VQ) <= (1 << 30)
     print("largest intermediate over the documented ranges: %d (< 2**31 = %d)" % (worst, lim))
+
+
+def test_encoder_glitch_is_clamped_not_wrapped():
+    # a counter jump far beyond any real speed (a glitch, a hal bug): the raw speed clamps at the documented
+    # range with the right sign; on a 32-bit board d*hz would otherwise wrap into a random value
+    hal, c = make(vel_tau=0.0)
+    for jump in (40000000, -40000000, 3000, -3000):
+        hal.counts[0] += jump
+        hal.fire(1)
+        raw = c.st[fx.W_RAW]
+        expect = max(-fx.V_MAX_COUNTS, min(fx.V_MAX_COUNTS, jump * 500))
+        assert raw == expect, (jump, raw, expect)
+    c.enable(True)
+    hal.counts[1] += 40000000
+    hal.fire(1)
+    assert c.fault() == protocol.FAULT_OVERSPEED_RIGHT
