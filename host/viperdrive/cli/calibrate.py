@@ -1,0 +1,356 @@
+"""`viperdrive calibrate wheelbase|umbmark|feedforward`: guided calibration runs. The robot drives, the user measures
+what only the outside world knows (the real turn angle, the real end position), viperdrive.calibrate computes, the
+before/after is shown, and on confirmation the result goes to the board (parameters, saved) and the robot file.
+
+Scripted use: --measured gives the measurements up front, --yes answers the confirmations.
+
+    wheelbase    spin in place at --rate for --time s, both directions (BRIEF §3); measured: the real turn, degrees
+    umbmark      --side m squares clockwise and counter-clockwise, --runs each (Borenstein & Feng); measured: the
+                 real end position x,y (m) relative to the start (x along the first leg, y to its left)
+    feedforward  wheels off the ground: ramps and steps both ways; kS, kV, kA by least squares (no measuring)
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+from .. import calibrate as cal
+from .. import steptest
+from ..errors import BadValue, UserError
+from ..paths import ScriptFollower, Segment
+from ..robotfile import update_values
+from .common import Progress, add_board_options, load_config, note, open_board, sigterm_as_interrupt
+from .drive import DriveSession
+
+HELP = "guided calibration: wheelbase (spin test), umbmark (squares), feedforward (kS, kV, kA)"
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
+    p = sub.add_parser("wheelbase", help="effective wheel separation from spins in place, both directions")
+    p.add_argument("--rate", type=float, default=1.0, metavar="RAD_S", help="turn rate (1.0 rad/s)")
+    p.add_argument("--time", type=float, default=10.0, metavar="S", help="spin time per run (10 s = 10 rad)")
+    p.add_argument("--runs", type=int, default=1, help="runs per direction (1)")
+    p.add_argument("--measured", metavar="DEG,DEG,...",
+                   help="the real turns in degrees, in run order (ccw, cw, ccw, cw, ...), instead of prompts")
+    _common(p)
+    p = sub.add_parser("umbmark", help="UMBmark: squares both ways -> wheel diameter ratio and wheelbase")
+    p.add_argument("--side", type=float, default=4.0, help="square side, m (Borenstein & Feng: 4 m)")
+    p.add_argument("--runs", type=int, default=5, help="runs per direction (5; at least 3)")
+    p.add_argument("--speed", type=float, default=0.2, help="leg speed, m/s (0.2)")
+    p.add_argument("--turn-rate", type=float, default=1.0, help="corner turn rate, rad/s (1.0)")
+    p.add_argument("--measured", metavar="X,Y;X,Y;...",
+                   help="real end positions in run order (cw first, then ccw, alternating) instead of prompts")
+    _common(p)
+    p = sub.add_parser("feedforward", help="kS, kV, kA from ramps and steps with the wheels off the ground")
+    p.add_argument("--max-speed", type=float, default=None, metavar="RAD_S",
+                   help="top of the ramps (default 80 %% of max_wheel_speed)")
+    p.add_argument("--ramp-time", type=float, default=2.0, metavar="S", help="seconds per ramp (2)")
+    _common(p)
+
+
+def _common(p):
+    p.add_argument("--yes", action="store_true", help="write the result without asking (and skip 'press Enter')")
+    p.add_argument("--no-write", action="store_true", help="show the result only")
+    add_board_options(p)
+
+
+# ------------------------------------------------------------------------------------------ prompting
+
+def ask(question: str) -> str:
+    try:
+        return input(question)
+    except EOFError:
+        raise UserError("no answer (end of input): give the measurements with --measured for scripted use",
+                        exit_code=2) from None
+
+
+def wait_enter(args, what: str) -> None:
+    if not args.yes and args.measured is None:
+        ask(f"{what}; press Enter to start ")
+
+
+def confirm(args, question: str) -> bool:
+    if args.no_write:
+        return False
+    if args.yes:
+        return True
+    return ask(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        v = float(text.strip())
+    except ValueError:
+        raise BadValue(f"{what}: {text.strip()!r} is not a number") from None
+    if not math.isfinite(v):
+        raise BadValue(f"{what}: must be finite")
+    return v
+
+
+def _ask_number(question: str, what: str) -> float:
+    while True:
+        text = ask(question)
+        try:
+            return _number(text, what)
+        except BadValue as e:
+            print(f"  {e}; try again")
+
+
+# ------------------------------------------------------------------------------------------ driving
+
+def drive(args, s: DriveSession, segments: list[Segment], label: str) -> ScriptFollower:
+    """Activate, drive the segments (closed on odometry), come to rest, disable. Returns the follower (its turned
+    and travelled totals) with the session's odometry holding the end pose."""
+    s.start()
+    follower = ScriptFollower(segments, s.config.max_wheel_acceleration, s.config.effective_separation)
+    total = sum(seg.nominal_duration() for seg in segments)
+    bar = Progress(total, label, quiet=args.quiet, unit="s")
+    t0 = time.monotonic()
+
+    def on_cycle(state, k):
+        now = time.monotonic()
+        s.tick(now)
+        if s.fault_code:
+            from .common import fault_message
+            from ..errors import BoardFault
+            raise BoardFault(fault_message(max(s.fault_code, 0), args))
+        v, w = follower.update(now, s.odometry.pose, s.odometry.twist)
+        s.command(v, w, now)
+        if k % 10 == 0:
+            bar.update(min(now - t0, total))
+        if follower.done and abs(s.controller.v) < 1e-6 and abs(s.controller.w) < 1e-6:
+            vl, vr = state.velocity
+            return not (abs(vl) < 0.05 and abs(vr) < 0.05)
+        return None
+
+    s.loop.run(on_cycle=on_cycle)
+    bar.close()
+    s.board.deactivate()
+    return follower
+
+
+# ------------------------------------------------------------------------------------------ the calibrations
+
+def run(args) -> int:
+    config = load_config(args)
+    with sigterm_as_interrupt(), open_board(args, config) as board:
+        if args.what == "wheelbase":
+            return _wheelbase(args, board, config)
+        if args.what == "umbmark":
+            return _umbmark(args, board, config)
+        return _feedforward(args, board, config)
+
+
+def _write(args, board, config, board_values: dict, file_values: dict) -> None:
+    """Board parameters (saved) and robot-file keys, after confirmation."""
+    print("result to write:")
+    for k, v in board_values.items():
+        print(f"  board parameter {k}: {board.get_param(k):.6g} -> {v:.6g}")
+    path = config.source
+    for k, v in file_values.items():
+        print(f"  robot file {path or '(none: --config not given)'} {k}: {config.get(k):.6g} -> {v:.6g}")
+    if not confirm(args, "write these values?"):
+        print("nothing written")
+        return
+    for k, v in board_values.items():
+        board.set_param(k, v)
+    if board_values:
+        board.save_params()
+        print("board: parameters set and saved")
+    if file_values:
+        if path is None:
+            note(args, "no robot file given (--config): put these keys in yours by hand")
+        else:
+            update_values(path, file_values)
+            print(f"robot file {path}: updated")
+
+
+def _parse_list(text: str, n: int, what: str) -> list[str]:
+    items = [x for x in text.replace(";", " ").split() if x] if ";" in text else [x for x in text.split(",") if x]
+    if len(items) != n:
+        raise BadValue(f"--measured: {n} {what} needed, got {len(items)}")
+    return items
+
+
+def _wheelbase(args, board, config) -> int:
+    if args.rate <= 0 or args.time <= 0 or args.runs < 1:
+        raise UserError("--rate and --time must be > 0, --runs >= 1", exit_code=2)
+    n = 2 * args.runs
+    measured = None
+    if args.measured is not None:
+        measured = [abs(_number(x, "--measured")) for x in _parse_list(args.measured, n, "turns (degrees)")]
+    b_old = config.effective_separation
+    print(f"wheelbase: spin in place at {args.rate:g} rad/s for {args.time:g} s, {args.runs} run(s) each way. "
+          f"Mark the robot's heading on the floor before each run; count the full turns.")
+    s = DriveSession(board, config)
+    runs = []
+    for i in range(n):
+        direction = 1.0 if i % 2 == 0 else -1.0
+        name = "counter-clockwise" if direction > 0 else "clockwise"
+        wait_enter(args, f"run {i + 1}/{n} ({name})")
+        f = drive(args, s, [Segment("twist", 0.0, direction * args.rate, args.time), Segment("wait", 0.3)],
+                  f"run {i + 1}/{n} {name}")
+        odo = f.turned
+        print(f"run {i + 1}: odometry turned {math.degrees(odo):+.1f} deg ({abs(odo) / (2 * math.pi):.2f} turns)")
+        real = measured[i] if measured is not None else abs(
+            _ask_number("  how many degrees did it really turn? ", "real turn"))
+        runs.append(cal.SpinRun(odo, direction * math.radians(real)))
+    res = cal.wheel_separation_from_spin(b_old, runs)
+    print(res.summary())
+    if not res.ok:
+        raise cal.CalibrationRefused("wheelbase calibration refused: " + "; ".join(res.problems)
+                                     + "; nothing written")
+    print(f"before: wheel separation {b_old:.5f} m   after: {res.new:.5f} m")
+    mult = config.wheel_separation_multiplier
+    _write(args, board, config, {"wheel_separation": res.new}, {"wheel_separation": res.new / mult})
+    return 0
+
+
+def _square(side, speed, turn_rate, clockwise: bool) -> list[Segment]:
+    turn = -math.pi / 2 if clockwise else math.pi / 2
+    segs = []
+    for _ in range(4):
+        segs += [Segment("forward", side, speed), Segment("turn", turn, turn_rate)]
+    return segs
+
+
+def _umbmark(args, board, config) -> int:
+    if args.side <= 0 or args.speed <= 0 or args.turn_rate <= 0 or args.runs < 1:
+        raise UserError("--side, --speed, --turn-rate must be > 0, --runs >= 1", exit_code=2)
+    n = 2 * args.runs
+    measured = None
+    if args.measured is not None:
+        pts = _parse_list(args.measured, n, "end positions x,y")
+        measured = []
+        for p in pts:
+            xy = p.split(",")
+            if len(xy) != 2:
+                raise BadValue(f"--measured: {p!r} is not X,Y")
+            measured.append((_number(xy[0], "--measured x"), _number(xy[1], "--measured y")))
+    print(f"UMBmark: {args.runs} clockwise and {args.runs} counter-clockwise squares of {args.side:g} m. Mark the "
+          f"start position and heading; after each run measure where the robot stopped, in metres, x along the "
+          f"first leg and y to its left.")
+    s = DriveSession(board, config)
+    cw_err, ccw_err = [], []
+    for i in range(n):
+        clockwise = i % 2 == 0
+        name = "clockwise" if clockwise else "counter-clockwise"
+        wait_enter(args, f"run {i + 1}/{n} ({name}): put the robot on the start mark")
+        drive(args, s, _square(args.side, args.speed, args.turn_rate, clockwise), f"run {i + 1}/{n} {name}")
+        ox, oy, oth = s.odometry.pose
+        print(f"run {i + 1}: odometry end x {ox:+.4f} m y {oy:+.4f} m heading {math.degrees(oth):+.2f} deg")
+        if measured is not None:
+            tx, ty = measured[i]
+        else:
+            tx = _ask_number("  real end x (m): ", "x")
+            ty = _ask_number("  real end y (m): ", "y")
+        (cw_err if clockwise else ccw_err).append((tx - ox, ty - oy))
+    res = cal.umbmark(cw_err, ccw_err, args.side, config.effective_separation)
+    print(res.summary())
+    if not res.ok:
+        raise cal.CalibrationRefused("UMBmark refused: " + "; ".join(res.problems) + "; nothing written")
+    lm = config.left_wheel_radius_multiplier * res.left_factor
+    rm = config.right_wheel_radius_multiplier * res.right_factor
+    print(f"before: left x{config.left_wheel_radius_multiplier:.5f} right x{config.right_wheel_radius_multiplier:.5f}"
+          f" wheelbase {config.effective_separation:.5f} m")
+    print(f"after:  left x{lm:.5f} right x{rm:.5f} wheelbase {res.wheelbase:.5f} m")
+    note(args, "the board's own odometry has one wheel radius: it gets the wheelbase; the host odometry gets both")
+    _write(args, board, config, {"wheel_separation": res.wheelbase},
+           {"left_wheel_radius_multiplier": lm, "right_wheel_radius_multiplier": rm,
+            "wheel_separation": res.wheelbase / config.wheel_separation_multiplier})
+    return 0
+
+
+MIN_R2 = 0.8
+SMOOTH = 5     # samples of the moving average before differentiating (~30 ms at 166 Hz)
+
+
+def _smooth(x, n: int):
+    if len(x) < n:
+        return x
+    kernel = np.ones(n) / n
+    y = np.convolve(x, kernel, mode="same")
+    half = n // 2
+    y[:half] = x[:half]     # the edges keep the raw samples rather than a half-empty average
+    y[-half:] = x[-half:]
+    return y
+
+
+def _feedforward(args, board, config) -> int:
+    limit = config.max_wheel_speed / max(config.left_radius, config.right_radius)
+    top = args.max_speed if args.max_speed is not None else 0.8 * limit
+    if not 0 < top <= limit or args.ramp_time <= 0:
+        raise UserError(f"--max-speed must be in (0, {limit:.2f}] rad/s and --ramp-time > 0", exit_code=2)
+    print("feedforward: lift the robot so the wheels turn freely. Ramps up and down both ways, then steps.")
+    args.measured = None
+    wait_enter(args, "wheels off the ground?")
+    rate = steptest.telemetry_rate(board.info.control_hz, board.baud)
+    T = args.ramp_time
+    # (start s, end s, setpoint at start, setpoint at end): quasistatic ramps, then dynamic steps, both ways
+    plan = [(0, T, 0, top), (T, 2 * T, top, 0), (2 * T, 3 * T, 0, -top), (3 * T, 4 * T, -top, 0)]
+    t = 4 * T
+    for sp in (0.3 * top, -0.3 * top, 0.6 * top, -0.6 * top, top, -top):
+        plan += [(t, t + 0.6, sp, sp), (t + 0.6, t + 1.0, 0.0, 0.0)]
+        t += 1.0
+    total = t
+    k = 2 * math.pi / board.counts_per_rev
+    records: list = []
+    bar = Progress(total, "feedforward run", quiet=args.quiet, unit="s")
+    with steptest.TemporaryParams(board, {steptest.RAMP_PARAM: 5000.0}):
+        board.telemetry(rate)
+        try:
+            from .common import activate
+            activate(board, args)
+            t0 = time.monotonic()
+            while True:
+                now = time.monotonic() - t0
+                if now >= total:
+                    break
+                sp = 0.0
+                for a, b, s0, s1 in plan:
+                    if a <= now < b:
+                        sp = s0 + (s1 - s0) * (now - a) / (b - a)
+                        break
+                board.write(sp, sp)
+                board.read()
+                records += board.telemetry_frames()
+                bar.update(now)
+                time.sleep(steptest.HOST_PERIOD / 2)
+            board.deactivate()
+            records += board.telemetry_frames()
+        finally:
+            board.telemetry(0)
+            bar.close()
+    rec = steptest._to_recording(records, k)
+    fits = {}
+    for side in ("left", "right"):
+        # the same zero-phase moving average on command and speed: a linear filter on both sides keeps the model
+        # (dw/dt = a w + b u + c sign w) while taking the quantization noise out of the differentiated speed
+        u = _smooth(rec.output[side], SMOOTH)
+        w = _smooth(rec.measured[side], SMOOTH)
+        # R^2 here is of the differentiated speed, whose quantization noise stays after smoothing: 0.8 (not the
+        # library's 0.9) still rejects a wrong model, and the gains' standard-error check guards determination
+        fits[side] = cal.fit_feedforward([(rec.t, u, w)], min_r2=MIN_R2)
+        print(f"{side}: {fits[side].summary()}")
+    bad = [f"{side}: " + "; ".join(f.problems) for side, f in fits.items() if not f.ok]
+    if bad:
+        raise cal.CalibrationRefused("feedforward fit refused: " + " | ".join(bad) + "; nothing written")
+    new = {name: float(np.mean([getattr(fits[s], name) for s in fits])) for name in ("ks", "kv", "ka")}
+    # the board has one set for both wheels: the mean (a large left/right difference is worth a look)
+    for name in new:
+        lo = min(getattr(fits[s], name) for s in fits)
+        hi = max(getattr(fits[s], name) for s in fits)
+        if hi > 0 and (hi - lo) / hi > 0.2:
+            note(args, f"{name} differs between the wheels by {100 * (hi - lo) / hi:.0f} %: check both motors")
+    new = {n_: min(max(v, 0.0), 1.0 if n_ != "ks" else 0.6) for n_, v in new.items()}
+    print("before: " + "  ".join(f"{n_} {board.get_param(n_):.5g}" for n_ in new))
+    print("after:  " + "  ".join(f"{n_} {v:.5g}" for n_, v in new.items()))
+    note(args, "the robot file has no feedforward keys: the board keeps them")
+    _write(args, board, config, new, {})
+    return 0
+
+

@@ -1,0 +1,90 @@
+"""Writing calibrated values into a robot file without losing what the user wrote there: the line of each key is
+edited in place (comments, order and the other keys stay), a missing top-level key is added, and the result must
+load with RobotConfig.load and give back exactly the new values before it replaces the file (atomically).
+
+    update_values("robot.yaml", {"wheel_separation": 0.1547})
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from .config import RobotConfig
+from .errors import BadValue
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return repr(round(value, 9))
+    return str(value)
+
+
+def _edit_yaml(text: str, key: str, value) -> str | None:
+    pat = re.compile(rf"^(?P<indent>[ \t]*){re.escape(key)}[ \t]*:[ \t]*(?P<value>[^#\n]*?)(?P<comment>[ \t]+#.*)?$",
+                     re.M)
+    hits = list(pat.finditer(text))
+    if len(hits) > 1:
+        return None
+    if hits:
+        m = hits[0]
+        return text[:m.start()] + f"{m.group('indent')}{key}: {_fmt(value)}{m.group('comment') or ''}" + text[m.end():]
+    if re.search(r"^\S[^\n]*:\s*$", text, re.M) and "ros__parameters" in text:
+        return None     # a diff_drive_controller file: where the key goes is the user's layout
+    sep = "" if not text or text.endswith("\n") else "\n"
+    return f"{text}{sep}{key}: {_fmt(value)}\n"
+
+
+def _edit_toml(text: str, key: str, value) -> str | None:
+    first_table = re.search(r"^\s*\[", text, re.M)
+    head_end = first_table.start() if first_table else len(text)
+    head = text[:head_end]
+    pat = re.compile(rf"^(?P<indent>[ \t]*){re.escape(key)}[ \t]*=[ \t]*(?P<value>[^#\n]*?)(?P<comment>[ \t]+#.*)?$",
+                     re.M)
+    hits = list(pat.finditer(head))
+    if len(hits) > 1:
+        return None
+    if hits:
+        m = hits[0]
+        head = head[:m.start()] + f"{m.group('indent')}{key} = {_fmt(value)}{m.group('comment') or ''}" + head[m.end():]
+    else:
+        sep = "" if not head or head.endswith("\n") else "\n"
+        head = f"{head}{sep}{key} = {_fmt(value)}\n"
+    return head + text[head_end:]
+
+
+def update_values(path, values: dict) -> None:
+    """Set top-level keys of a robot file. BadValue (nothing written) when the file cannot be edited safely."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadValue(f"cannot read robot file {p}: {e}") from None
+    suffix = p.suffix.lower()
+    if suffix not in (".yaml", ".yml", ".toml"):
+        raise BadValue(f"robot file {p}: unknown format {suffix!r}")
+    RobotConfig.load(p)     # refuse to touch a file that does not load now (it would hide the first problem)
+    new = text
+    for key, value in values.items():
+        edited = _edit_toml(new, key, value) if suffix == ".toml" else _edit_yaml(new, key, value)
+        if edited is None:
+            raise BadValue(f"robot file {p}: cannot place {key} automatically (nested or repeated); set "
+                           f"{key} = {_fmt(value)} by hand")
+        new = edited
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=p.suffix)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(new)
+        check = RobotConfig.load(tmp)
+        for key, value in values.items():
+            got = check.get(key)
+            if not (isinstance(got, (int, float)) and math.isclose(got, value, rel_tol=1e-9, abs_tol=1e-12)):
+                raise BadValue(f"robot file {p}: after editing, {key} reads back as {got!r}, not {value!r}; "
+                               f"nothing written (set it by hand)")
+        os.chmod(tmp, os.stat(p).st_mode & 0o777)
+        os.replace(tmp, p)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
