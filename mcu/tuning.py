@@ -91,7 +91,9 @@ class Tuner:
                 break
             self._sleep_ms(5)
         self.app.stop()
-        print("tuning: stopped")
+        # the hardware watchdog cannot be stopped once started (BRIEF 12) and nobody feeds it now
+        print("tuning: stopped, outputs off; the watchdog resets the board in %d ms"
+              % self.app.supervisor.timeout_ms)
 
     # ---- reading ----
 
