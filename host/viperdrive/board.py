@@ -103,6 +103,7 @@ class Board:
         self._pending: tuple[float, float] | None = None    # (sent, deadline) of the outstanding SET_VEL
         self.misses = 0                     # consecutive
         self.total_misses = 0
+        self.late_replies = 0               # STATEs that came after their cycle's deadline (link alive, slow)
         self.cycles = 0
         self.last_nack: NackError | None = None
         self._telemetry = collections.deque(maxlen=int(options.get("telemetry_queue", 10000)))
@@ -287,7 +288,11 @@ class Board:
             # read() returns the reply to THIS command
             for cmd, payload in self.link.poll():
                 if cmd == P.STATE:
+                    # a late reply: the values are newer than what read() held, and the link is alive, so the
+                    # run of misses ends here (a late frame is not a lost one; only persistent loss is an error)
                     self._accept_state(payload, time.monotonic())
+                    self.late_replies += 1
+                    self.misses = 0
                 else:
                     self._other_frame(cmd, payload)
             self.link.send(frame)
@@ -471,6 +476,7 @@ class Board:
 
     def stats(self) -> dict:
         return {"cycles": self.cycles, "misses": self.misses, "total_misses": self.total_misses,
+                "late_replies": self.late_replies,
                 "epoch": self.epoch, "link": self.link.stats() if self.link else None}
 
 
