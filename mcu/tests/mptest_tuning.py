@@ -42,6 +42,15 @@ def test_step_metrics_underdamped():
         pass
 
 
+def test_smooth_removes_single_period_spikes_without_lag():
+    ramp = [(i * 0.002, float(i)) for i in range(50)]
+    assert tuning.smooth(ramp, 5)[10:40] == ramp[10:40]         # centred: a ramp passes unchanged (no lag)
+    noisy = [(i * 0.002, 10.0 + (0.77 if i == 20 else 0.0) - (0.77 if i == 21 else 0.0)) for i in range(50)]
+    peak = max(y for _, y in tuning.smooth(noisy, 5))
+    assert abs(peak - (10.0 + 0.77 / 5)) < 1e-9, peak             # a one-period spike shrinks 5x
+    assert tuning.smooth(noisy, 1) == noisy
+
+
 def make_tuner(path):
     hal = fakehal.Board(CFG)
     a = app_mod.App(hal, CFG, params_path=path, link=False)
