@@ -129,6 +129,7 @@ class Controller:
         self.running = False
         self._ring = None
         self._ring_hdr = None
+        self._tlm = False               # telemetry on: skip even the call while it is off (a call is µs on M0+)
         self.values = {}
         self._configured = False
         hal.set_energized(False)
@@ -153,7 +154,7 @@ class Controller:
             # the step stopped driving (fault, deadman de-energize, disable): cut the bridges this period
             self._energized = False
             self._set_energized(False)
-        if self._ring is not None:
+        if self._tlm:
             fx.log(self.st, self._ring, self._ring_hdr)
         io[IO_T1] = self._ticks()
 
@@ -260,6 +261,7 @@ class Controller:
 
     def attach_ring(self, buf, hdr, ring=None):
         """Telemetry: the step appends records to a telemetry.Ring's buf/hdr (set_telemetry_div turns it on)."""
+        self._tlm = False
         self.st[fx.G_TLM_DIV] = 0
         self._ring_hdr = hdr
         self._ring = buf
@@ -268,6 +270,7 @@ class Controller:
         """One record every div periods; 0: off."""
         self.st[fx.G_TLM_CNT] = 0
         self.st[fx.G_TLM_DIV] = div
+        self._tlm = div > 0 and self._ring is not None
 
     # ---- readings (slow path) ----
 
