@@ -228,6 +228,25 @@ def test_lifecycle_over_loop_url():
     board.cleanup()
 
 
+def test_activate_never_returns_a_state_from_before_zero():
+    # A SET_VEL sent just before activate() (a stale command from another tool) has its STATE still in flight;
+    # the board answers in order, so that STATE and the one answering activate's first zero command both come
+    # before ZERO_ACK. Neither may be returned as the activated state (the robot would "jump" in odometry).
+    link = Link("loop://").open()
+    link.send(P.pack_info(P.PROTOCOL_VERSION, params.schema_hash(), 1000, 2048, "loop", "loop"))
+    board = Board("loop://", config=CFG, link=link, clock_sync=False)
+    board.configure()
+    for reply in (P.pack_state(8370, 8370, 500, 500, 0),       # answers the stale SET_VEL
+                  P.pack_state(8371, 8371, 0, 0, 0),           # answers activate's first SET_VEL(0, 0)
+                  P.pack_zero_ack(), P.pack_enable_ack(True),
+                  P.pack_state(0, 0, 0, 0, P.ST_ENABLED)):     # answers activate's last SET_VEL(0, 0)
+        link.send(reply)
+    first = board.activate()
+    assert first.counts == (0, 0) and first.enabled
+    assert link.stats()["stale_dropped"] == 1
+    board.cleanup()
+
+
 # ---- against the virtual board (the real firmware on the MicroPython unix port with a simulated robot) ----
 
 def test_sim_port_lifecycle_drive_and_odometry_vs_truth():

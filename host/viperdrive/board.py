@@ -161,9 +161,12 @@ class Board:
         """Zero the command, zero the encoders, enable; returns the first STATE. BoardFault if FAULT is latched."""
         self._require(configured=True)
         self._exchange_zero(tolerate_nack=True)     # a stale setpoint must never be executed on enable
-        self.link.request(P.pack_zero(), P.ZERO_ACK)
+        # The board answers in order: a STATE that comes before ZERO_ACK or ENABLE_ACK answers a SET_VEL sent
+        # earlier (possibly by someone else just before) and carries positions from before the zero: drop it, so
+        # the state activate() returns is the board's answer after ZERO and ENABLE.
+        self.link.request(P.pack_zero(), P.ZERO_ACK, stale=P.STATE)
         try:
-            payload = self.link.request(P.pack_enable(True), P.ENABLE_ACK)
+            payload = self.link.request(P.pack_enable(True), P.ENABLE_ACK, stale=P.STATE)
         except NackError as e:
             if e.code == P.NACK_NOT_ALLOWED:
                 code = self._fault_code()

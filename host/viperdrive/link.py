@@ -245,9 +245,13 @@ class Link:
         line = (request_len + REPLY_SIZES.get(reply_cmd, P.MAX_FRAME)) * 10.0 / self.baud
         return 2.0 * line + self.margin + COMMAND_EXTRA_S.get(cmd, 0.0)
 
-    def request(self, frame: bytes, reply_cmd: int, timeout: float | None = None) -> bytes:
+    def request(self, frame: bytes, reply_cmd: int, timeout: float | None = None, stale: int | None = None) -> bytes:
         """Send frame, return the payload of the first reply_cmd frame. NackError if the board refuses this
-        command, NoReplyError on timeout (counted), LinkLost if the port goes away."""
+        command, NoReplyError on timeout (counted), LinkLost if the port goes away.
+
+        stale: a reply code whose frames that came before the reply in the stream are out of date once the reply
+        is there (the board answers in order): e.g. STATE before ZERO_ACK carries positions from before the zero.
+        They are dropped (counted) instead of being kept for poll()."""
         cmd = frame[2]
         if timeout is None:
             timeout = self.timeout_for(len(frame), reply_cmd, cmd)
@@ -262,7 +266,12 @@ class Link:
             while True:
                 for i, (c, payload) in enumerate(frames):
                     if c == reply_cmd or (c == P.NACK and len(payload) == 2 and payload[0] == cmd):
-                        self._stash(frames[:i])
+                        before = frames[:i]
+                        if stale is not None and c == reply_cmd:
+                            kept = [f for f in before if f[0] != stale]
+                            self.counts["stale_dropped"] += len(before) - len(kept)
+                            before = kept
+                        self._stash(before)
                         self._stash(frames[i + 1:])
                         if c == P.NACK:
                             raise NackError(cmd, payload[1])
@@ -301,6 +310,7 @@ class Link:
             "crc_errors": p.crc_errors, "length_errors": p.length_errors, "garbage_bytes": p.garbage_bytes,
             "resyncs": c["resyncs"], "timeouts": c["timeouts"], "nacks": c["nacks"], "io_errors": c["io_errors"],
             "reconnects": c["reconnects"], "inbox_dropped": c["inbox_dropped"], "late_replies": c["late_replies"],
+            "stale_dropped": c["stale_dropped"],
             "rtt_n": len(rtts), "rtt_p50_ms": _ms(pct(0.5)), "rtt_p90_ms": _ms(pct(0.9)),
             "rtt_p99_ms": _ms(pct(0.99)), "rtt_max_ms": _ms(rtts[-1] if rtts else None),
             "clock_offset_s": self.clock_offset, "clock_drift_ppm": self.clock_drift_ppm,
