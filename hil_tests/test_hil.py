@@ -123,11 +123,8 @@ def test_no_jump_at_enable(board, need_sim):
     board.link.send(P.pack_set_vel(20000, 20000))
     need_sim.push("both", 0.3, duration=0.2)     # the encoders moved before enabling
     time.sleep(0.4)
-    board.activate()
+    counts = board.activate().counts             # the state activate() returns is the board's after ZERO
     a0 = need_sim.truth()
-    time.sleep(0.05)
-    board.link.poll()                            # replies that crossed the activation requests
-    counts = P.unpack_state(board.link.request(P.pack_set_vel(0, 0), P.STATE))[:2]
     run(board, 0.5, wheels=(0.0, 0.0))
     a1 = need_sim.truth()
     moved = max(abs(a1["angle_left"] - a0["angle_left"]), abs(a1["angle_right"] - a0["angle_right"]))
