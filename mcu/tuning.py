@@ -85,7 +85,7 @@ class Tuner:
         self.app = app
         self.ctrl = app.ctrl
         self.rpc = TWO_PI / app.cpr
-        self._sleep_ms = sleep_ms or time.sleep_ms
+        self._sleep_ms = sleep_ms or _sleeper()
         self._thread_running = False
         self._stop = False
 
@@ -229,8 +229,29 @@ class Tuner:
         return out
 
 
+def _sleeper():
+    if hasattr(time, "sleep_ms"):
+        return time.sleep_ms
+    return lambda ms: time.sleep(ms / 1000)     # CircuitPython's time has no sleep_ms
+
+
+def serving_sleep(app):
+    """A sleep_ms that runs the slow loop (and, on ports without a timer, the control step in idle()) while it
+    waits: the Tuner's way of keeping the board alive where there is no _thread (CircuitPython)."""
+    def sleep_ms(ms):
+        t0 = app.hal.ticks_ms()
+        while app_mod._ticks_diff(app.hal.ticks_ms(), t0) < ms:
+            app.service()
+            app.hal.idle()
+    return sleep_ms
+
+
 def start(board_path="board.json", params_path="params.json", hal_board=None, cfg=None, background=True):
-    """Start the control loop (outputs off) and the slow tasks in a background _thread; return the Tuner."""
+    """Start the control loop (outputs off) and the slow tasks in a background _thread; return the Tuner.
+
+    Without _thread (CircuitPython) or with background=False the slow tasks run while the Tuner waits (inside
+    step(), drive(), watch()): between those calls the board's deadman stops the wheels and, once started,
+    the watchdog is not fed, so keep a session moving or call t.stop()."""
     if cfg is None:
         import boardcfg
         cfg = boardcfg.load(board_path)
@@ -239,10 +260,16 @@ def start(board_path="board.json", params_path="params.json", hal_board=None, cf
         hal_board = hal.load(cfg)
     a = app_mod.App(hal_board, cfg, params_path=params_path, link=False)
     a.start()
-    t = Tuner(a)
     if background:
-        import _thread
+        try:
+            import _thread
+        except ImportError:
+            background = False
+    if background:
+        t = Tuner(a)
         _thread.start_new_thread(t._loop, ())
+    else:
+        t = Tuner(a, sleep_ms=serving_sleep(a))
     print("tuning: control loop at %d Hz, outputs off. t.gains(), t.set(name, value), t.step(rad_s), t.speeds(),"
           " t.save(), t.stop()" % a.hz)
     return t

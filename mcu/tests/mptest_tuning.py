@@ -95,3 +95,19 @@ def test_tuner_set_save_and_step():
     t._sleep_ms(100)                    # disabled, the wheel rests: the live estimate follows it to zero
     sl, sr = t.speeds()
     assert abs(sl) < 0.05 and abs(sr) < 0.05, (sl, sr)
+
+
+def test_start_without_a_thread_serves_the_loop_while_waiting():
+    # CircuitPython has no _thread: the Tuner runs the slow loop (and idle(), where such ports run the control
+    # step) whenever it waits
+    hal = fakehal.Board(CFG)
+    t = tuning.start(hal_board=hal, cfg=dict(CFG), params_path="/tmp/viperdrive-mptest-tuning2.json",
+                     background=False)
+    assert t.enable(True) and hal.energized
+    before = t.ctrl.ticks()
+    t.drive(3.0, 3.0, 0.1)             # 100 ms of waiting = 50 control periods served
+    assert t.ctrl.ticks() - before >= 50, t.ctrl.ticks() - before
+    assert t.ctrl.wheel(0)["setpoint"] > 0
+    assert hal.feeds > 0                # the supervisor ran in the served slow loop
+    t.stop()
+    assert not hal.energized
