@@ -31,11 +31,12 @@ def _wrap32(d):
 
 
 class App:
-    def __init__(self, hal, cfg, params_path="params.json", link=True):
+    def __init__(self, hal, cfg, params_path="params.json", link=True, watchdog=True):
         self.hal = hal
         self.cfg = cfg
         self.params_path = params_path
         self.use_link = link
+        self.use_watchdog = watchdog
         self.params = params_store.Params()
         # never raises: a missing or corrupt file boots on defaults and sets DIAG_PARAMS_DEFAULTED
         self.params.load(params_path)
@@ -67,7 +68,8 @@ class App:
         if self.use_link:
             import link
             self.link = link.Link(self.hal.open_link(), self)
-        self.supervisor.start(self.ctrl.ticks(), self._link_mark())
+        if self.use_watchdog:
+            self.supervisor.start(self.ctrl.ticks(), self._link_mark())
         self.started = True
 
     def stop(self):

@@ -81,11 +81,13 @@ def _fmt(x, unit, scale=1.0, digits=1):
 class Tuner:
     """The REPL handle on a running App (link off: the REPL owns the serial port)."""
 
-    def __init__(self, app, sleep_ms=None):
+    def __init__(self, app, sleep_ms=None, serving=False):
         self.app = app
         self.ctrl = app.ctrl
         self.rpc = TWO_PI / app.cpr
         self._sleep_ms = sleep_ms or _sleeper()
+        # serving: nothing runs between the Tuner's calls (no _thread), so no call may leave the wheels driven
+        self.serving = serving
         self._thread_running = False
         self._stop = False
 
@@ -108,9 +110,12 @@ class Tuner:
                 break
             self._sleep_ms(5)
         self.app.stop()
-        # the hardware watchdog cannot be stopped once started (BRIEF 12) and nobody feeds it now
-        print("tuning: stopped, outputs off; the watchdog resets the board in %d ms"
-              % self.app.supervisor.timeout_ms)
+        if self.app.supervisor.started:
+            # the hardware watchdog cannot be stopped once started (BRIEF 12) and nobody feeds it now
+            print("tuning: stopped, outputs off; the watchdog resets the board in %d ms"
+                  % self.app.supervisor.timeout_ms)
+        else:
+            print("tuning: stopped, outputs off")
 
     # ---- reading ----
 
@@ -181,6 +186,19 @@ class Tuner:
         for _ in range(n):
             self.ctrl.set_velocity(cl, cr)
             self._sleep_ms(every_ms)
+        if self.serving:
+            self._come_to_rest()
+
+    def _come_to_rest(self):
+        # ramp to zero at the acceleration limit (as the deadman would), then de-energize: between calls
+        # nothing would run the control step that keeps the motors in check
+        for _ in range(300):
+            self.ctrl.set_velocity(0, 0)
+            self._sleep_ms(10)
+            sl, sr = self.speeds()
+            if abs(sl) < 0.05 and abs(sr) < 0.05:
+                break
+        self.app.enable(False)
 
     def step(self, speed=10.0, seconds=1.0, wheel=None, band=0.02, average=5):
         """Step response from rest to speed (rad/s): both wheels (or wheel 0/1 alone) for seconds.
@@ -250,26 +268,28 @@ def start(board_path="board.json", params_path="params.json", hal_board=None, cf
     """Start the control loop (outputs off) and the slow tasks in a background _thread; return the Tuner.
 
     Without _thread (CircuitPython) or with background=False the slow tasks run while the Tuner waits (inside
-    step(), drive(), watch()): between those calls the board's deadman stops the wheels and, once started,
-    the watchdog is not fed, so keep a session moving or call t.stop()."""
+    step(), drive(), watch()); nothing runs between those calls, so each call ends with the outputs off and
+    the hardware watchdog is not started."""
     if cfg is None:
         import boardcfg
         cfg = boardcfg.load(board_path)
     if hal_board is None:
         import hal
         hal_board = hal.load(cfg)
-    a = app_mod.App(hal_board, cfg, params_path=params_path, link=False)
-    a.start()
     if background:
         try:
             import _thread
         except ImportError:
             background = False
+    # without a background loop nothing would feed the watchdog at the prompt: it is not started then (the
+    # Tuner leaves the outputs off between calls instead)
+    a = app_mod.App(hal_board, cfg, params_path=params_path, link=False, watchdog=background)
+    a.start()
     if background:
         t = Tuner(a)
         _thread.start_new_thread(t._loop, ())
     else:
-        t = Tuner(a, sleep_ms=serving_sleep(a))
+        t = Tuner(a, sleep_ms=serving_sleep(a), serving=True)
     print("tuning: control loop at %d Hz, outputs off. t.gains(), t.set(name, value), t.step(rad_s), t.speeds(),"
           " t.save(), t.stop()" % a.hz)
     return t
