@@ -263,10 +263,11 @@ class Link:
             frames = list(self._inbox)
             self._inbox.clear()
             frames += self._read_available()
+            seen: list[tuple[int, bytes]] = []     # frames that came before the reply, in stream order
             while True:
                 for i, (c, payload) in enumerate(frames):
                     if c == reply_cmd or (c == P.NACK and len(payload) == 2 and payload[0] == cmd):
-                        before = frames[:i]
+                        before = seen + frames[:i]
                         if stale is not None and c == reply_cmd:
                             kept = [f for f in before if f[0] != stale]
                             self.counts["stale_dropped"] += len(before) - len(kept)
@@ -277,9 +278,10 @@ class Link:
                             raise NackError(cmd, payload[1])
                         self._rtts.append(time.monotonic() - t0)
                         return payload
-                self._stash(frames)
+                seen += frames
                 now = time.monotonic()
                 if now >= deadline:
+                    self._stash(seen)
                     self.counts["timeouts"] += 1
                     # if the reply still comes, it must not answer a later request of the same kind
                     self._late[reply_cmd] += 1
