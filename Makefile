@@ -16,6 +16,8 @@ RP2_STUBS := micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.
 all: test
 
 $(STAMP): requirements.lock pyproject.toml
+	@test -n "$(PYTHON)" || { echo "make: no python3.11 or python3 on PATH"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -c 'import ensurepip' 2>/dev/null || $(MAKE) --no-print-directory debs
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
@@ -43,6 +45,16 @@ bench: setup
 
 demo: setup
 	$(PY) -m viperdrive.demo
+
+# Debian's python3.11 comes without ensurepip (python3.11-venv): install it when we may, else say how.
+debs:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian packages: python3-venv (ensurepip for $(PYTHON))"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv \
+	    "$$(basename $$(readlink -f $(PYTHON)))-venv" || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; \
+	else \
+	  echo "make: $(PYTHON) cannot create a venv (no ensurepip). Run: sudo apt-get install python3-venv"; exit 1; \
+	fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info host/*.egg-info
