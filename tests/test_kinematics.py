@@ -4,6 +4,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from wpimath import kinematics as wpimath_kin
 
 from viperdrive import kinematics as k
 
@@ -107,9 +108,6 @@ def test_multipliers():
     assert kin.to_twist(left, right) == pytest.approx((0.0, 1.0))
     with pytest.raises(ValueError, match="wheel_radius"):
         k.DifferentialDriveKinematics(0.2, 0.0)
-
-
-wpimath_kin = pytest.importorskip("wpimath.kinematics")
 
 
 @settings(max_examples=200)

@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from wpimath import geometry as wpig
+from wpimath import kinematics as wpik
 
 from viperdrive.config import RobotConfig
 from viperdrive.odometry import (
@@ -143,10 +145,6 @@ def test_lint_flags_zero_huge_and_not_positive_definite():
     assert any("positive definite" in w for w in lint_covariance(bad))
     assert any("symmetric" in w for w in lint_covariance(np.array([[1.0, 0.5], [0.0, 1.0]])))
     assert lint_covariance(list(np.eye(6).ravel() * 1e-3)) == []
-
-
-wpik = pytest.importorskip("wpimath.kinematics")
-wpig = pytest.importorskip("wpimath.geometry")
 
 
 @settings(max_examples=60, deadline=None)
