@@ -5,7 +5,7 @@
 # No viper here either: the firmware runs its plain-Python step on this backend.
 # Pins are board pin names ("GP2", "D5", "A1"): getattr(board, name).
 # The link: usb_cdc.data (enable it in boot.py: usb_cdc.enable(console=True, data=True)) or a busio.UART.
-import gc
+# write_duty, set_energized, watchdog_feed, free_heap and deinit are portable.BoardBase's.
 import time
 
 import board  # type: ignore[import-not-found]
@@ -13,8 +13,6 @@ import digitalio  # type: ignore[import-not-found]
 import microcontroller  # type: ignore[import-not-found]
 import pwmio  # type: ignore[import-not-found]
 import rotaryio  # type: ignore[import-not-found]
-
-from shared import protocol
 
 from . import portable
 
@@ -86,14 +84,15 @@ class _SerialStream:
             self.port.deinit()
 
 
-class Board:
+@portable.own_per_period_methods
+class Board(portable.BoardBase):
     soft = True
 
     def __init__(self, cfg):
         self.cfg = cfg
         self.counter_bits = 16
         pins = cfg["pins"]
-        mode = portable.BRIDGE_PWM_DIR if cfg["driver"] == "pwm_dir" else portable.BRIDGE_IN1_IN2
+        mode = portable.bridge_mode(cfg)
         self.energized = False
         self._left = _Bridge(mode, pins["left"], cfg["pwm_freq"])
         self._right = _Bridge(mode, pins["right"], cfg["pwm_freq"])
@@ -107,17 +106,6 @@ class Board:
     def read_counts(self, buf):
         buf[0] = self._enc_l.position & 0xFFFF
         buf[1] = self._enc_r.position & 0xFFFF
-
-    def write_duty(self, left, right):
-        if not self.energized:
-            return
-        self._left.write(left)
-        self._right.write(right)
-
-    def set_energized(self, on):
-        self.energized = bool(on)
-        self._left.energize(self.energized)
-        self._right.energize(self.energized)
 
     def start_periodic(self, hz, fn):
         self._fn = fn
@@ -150,20 +138,9 @@ class Board:
         wdt.mode = WatchDogMode.RESET
         self._wdt = wdt
 
-    def watchdog_feed(self):
-        if self._wdt is not None:
-            self._wdt.feed()
-
     def reset_cause(self):
-        reason = microcontroller.cpu.reset_reason
         rr = microcontroller.ResetReason
-        if reason == rr.WATCHDOG:
-            return protocol.RESET_WATCHDOG
-        if reason == rr.POWER_ON:
-            return protocol.RESET_POWER_ON
-        if reason == rr.SOFTWARE:
-            return protocol.RESET_SOFT
-        return protocol.RESET_OTHER
+        return portable.reset_code(microcontroller.cpu.reset_reason, rr.WATCHDOG, rr.POWER_ON, rr.SOFTWARE)
 
     def open_link(self):
         link = self.cfg["link"]
@@ -190,9 +167,6 @@ class Board:
         finally:
             p.deinit()
 
-    def free_heap(self):
-        return gc.mem_free()
-
     def idle(self):
         # the control step runs here: no timer IRQ on CircuitPython
         s = self._sched
@@ -200,9 +174,3 @@ class Board:
             self._fn()
             return
         time.sleep(0.0002)
-
-    def deinit(self):
-        self.stop_periodic()
-        self.set_energized(False)
-        self._enc_l.deinit()
-        self._enc_r.deinit()

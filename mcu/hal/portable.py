@@ -1,13 +1,18 @@
 # Port-independent logic of the hardware backends: quadrature decoding, the PIO encoder program as data, duty
-# conversion, H-bridge mappings, counter wrap and a soft periodic scheduler. Nothing here imports a port module,
-# so the unix port tests every function that the rp2/esp32/stm32/circuitpython backends run on the chip.
-# No viper here: CircuitPython imports this module too.
+# conversion, H-bridge mappings, counter wrap, a soft periodic scheduler, and the parts of Board the backends
+# share (BoardBase, MachineBoard, DutyU16Bridge: the port's classes and modules are passed in). Nothing here
+# imports a port module, so the unix port tests every function that the rp2/esp32/stm32/circuitpython backends
+# run on the chip. No viper here: CircuitPython imports this module too.
 #
 # Quadrature state: s = A | (B << 1). Counting UP is A leading B: 0 -> 1 -> 3 -> 2 -> 0 (x4: every edge of
 # both channels counts). A transition index is (previous << 2) | current.
+import gc
+import time
 from array import array
 
 from micropython import const
+
+from shared import protocol
 
 # ---- quadrature transition table ----
 
@@ -177,6 +182,11 @@ BRIDGE_PWM_DIR = const(0)       # one PWM pin (magnitude) + one DIR pin (sign): 
 BRIDGE_IN1_IN2 = const(1)       # two PWM inputs, the idle one low (fast decay): DRV8833, TB6612-less L298N use
 
 
+def bridge_mode(cfg):
+    """The BRIDGE_* mapping of a validated board config: "driver" "pwm_dir", else two PWM inputs (in1_in2)."""
+    return BRIDGE_PWM_DIR if cfg["driver"] == "pwm_dir" else BRIDGE_IN1_IN2
+
+
 def clamp_q15(q):
     if q > Q15_MAX:
         return Q15_MAX
@@ -257,3 +267,166 @@ class SoftPeriodic:
             return True
         self.next_us = (self.next_us + self.period_us) & 0x3FFFFFFF
         return True
+
+
+# ---- the parts of Board the hardware backends share ----
+
+def reset_code(cause, watchdog, power_on, soft):
+    """shared.protocol RESET_* of a port's reset cause, given that port's values for the three we tell apart."""
+    if cause == watchdog:
+        return protocol.RESET_WATCHDOG
+    if cause == power_on:
+        return protocol.RESET_POWER_ON
+    if cause == soft:
+        return protocol.RESET_SOFT
+    return protocol.RESET_OTHER
+
+
+class Bridge:
+    """One wheel's H-bridge outputs. A subclass sets mode (BRIDGE_*), levels (2 ints for bridge_levels) and enable
+    (an output pin with value(v), or None), and defines write(q15): the signed Q15 duty, no allocation."""
+
+    def energize(self, on):
+        # duty 0 before the enable pin drops: the outputs coast even on a bridge without an enable pin
+        if not on:
+            self.write(0)
+        if self.enable is not None:
+            self.enable.value(1 if on else 0)
+
+
+class DutyU16Bridge(Bridge):
+    """A Bridge on machine.PWM outputs (duty_u16) and machine.Pin pins, as rp2 and esp32 have them.
+
+    pwm_cls, pin_cls: the port's PWM and Pin classes; pins: one wheel's pins of the board config.
+    """
+
+    def __init__(self, pwm_cls, pin_cls, mode, pins, freq):
+        self.mode = mode
+        self.levels = array("i", (0, 0))
+        if mode == BRIDGE_PWM_DIR:
+            self.pwm = pwm_cls(pin_cls(pins["pwm"]), freq=freq, duty_u16=0)
+            self.dir = pin_cls(pins["dir"], pin_cls.OUT, value=0)
+        else:
+            self.pwm = pwm_cls(pin_cls(pins["in1"]), freq=freq, duty_u16=0)
+            self.pwm2 = pwm_cls(pin_cls(pins["in2"]), freq=freq, duty_u16=0)
+        self.enable = pin_cls(pins["enable"], pin_cls.OUT, value=0) if "enable" in pins else None
+
+    def write(self, q15):
+        lv = self.levels
+        bridge_levels(self.mode, q15, lv)
+        if self.mode == BRIDGE_PWM_DIR:
+            self.dir.value(lv[1])
+            self.pwm.duty_u16(lv[0])
+        else:
+            self.pwm.duty_u16(lv[0])
+            self.pwm2.duty_u16(lv[1])
+
+
+class BoardBase:
+    """What every hardware backend's Board does the same way (the interface is in hal/__init__.py).
+
+    The subclass's __init__ sets cfg, counter_bits, energized = False, _wdt = None, _left/_right (Bridge-like:
+    write(q15), energize(on)) and _enc_l/_enc_r (encoders with deinit(), and count() -> raw counter unless the
+    subclass has its own read_counts), and defines the periodic, ticks, watchdog_start, reset_cause, open_link
+    and idle methods.
+    """
+    soft = False
+
+    def read_counts(self, buf):
+        buf[0] = self._enc_l.count()
+        buf[1] = self._enc_r.count()
+
+    def write_duty(self, left, right):
+        # de-energized means outputs off: a control step still running after set_energized(False) is ignored
+        if not self.energized:
+            return
+        self._left.write(left)
+        self._right.write(right)
+
+    def set_energized(self, on):
+        self.energized = bool(on)
+        self._left.energize(self.energized)
+        self._right.energize(self.energized)
+
+    def watchdog_feed(self):
+        if self._wdt is not None:
+            self._wdt.feed()
+
+    def free_heap(self):
+        return gc.mem_free()
+
+    def deinit(self):
+        """Outputs off, control timer stopped, encoders released (the watchdog cannot be stopped)."""
+        self.stop_periodic()
+        self.set_energized(False)
+        self._enc_l.deinit()
+        self._enc_r.deinit()
+
+
+class MachineBoard(BoardBase):
+    """BoardBase on MicroPython's machine module: rp2, esp32, stm32.
+
+    machine: the backend's machine module (passed in: this module imports no port module). The subclass makes
+    its bridges and encoders and defines _start_timer(hz) -> a periodic timer that calls self._tick, with
+    deinit(); it sets self.soft when that timer is not a hard IRQ.
+    """
+
+    def __init__(self, cfg, counter_bits, machine):
+        self.cfg = cfg
+        self.counter_bits = counter_bits
+        self.energized = False
+        self._machine = machine
+        self._timer = None
+        self._wdt = None
+        self._cause = machine.reset_cause()     # read once: the cause of THIS boot
+
+    def start_periodic(self, hz, fn):
+        self.stop_periodic()
+        self._fn = fn
+        self._timer = self._start_timer(hz)
+
+    def _tick(self, _t):
+        self._fn()
+
+    def stop_periodic(self):
+        if self._timer is not None:
+            self._timer.deinit()
+            self._timer = None
+
+    def ticks_us(self):
+        return time.ticks_us()
+
+    def ticks_ms(self):
+        return time.ticks_ms()
+
+    def watchdog_start(self, timeout_ms):
+        self._wdt = self._machine.WDT(timeout=timeout_ms)
+
+    def reset_cause(self):
+        m = self._machine
+        return reset_code(self._cause, m.WDT_RESET, m.PWRON_RESET, getattr(m, "SOFT_RESET", -1))
+
+    def open_link(self):
+        from . import streams
+        return streams.open_stream(self.cfg["link"])
+
+    def idle(self):
+        time.sleep_ms(1)
+
+
+PER_PERIOD_METHODS = ("read_counts", "write_duty", "ticks_us")
+
+
+def own_per_period_methods(cls):
+    """Class decorator for a backend's Board: the PER_PERIOD_METHODS it inherits become entries of its own dict.
+
+    The fallback controller (control_float.py) looks them up on the board every control period, and an
+    attribute lookup that has to walk up to BoardBase costs more (unix port: ~0.08 us per call two levels up).
+    The code stays the base class's; only where the lookup finds it moves. A method the backend defines itself
+    is set to itself (no change). Plain methods only (getattr on the class gives the function itself); no use of
+    cls.__dict__, which small CircuitPython builds lack.
+    """
+    for name in PER_PERIOD_METHODS:
+        if hasattr(cls, name):
+            setattr(cls, name, getattr(cls, name))
+    return cls

@@ -2,14 +2,11 @@
 # 16-bit counters, counter_bits 16), PWM from timer channels, the control loop in a pyb.Timer callback (a hard
 # IRQ), machine.WDT (IWDG). Pins are names ("X1", "Y4", "PA0"); each wheel names the timers it uses
 # (enc_timer, pwm_timer, pwm_channel [, in2_channel]): the encoder pins must be that timer's CH1 and CH2.
-import gc
-import time
+# The Board parts shared with rp2/esp32 (MachineBoard, Bridge) are in hal/portable.py.
 from array import array
 
 import machine
 import pyb  # type: ignore[import-not-found]
-
-from shared import protocol
 
 from . import portable
 
@@ -36,11 +33,13 @@ class _TimerEncoder:
     def count(self):
         return self.tim.counter()
 
-    def stop(self):
+    def deinit(self):
         self.tim.deinit()
 
 
-class _Bridge:
+class _Bridge(portable.Bridge):
+    """One wheel's H-bridge on pyb.Timer PWM channels (pulse widths in timer ticks)."""
+
     def __init__(self, mode, pins, freq, timers):
         self.mode = mode
         self.levels = array("i", (0, 0))
@@ -73,96 +72,25 @@ class _Bridge:
             self.ch.pulse_width(((lv[0] >> 1) * self.mult) >> self.shift)
             self.ch2.pulse_width(((lv[1] >> 1) * self.mult) >> self.shift)
 
-    def energize(self, on):
-        if not on:
-            self.write(0)
-        if self.enable is not None:
-            self.enable.value(1 if on else 0)
 
-
-class Board:
-    soft = False
-
+@portable.own_per_period_methods
+class Board(portable.MachineBoard):
     def __init__(self, cfg):
-        self.cfg = cfg
-        self.counter_bits = 16
+        super().__init__(cfg, 16, machine)
         pins = cfg["pins"]
-        mode = portable.BRIDGE_PWM_DIR if cfg["driver"] == "pwm_dir" else portable.BRIDGE_IN1_IN2
+        mode = portable.bridge_mode(cfg)
         timers = {}
-        self.energized = False
         self._left = _Bridge(mode, pins["left"], cfg["pwm_freq"], timers)
         self._right = _Bridge(mode, pins["right"], cfg["pwm_freq"], timers)
         self._enc_l = _TimerEncoder(pins["left"]["enc_timer"], pins["left"]["enc_a"], pins["left"]["enc_b"])
         self._enc_r = _TimerEncoder(pins["right"]["enc_timer"], pins["right"]["enc_a"], pins["right"]["enc_b"])
-        self._timer = None
-        self._wdt = None
-        self._cause = machine.reset_cause()
 
-    def read_counts(self, buf):
-        buf[0] = self._enc_l.count()
-        buf[1] = self._enc_r.count()
-
-    def write_duty(self, left, right):
-        if not self.energized:
-            return
-        self._left.write(left)
-        self._right.write(right)
-
-    def set_energized(self, on):
-        self.energized = bool(on)
-        self._left.energize(self.energized)
-        self._right.energize(self.energized)
-
-    def start_periodic(self, hz, fn):
-        self.stop_periodic()
-        self._fn = fn
-        self._timer = pyb.Timer(self.cfg.get("control_timer", 7), freq=hz)
-        self._timer.callback(self._tick)        # pyb.Timer callbacks are hard IRQs
-
-    def _tick(self, _t):
-        self._fn()
+    def _start_timer(self, hz):
+        t = pyb.Timer(self.cfg.get("control_timer", 7), freq=hz)
+        t.callback(self._tick)          # pyb.Timer callbacks are hard IRQs
+        return t
 
     def stop_periodic(self):
         if self._timer is not None:
-            self._timer.callback(None)
-            self._timer.deinit()
-            self._timer = None
-
-    def ticks_us(self):
-        return time.ticks_us()
-
-    def ticks_ms(self):
-        return time.ticks_ms()
-
-    def watchdog_start(self, timeout_ms):
-        self._wdt = machine.WDT(timeout=timeout_ms)
-
-    def watchdog_feed(self):
-        if self._wdt is not None:
-            self._wdt.feed()
-
-    def reset_cause(self):
-        c = self._cause
-        if c == machine.WDT_RESET:
-            return protocol.RESET_WATCHDOG
-        if c == machine.PWRON_RESET:
-            return protocol.RESET_POWER_ON
-        if c == machine.SOFT_RESET:
-            return protocol.RESET_SOFT
-        return protocol.RESET_OTHER
-
-    def open_link(self):
-        from . import streams
-        return streams.open_stream(self.cfg["link"])
-
-    def free_heap(self):
-        return gc.mem_free()
-
-    def idle(self):
-        time.sleep_ms(1)
-
-    def deinit(self):
-        self.stop_periodic()
-        self.set_energized(False)
-        self._enc_l.stop()
-        self._enc_r.stop()
+            self._timer.callback(None)  # detach the IRQ before the timer goes
+        super().stop_periodic()

@@ -1,12 +1,14 @@
 # The port-independent logic the hardware backends run on the chip (hal/portable.py): the rp2 PIO quadrature
 # program executed by a small PIO interpreter, the pin-IRQ decoder, duty conversions, bridge mappings, counter
-# wrap and the soft periodic schedule.
+# wrap, the soft periodic schedule, and the Board parts the backends share (driven with small doubles of the
+# port's classes: the backends pass theirs in).
 import random
 from array import array
 
 import micropython
 
 from hal import portable
+from shared import protocol
 
 M32 = 0xFFFFFFFF
 UP = portable.QUAD_UP           # counting-up state sequence 0 -> 1 -> 3 -> 2
@@ -428,3 +430,236 @@ def test_soft_periodic_across_tick_wrap():
     # 60 * 250 us = 15 ms: 15 calls, across the wrap at 2**30
     assert calls == 15
     assert s.overruns == 0
+
+
+# ---- the Board parts the backends share ----
+
+class _Out:
+    """An output pin (machine.Pin-like): value(v) sets, value() reads; records every write."""
+    OUT = 1
+
+    def __init__(self, pid, mode=None, value=None):
+        self.id = pid
+        self.level = value
+        self.writes = []
+
+    def value(self, v=None):
+        if v is None:
+            return self.level
+        self.level = v
+        self.writes.append(v)
+
+
+class _Pwm:
+    def __init__(self, pin, freq=0, duty_u16=0):
+        self.pin = pin.id
+        self.freq = freq
+        self.duty = duty_u16
+
+    def duty_u16(self, v):
+        self.duty = v
+
+
+def test_bridge_mode_from_the_driver():
+    assert portable.bridge_mode({"driver": "pwm_dir"}) == portable.BRIDGE_PWM_DIR
+    assert portable.bridge_mode({"driver": "in1_in2"}) == portable.BRIDGE_IN1_IN2
+
+
+def test_reset_code_maps_the_three_causes_and_the_rest():
+    for cause, want in ((3, protocol.RESET_WATCHDOG), (1, protocol.RESET_POWER_ON), (5, protocol.RESET_SOFT),
+                        (2, protocol.RESET_OTHER), (4, protocol.RESET_OTHER)):
+        assert portable.reset_code(cause, 3, 1, 5) == want, cause
+    assert portable.reset_code("sw", "wdt", "por", "sw") == protocol.RESET_SOFT     # CircuitPython's enum values
+
+
+def test_duty_u16_bridge_pwm_dir_with_enable():
+    br = portable.DutyU16Bridge(_Pwm, _Out, portable.BRIDGE_PWM_DIR, {"pwm": 2, "dir": 3, "enable": 4}, 20000)
+    assert br.pwm.pin == 2 and br.pwm.freq == 20000 and br.pwm.duty == 0
+    assert br.dir.level == 0 and br.enable.level == 0               # made off: no pulse before energize
+    br.energize(True)
+    assert br.enable.level == 1
+    br.write(-16384)
+    assert (br.pwm.duty, br.dir.level) == (32769, 0)
+    br.write(32767)
+    assert (br.pwm.duty, br.dir.level) == (65535, 1)
+    br.energize(False)
+    assert br.pwm.duty == 0 and br.enable.level == 0
+    assert br.enable.writes[-1] == 0
+
+
+def test_duty_u16_bridge_in1_in2_without_enable_coasts():
+    br = portable.DutyU16Bridge(_Pwm, _Out, portable.BRIDGE_IN1_IN2, {"in1": 6, "in2": 7}, 1000)
+    assert br.enable is None and (br.pwm.pin, br.pwm2.pin) == (6, 7)
+    br.energize(True)
+    br.write(-100)
+    assert (br.pwm.duty, br.pwm2.duty) == (0, 200)
+    br.write(100)
+    assert (br.pwm.duty, br.pwm2.duty) == (200, 0)
+    br.write(-100)
+    br.energize(False)                                              # both inputs low: coast
+    assert (br.pwm.duty, br.pwm2.duty) == (0, 0)
+
+
+def test_duty_u16_bridge_write_is_allocation_free():
+    a = portable.DutyU16Bridge(_Pwm, _Out, portable.BRIDGE_PWM_DIR, {"pwm": 2, "dir": 3}, 20000)
+    b = portable.DutyU16Bridge(_Pwm, _Out, portable.BRIDGE_IN1_IN2, {"in1": 6, "in2": 7}, 20000)
+    a.dir.writes = None                 # the recording list would allocate; a real Pin does not
+    a.dir.value = lambda v: None
+    micropython.heap_lock()
+    try:
+        for q in (-32767, -5, 0, 7, 32767):
+            a.write(q)
+            b.write(q)
+    finally:
+        micropython.heap_unlock()
+    assert a.pwm.duty == 65535 and (b.pwm.duty, b.pwm2.duty) == (65535, 0)
+
+
+class _Enc:
+    def __init__(self, n):
+        self.n = n
+        self.released = False
+
+    def count(self):
+        return self.n
+
+    def deinit(self):
+        self.released = True
+
+
+class _Timer:
+    def __init__(self, callback):
+        self.callback = callback
+        self.running = True
+
+    def deinit(self):
+        self.running = False
+
+
+class _Wdt:
+    def __init__(self, timeout=0):
+        self.timeout = timeout
+        self.feeds = 0
+
+    def feed(self):
+        self.feeds += 1
+
+
+class _Machine:
+    """The machine-module names MachineBoard uses."""
+    PWRON_RESET = 1
+    WDT_RESET = 3
+    SOFT_RESET = 5
+    WDT = _Wdt
+
+    def __init__(self, cause):
+        self.cause = cause
+
+    def reset_cause(self):
+        return self.cause
+
+
+class _NoSoftResetMachine:
+    """A port whose machine module has no SOFT_RESET."""
+    PWRON_RESET = 1
+    WDT_RESET = 3
+    WDT = _Wdt
+
+    def __init__(self, cause):
+        self.cause = cause
+
+    def reset_cause(self):
+        return self.cause
+
+
+class _MachineTestBoard(portable.MachineBoard):
+    def __init__(self, machine):
+        super().__init__({"pwm_freq": 20000}, 16, machine)
+        self._left = portable.DutyU16Bridge(_Pwm, _Out, portable.BRIDGE_PWM_DIR, {"pwm": 2, "dir": 3}, 20000)
+        self._right = portable.DutyU16Bridge(_Pwm, _Out, portable.BRIDGE_IN1_IN2, {"in1": 6, "in2": 7}, 20000)
+        self._enc_l = _Enc(123)
+        self._enc_r = _Enc(65000)
+        self.timers = []
+
+    def _start_timer(self, hz):
+        t = _Timer(self._tick)
+        t.hz = hz
+        self.timers.append(t)
+        return t
+
+
+def test_board_base_counts_duty_gate_and_deinit():
+    b = _MachineTestBoard(_Machine(1))
+    assert b.counter_bits == 16 and not b.soft and not b.energized
+    buf = array("i", (0, 0))
+    b.read_counts(buf)
+    assert (buf[0], buf[1]) == (123, 65000)
+    b.write_duty(16384, -100)                   # ignored while de-energized
+    assert b._left.pwm.duty == 0 and b._right.pwm2.duty == 0
+    b.set_energized(1)
+    assert b.energized is True
+    b.write_duty(16384, -100)
+    assert b._left.pwm.duty == 32769 and b._left.dir.level == 1 and b._right.pwm2.duty == 200
+    b.start_periodic(250, lambda: None)
+    b.deinit()                                  # timer stopped, outputs coast, encoders released
+    assert not b.timers[0].running and b._timer is None
+    assert not b.energized and b._left.pwm.duty == 0 and b._right.pwm2.duty == 0
+    assert b._enc_l.released and b._enc_r.released
+    assert b.free_heap() > 0
+
+
+def test_machine_board_periodic_restarts_and_ticks():
+    b = _MachineTestBoard(_Machine(1))
+    calls = []
+    b.start_periodic(500, lambda: calls.append("a"))
+    b.timers[0].callback(b.timers[0])
+    b.timers[0].callback(b.timers[0])
+    b.start_periodic(100, lambda: calls.append("b"))   # a second start stops the first timer
+    assert not b.timers[0].running and b.timers[1].running and b.timers[1].hz == 100
+    b.timers[1].callback(b.timers[1])
+    assert calls == ["a", "a", "b"]
+    b.stop_periodic()
+    b.stop_periodic()                                   # twice is harmless
+    assert not b.timers[1].running
+    import time
+    t0 = b.ticks_us()
+    time.sleep_ms(3)
+    assert 2000 <= time.ticks_diff(b.ticks_us(), t0) < 1000000
+    assert time.ticks_diff(b.ticks_ms(), time.ticks_ms()) <= 0
+
+
+def test_machine_board_watchdog_and_reset_cause():
+    m = _Machine(5)
+    b = _MachineTestBoard(m)
+    b.watchdog_feed()                           # not started: nothing to feed, no error
+    b.watchdog_start(750)
+    b.watchdog_feed()
+    b.watchdog_feed()
+    assert b._wdt.timeout == 750 and b._wdt.feeds == 2
+    m.cause = 3                                 # read when the Board was made: the cause of this boot
+    assert b.reset_cause() == protocol.RESET_SOFT
+    assert _MachineTestBoard(_Machine(3)).reset_cause() == protocol.RESET_WATCHDOG
+    assert _MachineTestBoard(_Machine(1)).reset_cause() == protocol.RESET_POWER_ON
+    assert _MachineTestBoard(_Machine(2)).reset_cause() == protocol.RESET_OTHER
+    assert _MachineTestBoard(_NoSoftResetMachine(5)).reset_cause() == protocol.RESET_OTHER
+    assert _MachineTestBoard(_NoSoftResetMachine(3)).reset_cause() == protocol.RESET_WATCHDOG
+
+
+def test_own_per_period_methods_moves_only_inherited_ones():
+    @portable.own_per_period_methods
+    class Own(_MachineTestBoard):
+        def read_counts(self, buf):
+            buf[0] = 7
+            buf[1] = 8
+
+    d = Own.__dict__
+    assert d["write_duty"] is portable.BoardBase.write_duty         # the base's code, found one lookup earlier
+    assert d["ticks_us"] is portable.MachineBoard.ticks_us
+    assert "start_periodic" not in d and "write_duty" not in _MachineTestBoard.__dict__
+    b = Own(_Machine(1))
+    buf = array("i", (0, 0))
+    b.read_counts(buf)                                              # its own read_counts is kept
+    assert (buf[0], buf[1]) == (7, 8)
+    b.set_energized(True)
+    b.write_duty(-32767, 0)
+    assert b._left.pwm.duty == 65535 and b._left.dir.level == 0
