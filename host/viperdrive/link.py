@@ -27,6 +27,7 @@ import time
 import serial
 
 from .errors import LinkLost, NoReplyError, PortError, UserError
+from .stats import percentile
 from viperdrive.shared import protocol as P
 
 U32 = 1 << 32
@@ -301,9 +302,7 @@ class Link:
         rtts = sorted(self._rtts)
 
         def pct(q):
-            if not rtts:
-                return None
-            return rtts[min(len(rtts) - 1, int(q * (len(rtts) - 1) + 0.5))]
+            return percentile(rtts, q)
 
         c = self.counts
         return {

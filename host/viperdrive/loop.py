@@ -14,6 +14,8 @@ import math
 import time
 from collections import deque
 
+from .stats import percentile
+
 
 class FixedRateLoop:
     def __init__(self, rate_hz: float, spin: float = 0.0002, clock=time.monotonic, sleep=time.sleep,
@@ -82,7 +84,7 @@ class FixedRateLoop:
         ex = sorted(self._exec)
 
         def pct(v, q):
-            return v[min(len(v) - 1, int(q * (len(v) - 1) + 0.5))] * 1e6 if v else None
+            return percentile(v, q) * 1e6 if v else None
 
         exec_max = ex[-1] if ex else None
         return {

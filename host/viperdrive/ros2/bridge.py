@@ -27,6 +27,7 @@ from ..errors import BadValue, UserError
 from ..loop import DriveLoop
 from ..odometry import Odometry
 from ..shared import protocol
+from ..stats import percentile
 from . import msgs, qos
 from .node import RosNode, dds_topic_name, delete_entity, take_valid
 
@@ -461,7 +462,7 @@ class Ros2Bridge:
             + [msgs.KeyValue(str(k), _fmt(v)) for k, v in d.items()]
             + [msgs.KeyValue("wheel_command_rad_s", _fmt(self.last_wheels)),
                msgs.KeyValue("commands_in", str(self.commands_in)),
-               msgs.KeyValue("stamped_age_p50_ms", _fmt(_percentile(self.command_age, 50) * 1e3)),
+               msgs.KeyValue("stamped_age_p50_ms", _fmt((percentile(sorted(self.command_age), 0.5) or 0.0) * 1e3)),
                msgs.KeyValue("stamped_age_max_ms", _fmt(max(self.command_age, default=0.0) * 1e3))]))
 
         if final is not None:
@@ -536,13 +537,6 @@ def _flatten(d: dict, prefix: str = "") -> list:
         else:
             out.append((f"{prefix}{k}", v))
     return sorted(out)
-
-
-def _percentile(values, q: float) -> float:
-    if not values:
-        return 0.0
-    xs = sorted(values)
-    return xs[min(len(xs) - 1, int(q / 100.0 * len(xs)))]
 
 
 def _fmt(v) -> str:
