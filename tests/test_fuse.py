@@ -230,6 +230,47 @@ def test_nothing_usable_is_an_error(gap_recording):
     assert "'/not_recorded' is not in gap.mcap" in proc.stdout and "no estimate" in proc.stderr
 
 
+def test_a_run_with_no_estimates_leaves_existing_outputs_untouched(gap_recording, tmp_path):
+    d, path = gap_recording
+    cfg = tmp_path / "none.yaml"
+    cfg.write_text("odom0: /not_recorded\nodom0_config: [true, true, false, false, false, true, false, false, false,"
+                   " false, false, false, false, false, false]\n")
+    out, mout = tmp_path / "keep.csv", tmp_path / "keep.mcap"
+    out.write_text("t,x\n1.0,2.0\n")
+    mout.write_bytes(b"last run's odometry")
+    out.chmod(0o640)
+    proc = run_fuse(path, "--config", cfg, "--out", out, "--mcap-out", mout)
+    assert proc.returncode == 1 and "no estimate" in proc.stderr
+    assert out.read_text() == "t,x\n1.0,2.0\n" and mout.read_bytes() == b"last run's odometry"
+    assert f"{out} was not written (the existing file is unchanged)" in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv", "keep.mcap", "none.yaml"]   # no temp left
+    # nothing there before: nothing created
+    proc = run_fuse(path, "--config", cfg, "--out", tmp_path / "new.csv")
+    assert proc.returncode == 1 and not (tmp_path / "new.csv").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv", "keep.mcap", "none.yaml"]
+    # a run that produces estimates replaces both, keeping the old file's permissions
+    proc = run_fuse(path, "--config", config_file(d), "--out", out, "--mcap-out", mout)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader(open(out)))
+    assert tuple(rows[0]) == CSV_COLUMNS and len(rows) > 100
+    assert (out.stat().st_mode & 0o777) == 0o640
+    with open(mout, "rb") as f:
+        assert sum(1 for _ in make_reader(f).iter_messages()) == len(rows) - 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv", "keep.mcap", "none.yaml"]
+
+
+def test_a_new_output_gets_the_usual_file_mode(gap_recording, tmp_path):
+    import os
+
+    d, path = gap_recording
+    out = tmp_path / "new.csv"
+    proc = run_fuse(path, "--config", config_file(d), "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (out.stat().st_mode & 0o777) == 0o666 & ~mask          # as open() would have made it, not mkstemp's 0600
+
+
 def test_rosmsg_definitions_are_the_rosbag2_concatenated_form_and_round_trip(tmp_path):
     from viperdrive import rosmsg_defs
 

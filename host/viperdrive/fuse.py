@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import struct
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -432,6 +434,7 @@ class _Fusion:
             self._read_static_transforms(decoders)
         batch_cycle = None
         n = 0
+        finished = False
         try:
             try:
                 # a damaged file is streamed in file order (sorting would need the whole, unreadable, file first)
@@ -484,8 +487,16 @@ class _Fusion:
             result.messages = n
             if self.progress is not None:
                 self.progress(n, self.total)
+            finished = True
         finally:
-            self.writer.close()
+            # an existing output is replaced only by a run that produced estimates: an error or an empty run
+            # must not turn last run's results into a header-only file
+            self.writer.close(keep=finished and result.rows > 0)
+        if finished and result.rows == 0:
+            for out in (out_csv, mcap_out):
+                if out is not None:
+                    result.warnings.append(f"no estimates: {out} was not written"
+                                           + (" (the existing file is unchanged)" if Path(out).exists() else ""))
         if ekf.initialized:
             result.end = ekf.time
             result.final_state = ekf.state
@@ -606,25 +617,68 @@ class _Fusion:
             self.last_row_t = ekf.time
 
 
-class _Outputs:
-    def __init__(self, out_csv, mcap_out, config: FilterConfig):
-        self._csv_file = self._mcap_file = self._mcap = None
-        self.frame, self.child = config.world_frame, config.base_link_frame
+class _OutputFile:
+    """An output file written beside its target under a temporary name and renamed over it only by
+    `close(keep=True)`: a run that fails or produces nothing leaves an existing file exactly as it was (and creates
+    none). A target that exists but is not a regular file (/dev/null, a pipe) is written directly: there is nothing
+    in it to protect, and renaming over a device would replace the device."""
+
+    def __init__(self, path, mode: str, **kwargs):
+        target = Path(path)
+        self.target = target.resolve() if target.is_symlink() else target     # update the file the link points to
+        self.existed = self.target.exists()
+        self.tmp: Path | None = None
         try:
-            self._csv_file = open(out_csv, "w", newline="")
+            if self.existed and not self.target.is_file():
+                self.file = open(self.target, mode, **kwargs)
+            else:
+                fd, tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".part",
+                                           dir=self.target.parent)
+                self.tmp = Path(tmp)
+                self.file = os.fdopen(fd, mode, **kwargs)
         except OSError as e:
-            raise FuseError(f"{out_csv}: cannot write: {e.strerror}") from None
-        self._csv = csv.writer(self._csv_file)
+            raise FuseError(f"{path}: cannot write: {e.strerror}") from None
+
+    def close(self, keep: bool) -> None:
+        if self.file is None:
+            return
+        self.file.close()
+        self.file = None
+        if self.tmp is None:
+            return
+        if not keep:
+            self.tmp.unlink(missing_ok=True)
+            return
+        # mkstemp makes the file 0600; give it the mode the replaced file had, or a new file's usual one
+        mode = self.target.stat().st_mode & 0o7777 if self.existed else 0o666 & ~_umask()
+        os.chmod(self.tmp, mode)
+        os.replace(self.tmp, self.target)
+
+
+def _umask() -> int:
+    mask = os.umask(0)      # the only portable way to read it is to set it; put it straight back
+    os.umask(mask)
+    return mask
+
+
+class _Outputs:
+    """The CSV (and MCAP) of one run; `close(keep)` publishes them together, or discards both."""
+
+    def __init__(self, out_csv, mcap_out, config: FilterConfig):
+        self._mcap_file = self._mcap = None
+        self.frame, self.child = config.world_frame, config.base_link_frame
+        self._csv_file = _OutputFile(out_csv, "w", newline="")
+        self._csv = csv.writer(self._csv_file.file)
         self._csv.writerow(CSV_COLUMNS)
         if mcap_out is not None:
             from mcap_ros2.writer import Writer
 
             try:
-                self._mcap_file = open(mcap_out, "wb")
-            except OSError as e:
-                self.close()
-                raise FuseError(f"{mcap_out}: cannot write: {e.strerror}") from None
-            self._mcap = Writer(self._mcap_file)
+                self._mcap_file = _OutputFile(mcap_out, "wb")
+            except FuseError:
+                self.close(keep=False)
+                raise
+            self._mcap = Writer(self._mcap_file.file)
             self._schema = self._mcap.register_msgdef(rosmsg_defs.ODOMETRY,
                                                       rosmsg_defs.DEFINITIONS[rosmsg_defs.ODOMETRY])
 
@@ -636,14 +690,17 @@ class _Outputs:
             self._mcap.write_message(OUTPUT_TOPIC, self._schema, _odometry_dict(t, state, P, self.frame, self.child),
                                      log_time=ns, publish_time=ns)
 
-    def close(self):
-        if self._mcap is not None:
-            self._mcap.finish()
+    def close(self, keep: bool) -> None:
+        """keep: rename the finished files over the targets; otherwise delete them and leave the targets alone."""
+        try:
+            if self._mcap is not None and keep:
+                self._mcap.finish()
+        finally:
             self._mcap = None
-        for fh in (self._csv_file, self._mcap_file):
-            if fh is not None:
-                fh.close()
-        self._csv_file = self._mcap_file = None
+            for out in (self._csv_file, self._mcap_file):
+                if out is not None:
+                    out.close(keep)
+            self._csv_file = self._mcap_file = None
 
 
 def progress_bar(stream) -> Callable[[int, int | None], None]:
