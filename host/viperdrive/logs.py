@@ -146,6 +146,7 @@ class McapRecorder:
         self._mono0 = time.monotonic()
         self.counts: dict[str, int] = defaultdict(int)
         self._closed = False
+        self._overruns: int | None = None
 
     def ns(self, mono: float) -> int:
         return self._wall0 + int(round((mono - self._mono0) * 1e9))
@@ -198,12 +199,16 @@ class McapRecorder:
         """Board.diag() as one DiagnosticStatus: ERROR on a fault, WARN on deadman/overruns, else OK."""
         from viperdrive.shared import protocol as P
         level, message = 0, "ok"
+        overruns = diag.get("overruns", 0)
+        new_overruns = overruns - self._overruns if self._overruns is not None else 0
+        self._overruns = overruns
         if diag.get("fault_code"):
             level, message = 2, f"FAULT: {diag.get('fault')}"
         elif status is not None and status & P.ST_DEADMAN:
             level, message = 1, "deadman: no velocity command"
-        elif diag.get("overruns"):
-            level, message = 1, f"{diag['overruns']} control overruns"
+        elif new_overruns > 0:
+            # the counter is since boot: only overruns during this recording are news
+            level, message = 1, f"{new_overruns} new control overruns"
         values = [{"key": k, "value": str(v)} for k, v in diag.items() if not isinstance(v, (dict, list))]
         if status is not None:
             values.append({"key": "status", "value": " ".join(P.status_names(status)) or "disabled"})

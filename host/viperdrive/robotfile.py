@@ -18,7 +18,7 @@ from .errors import BadValue
 
 def _fmt(value) -> str:
     if isinstance(value, float):
-        return repr(round(value, 9))
+        return repr(float(f"{value:.9g}"))     # 9 significant digits: far below any measurement's resolution
     return str(value)
 
 
@@ -80,7 +80,7 @@ def update_values(path, values: dict) -> None:
         check = RobotConfig.load(tmp)
         for key, value in values.items():
             got = check.get(key)
-            if not (isinstance(got, (int, float)) and math.isclose(got, value, rel_tol=1e-9, abs_tol=1e-12)):
+            if not (isinstance(got, (int, float)) and math.isclose(got, float(_fmt(value)), rel_tol=1e-12)):
                 raise BadValue(f"robot file {p}: after editing, {key} reads back as {got!r}, not {value!r}; "
                                f"nothing written (set it by hand)")
         os.chmod(tmp, os.stat(p).st_mode & 0o777)

@@ -98,16 +98,25 @@ def run(args) -> int:
     return 0
 
 
+RELAY_ATTEMPTS = 3      # a disturbance during one run (a bump, a loaded host) spoils it: repeat before refusing
+
+
 def _autotune(args, board, wheel: str, rate: int) -> dict:
-    bar = Progress(args.relay_time, f"relay experiment ({wheel} wheel)", quiet=args.quiet or args.json, unit="s")
-    rec = steptest.run_relay(board, wheel, args.relay, args.relay_time, rate, progress=bar)
-    bar.close()
-    steady = rec.t >= 0.3 * rec.t[-1]       # the first part is the start-up transient
-    hysteresis = args.relay / 10.0          # relay band of the saturated P controller: amplitude / kp_max
-    res = relay_autotune(rec.t[steady], rec.measured[wheel][steady], args.relay, hysteresis=hysteresis,
-                         rule=args.rule, controller="pi")
-    out = {"ok": res.ok, "problems": list(res.problems), "ku": res.ku, "tu": res.tu, "amplitude": res.amplitude,
-           "cycles": res.cycles, "rule": res.rule, "kp": res.kp, "ki": res.ki, "kd": res.kd, "applied": False}
+    for attempt in range(1, RELAY_ATTEMPTS + 1):
+        bar = Progress(args.relay_time, f"relay experiment ({wheel} wheel)", quiet=args.quiet or args.json,
+                       unit="s")
+        rec = steptest.run_relay(board, wheel, args.relay, args.relay_time, rate, progress=bar)
+        bar.close()
+        steady = rec.t >= 0.3 * rec.t[-1]       # the first part is the start-up transient
+        hysteresis = args.relay / 10.0          # relay band of the saturated P controller: amplitude / kp_max
+        res = relay_autotune(rec.t[steady], rec.measured[wheel][steady], args.relay, hysteresis=hysteresis,
+                             rule=args.rule, controller="pi")
+        if res.ok or attempt == RELAY_ATTEMPTS or not all("steady" in p or "drifts" in p for p in res.problems):
+            break
+        note(args, f"relay run {attempt}: {'; '.join(res.problems)}; repeating")
+    out = {"ok": res.ok, "attempts": attempt, "problems": list(res.problems), "ku": res.ku, "tu": res.tu,
+           "amplitude": res.amplitude, "cycles": res.cycles, "rule": res.rule, "kp": res.kp, "ki": res.ki,
+           "kd": res.kd, "applied": False}
     if not args.json:
         print(res.summary())
     if not res.ok:

@@ -1,0 +1,135 @@
+"""Helpers for the `viperdrive` CLI tests: run the command as a subprocess, drive it through a pseudo-terminal, and
+share one virtual board (`viperdrive sim`) across the tests of a module, with its control endpoint."""
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args, timeout=60, input=None, env=None, **kw) -> subprocess.CompletedProcess:
+    """`viperdrive ARGS` with stdin from /dev/null unless input is given."""
+    e = dict(os.environ)
+    e.pop("VIPERDRIVE_PORT", None)
+    e.update(env or {})
+    return subprocess.run([VIPERDRIVE, *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          input=input, stdin=None if input is not None else subprocess.DEVNULL, env=e, **kw)
+
+
+class SharedSim:
+    """`viperdrive sim --listen 127.0.0.1:0 --control 127.0.0.1:0` for a module: url and control(request)."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([VIPERDRIVE, "sim", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.url = None
+        self.control_addr = None
+        deadline = time.monotonic() + 30
+        while self.url is None:
+            if time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError("viperdrive sim did not start")
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("viperdrive sim exited: " + self.proc.stderr.read())
+            if line.startswith("control on "):
+                host, _, port = line[len("control on "):].strip().rpartition(":")
+                self.control_addr = (host, int(port))
+            elif line.startswith("listening on "):
+                self.url = line[len("listening on "):].strip()
+
+    def control(self, request: dict) -> dict:
+        with socket.create_connection(self.control_addr, timeout=10) as s:
+            s.sendall((json.dumps(request) + "\n").encode())
+            f = s.makefile("rb")
+            reply = json.loads(f.readline())
+        assert reply.get("ok"), reply
+        return reply
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _controlling_tty():  # runs in the child: a new session whose controlling terminal is the pty (^C -> SIGINT)
+    import fcntl
+    import termios
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class PtyProcess:
+    """A command on a pseudo-terminal (stdin, stdout and stderr), as a user's terminal: send keys, expect text."""
+
+    def __init__(self, argv, env=None, cwd=None):
+        self.master, slave = pty.openpty()
+        e = dict(os.environ)
+        e.pop("VIPERDRIVE_PORT", None)
+        e.update(env or {})
+        e.setdefault("TERM", "xterm")
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=e, cwd=cwd,
+                                     preexec_fn=_controlling_tty)
+        os.close(slave)
+        self.output = ""
+
+    def _read(self, timeout):
+        r, _, _ = select.select([self.master], [], [], timeout)
+        if not r:
+            return False
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:         # EIO: the child closed the terminal
+            return None
+        if not data:
+            return None
+        self.output += data.decode("utf-8", "replace")
+        return True
+
+    def expect(self, pattern, timeout=20.0, start=0) -> re.Match:
+        """Wait until pattern (regex) appears in the output after index `start`."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            m = rx.search(self.output, start)
+            if m:
+                return m
+            left = deadline - time.monotonic()
+            if left <= 0 or self._read(min(left, 0.2)) is None:
+                m = rx.search(self.output, start)
+                if m:
+                    return m
+                raise AssertionError(f"{pattern!r} not seen within {timeout} s; output:\n{self.output[-3000:]}")
+
+    def send(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def wait(self, timeout=20.0) -> int:
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            self._read(0.1)
+        while self._read(0.05):
+            pass
+        rc = self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        return rc
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        os.close(self.master)
