@@ -130,3 +130,15 @@ def test_se2():
         b @ a
     # unnamed transforms compose freely
     assert (tf.SE2(1, 0, 0) @ tf.SE2(0, 1, 0)).y == 1.0
+
+
+def test_wrap_angle_boundaries_scalar_and_array_alike():
+    # [-pi, pi): +pi maps to -pi, the same for a float and for every element of an array (the EKF wraps arrays)
+    cases = [math.pi, -math.pi, 3 * math.pi + 0.25, -7.0, 0.0, 2 * math.pi, 1e-12 - math.pi]
+    want = [-math.pi, -math.pi, -math.pi + 0.25, -7.0 + 2 * math.pi, 0.0, 0.0, 1e-12 - math.pi]
+    scalar = [tf.wrap_angle(a) for a in cases]
+    assert scalar == pytest.approx(want, abs=1e-12)
+    assert scalar[0] == -math.pi and scalar[1] == -math.pi
+    arr = tf.wrap_angle(np.array(cases))
+    assert arr.tolist() == scalar                       # bit for bit the scalar results
+    assert all(-math.pi <= a < math.pi for a in scalar)

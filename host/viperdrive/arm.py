@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .transforms import wrap_angle
+
 
 @dataclass(frozen=True)
 class IK2RResult:
@@ -50,12 +52,8 @@ def ik_2r(l1: float, l2: float, x: float, y: float, tol: float = 1e-9) -> IK2RRe
     sols = []
     for q2 in (-math.acos(c2), math.acos(c2)):
         q1 = math.atan2(y, x) - math.atan2(l2 * math.sin(q2), l1 + l2 * math.cos(q2)) if r >= 1e-12 else 0.0
-        sols.append((_wrap(q1), q2))
+        sols.append((wrap_angle(q1), q2))
     return IK2RResult(True, sols[0], sols[1], reason)
-
-
-def _wrap(a):
-    return (a + math.pi) % (2 * math.pi) - math.pi
 
 
 @dataclass(frozen=True)
@@ -111,7 +109,7 @@ class PlanarArm:
         """End-effector pose (x, y, phi), phi the orientation of the last link."""
         q = self._q(q)
         x, y = self.joint_positions(q)[-1]
-        return np.array([x, y, _wrap(float(q.sum()))])
+        return np.array([x, y, wrap_angle(float(q.sum()))])
 
     def jacobian(self, q) -> np.ndarray:
         """3 x n: rows d(x, y, phi)/dq. Column i: z x (p_end - p_joint_i), and 1 for phi."""
@@ -161,7 +159,7 @@ class PlanarArm:
             pose = self.fk(q)
             e = target - pose[:rows]
             if orientation:
-                e[2] = _wrap(e[2])
+                e[2] = wrap_angle(e[2])
             err = float(np.linalg.norm(e))
             if err < best_err:
                 best_q, best_err = q.copy(), err

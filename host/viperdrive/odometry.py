@@ -25,13 +25,12 @@ import math
 import numpy as np
 
 from .config import RobotConfig
+from .transforms import wrap_angle
 
 ARC_EPS = 1e-6      # rad: below this |dtheta| the arc formula loses digits; the midpoint formula is exact enough
 
 
-def wrap_pi(a: float) -> float:
-    """Angle to [-pi, pi)."""
-    return (a + math.pi) % (2.0 * math.pi) - math.pi
+wrap_pi = wrap_angle     # angle to [-pi, pi); the name callers of this module use
 
 
 def count_delta(new: int, old: int, bits: int = 32) -> int:
@@ -43,15 +42,15 @@ def count_delta(new: int, old: int, bits: int = 32) -> int:
 def integrate_arc(x: float, y: float, theta: float, ds: float, dtheta: float) -> tuple[float, float, float]:
     """Advance (x, y, theta) by a circular arc of length ds turning by dtheta; theta returned wrapped."""
     if abs(dtheta) < ARC_EPS:
-        mid = theta + dtheta / 2.0
-        return x + ds * math.cos(mid), y + ds * math.sin(mid), wrap_pi(theta + dtheta)
+        return integrate_midpoint(x, y, theta, ds, dtheta)
     radius = ds / dtheta
     t1 = theta + dtheta
     return (x + radius * (math.sin(t1) - math.sin(theta)), y - radius * (math.cos(t1) - math.cos(theta)),
             wrap_pi(t1))
 
 
-def integrate_midpoint(x, y, theta, ds, dtheta):
+def integrate_midpoint(x: float, y: float, theta: float, ds: float, dtheta: float) -> tuple[float, float, float]:
+    """Advance (x, y, theta) by ds along the mean heading of the step (second order); theta returned wrapped."""
     mid = theta + dtheta / 2.0
     return x + ds * math.cos(mid), y + ds * math.sin(mid), wrap_pi(theta + dtheta)
 

@@ -25,7 +25,9 @@ __all__ = [
 
 
 def wrap_angle(a):
-    """Angle (float or numpy array) wrapped to [-pi, pi)."""
+    """Angle (float or numpy array, elementwise) wrapped to [-pi, pi): +pi becomes -pi.
+
+    The one angle wrap of the host package (odometry, the EKF, the small filters and the arm all use it)."""
     return (a + math.pi) % (2.0 * math.pi) - math.pi
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..transforms import wrap_angle
+
 log = logging.getLogger("viperdrive.ekf")
 
 STATE_SIZE = 15
@@ -36,10 +38,6 @@ REJECTED = "rejected"            # failed the Mahalanobis gate
 TOO_LATE = "too_late"            # older than the history (or than the first measurement): dropped, counted, logged
 LATE_FUSED = "late_fused"        # older than the filter time without smoothing: fused at the current time
 NOTHING = "nothing"              # selects no variable the filter carries (e.g. z in 2-D mode)
-
-
-def wrap(a):
-    return (a + math.pi) % (2.0 * math.pi) - math.pi
 
 
 @dataclass(slots=True)
@@ -244,7 +242,7 @@ class Ekf:
         R.flat[::k + 1] = np.maximum(np.abs(R.diagonal()), MIN_MEASUREMENT_VARIANCE)
         innovation = z - self.x[idx]
         if len(angles):
-            innovation[angles] = wrap(innovation[angles])     # 179 deg vs -179 deg is 2 deg apart, not 358
+            innovation[angles] = wrap_angle(innovation[angles])     # 179 deg vs -179 deg is 2 deg apart, not 358
         PHt = self.P[:, idx]
         S = PHt[idx] + R
         try:
@@ -258,7 +256,7 @@ class Ekf:
         K = PHt @ S_inv
         self.x = self.x + K @ innovation
         if len(self._angle_internal):
-            self.x[self._angle_internal] = wrap(self.x[self._angle_internal])
+            self.x[self._angle_internal] = wrap_angle(self.x[self._angle_internal])
         IKH = self._eye.copy()
         IKH[:, idx] -= K
         # Joseph form: symmetric positive definite for any gain, not only the optimal one
@@ -281,7 +279,7 @@ class Ekf:
         np.fill_diagonal(R, np.maximum(np.abs(np.diag(R)), MIN_MEASUREMENT_VARIANCE))
         self.P[np.ix_(idx, idx)] = R
         if len(self._angle_internal):
-            self.x[self._angle_internal] = wrap(self.x[self._angle_internal])
+            self.x[self._angle_internal] = wrap_angle(self.x[self._angle_internal])
         self.initialized = True
         self.time = m.time
         return USED
@@ -388,7 +386,7 @@ def _planar_model(x, dt):
     xn = x.copy()
     xn[0] += c * dxb - s * dyb
     xn[1] += s * dxb + c * dyb
-    xn[2] = wrap(yaw + vyaw * dt)
+    xn[2] = wrap_angle(yaw + vyaw * dt)
     xn[3] += ax * dt
     xn[4] += ay * dt
     F = np.eye(8)
@@ -431,7 +429,7 @@ def _spatial_model(x, dt):
     xn = x.copy()
     xn[0:3] += R @ d
     ang = x[3:6] + T @ w * dt
-    xn[3], xn[4], xn[5] = wrap(ang[0]), wrap(ang[1]), wrap(ang[2])
+    xn[3], xn[4], xn[5] = wrap_angle(ang[0]), wrap_angle(ang[1]), wrap_angle(ang[2])
     xn[6:9] += a * dt
     F = np.eye(15)
     F[0:3, 6:9] = R * dt

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import rosmsg_defs
-from ..transforms import quat_from_euler, quat_to_xyzw
+from ..transforms import quat_from_euler, quat_to_xyzw, wrap_angle
 
 
 @dataclass
@@ -65,7 +65,7 @@ def simulate_run(duration: float = 20.0, seed: int = 0, dt: float = 0.001, odom_
         x[i] = x[i - 1] + v[i - 1] * dt * math.cos(th)
         y[i] = y[i - 1] + v[i - 1] * dt * math.sin(th)
         yaw[i] = yaw[i - 1] + w[i - 1] * dt
-    yaw = (yaw + math.pi) % (2 * math.pi) - math.pi
+    yaw = wrap_angle(yaw)
     run = SimRun(ts, x, y, yaw, v, w)
     msgs = run.messages
 

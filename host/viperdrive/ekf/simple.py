@@ -1,13 +1,9 @@
 """Small filters for one angle (BRIEF §9): a 1-D Kalman filter with gyro bias, and a complementary filter."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-
-def _wrap(a: float) -> float:
-    return (a + math.pi) % (2.0 * math.pi) - math.pi
+from ..transforms import wrap_angle as _wrap
 
 
 class Kalman1D:
