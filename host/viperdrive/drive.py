@@ -19,7 +19,7 @@ import math
 import time
 
 from .config import AxisLimits, RobotConfig
-from .kinematics import DifferentialDriveKinematics, max_angular
+from .kinematics import DifferentialDriveKinematics, max_angular, twist_scale
 
 # a stamp this far in the future means the clocks disagree: refuse rather than hold the command forever
 FUTURE_TOLERANCE_S = 0.5
@@ -106,10 +106,7 @@ class DriveController:
             s = min(s, c.linear.max_velocity / abs(v))
         if c.angular.max_velocity is not None and abs(w) > c.angular.max_velocity:
             s = min(s, c.angular.max_velocity / abs(w))
-        half = w * self.separation / 2.0
-        peak = max(abs(v - half), abs(v + half))
-        if peak > c.max_wheel_speed:
-            s = min(s, c.max_wheel_speed / peak)
+        s = min(s, twist_scale(v, w, self.separation, c.max_wheel_speed))
         self.scale = s
         # one factor for both: same curvature w/v, slower
         return v * s, w * s
@@ -119,14 +116,16 @@ class DriveController:
         dt = self.dt
         dv = tv - self.v
         dw = tw - self.w
-        alpha = 1.0
-        alpha = min(alpha, _axis_fraction(c.linear, self.v, dv, self._acc_v, dt))
-        alpha = min(alpha, _axis_fraction(c.angular, self.w, dw, self._acc_w, dt))
-        # rim acceleration of both wheels through the same fraction: the wheel ratio is kept during the ramp
-        half = dw * self.separation / 2.0
-        peak = max(abs(dv - half), abs(dv + half))
-        if peak > 0:
-            alpha = min(alpha, c.max_wheel_acceleration * dt / peak)
+        if dv == 0.0 and dw == 0.0:
+            # on the target (most ticks): no limit can bind, and the acceleration the jerk limit starts from is 0
+            self.ramp = 1.0
+            self._acc_v = self._acc_w = 0.0
+            return
+        # the smallest fraction any limit allows; the rim acceleration of both wheels goes through the same
+        # fraction, so the wheel ratio is kept during the ramp
+        alpha = min(1.0, _axis_fraction(c.linear, self.v, dv, self._acc_v, dt),
+                    _axis_fraction(c.angular, self.w, dw, self._acc_w, dt),
+                    twist_scale(dv, dw, self.separation, c.max_wheel_acceleration * dt))
         self.ramp = alpha
         step_v = alpha * dv
         step_w = alpha * dw

@@ -12,34 +12,55 @@ from __future__ import annotations
 import math
 
 
+def saturation_scale(left: float, right: float, limit: float | None) -> float:
+    """The one factor (0 < k <= 1) that brings max(|left|, |right|) down to limit; 1.0 when within it or no limit.
+
+    The single place the joint peak limit is computed: desaturate() applies it, DriveController combines it with
+    its per-axis factors and uses it for the rim acceleration limit."""
+    if limit is None:
+        return 1.0
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    peak = max(abs(left), abs(right))
+    if peak <= limit or peak == 0.0:
+        return 1.0
+    return limit / peak
+
+
 def desaturate(left: float, right: float, limit: float | None) -> tuple[float, float]:
     """Scale (left, right) by one factor so that max(|left|, |right|) <= limit; unchanged when within it.
 
     Same units in and out (m/s or rad/s, as long as limit is in the same unit). limit None: no limit.
     """
-    if limit is None:
-        return left, right
-    if limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
-    peak = max(abs(left), abs(right))
-    if peak <= limit or peak == 0.0:
-        return left, right
-    k = limit / peak
-    return left * k, right * k
+    k = saturation_scale(left, right, limit)
+    return left * k, right * k          # k == 1.0 leaves them exactly as they were
+
+
+def twist_scale(v: float, w: float, wheel_separation: float, limit: float | None) -> float:
+    """saturation_scale() of the rim speeds of (v, w): the factor on both v and w that keeps each wheel's rim
+    speed (or, for a change of twist, rim speed change) within limit."""
+    half = w * wheel_separation / 2.0
+    return saturation_scale(v - half, v + half, limit)
 
 
 def twist_to_wheels(v: float, w: float, wheel_separation: float, wheel_radius: float,
-                    max_wheel_speed: float | None = None) -> tuple[float, float]:
-    """(v m/s, w rad/s) -> (left, right) wheel rad/s; max_wheel_speed in m/s at the wheel scales both jointly."""
+                    max_wheel_speed: float | None = None, right_radius: float | None = None) -> tuple[float, float]:
+    """(v m/s, w rad/s) -> (left, right) wheel rad/s; max_wheel_speed in m/s at the wheel scales both jointly.
+
+    right_radius: the right wheel's radius when it differs from the left one's (wheel_radius). wheel_radius 1.0
+    gives the rim speeds in m/s (dividing by 1.0 is exact)."""
     half = w * wheel_separation / 2.0
-    left, right = desaturate(v - half, v + half, max_wheel_speed)
-    return left / wheel_radius, right / wheel_radius
+    left, right = v - half, v + half
+    k = saturation_scale(left, right, max_wheel_speed)      # desaturate() inlined: this is the hot path
+    return left * k / wheel_radius, right * k / (wheel_radius if right_radius is None else right_radius)
 
 
-def wheels_to_twist(left: float, right: float, wheel_separation: float, wheel_radius: float) -> tuple[float, float]:
-    """(left, right) wheel rad/s -> (v m/s, w rad/s)."""
+def wheels_to_twist(left: float, right: float, wheel_separation: float, wheel_radius: float,
+                    right_radius: float | None = None) -> tuple[float, float]:
+    """(left, right) wheel rad/s -> (v m/s, w rad/s). right_radius as in twist_to_wheels; wheel_radius 1.0 takes
+    rim speeds in m/s."""
     vl = left * wheel_radius
-    vr = right * wheel_radius
+    vr = right * (wheel_radius if right_radius is None else right_radius)
     return (vr + vl) / 2.0, (vr - vl) / wheel_separation
 
 
@@ -90,19 +111,15 @@ class DifferentialDriveKinematics:
 
     def wheel_linear(self, v: float, w: float) -> tuple[float, float]:
         """(v, w) -> (left, right) rim speeds in m/s, jointly desaturated to max_wheel_speed."""
-        half = w * self.separation / 2.0
-        return desaturate(v - half, v + half, self.max_wheel_speed)
+        return twist_to_wheels(v, w, self.separation, 1.0, self.max_wheel_speed)
 
     def to_wheels(self, v: float, w: float) -> tuple[float, float]:
         """(v m/s, w rad/s) -> (left, right) wheel rad/s, jointly desaturated."""
-        vl, vr = self.wheel_linear(v, w)
-        return vl / self.left_radius, vr / self.right_radius
+        return twist_to_wheels(v, w, self.separation, self.left_radius, self.max_wheel_speed, self.right_radius)
 
     def to_twist(self, left: float, right: float) -> tuple[float, float]:
         """(left, right) wheel rad/s -> (v m/s, w rad/s)."""
-        vl = left * self.left_radius
-        vr = right * self.right_radius
-        return (vr + vl) / 2.0, (vr - vl) / self.separation
+        return wheels_to_twist(left, right, self.separation, self.left_radius, self.right_radius)
 
     def max_angular(self, v: float) -> float:
         if self.max_wheel_speed is None:

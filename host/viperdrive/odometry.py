@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from .config import RobotConfig
+from .kinematics import wheels_to_twist
 from .transforms import wrap_angle
 
 ARC_EPS = 1e-6      # rad: below this |dtheta| the arc formula loses digits; the midpoint formula is exact enough
@@ -145,26 +146,26 @@ class Odometry:
             g = np.array([[0.5 * cm + ds * sm / (2 * b), 0.5 * cm - ds * sm / (2 * b)],
                           [0.5 * sm - ds * cm / (2 * b), 0.5 * sm + ds * cm / (2 * b)],
                           [-1.0 / b, 1.0 / b]])
-            q = np.diag([var_l, var_r])
+            q = (var_l, var_r)
         else:
             # inputs (ds, dtheta): distance from the wheels, heading change from the gyro
             g = np.array([[cm, -0.5 * ds * sm], [sm, 0.5 * ds * cm], [0.0, 1.0]])
-            q = np.diag([(var_l + var_r) / 4.0, gyro_var])
-        self._p = f @ self._p @ f.T + g @ q @ g.T
+            q = ((var_l + var_r) / 4.0, gyro_var)
+        # G diag(q) G^T with the diagonal as a column scaling (same numbers, no 2x2 matrix built)
+        self._p = f @ self._p @ f.T + (g * q) @ g.T
 
     def _set_twist(self, vel_l, vel_r, rl, rr):
         vl = vel_l * rl
         vr = vel_r * rr
         b = self.separation
-        self.v = (vr + vl) / 2.0
-        self.w = (vr - vl) / b
+        self.v, self.w = wheels_to_twist(vl, vr, b, 1.0)     # rim speeds in, so radius 1
         n = self.config.odometry
         q = max(self.left_per_count, self.right_per_count)
         quant = (q / n.velocity_window) ** 2 / 12.0
         var_l = (n.velocity_slip_ratio * vl) ** 2 + quant
         var_r = (n.velocity_slip_ratio * vr) ** 2 + quant
         j = np.array([[0.5, 0.5], [-1.0 / b, 1.0 / b]])
-        self._twist_cov = j @ np.diag([var_l, var_r]) @ j.T
+        self._twist_cov = (j * (var_l, var_r)) @ j.T
 
     # ---- outputs ----
     @property
