@@ -124,3 +124,27 @@ def test_against_wpimath_kinematics_and_desaturate(v, w, b, vmax):
     assert math.isclose(right, ws.right, rel_tol=1e-9, abs_tol=1e-9)
     back = kin.toChassisSpeeds(wpimath_kin.DifferentialDriveWheelSpeeds(left, right))
     assert (back.vx, back.omega) == pytest.approx(k.wheels_to_twist(left, right, b, 1.0), abs=1e-9)
+
+
+def test_saturation_scale_is_the_factor_desaturate_applies():
+    assert k.saturation_scale(0.3, -0.2, 0.55) == 1.0                    # within: untouched
+    assert k.saturation_scale(0.3, -1.1, 0.55) == pytest.approx(0.5)     # the larger magnitude sets it
+    assert k.saturation_scale(0.0, 0.0, 0.0) == 1.0 and k.saturation_scale(5.0, 1.0, None) == 1.0
+    assert k.desaturate(0.3, -1.1, 0.55) == pytest.approx((0.15, -0.55))
+    with pytest.raises(ValueError, match="limit"):
+        k.saturation_scale(1.0, 1.0, -0.1)
+    # the twist form: (0.5 m/s, 2 rad/s) on b = 0.2 m has rims 0.3 and 0.7 m/s; 0.7 -> 0.35 halves both
+    assert k.twist_scale(0.5, 2.0, 0.2, 0.35) == pytest.approx(0.5)
+    assert k.twist_scale(0.5, 2.0, 0.2, 0.7) == 1.0
+
+
+def test_functions_with_two_radii_match_the_class():
+    kin = k.DifferentialDriveKinematics(0.2, 0.05, left_wheel_radius_multiplier=0.9,
+                                        right_wheel_radius_multiplier=1.2, max_wheel_speed=0.4)
+    rl, rr = kin.left_radius, kin.right_radius          # 0.045 and 0.06 (to rounding)
+    left, right = k.twist_to_wheels(0.3, 2.0, 0.2, rl, 0.4, right_radius=rr)
+    assert (left, right) == kin.to_wheels(0.3, 2.0)
+    # rims 0.1 and 0.5 m/s scaled by 0.8 to 0.08 and 0.4, then per wheel radius
+    assert left == pytest.approx(0.08 / 0.045) and right == pytest.approx(0.4 / 0.06)
+    assert k.wheels_to_twist(left, right, 0.2, 0.045, right_radius=0.06) == pytest.approx((0.24, 1.6))
+    assert kin.to_twist(left, right) == k.wheels_to_twist(left, right, 0.2, rl, right_radius=rr)
