@@ -212,12 +212,15 @@ def test_measurement_older_than_history_is_counted_and_logged(caplog):
 
 
 def _turn_then_jump(threshold, jump_at=None):
-    """Odometry drives straight, then a sharp 2 rad/s turn; an absolute position sensor is gated."""
+    """Odometry drives straight, then a sharp 2 rad/s turn; an absolute position sensor is gated.
+
+    Returns the filter, (t, outcome) per position fix, and (t, estimate x, y, true x, y) after each fix."""
     ekf = Ekf(EkfConfig(two_d_mode=True, initial_covariance=np.eye(15) * 1e-6))
     rng = np.random.default_rng(2)
     x = y = th = 0.0
     dt = 0.01
     outcomes = []
+    track = []
     for k in range(1, 401):
         t = k * dt
         v = 0.5
@@ -232,22 +235,40 @@ def _turn_then_jump(threshold, jump_at=None):
             if jump_at is not None and abs(t - jump_at) < 1e-9:
                 px += 5.0
             outcomes.append((t, ekf.process(meas(t, "pose", {X: px, Y: py}, {X: 9e-4, Y: 9e-4}, threshold))))
-    return ekf, outcomes
+            track.append((t, ekf.state[X], ekf.state[Y], x, y))
+    return ekf, outcomes, track
 
 
 def test_gating_accepts_a_sharp_turn_and_rejects_a_5m_jump():
-    ekf, outcomes = _turn_then_jump(threshold=5.0, jump_at=2.0)   # the jump lands in the middle of the turn
+    ekf, outcomes, track = _turn_then_jump(threshold=5.0, jump_at=2.0)   # the jump lands in the middle of the turn
     rejected = [t for t, o in outcomes if o == REJECTED]
     assert rejected == [pytest.approx(2.0)]
     assert ekf.sensors["pose"].rejected == 1
     assert ekf.sensors["pose"].used == len(outcomes) - 1
     # the estimate was not dragged towards the jump
-    _, ungated = _turn_then_jump(threshold=math.inf, jump_at=2.0)
+    _, ungated, ungated_track = _turn_then_jump(threshold=math.inf, jump_at=2.0)
     assert all(o == USED for _, o in ungated)
+    _, _, clean_track = _turn_then_jump(threshold=5.0)           # the same run without the glitch
+    k = [i for i, row in enumerate(track) if abs(row[0] - 2.0) < 1e-9][0]
+
+    def error(row):
+        return math.hypot(row[1] - row[3], row[2] - row[4])
+
+    def apart(a, b):
+        return math.hypot(a[1] - b[1], a[2] - b[2])
+
+    # right after the glitch: the ungated filter is pulled most of the 5 m towards it (4.3 m in x), the gated one
+    # stays within 5 cm of the truth
+    assert ungated_track[k][1] - ungated_track[k][3] > 4.0
+    assert error(track[k]) < 0.05
+    # at the end (2 s and 20 fixes later) the ungated run still carries 4 mm of the glitch; the gated one is the
+    # glitch-free run to within 0.1 mm
+    assert apart(ungated_track[-1], clean_track[-1]) > 2e-3
+    assert apart(track[-1], clean_track[-1]) < 1e-4
 
 
 def test_too_low_a_threshold_rejects_real_data():
-    _, outcomes = _turn_then_jump(threshold=0.3)
+    _, outcomes, _ = _turn_then_jump(threshold=0.3)
     assert sum(o == REJECTED for _, o in outcomes) > len(outcomes) // 3
 
 
