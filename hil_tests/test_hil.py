@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from viperdrive.board import BoardDeenergized
 from viperdrive.config import RobotConfig
 from viperdrive.demo import PathRunner, Track, square
 from viperdrive.drive import DriveController
@@ -206,16 +207,20 @@ def test_frozen_control_task_watchdog_resets_and_board_comes_back_disabled(board
 def test_stall_against_a_wall_latches_fault_and_clear_fault_recovers(board, need_sim):
     board.activate()
     need_sim.fault("stall", wheel="both", on=True)
+    t0 = time.monotonic()
     try:
-        samples = run(board, 1.5, wheels=(10.0, 10.0))
-        faulted = [t for t, s in samples if s.status & P.ST_FAULT]
-        assert faulted, "no FAULT within 1.5 s of a blocked wheel at full command"
+        # the board latches FAULT and turns its outputs off: the Board stops at that STATE and says so
+        with pytest.raises(BoardDeenergized, match="FAULT latched") as info:
+            run(board, 1.5, wheels=(10.0, 10.0))
+        faulted = time.monotonic() - t0
+        assert info.value.state.status & P.ST_FAULT and not board.active
         code = board.diag()["fault_code"]
         time.sleep(0.1)
         assert need_sim.truth()["energized"] is False
     finally:
         need_sim.fault("stall", wheel="both", on=False)
-    print(f"stall: FAULT after {faulted[0] * 1e3:.0f} ms (stall_ms {board.get_param('stall_ms')}), code {code}")
+    print(f"stall: FAULT after {faulted * 1e3:.0f} ms (stall_ms {board.get_param('stall_ms')}), code {code}")
+    assert faulted < 1.5, "no FAULT within 1.5 s of a blocked wheel at full command"
     assert code in (P.FAULT_STALL_LEFT, P.FAULT_STALL_RIGHT)
     assert board.clear_fault() == code
     board.activate()

@@ -120,3 +120,22 @@ def test_reconnect_after_port_disappears_and_returns():
         r.unplug()
         with pytest.raises(PortError, match="did not come back"):
             link.reconnect(timeout=0.2, interval=0.05)
+
+
+def test_board_to_host_is_none_until_synced_and_again_after_a_reopen():
+    with Responder() as r, Link(r.url) as link:
+        assert link.board_to_host(123) is None              # unsynced: no time, not an exchange that failed
+        link.sync_clock(4)
+        assert link.board_to_host(r.board_us()) == pytest.approx(time.monotonic(), abs=0.01)
+        r.unplug()
+        with pytest.raises(LinkLost, match="went away"):
+            for _ in range(50):
+                link.poll()
+                time.sleep(0.01)
+        assert not link.is_open
+        r.replug()
+        assert link.try_reopen() and link.stats()["reconnects"] == 1
+        # the board behind the reopened port may have rebooted: its clock fit is gone, like after reconnect()
+        assert link.board_to_host(r.board_us()) is None and link.clock_offset is None
+        link.sync_clock(4)
+        assert link.board_to_host(r.board_us()) == pytest.approx(time.monotonic(), abs=0.01)

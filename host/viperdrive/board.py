@@ -12,6 +12,14 @@ deadline (the per-command timeout, capped at 80 % of the loop period).
 
 read() fills the state every cycle: a missed reply holds the last values (fresh=False); more than max_misses (5)
 misses in a row raise LinkLost (a single lost frame must not stop the controllers; persistent loss must).
+
+While active, every STATE is checked for a board that restarted or de-energized behind the open port (watchdog
+reset, brown-out, a latched fault, its long-silence disable): a STATE without ST_ENABLED (we never disable while
+active), with ST_WDT_RESET newly set, or with encoder counts that jumped further than the wheels can turn. Then
+the Board goes inactive, epoch + 1 (the encoders may have restarted: DriveLoop drops the odometry baseline, so the
+pose continues from where it was instead of jumping back to the new counts) and read()/write() raise
+BoardDeenergized (a BoardFault: exit code 6) saying why; that STATE is never returned as a reading. A port that
+vanished and reopened inside the miss budget is treated the same way: HELLO again, epoch + 1.
 """
 from __future__ import annotations
 
@@ -65,6 +73,19 @@ class BoardState:
         return bool(self.status & P.ST_FAULT)
 
 
+class BoardDeenergized(BoardFault):
+    """While active, the board restarted (watchdog, power) or turned its outputs off on its own (a latched fault,
+    its long-silence disable). restarted: its encoders restarted too; cause: a few words (for diagnostics);
+    state: the BoardState that showed it. The Board is inactive: clear a fault if one is latched, then
+    activate() again."""
+
+    def __init__(self, message: str, cause: str, restarted: bool, state: BoardState):
+        super().__init__(message)
+        self.cause = cause
+        self.restarted = restarted
+        self.state = state
+
+
 def fault_text(code: int) -> str:
     """A fault code in words (protocol.FAULT_NAMES)."""
     return P.FAULT_NAMES.get(code, f"unknown fault code {code}")
@@ -98,7 +119,10 @@ class Board:
         self.info: BoardInfo | None = None
         self.active = False
         self.configured = False
-        self.epoch = 0                      # +1 whenever the encoders restart (activate, reconnect)
+        self.epoch = 0                      # +1 whenever the encoders (may) restart: activate, reconnect, reopen,
+        #                                     a board restart seen in STATE
+        self.down: BoardDeenergized | None = None   # why the board went inactive on its own (None: it did not)
+        self._baseline: BoardState | None = None    # the last state accepted in this epoch (restart checks)
         self._state: BoardState | None = None
         self._pending: tuple[float, float] | None = None    # (sent, deadline) of the outstanding SET_VEL
         self.misses = 0                     # consecutive
@@ -108,6 +132,7 @@ class Board:
         self.last_nack: NackError | None = None
         self._telemetry = collections.deque(maxlen=int(options.get("telemetry_queue", 10000)))
         self._last_reopen = 0.0
+        self._active_since = 0.0            # host time of the last activate()
         self._asked = False                 # write() was called since the last read()
         self._undelivered = False           # a state from activate()/reconnect() not yet returned by read()
 
@@ -177,8 +202,15 @@ class Board:
             raise BoardFault("the board did not enable (ENABLE_ACK says off)")
         self.epoch += 1
         self.misses = 0
+        self.down = None
+        self._baseline = None
+        self._active_since = time.monotonic()
+        state = self._exchange_zero()
+        # the restart checks start from the board's first answer after ENABLE (a WDT_RESET bit already latched
+        # then is old news, not a new reset)
+        self._baseline = state
         self.active = True
-        return self._exchange_zero()
+        return state
 
     def _exchange_zero(self, tolerate_nack: bool = False) -> BoardState | None:
         try:
@@ -188,7 +220,7 @@ class Board:
                 return None
             raise
         self._pending = None
-        state = self._accept_state(payload, time.monotonic())
+        state = self._accept_state(payload, time.monotonic(), check=False)
         self._undelivered = True    # the next read() returns it as this cycle's fresh state
         return state
 
@@ -248,7 +280,21 @@ class Board:
         if now - self._last_reopen < 0.5:
             return False
         self._last_reopen = now
-        return self.link.try_reopen()
+        if not self.link.try_reopen():
+            return False
+        # Whatever is on the port now may have rebooted (USB re-plug powers it down) or be another board: HELLO
+        # again (one round trip, only on this rare path), and a new epoch, because counts from before the gap and
+        # after it need not continue each other (DriveLoop drops the odometry baseline instead of integrating a
+        # jump). A rebooted board then answers without ST_ENABLED, which read() reports as BoardDeenergized.
+        try:
+            self._hello()
+        except (NoReplyError, LinkLost, NackError):
+            self.link.close()       # not answering yet: stays a miss, the next attempt in half a second
+            return False
+        self.epoch += 1
+        self._baseline = None
+        self._pending = None
+        return True
 
     def _other_frame(self, cmd: int, payload: bytes) -> None:
         if cmd == P.TELEMETRY_DATA:
@@ -259,12 +305,73 @@ class Board:
         elif cmd == P.NACK and len(payload) == 2:
             self.last_nack = NackError(payload[0], payload[1])
 
-    def _accept_state(self, payload: bytes, now: float) -> BoardState:
+    def _accept_state(self, payload: bytes, now: float, check: bool = True) -> BoardState:
         pl, pr, vl, vr, status = P.unpack_state(payload)
         k = TWO_PI / self.counts_per_rev
-        self._state = BoardState((pl * k, pr * k), (vl * k, vr * k), status, (pl, pr), now, True, 0)
+        state = BoardState((pl * k, pr * k), (vl * k, vr * k), status, (pl, pr), now, True, 0)
+        self._state = state
         self._undelivered = False
-        return self._state
+        if check and self.active:
+            why = self._restart_reason(state)
+            if why is not None:
+                self._went_down(state, *why)
+            self._baseline = state
+        return state
+
+    def _restart_reason(self, state: BoardState) -> tuple[str, bool] | None:
+        """(what happened, encoders restarted?) when this STATE shows the board restarted or de-energized."""
+        base = self._baseline
+        if state.status & P.ST_WDT_RESET and not (base is not None and base.status & P.ST_WDT_RESET):
+            return "was reset by its watchdog", True
+        if base is not None:
+            jump = max(abs(_delta32(state.counts[0], base.counts[0])), abs(_delta32(state.counts[1], base.counts[1])))
+            if jump > self._max_count_step(state.stamp - base.stamp):
+                # further than the wheels can turn in that time: the encoders restarted (a reboot that came back
+                # enabled, e.g. someone else enabled it): integrating it would throw the pose back
+                return f"restarted (encoder counts jumped by {jump} since the last reading)", True
+        if not state.status & P.ST_ENABLED:
+            # we never disable while active: the board did it on its own
+            if state.status & P.ST_FAULT:
+                return "de-energized: FAULT latched", False
+            return "de-energized (no FAULT: a restart, or its long-silence disable after the host went quiet)", False
+        return None
+
+    def _max_count_step(self, dt: float) -> float:
+        # generous on purpose (a false alarm stops the robot): three times the top wheel speed, a hand or a slope
+        # turning the wheels faster, plus one whole turn; dt gets a period of slack for stamp jitter
+        top = max(self.config.max_wheel_speed / self.config.left_radius,
+                  self.config.max_wheel_speed / self.config.right_radius)
+        return 3.0 * top * self.counts_per_rev / TWO_PI * (max(dt, 0.0) + self.config.period) + self.counts_per_rev
+
+    def _went_down(self, state: BoardState, what: str, restarted: bool):
+        """Inactive, new epoch, raise BoardDeenergized naming what the board says (one GET_DIAG, off the hot path
+        since the loop stops here anyway)."""
+        self.active = False
+        self._pending = None
+        self._baseline = None
+        self.epoch += 1         # the next activate() bumps it again; this one stops a caller integrating across
+        detail = []
+        try:
+            d = P.unpack_diag(self.link.request(P.pack_get_diag(), P.DIAG))
+            if d["fault_code"]:
+                detail.append(f"fault: {fault_text(d['fault_code'])}")
+            detail.append("last reset: " + P.RESET_NAMES.get(d["reset_cause"], f"unknown ({d['reset_cause']})"))
+            # up for less time than we have been active: it rebooted behind the open port (power, brown-out)
+            if d["uptime_ms"] * 1e-3 < time.monotonic() - self._active_since:
+                restarted = True
+                if what.startswith("de-energized (no FAULT"):
+                    what = "restarted"
+        except UserError as e:
+            detail.append(f"GET_DIAG failed: {e}")
+        status = " ".join(P.status_names(state.status)) or "none"
+        todo = ("clear the fault (Board.clear_fault() / the CLI's clear-fault), then re-activate"
+                if state.status & P.ST_FAULT else "re-activate")
+        encoders = ("its encoders restarted; odometry continues from the last pose" if restarted
+                    else "odometry continues from the last pose")
+        self.down = BoardDeenergized(
+            f"the board {what} while active (status {status}; {'; '.join(detail)}): its outputs are off and "
+            f"nothing is commanded any more; {encoders}; {todo}", cause=what, restarted=restarted, state=state)
+        raise self.down
 
     def write(self, left_rad_s: float, right_rad_s: float) -> None:
         """Send wheel speeds (rad/s). Clamped jointly (same ratio) to max_wheel_speed BEFORE the conversion."""
@@ -433,10 +540,7 @@ class Board:
         """The board's own odometry: (host monotonic time of the board stamp or None if unsynced, x m, y m, th)."""
         self._require(configured=True)
         t_us, x, y, th = P.unpack_odom(self.link.request(P.pack_get_odom(), P.ODOM))
-        try:
-            t = self.link.board_to_host(t_us)
-        except NoReplyError:
-            t = None
+        t = self.link.board_to_host(t_us)
         return t, x / P.ODOM_LENGTH_SCALE, y / P.ODOM_LENGTH_SCALE, th / P.ODOM_ANGLE_SCALE
 
     def telemetry(self, rate_hz: int) -> int:
@@ -465,10 +569,7 @@ class Board:
             rec = dict(zip(("seq", "t_us", "setpoint_l", "measured_l", "output_l", "integrator_l", "setpoint_r",
                             "measured_r", "output_r", "integrator_r", "status"), v, strict=True))
             rec["handled"] = arrived
-            try:
-                rec["t"] = self.link.board_to_host(rec["t_us"])
-            except (NoReplyError, AttributeError):
-                rec["t"] = None
+            rec["t"] = self.link.board_to_host(rec["t_us"]) if self.link is not None else None
             out.append(rec)
         return out
 
@@ -497,8 +598,13 @@ def _held(state: BoardState, misses: int) -> BoardState:
     return BoardState(state.position, state.velocity, state.status, state.counts, state.stamp, False, misses)
 
 
+def _delta32(new: int, old: int) -> int:
+    """new - old for int32 encoder counts, across the wrap."""
+    return ((new - old + 2**31) % 2**32) - 2**31
+
+
 def _clamp_i32(x: int) -> int:
     return max(-INT32_MAX, min(INT32_MAX, int(x)))
 
 
-__all__ = ["Board", "BoardInfo", "BoardState", "fault_text", "errors"]
+__all__ = ["Board", "BoardDeenergized", "BoardInfo", "BoardState", "fault_text", "errors"]

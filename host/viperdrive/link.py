@@ -109,14 +109,18 @@ class Link:
             self.counts["opens"] += 1
             return self
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Close the port. wait=False: the port is dropped now and closed in a daemon thread (pyserial's socket://
+        close sleeps 300 ms "for quick reconnects", which inside the control loop would be 30 missed periods)."""
         with self._lock:
             ser, self._ser = self._ser, None
-            if ser is not None:
-                try:
-                    ser.close()
-                except (serial.SerialException, OSError):
-                    pass
+            if ser is None:
+                return
+            if wait:
+                _close_quietly(ser)
+            else:
+                threading.Thread(target=_close_quietly, args=(ser,), name="viperdrive-link-close",
+                                 daemon=True).start()
 
     def __enter__(self):
         return self.open()
@@ -137,25 +141,35 @@ class Link:
                 if time.monotonic() >= deadline:
                     raise PortError(f"{self.url} did not come back within {timeout:g} s: {e}") from None
                 time.sleep(interval)
-        self._clock.clear()
-        self._fit = (0.0, 1.0)
-        self._ref = None
-        self._inbox.clear()
+        self._forget_board()
         self.counts["reconnects"] += 1
 
     def try_reopen(self) -> bool:
-        """One quick attempt to reopen a lost port (never waits); True when open."""
+        """One quick attempt to reopen a lost port (never waits); True when open. Like reconnect(), a reopened
+        port drops the clock model and the frames kept from before (the board may have rebooted): call
+        sync_clock() again before board_to_host() gives times."""
         if self._ser is not None:
             return True
         try:
             self.open()
         except PortError:
             return False
+        self._forget_board()
         self.counts["reconnects"] += 1
         return True
 
+    def _forget_board(self) -> None:
+        # what we knew about the board on the other end no longer holds after the port went away: its clock may
+        # have restarted (a clock fit across a reboot maps stamps to wrong times) and kept frames are stale
+        with self._lock:
+            self._clock.clear()
+            self._fit = (0.0, 1.0)
+            self._ref = None
+            self._inbox.clear()
+            self._late.clear()
+
     def _lost(self, e: Exception, doing: str) -> LinkLost:
-        self.close()
+        self.close(wait=False)      # called from the control loop: never block it
         self.counts["io_errors"] += 1
         return LinkLost(f"{self.url}: the port went away while {doing} ({_reason(e)}); "
                         f"check the cable, then reconnect")
@@ -375,13 +389,22 @@ class Link:
             return None
         return (self._fit[1] - 1.0) * 1e6
 
-    def board_to_host(self, board_us: int) -> float:
-        """A board ticks_us stamp (u32, wraps every 71.6 min) as time.monotonic() seconds. Needs sync_clock()."""
+    def board_to_host(self, board_us: int) -> float | None:
+        """A board ticks_us stamp (u32, wraps every 71.6 min) as time.monotonic() seconds; None while the clock is
+        not synchronised (before the first sync_clock(), and after a reconnect/reopen until the next one): the
+        caller then has only the time the frame arrived (a missing sync is a state, not a failed exchange)."""
         if not self._clock:
-            raise NoReplyError("the board clock is not synchronised yet (call sync_clock())")
+            return None
         board_s = self._unwrap(board_us, time.monotonic()) * 1e-6
         a, b = self._fit
         return (board_s - a) / b
+
+
+def _close_quietly(ser) -> None:
+    try:
+        ser.close()
+    except (serial.SerialException, OSError):
+        pass
 
 
 def _fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:

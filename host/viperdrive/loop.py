@@ -102,8 +102,10 @@ class DriveLoop:
     """read -> odometry -> controller -> write, once per period of config.update_rate.
 
     A held (missed) state does not advance odometry; when the board's encoders restart (board.epoch changes:
-    activate, reconnect) the odometry baseline is dropped and the controller reset, so nothing jumps and no old
-    command is replayed.
+    activate, reconnect, a reopened port) the odometry baseline is dropped and the controller reset, so nothing
+    jumps and no old command is replayed. A board that restarts or de-energizes behind the open port makes
+    board.read()/write() raise BoardDeenergized out of cycle()/run(): the odometry keeps the last pose (the STATE
+    that showed the restart is never integrated); after clear_fault()/activate() the loop continues from it.
     """
 
     def __init__(self, board, controller, odometry=None, rate_hz: float | None = None):
