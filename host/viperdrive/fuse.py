@@ -25,7 +25,7 @@ import numpy as np
 
 from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
-from .ekf.core import LATE_FUSED, REJECTED, TOO_LATE, USED
+from .ekf.core import SensorStatus
 from .errors import UserError
 from .transforms import SE3, quat_from_euler, quat_from_xyzw, quat_multiply, quat_to_xyzw
 
@@ -47,19 +47,18 @@ class FuseError(UserError):
 
 @dataclass
 class SensorTally:
+    """What happened to one sensor's messages before the filter; what the filter did with the measurements
+    (used, rejected, too late, late fused) is the filter's own count, `outcomes`."""
     name: str
     kind: str
     topic: str
     messages: int = 0
     invalid: int = 0
     out_of_order: int = 0
-    used: int = 0
-    rejected: int = 0
-    too_late: int = 0
-    late_fused: int = 0
     stale_gaps: int = 0            # silences longer than the sensor's timeout
     longest_gap: float = 0.0
     first_problem: str = ""
+    outcomes: SensorStatus | None = None     # the EKF's counters for this sensor (set when the run starts)
 
 
 @dataclass
@@ -85,8 +84,9 @@ class FuseSummary:
         lines.append(f"{'sensor':<8} {'topic':<28} {'msgs':>7} {'used':>7} {'rejected':>8} {'too late':>8} "
                      f"{'late*':>6} {'order':>6} {'invalid':>7}")
         for s in self.sensors.values():
-            lines.append(f"{s.name:<8} {s.topic[:28]:<28} {s.messages:>7} {s.used:>7} {s.rejected:>8} "
-                         f"{s.too_late:>8} {s.late_fused:>6} {s.out_of_order:>6} {s.invalid:>7}")
+            f = s.outcomes
+            lines.append(f"{s.name:<8} {s.topic[:28]:<28} {s.messages:>7} {f.used:>7} {f.rejected:>8} "
+                         f"{f.too_late:>8} {f.late_fused:>6} {s.out_of_order:>6} {s.invalid:>7}")
         lines.append("  (used/rejected/too late count measurements: an odometry message gives a pose and a twist one;"
                      " late* = lagged, fused at the current time; order = older than the previous on its topic, "
                      "ignored)")
@@ -405,7 +405,7 @@ class _Fusion:
         self.has_tf_static = TF_STATIC in recorded
         self.ekf = Ekf(config.ekf_config())
         for s in config.sensors:
-            self.ekf.register_sensor(s.name, s.timeout)
+            result.sensors[s.name].outcomes = self.ekf.register_sensor(s.name, s.timeout)
 
     def _check_type(self, name, topic, have):
         kind = self.config.sensors[[s.name for s in self.config.sensors].index(name)].kind
@@ -508,8 +508,8 @@ class _Fusion:
         for s in result.sensors.values():
             if s.invalid:
                 result.warnings.append(f"{s.name}: {s.invalid} invalid messages skipped (first: {s.first_problem})")
-            if s.too_late:
-                result.warnings.append(f"{s.name}: {s.too_late} measurements older than history_length "
+            if s.outcomes.too_late:
+                result.warnings.append(f"{s.name}: {s.outcomes.too_late} measurements older than history_length "
                                        f"({config.history_length} s) were dropped")
             if s.stale_gaps:
                 result.warnings.append(f"{s.name}: silent longer than its timeout {s.stale_gaps} times "
@@ -591,16 +591,7 @@ class _Fusion:
         ekf, result = self.ekf, self.result
         self.batch.sort(key=lambda m: m.time)
         for m in self.batch:
-            outcome = ekf.process(m)
-            tally = result.sensors[m.sensor]
-            if outcome == USED:
-                tally.used += 1
-            elif outcome == REJECTED:
-                tally.rejected += 1
-            elif outcome == TOO_LATE:
-                tally.too_late += 1
-            elif outcome == LATE_FUSED:
-                tally.late_fused += 1
+            ekf.process(m)          # counted per sensor by the filter (SensorTally.outcomes)
         self.batch.clear()
         if not ekf.initialized:
             return

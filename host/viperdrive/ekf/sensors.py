@@ -72,6 +72,19 @@ class SensorInput:
 
     # ---------------------------------------------------------------------------------------------- parts
 
+    def _measurement(self, t, start, values, cov, selected, threshold, part) -> Measurement:
+        """A measurement of the consecutive state variables from `start` (full-state order): their values, their
+        covariance block and which of them to fuse; every other variable is NaN and unselected."""
+        n = len(values)
+        end = start + n
+        full_values = np.full(STATE_SIZE, np.nan)
+        full_values[start:end] = values
+        full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
+        full_cov[start:end, start:end] = np.asarray(cov, dtype=float).reshape(n, n)
+        mask = np.zeros(STATE_SIZE, dtype=bool)
+        mask[start:end] = selected
+        return Measurement(t, self.cfg.name, full_values, full_cov, mask, threshold, part)
+
     def _pose(self, t, position, q, cov6, selected=None) -> list[Measurement]:
         """Pose (world frame) -> pose measurement, or in differential mode a body-frame velocity measurement.
         `selected`: the 6 pose entries of the update vector to use (default: this sensor's)."""
@@ -96,37 +109,20 @@ class SensorInput:
             rot[3:, 3:] = np.eye(3)
             summed = rot @ (cov6 + prev[2]) @ rot.T
             cov = summed / (dt * dt) if self.cfg.differential_covariance == "statistical" else summed * dt
-            values = np.full(STATE_SIZE, np.nan)
-            values[VX:VYAW + 1] = rates
-            full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
-            full_cov[VX:VYAW + 1, VX:VYAW + 1] = cov
-            mask = np.zeros(STATE_SIZE, dtype=bool)
-            mask[VX:VYAW + 1] = selected                 # a differentiated x becomes vx, yaw becomes vyaw, ...
-            return [Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.twist_threshold, "twist")]
+            # a differentiated x becomes vx, yaw becomes vyaw, ...
+            return [self._measurement(t, VX, rates, cov, selected, self.cfg.twist_threshold, "twist")]
         if self.cfg.relative:
             if self._first_pose is None:
                 self._first_pose = pose
             pose = self._first_pose.inverse() @ pose      # the first reading is the zero point
-        values = np.full(STATE_SIZE, np.nan)
-        values[X:X + 3] = pose.p
-        values[3:6] = pose.euler
-        full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
-        full_cov[:6, :6] = cov6
-        mask = np.zeros(STATE_SIZE, dtype=bool)
-        mask[:6] = selected
-        return [Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.pose_threshold, "pose")]
+        return [self._measurement(t, X, np.concatenate([pose.p, pose.euler]), cov6, selected,
+                                  self.cfg.pose_threshold, "pose")]
 
     def _twist(self, t, linear, angular, cov6) -> list[Measurement]:
         if not self.selects_twist:
             return []
-        values = np.full(STATE_SIZE, np.nan)
-        values[VX:VX + 3] = linear
-        values[VROLL:VROLL + 3] = angular
-        full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
-        full_cov[VX:VYAW + 1, VX:VYAW + 1] = np.asarray(cov6, dtype=float).reshape(6, 6)
-        mask = np.zeros(STATE_SIZE, dtype=bool)
-        mask[VX:VYAW + 1] = self.mask[VX:VYAW + 1]
-        return [Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.twist_threshold, "twist")]
+        return [self._measurement(t, VX, np.concatenate([linear, angular]), cov6, self.mask[VX:VYAW + 1],
+                                  self.cfg.twist_threshold, "twist")]
 
     # ---------------------------------------------------------------------------------------------- messages
 
@@ -153,13 +149,8 @@ class SensorInput:
             cov6[:3, :3] = np.eye(3)        # unused: an IMU never measures position, whatever its config says
             out += self._pose(t, np.zeros(3), q, cov6, selected=np.r_[False, False, False, self.mask[3:6]])
         if gyro is not None and self.mask[VROLL:VYAW + 1].any():
-            values = np.full(STATE_SIZE, np.nan)
-            values[VROLL:VYAW + 1] = gyro
-            full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
-            full_cov[VROLL:VYAW + 1, VROLL:VYAW + 1] = np.asarray(gyro_cov3, dtype=float).reshape(3, 3)
-            mask = np.zeros(STATE_SIZE, dtype=bool)
-            mask[VROLL:VYAW + 1] = self.mask[VROLL:VYAW + 1]
-            out.append(Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.twist_threshold, "twist"))
+            out.append(self._measurement(t, VROLL, gyro, gyro_cov3, self.mask[VROLL:VYAW + 1],
+                                         self.cfg.twist_threshold, "twist"))
         if accel is not None and self.selects_accel:
             a = accel
             if self.cfg.remove_gravity:
@@ -167,13 +158,8 @@ class SensorInput:
                 # orientation (level if it reports none) and subtract it
                 Rwb = tf.quat_to_matrix(q) if q is not None else np.eye(3)
                 a = a - Rwb.T @ np.array([0.0, 0.0, self.cfg.gravity])
-            values = np.full(STATE_SIZE, np.nan)
-            values[AX:AZ + 1] = a
-            full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
-            full_cov[AX:AZ + 1, AX:AZ + 1] = np.asarray(accel_cov3, dtype=float).reshape(3, 3)
-            mask = np.zeros(STATE_SIZE, dtype=bool)
-            mask[AX:AZ + 1] = self.mask[AX:AZ + 1]
-            out.append(Measurement(t, self.cfg.name, values, full_cov, mask, self.cfg.accel_threshold, "accel"))
+            out.append(self._measurement(t, AX, a, accel_cov3, self.mask[AX:AZ + 1], self.cfg.accel_threshold,
+                                         "accel"))
         return out
 
     def _lowpass(self, t, gyro, accel):
