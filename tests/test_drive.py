@@ -71,25 +71,25 @@ def test_per_axis_limit_scales_both_axes():
     assert d.status()["saturation_scale"] == pytest.approx(0.5)
 
 
-def test_ramp_rate_and_deceleration_limit():
-    d = make(linear=AxisLimits(max_acceleration=0.5, max_deceleration=2.0), max_wheel_acceleration=100.0)
-    now = 0.0
+def hold(d, v, ticks, now):
+    """Command (v, 0) every tick for `ticks` ticks from `now`; the commanded v of each tick, and the end time."""
     out = []
-    for _ in range(150):
+    for _ in range(ticks):
         now += 0.01
-        d.command(0.4, 0.0, now=now)
+        d.command(v, 0.0, now=now)
         d.update(now)
         out.append(d.v)
+    return out, now
+
+
+def test_ramp_rate_and_deceleration_limit():
+    d = make(linear=AxisLimits(max_acceleration=0.5, max_deceleration=2.0), max_wheel_acceleration=100.0)
+    out, now = hold(d, 0.4, 150, 0.0)
     steps = [b - a for a, b in pairwise([0.0] + out)]
     assert max(steps) == pytest.approx(0.5 * 0.01)          # accelerating at 0.5 m/s^2
     assert out[-1] == pytest.approx(0.4)
     assert abs(out[79] - 0.4) < 1e-9 and out[78] < 0.4       # 0.4 / 0.5 = 0.8 s = 80 ticks
-    down = []
-    for _ in range(50):
-        now += 0.01
-        d.command(0.0, 0.0, now=now)
-        d.update(now)
-        down.append(d.v)
+    down, now = hold(d, 0.0, 50, now)
     assert min(b - a for a, b in pairwise([0.4] + down)) == pytest.approx(-2.0 * 0.01)   # slowing at 2.0
     assert down[19] == pytest.approx(0.0, abs=1e-12)
 

@@ -113,6 +113,8 @@ def test_gaps_missing_config_and_deprecated_names_are_warned():
     ({"odom0": 5}, "odom0"),
     ({"odom0": "o", "odom0_config": VEC, "odom0_pose_rejection_threshold": -1.0}, "odom0_pose_rejection_threshold"),
     ({"initial_state": [0.0] * 3}, "initial_state"),
+    ({"odom_frame": 3}, "odom_frame must be a string, not 3"),
+    ({"smooth_lagged_data": 1}, "smooth_lagged_data must be true or false, not 1"),
 ])
 def test_wrong_types_are_clear_errors(params, key):
     with pytest.raises(ConfigError) as e:

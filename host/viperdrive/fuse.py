@@ -186,7 +186,12 @@ class FrameContext:
         self._warn = warn or (lambda text: None)
         self._warned: set = set()
 
-    def _lookup(self, sensor, target, source, what):
+    def _lookup(self, sensor, frame, fixed, what, fixed_is_source=False):
+        """fixed_T_frame (frame_T_fixed when fixed_is_source), frame being the sensor's and fixed the filter's; None
+        when no transform is needed (the frame is the filter's own, or unnamed) or none is known (warned once)."""
+        if _frame(frame) in ("", fixed):
+            return None
+        target, source = (frame, fixed) if fixed_is_source else (fixed, frame)
         T = self.frames.lookup(target, source)
         if T is None and (sensor, target, source) not in self._warned:
             self._warned.add((sensor, target, source))
@@ -196,9 +201,7 @@ class FrameContext:
 
     def world_pose(self, sensor, frame, position, q, cov6):
         """A pose given in `frame` as world_T_body."""
-        if _frame(frame) in ("", self.world):
-            return position, q, cov6
-        T = self._lookup(sensor, self.world, frame, "its pose")
+        T = self._lookup(sensor, frame, self.world, "its pose")
         if T is None:
             return position, q, cov6
         pose = T @ SE3.from_quaternion(q, position)
@@ -206,9 +209,7 @@ class FrameContext:
 
     def body_pose(self, sensor, child, position, q, cov6):
         """world_T_child -> world_T_base (a pose of the sensor's body frame, e.g. odometry's child_frame_id)."""
-        if _frame(child) in ("", self.base):
-            return position, q, cov6
-        T = self._lookup(sensor, child, self.base, "its body frame")
+        T = self._lookup(sensor, child, self.base, "its body frame", fixed_is_source=True)
         if T is None:
             return position, q, cov6
         pose = SE3.from_quaternion(q, position) @ T
@@ -216,9 +217,7 @@ class FrameContext:
 
     def body_twist(self, sensor, frame, linear, angular, cov6):
         """A twist of `frame` (expressed in it) -> the twist of base_link: w_b = R w, v_b = R v - w_b x r."""
-        if _frame(frame) in ("", self.base):
-            return linear, angular, cov6
-        T = self._lookup(sensor, self.base, frame, "its twist")
+        T = self._lookup(sensor, frame, self.base, "its twist")
         if T is None:
             return linear, angular, cov6
         w = T.R @ angular
@@ -226,9 +225,7 @@ class FrameContext:
 
     def imu(self, sensor, frame, q, q_cov, gyro, gyro_cov, acc, acc_cov):
         """IMU data in the sensor's frame -> base_link (rotation only; lever-arm accelerations are not added)."""
-        if _frame(frame) in ("", self.base):
-            return q, q_cov, gyro, gyro_cov, acc, acc_cov
-        T = self._lookup(sensor, self.base, frame, "its data")
+        T = self._lookup(sensor, frame, self.base, "its data")
         if T is None:
             return q, q_cov, gyro, gyro_cov, acc, acc_cov
         R = T.R

@@ -138,13 +138,18 @@ def _parameters(doc, source, node):
     return {**wildcard, **body}, name
 
 
-def _bool(p, key, source, default):
+def _typed(p, key, source, default, kind, what):
+    """p[key] when present and of type `kind`, default when absent; anything else is a ConfigError."""
     if key not in p:
         return default
     v = p[key]
-    if not isinstance(v, bool):
-        raise ConfigError(f"{source}: {key} must be true or false, not {v!r}")
+    if not isinstance(v, kind):
+        raise ConfigError(f"{source}: {key} must be {what}, not {v!r}")
     return v
+
+
+def _bool(p, key, source, default):
+    return _typed(p, key, source, default, bool, "true or false")
 
 
 def _number(p, key, source, default, minimum=None, positive=False):
@@ -162,12 +167,7 @@ def _number(p, key, source, default, minimum=None, positive=False):
 
 
 def _string(p, key, source, default):
-    if key not in p:
-        return default
-    v = p[key]
-    if not isinstance(v, str):
-        raise ConfigError(f"{source}: {key} must be a string, not {v!r}")
-    return v
+    return _typed(p, key, source, default, str, "a string")
 
 
 def _matrix(p, key, source, default):
