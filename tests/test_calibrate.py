@@ -36,6 +36,12 @@ def test_spin_refuses_one_direction_and_wrong_signs():
         res.require()
     res = wheel_separation_from_spin(0.15, [SpinRun(10.0, -9.0), SpinRun(-10.0, -9.0)])
     assert any("opposite sign" in p for p in res.problems)
+    # the summary says it was refused and why; an accepted one does not
+    text = res.summary()
+    assert text.splitlines()[0].startswith("wheel separation: 0.15 m")
+    assert text.splitlines()[1] == "REFUSED: " + "; ".join(res.problems)
+    ok = wheel_separation_from_spin(0.15, [SpinRun(10.0, 9.0), SpinRun(-10.0, -9.0)])
+    assert ok.ok and "REFUSED" not in ok.summary() and len(ok.summary().splitlines()) == 1
 
 
 # ----------------------------------------------------------------------------------------------- UMBmark

@@ -31,6 +31,10 @@ class _Checked:
             raise CalibrationRefused(f"{type(self).__name__} refused: " + "; ".join(self.problems))
         return self
 
+    def _verdict(self, text: str) -> str:
+        """A summary line, followed by the reasons when the result is refused."""
+        return text if self.ok else text + "\nREFUSED: " + "; ".join(self.problems)
+
 
 # ------------------------------------------------------------------------------------------ wheel separation
 
@@ -54,7 +58,7 @@ class SpinResult(_Checked):
         head = (f"wheel separation: {self.old:.5g} m -> {self.new:.5g} m "
                 f"(ccw runs {self.ccw:.5g} m, cw runs {self.cw:.5g} m, "
                 f"change {100 * (self.new / self.old - 1):+.2f} %)")
-        return head if self.ok else head + "\nREFUSED: " + "; ".join(self.problems)
+        return self._verdict(head)
 
 
 def wheel_separation_from_spin(separation: float, runs) -> SpinResult:
@@ -117,7 +121,7 @@ class UMBmarkResult(_Checked):
              f"  wheel diameter ratio Ed = D_R/D_L = {self.diameter_ratio:.6f}: left x {self.left_factor:.6f}, "
              f"right x {self.right_factor:.6f}\n"
              f"  wheelbase factor Eb = {self.wheelbase_factor:.6f}: wheelbase {self.wheelbase:.5f} m")
-        return s if self.ok else s + "\nREFUSED: " + "; ".join(self.problems)
+        return self._verdict(s)
 
 
 def umbmark(cw_errors, ccw_errors, side: float, wheelbase: float) -> UMBmarkResult:
@@ -190,7 +194,7 @@ class FeedforwardFit(_Checked):
         s = (f"feedforward: kS = {self.ks:.5g}, kV = {self.kv:.5g} /(rad/s), kA = {self.ka:.5g} /(rad/s^2); "
              f"R^2 = {self.r2:.4f} on {self.samples} samples ({self.forward} forward, {self.backward} backward), "
              f"acceleration RMSE {self.rmse:.3g} rad/s^2")
-        return s if self.ok else s + "\nREFUSED: " + "; ".join(self.problems)
+        return self._verdict(s)
 
 
 def fit_feedforward(segments, min_speed: float = 0.5, min_samples: int = 100, min_r2: float = 0.9,
@@ -293,7 +297,7 @@ class RelayTuneResult(_Checked):
         s = (f"relay autotune: Ku = {self.ku:.5g}, Tu = {self.tu:.5g} s from {self.cycles} cycles of amplitude "
              f"{self.amplitude:.4g}\n  {self.controller.upper()} by {self.rule} ({desc}): kp = {self.kp:.5g}, "
              f"ki = {self.ki:.5g}, kd = {self.kd:.5g}")
-        return s if self.ok else s + "\nREFUSED: " + "; ".join(self.problems)
+        return self._verdict(s)
 
 
 def relay_autotune(t, y, relay_amplitude: float, hysteresis: float = 0.0, rule: str = "tyreus-luyben",

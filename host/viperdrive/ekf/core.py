@@ -236,10 +236,7 @@ class Ekf:
         if k == 0:
             return NOTHING
         z = m.values[full_idx]
-        R = m.covariance[rix]
-        # robot_localization's repair of bad sensor covariances: negative variances are made positive and zero or
-        # tiny ones raised to a floor, else S can be singular and one reading would own the state.
-        R.flat[::k + 1] = np.maximum(np.abs(R.diagonal()), MIN_MEASUREMENT_VARIANCE)
+        R = _repaired_covariance(m, rix)
         innovation = z - self.x[idx]
         if len(angles):
             innovation[angles] = wrap_angle(innovation[angles])     # 179 deg vs -179 deg is 2 deg apart, not 358
@@ -267,17 +264,11 @@ class Ekf:
     def _initialize(self, m: Measurement) -> str:
         """robot_localization starts from the first measurement: measured variables take its values and their
         covariance block its covariance; the rest keep the initial state and covariance."""
-        sel = m.mask & np.isfinite(m.values)
-        full_idx = np.nonzero(sel)[0]
-        idx = self._to_internal[full_idx]
-        keep = idx >= 0
-        full_idx, idx = full_idx[keep], idx[keep]
+        full_idx, idx, _, rix = self._layout(m.mask & np.isfinite(m.values))
         if not len(idx):
             return NOTHING          # e.g. only z in 2-D mode: wait for a reading that says something
         self.x[idx] = m.values[full_idx]
-        R = m.covariance[np.ix_(full_idx, full_idx)].copy()
-        np.fill_diagonal(R, np.maximum(np.abs(np.diag(R)), MIN_MEASUREMENT_VARIANCE))
-        self.P[np.ix_(idx, idx)] = R
+        self.P[np.ix_(idx, idx)] = _repaired_covariance(m, rix)
         if len(self._angle_internal):
             self.x[self._angle_internal] = wrap_angle(self.x[self._angle_internal])
         self.initialized = True
@@ -372,6 +363,14 @@ class Ekf:
     def process_batch(self, measurements) -> list[str]:
         """Fuse several measurements in timestamp order (robot_localization's per-cycle queue)."""
         return [self.process(m) for m in sorted(measurements, key=lambda mm: mm.time)]
+
+
+def _repaired_covariance(m: Measurement, rix) -> np.ndarray:
+    """The block `rix` of m's covariance (a copy), repaired as robot_localization does: negative variances are made
+    positive and zero or tiny ones raised to a floor, else S can be singular and one reading would own the state."""
+    R = m.covariance[rix]
+    R.flat[::len(R) + 1] = np.maximum(np.abs(R.diagonal()), MIN_MEASUREMENT_VARIANCE)
+    return R
 
 
 # ---------------------------------------------------------------------------------------------------- models
