@@ -165,9 +165,9 @@ class ScriptFollower:
         self._last = (x, y, theta)
 
     HEADING_GAIN = 3.0      # 1/s: heading correction on straight legs
-    SETTLE_V = 0.005        # m/s: at rest, for the end of a closed-loop segment
-    SETTLE_W = 0.02         # rad/s
-    SETTLE_MAX = 1.0        # s
+    SETTLE_V = 0.01         # m/s: at rest (above the velocity estimate noise), for the end of a closed-loop segment
+    SETTLE_W = 0.05         # rad/s
+    SETTLE_MAX = 0.5        # s
 
     def update(self, now: float, pose: tuple[float, float, float],
                twist: tuple[float, float] | None = None) -> tuple[float, float]:

@@ -19,10 +19,11 @@ import numpy as np
 
 from .. import calibrate as cal
 from .. import steptest
-from ..errors import BadValue, UserError
+from ..errors import BadValue, BoardFault, UserError
 from ..paths import ScriptFollower, Segment
 from ..robotfile import update_values
-from .common import Progress, add_board_options, load_config, note, open_board, sigterm_as_interrupt
+from .common import (Progress, add_board_options, explain_fault, fault_message, load_config, note, open_board,
+                     sigterm_as_interrupt)
 from .drive import DriveSession
 
 HELP = "guided calibration: wheelbase (spin test), umbmark (squares), feedforward (kS, kV, kA)"
@@ -115,8 +116,6 @@ def drive(args, s: DriveSession, segments: list[Segment], label: str) -> ScriptF
         now = time.monotonic()
         s.tick(now)
         if s.fault_code:
-            from .common import fault_message
-            from ..errors import BoardFault
             raise BoardFault(fault_message(max(s.fault_code, 0), args))
         v, w = follower.update(now, s.odometry.pose, s.odometry.twist)
         s.command(v, w, now)
@@ -127,8 +126,12 @@ def drive(args, s: DriveSession, segments: list[Segment], label: str) -> ScriptF
             return not (abs(vl) < 0.05 and abs(vr) < 0.05)
         return None
 
-    s.loop.run(on_cycle=on_cycle)
-    bar.close()
+    try:
+        s.loop.run(on_cycle=on_cycle)
+    except BoardFault as e:
+        raise explain_fault(s.board, args, e) from None
+    finally:
+        bar.close()
     s.board.deactivate()
     return follower
 

@@ -193,6 +193,18 @@ def fault_message(code: int, args=None) -> str:
             f"`viperdrive info --clear-fault{where}`")
 
 
+def explain_fault(board: Board, args, original: BoardFault) -> BoardFault:
+    """The CLI's words for a board that went down while active (Board raises BoardDeenergized): the latched fault
+    decoded with how to clear it, else the board's own account (a restart, its long-silence disable)."""
+    try:
+        code = board.diag()["fault_code"]
+    except UserError:
+        return original
+    if code:
+        return BoardFault(fault_message(code, args))
+    return original
+
+
 def check_no_fault(board: Board, args=None) -> None:
     """BoardFault (exit 6) with the fault in words and how to clear it, when one is latched."""
     code = board.diag()["fault_code"]
@@ -210,9 +222,22 @@ def activate(board: Board, args=None):
         raise BoardFault(fault_message(code, args)) from None
 
 
-def read_status(board: Board) -> int:
-    """The STATE status byte without enabling: one zero SET_VEL exchange (harmless on a disabled board)."""
-    return P.unpack_state(board.link.request(P.pack_set_vel(0, 0), P.STATE))[4]
+def read_status(board: Board, timeout: float = 1.0) -> int:
+    """The board's status byte without commanding anything: from one TELEMETRY_DATA record (a zero SET_VEL would
+    count as a fresh command and hold off the deadman of a board whose host went away)."""
+    board.telemetry(board.info.control_hz)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            frames = board.telemetry_frames()
+            if frames:
+                return frames[-1]["status"]
+            board.link.wait_readable(0.01)
+    finally:
+        board.telemetry(0)
+        time.sleep(0.02)
+        board.telemetry_frames()        # drop what was still on its way
+    raise NoReplyError("the board sent no telemetry record to read its status from")
 
 
 # ------------------------------------------------------------------------------------------ output

@@ -15,8 +15,8 @@ from ..errors import BoardFault, UserError
 from ..loop import DriveLoop
 from ..odometry import Odometry
 from ..paths import BUILTINS, ScriptFollower, load_script
-from .common import (LiveView, TerminalKeys, activate, add_board_options, fault_message, load_config, note,
-                     open_board, sigterm_as_interrupt)
+from .common import (LiveView, TerminalKeys, activate, add_board_options, explain_fault, fault_message, load_config,
+                     note, open_board, sigterm_as_interrupt)
 from viperdrive.shared import protocol as P
 
 HELP = "drive with the keyboard (arrows/WASD, space stop, q quit) or a script (square, spin, figure8, FILE)"
@@ -234,13 +234,35 @@ def _run_keys(args, s: DriveSession, keys: TerminalKeys) -> int:
         nonlocal level
         level = n
 
-    stats = s.loop.run(on_cycle=on_cycle)
+    while True:
+        try:
+            stats = s.loop.run(on_cycle=on_cycle)
+            break
+        except BoardFault as e:
+            # the board latched a fault and turned its outputs off: say so, then c clears and re-enables
+            fault = explain_fault(s.board, args, e)
+            s.fault_code = s.board.diag()["fault_code"] or -1
+            view.show(status_lines(s, "FAULT", [str(fault), "c: clear the fault and re-enable   q: quit"]),
+                      force=True)
+            if not _wait_for(keys, ("c", "q", "Q")) == "c":
+                raise fault from None
+            _clear_and_reenable(s)
+            s.v = s.w = 0.0
     _finish(args, s, stats)
     return 0
 
 
+def _wait_for(keys: TerminalKeys, wanted) -> str:
+    while True:
+        for k in keys.read():
+            if k in wanted:
+                return k
+        time.sleep(0.02)
+
+
 def _clear_and_reenable(s: DriveSession) -> None:
-    s.board.deactivate()
+    if s.board.active:
+        s.board.deactivate()
     s.board.clear_fault()
     s.fault_code = 0
     s.start()
@@ -277,7 +299,10 @@ def _run_script(args, s: DriveSession, segments) -> int:
             return False
         return None
 
-    stats = s.loop.run(on_cycle=on_cycle)
+    try:
+        stats = s.loop.run(on_cycle=on_cycle)
+    except BoardFault as e:
+        raise explain_fault(s.board, args, e) from None
     _finish(args, s, stats)
     return 0
 

@@ -4,7 +4,9 @@ architecture; then reset it and check it answers HELLO with this host's protocol
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import select
 import subprocess
 import time
 
@@ -29,6 +31,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                                        "implies --mpy. armv6m: RP2040, armv7emsp: STM32F4/RP2350, xtensawin: ESP32")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--no-verify", action="store_true", help="skip the HELLO check after the reset")
+    parser.add_argument("--mpremote-timeout", type=float, default=20.0, metavar="S",
+                        help="give up when mpremote has said nothing for this long (default %(default)s s)")
     parser.add_argument("--verify-timeout", type=float, default=15.0, metavar="S",
                         help="how long to wait for the board to come back after the reset (default %(default)s s)")
     add_board_options(parser)
@@ -74,8 +78,9 @@ def run(args) -> int:
         print("\n".join(lines))
         return 0
 
+    _refuse_link_mode(port, args)
     if mpy and arch is None:
-        arch = _detect_arch(port)
+        arch = _detect_arch(port, args.mpremote_timeout)
         note(args, f"board .mpy architecture: {arch}")
     plan = flashing.flash_plan(port, board_config, arch=arch, backend=args.backend)
     if mpy:
@@ -110,8 +115,26 @@ def _mpremote_error(output: str, port: str) -> UserError:
     return UserError(f"mpremote: {text}")
 
 
-def _detect_arch(port: str) -> str:
-    r = subprocess.run(flashing.detect_command(port), capture_output=True, text=True, timeout=60)
+def _refuse_link_mode(port: str, args) -> None:
+    """A board that answers HELLO runs the viperdrive link, which ignores Ctrl-C: mpremote would wait forever."""
+    config = load_config(args)
+    board = Board(port, baud_of(args, config), config=config, clock_sync=False, margin=0.2)
+    try:
+        info = board.configure()
+    except (NoReplyError, VersionMismatch, LinkLost):
+        return          # no viperdrive link answering (a REPL, another firmware): mpremote's turn
+    finally:
+        board.cleanup()
+    raise NoReplyError(
+        f"{port} runs viperdrive firmware {info.firmware!r} in link mode, which keeps the REPL (and Ctrl-C) off: "
+        f"hold the repl pin (board.json repl_pin) while pressing reset, then run flash again")
+
+
+def _detect_arch(port: str, silence: float) -> str:
+    try:
+        r = subprocess.run(flashing.detect_command(port), capture_output=True, text=True, timeout=silence)
+    except subprocess.TimeoutExpired:
+        raise _mpremote_error("could not enter raw repl", port) from None
     if r.returncode != 0:
         raise _mpremote_error(r.stdout + r.stderr, port)
     board_mpy = flashing.parse_detect_output(r.stdout)
@@ -140,8 +163,18 @@ def _copy(plan: flashing.FlashPlan, args) -> None:
         assert proc.stdout is not None
         buf = b""
         done = 0
+        last_output = time.monotonic()
         while True:
-            chunk = proc.stdout.read1(4096) if hasattr(proc.stdout, "read1") else proc.stdout.read(1)
+            r, _, _ = select.select([proc.stdout], [], [], 0.5)
+            if not r:
+                # mpremote waits forever for a REPL that never comes
+                if time.monotonic() - last_output > args.mpremote_timeout:
+                    proc.kill()
+                    proc.wait()
+                    raise _mpremote_error("could not enter raw repl", plan.port)
+                continue
+            last_output = time.monotonic()
+            chunk = os.read(proc.stdout.fileno(), 4096)
             if not chunk:
                 break
             buf += chunk

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..errors import UserError
+from ..errors import BoardFault, UserError
 from ..logs import McapRecorder, plot_mcap, read_mcap
 from ..paths import BUILTINS, ScriptFollower, load_script
 from .common import Progress, add_board_options, add_output_options, load_config, note, open_board, print_json
-from .common import sigterm_as_interrupt
+from .common import explain_fault, sigterm_as_interrupt
 from .drive import DriveSession
 
 HELP = "record a run to MCAP (odometry, joint states, commands, diagnostics, telemetry) or plot one to PNG"
@@ -97,6 +97,8 @@ def _record(args) -> int:
                 s.loop.run(on_cycle=on_cycle)
             except KeyboardInterrupt:
                 interrupted = True      # a normal way to end an open-ended recording
+            except BoardFault as e:
+                raise explain_fault(board, args, e) from None
             finally:
                 bar.close("stopped" if interrupted else "done")
                 s.finish()

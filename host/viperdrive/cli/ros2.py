@@ -1,10 +1,11 @@
 """`viperdrive ros2`: the board as a ROS 2 robot base over DDS (no ROS installation needed; docs/ros2.md)."""
 import argparse
 import logging
+import math
 import signal
 import sys
 
-from ..errors import BadValue
+from ..errors import EXIT_FAULT, EXIT_LINK_LOST, BadValue
 
 HELP = "run the ROS 2 bridge: cmd_vel in; odom, joint_states, tf, diagnostics out (DDS, no ROS install)"
 
@@ -52,8 +53,9 @@ def run(args) -> int:
     if not port:
         raise BadValue("no board port: give --port (a serial device, a pyserial URL, or 'sim'), or a robot file "
                        "with a port")
-    if args.duration is not None and args.duration <= 0:
-        raise BadValue(f"--duration must be > 0 s, not {args.duration}")
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        # nan compares false with everything: "<= 0" alone would let it through and the bridge never stop
+        raise BadValue(f"--duration must be a finite number of seconds > 0, not {args.duration}")
     board = Board(port, baud=config.baud, config=config)
     bridge = Ros2Bridge(board, config, namespace=args.namespace, stamped=args.stamped, domain_id=args.domain_id)
 
@@ -67,5 +69,13 @@ def run(args) -> int:
         bridge.shutdown()
         for s, h in previous.items():
             signal.signal(s, h)
+    if bridge.shutdown_problems:
+        print(f"viperdrive ros2: stopped ({bridge.stop_reason}); board NOT confirmed disabled (the board's deadman "
+              f"stops the wheels): {'; '.join(bridge.shutdown_problems)}", file=sys.stderr)
+        return EXIT_LINK_LOST
+    if bridge.board_down is not None:
+        print(f"viperdrive ros2: stopped ({bridge.stop_reason}); board disabled; it had gone down while running: "
+              f"{bridge.board_down}", file=sys.stderr)
+        return EXIT_FAULT
     print(f"viperdrive ros2: stopped ({bridge.stop_reason}); board disabled", file=sys.stderr)
     return 0
