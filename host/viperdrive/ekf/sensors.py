@@ -73,12 +73,15 @@ class SensorInput:
     # ---------------------------------------------------------------------------------------------- parts
 
     def _measurement(self, t, start, values, cov, selected, threshold, part) -> Measurement:
-        """A measurement of the consecutive state variables from `start` (full-state order): their values, their
-        covariance block and which of them to fuse; every other variable is NaN and unselected."""
-        n = len(values)
-        end = start + n
+        """A measurement of the consecutive state variables from `start` (full-state order): their values (a tuple
+        of sequences that follow each other, e.g. (position, euler)), their covariance block and which of them to
+        fuse; every other variable is NaN and unselected."""
         full_values = np.full(STATE_SIZE, np.nan)
-        full_values[start:end] = values
+        end = start
+        for chunk in values:
+            full_values[end:end + len(chunk)] = chunk
+            end += len(chunk)
+        n = end - start
         full_cov = np.zeros((STATE_SIZE, STATE_SIZE))
         full_cov[start:end, start:end] = np.asarray(cov, dtype=float).reshape(n, n)
         mask = np.zeros(STATE_SIZE, dtype=bool)
@@ -110,18 +113,18 @@ class SensorInput:
             summed = rot @ (cov6 + prev[2]) @ rot.T
             cov = summed / (dt * dt) if self.cfg.differential_covariance == "statistical" else summed * dt
             # a differentiated x becomes vx, yaw becomes vyaw, ...
-            return [self._measurement(t, VX, rates, cov, selected, self.cfg.twist_threshold, "twist")]
+            return [self._measurement(t, VX, (rates,), cov, selected, self.cfg.twist_threshold, "twist")]
         if self.cfg.relative:
             if self._first_pose is None:
                 self._first_pose = pose
             pose = self._first_pose.inverse() @ pose      # the first reading is the zero point
-        return [self._measurement(t, X, np.concatenate([pose.p, pose.euler]), cov6, selected,
+        return [self._measurement(t, X, (pose.p, pose.euler), cov6, selected,
                                   self.cfg.pose_threshold, "pose")]
 
     def _twist(self, t, linear, angular, cov6) -> list[Measurement]:
         if not self.selects_twist:
             return []
-        return [self._measurement(t, VX, np.concatenate([linear, angular]), cov6, self.mask[VX:VYAW + 1],
+        return [self._measurement(t, VX, (linear, angular), cov6, self.mask[VX:VYAW + 1],
                                   self.cfg.twist_threshold, "twist")]
 
     # ---------------------------------------------------------------------------------------------- messages
@@ -149,7 +152,7 @@ class SensorInput:
             cov6[:3, :3] = np.eye(3)        # unused: an IMU never measures position, whatever its config says
             out += self._pose(t, np.zeros(3), q, cov6, selected=np.r_[False, False, False, self.mask[3:6]])
         if gyro is not None and self.mask[VROLL:VYAW + 1].any():
-            out.append(self._measurement(t, VROLL, gyro, gyro_cov3, self.mask[VROLL:VYAW + 1],
+            out.append(self._measurement(t, VROLL, (gyro,), gyro_cov3, self.mask[VROLL:VYAW + 1],
                                          self.cfg.twist_threshold, "twist"))
         if accel is not None and self.selects_accel:
             a = accel
@@ -158,7 +161,7 @@ class SensorInput:
                 # orientation (level if it reports none) and subtract it
                 Rwb = tf.quat_to_matrix(q) if q is not None else np.eye(3)
                 a = a - Rwb.T @ np.array([0.0, 0.0, self.cfg.gravity])
-            out.append(self._measurement(t, AX, a, accel_cov3, self.mask[AX:AZ + 1], self.cfg.accel_threshold,
+            out.append(self._measurement(t, AX, (a,), accel_cov3, self.mask[AX:AZ + 1], self.cfg.accel_threshold,
                                          "accel"))
         return out
 
