@@ -91,9 +91,10 @@ def run(args) -> int:
     print(summary.text())
     if unknown:
         print(f"unknown parameters in {args.config} (ignored): {', '.join(unknown)}")
-    print(f"wrote {args.out}" + (f" and {args.mcap_out}" if args.mcap_out else ""))
     if summary.rows == 0:
-        # an empty result is a failure a script must notice, even though the reasons are already printed
-        print("viperdrive fuse: error: no estimate was produced (see the warnings above)", file=sys.stderr)
+        # an empty result is a failure a script must notice; nothing was written and existing files are untouched
+        print("viperdrive fuse: error: no estimate was produced (see the warnings above); nothing was written",
+              file=sys.stderr)
         return EXIT_ERROR
+    print(f"wrote {args.out}" + (f" and {args.mcap_out}" if args.mcap_out else ""))
     return 0
