@@ -239,8 +239,12 @@ def test_lost_link_stops_with_exit_code_8_and_a_last_diagnostics(tmp_path):
     assert rc == 8, bridge.stderr()
     rec = json.loads(out)
     final = [st for _, sts in rec["diagnostics"] for st in sts if st[1] == "viperdrive /robot_l: bridge"]
-    assert final and "error" in final[-1][2] and final[-1][0] >= 1, final
-    assert "shutting down: error: " in bridge.stderr()
+    assert final and "error" in final[-1][2] and final[-1][0] == 2, final
+    # the board is gone: the last message must not claim it was disabled
+    assert final[-1][3]["board"] == "NOT confirmed disabled (the board's deadman stops the wheels)"
+    err = bridge.stderr()
+    # the fatal error is printed once (by the CLI), not also as a log line
+    assert err.count("no STATE from the board") == 1 and "viperdrive ros2: error: no STATE" in err, err
 
 
 def test_a_latched_board_fault_is_an_error_in_diagnostics_with_its_name(tmp_path):
@@ -255,7 +259,8 @@ def test_a_latched_board_fault_is_an_error_in_diagnostics_with_its_name(tmp_path
             assert vb.fault("stall", wheel="left", on=True)["ok"]     # the left wheel is held: stall fault
             out, err = driver.communicate(timeout=30)
         finally:
-            assert bridge.stop() == 0, bridge.stderr()
+            # the board went down during the run (a latched fault): stopping then exits with EXIT_FAULT
+            assert bridge.stop() == 6, bridge.stderr()
     rec = json.loads(out)
     board = [(t, st) for t, sts in rec["diagnostics"] for st in sts if st[1] == "viperdrive /robot_f: board"]
     before = [st for t, st in board if st[0] == 0]
@@ -263,7 +268,9 @@ def test_a_latched_board_fault_is_an_error_in_diagnostics_with_its_name(tmp_path
     assert before and before[0][3]["status"] == "ENABLED"
     assert after, [st[2] for _, st in board]
     assert after[-1][2].startswith("FAULT latched: left wheel") and after[-1][3]["status"] == "FAULT"
+    assert "not commanding" in after[-1][2] and "clear the fault" in after[-1][3]["board_down"]
     assert "board FAULT latched: left wheel" in bridge.stderr()
+    assert "it had gone down while running: the board de-energized: FAULT latched" in bridge.stderr()
 
 
 @pytest.mark.skipif(os.name != "posix", reason="signals")

@@ -10,7 +10,13 @@ One thread runs the board loop at the robot file's update_rate on absolute deadl
 is counted and the missed deadlines skipped, never made up by a burst): take the new cmd_vel samples into the
 DriveController, read the board, integrate odometry, write the wheel command, publish at publish_rate.
 Everything that can lose the robot (Ctrl-C, SIGTERM, lost link, an exception) ends in shutdown(): zero command,
-board disabled, one last diagnostics message.
+board disabled, one last diagnostics message; when the board could not be confirmed disabled, that message and
+the log say so (level ERROR) instead of claiming it.
+
+A board that restarts or de-energizes behind the open port (watchdog reset, a latched fault; Board raises
+BoardDeenergized) puts the bridge in "board down": nothing is commanded any more, odom/tf keep the last pose
+(REP-105: odom -> base_link never jumps; the restarted encoder counts are never integrated) with zero twist,
+and the diagnostics are ERROR naming the cause until the bridge is stopped (then restarted after clearing).
 """
 import logging
 import math
@@ -22,6 +28,7 @@ from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsPublication
 from cyclonedds.core import InstanceState
 from cyclonedds.util import duration
 
+from ..board import BoardDeenergized
 from ..drive import DriveController
 from ..errors import BadValue, UserError
 from ..loop import DriveLoop
@@ -237,6 +244,9 @@ class Ros2Bridge:
         self.commands_in = 0
         self.command_age = deque(maxlen=JITTER_WINDOW)   # stamped commands: header stamp -> taken (s)
         self._activated = False
+        self.board_down: BoardDeenergized | None = None     # the board restarted/de-energized on its own
+        self.ignored_commands = 0           # cmd_vel samples taken while the board was down (not executed)
+        self.shutdown_problems: list[str] = []    # what failed on the way out (empty: board confirmed disabled)
         try:
             self._create_endpoints()
         except BaseException:
@@ -348,13 +358,33 @@ class Ros2Bridge:
         wall_minus_mono = time.time() - time.monotonic()
         cmds = self.cmd.poll(wall_minus_mono)
         taken = time.monotonic()
+        self.commands_in += len(cmds)
+        if self.board_down is not None:
+            # outputs off on the board's side and inactive on ours: take the samples off DDS, execute none
+            self.ignored_commands += len(cmds)
+            return
         for v, w, stamp in cmds:
             self.drive.command(v, w, stamp=stamp, now=taken)
             if stamp is not None:
                 self.command_age.append(taken - stamp)
-        self.commands_in += len(cmds)
-        self.last_state = self.drive_loop.cycle(now)    # raises (LinkLost) only on persistent loss
+        try:
+            self.last_state = self.drive_loop.cycle(now)    # raises (LinkLost) only on persistent loss
+        except BoardDeenergized as e:
+            self._went_down(e)
+            return
         self.last_wheels = self.drive.kinematics.to_wheels(self.drive.v, self.drive.w)
+
+    def _went_down(self, e: BoardDeenergized) -> None:
+        """The board restarted or turned its outputs off by itself: stop commanding, keep the node up (odometry
+        holds the last pose, diagnostics say why), so the graph sees an ERROR instead of a vanished node."""
+        self.board_down = e
+        self.last_state = e.state          # for the status bits in diagnostics (never for odometry or joints)
+        self.drive.reset()
+        self.last_wheels = (0.0, 0.0)
+        log.error("board down: %s. The bridge stops commanding and keeps publishing the last pose and ERROR "
+                  "diagnostics; stop it, fix the cause, restart it", e)
+        self.refresh_board_diag()
+        self.publish_diagnostics()
 
     # ---- publishing ----
     def _write(self, writer, sample, what: str) -> None:
@@ -369,12 +399,21 @@ class Ros2Bridge:
         return msgs.time_from_s(mono + (time.time() - time.monotonic()))
 
     def publish_state(self) -> None:
-        state = self.last_state
+        # the last state the odometry integrated: after the board went down, the STATE that showed it carries
+        # restarted counts and must not reach joint_states either
+        state = self.drive_loop.state if self.drive_loop is not None else None
         if state is None or self.odometry is None:
             return
-        stamp = self._stamp(state.stamp)
         x, y, th = self.odometry.pose
-        v, w = self.odometry.twist
+        if self.board_down is not None:
+            # standing where it was last seen (outputs off): the pose holds now, it does not move any more
+            stamp = self._stamp(time.monotonic())
+            v, w = 0.0, 0.0
+            wheel_velocity = [0.0, 0.0]
+        else:
+            stamp = self._stamp(state.stamp)
+            v, w = self.odometry.twist
+            wheel_velocity = [float(state.velocity[0]), float(state.velocity[1])]
         pose_cov = _covariance(self.odometry.pose_covariance, self.pose_cov_override)
         twist_cov = _covariance(self.odometry.twist_covariance, self.twist_cov_override)
         q = msgs.quaternion_from_yaw(th)
@@ -388,7 +427,7 @@ class Ros2Bridge:
         self._write(self.w_odom, odom, "odom")
         joints = msgs.JointState(header=msgs.Header(stamp=stamp, frame_id=""), name=[LEFT_JOINT, RIGHT_JOINT],
                                  position=[float(state.position[0]), float(state.position[1])],
-                                 velocity=[float(state.velocity[0]), float(state.velocity[1])], effort=[])
+                                 velocity=wheel_velocity, effort=[])
         self._write(self.w_joints, joints, "joint_states")
         if self.w_tf is not None:
             tf = msgs.TFMessage(transforms=[msgs.TransformStamped(
@@ -421,7 +460,16 @@ class Ros2Bridge:
                 level, message = max(level, msgs.DIAG_WARN), "outputs disabled"
         else:
             names = []
+        down = self.board_down
+        if down is not None:
+            level = msgs.DIAG_ERROR
+            what = f"board {down.cause}: outputs off, not commanding (stop the bridge, fix the cause, restart)"
+            message = f"{message}; {what}" if message.startswith("FAULT latched") else what
         values = [msgs.KeyValue("status", " ".join(names) if names else "-")]
+        if down is not None:
+            values += [msgs.KeyValue("board_down", str(down)),
+                       msgs.KeyValue("encoders_restarted", str(down.restarted)),
+                       msgs.KeyValue("ignored_commands", str(self.ignored_commands))]
         values += [msgs.KeyValue(k, _fmt(v)) for k, v in _flatten(diag)]
         if self.board_diag_at is not None:
             values.append(msgs.KeyValue("board_diag_age_s", _fmt(time.monotonic() - self.board_diag_at)))
@@ -466,10 +514,15 @@ class Ros2Bridge:
                msgs.KeyValue("stamped_age_max_ms", _fmt(max(self.command_age, default=0.0) * 1e3))]))
 
         if final is not None:
-            statuses.append(msgs.DiagnosticStatus(level=msgs.DIAG_WARN if "error" in final else msgs.DIAG_OK,
-                                                  name=f"{who}: bridge", message=f"shut down: {final}",
-                                                  hardware_id=hw,
-                                                  values=[msgs.KeyValue("board", "disabled, command zero")]))
+            problems = self.shutdown_problems
+            failed = self.stop_reason.startswith(("error", "internal error"))
+            level = msgs.DIAG_ERROR if problems or failed or down is not None else msgs.DIAG_OK
+            values = [msgs.KeyValue("board", board_final_state(problems))]
+            values += [msgs.KeyValue(f"problem_{i}", p) for i, p in enumerate(problems, 1)]
+            if down is not None:
+                values.append(msgs.KeyValue("board_down", str(down)))
+            statuses.append(msgs.DiagnosticStatus(level=level, name=f"{who}: bridge", message=f"shut down: {final}",
+                                                  hardware_id=hw, values=values))
         return msgs.DiagnosticArray(header=msgs.Header(stamp=self._stamp(time.monotonic())), status=statuses)
 
     def publish_diagnostics(self, final: str | None = None) -> None:
@@ -487,8 +540,10 @@ class Ros2Bridge:
         if self._activated and not self.stop_reason.startswith("error"):
             self.refresh_board_diag()       # the board's own counters for the last message
         if self._activated:
-            for what, call in (("zero command", lambda: self.board.write(0.0, 0.0)),
-                               ("deactivate", self.board.deactivate)):
+            steps = [("deactivate", self.board.deactivate)]     # zero command + disable, confirmed by the board
+            if getattr(self.board, "active", True):
+                steps.insert(0, ("zero command", lambda: self.board.write(0.0, 0.0)))
+            for what, call in steps:
                 try:
                     call()
                 except Exception as e:      # the board's own deadman stops the wheels if we cannot
@@ -498,8 +553,15 @@ class Ros2Bridge:
             self.board.cleanup()
         except Exception as e:
             problems.append(f"cleanup failed: {e}")
+        self.shutdown_problems = problems
         reason = self.stop_reason + ("; " + "; ".join(problems) if problems else "")
-        log.info("shutting down: %s", reason)
+        if self.stop_reason.startswith(("error", "internal error")):
+            # the error itself is raised to the caller, which reports it (the CLI prints it once)
+            log.info("shutting down after an error; board %s", board_final_state(problems))
+        else:
+            log.info("shutting down: %s; board %s", self.stop_reason, board_final_state(problems))
+        for p in problems:
+            log.error("shutdown: %s", p)
         try:
             self.publish_diagnostics(final=reason)
             # give the last message a chance to reach remote readers before the participant disappears
@@ -513,6 +575,13 @@ class Ros2Bridge:
 
     def __exit__(self, *exc):
         self.shutdown()
+
+
+def board_final_state(problems: list) -> str:
+    """What the last message may claim about the board: disabled only when the board acknowledged it."""
+    if problems:
+        return "NOT confirmed disabled (the board's deadman stops the wheels)"
+    return "disabled, command zero"
 
 
 def _covariance(matrix, diagonal_override) -> list:

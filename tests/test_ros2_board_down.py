@@ -1,0 +1,155 @@
+"""The bridge when the board restarts behind the open port (its watchdog) and when it cannot confirm the board is
+disabled at shutdown. An in-process bridge on a virtual board (the real firmware), a second DDS participant on a
+random domain (localhost only) that publishes cmd_vel and records odom and diagnostics as the graph sees them."""
+import logging
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from viperdrive.board import Board
+from viperdrive.config import RobotConfig
+from viperdrive.ros2 import msgs, qos
+from viperdrive.ros2.bridge import Ros2Bridge
+from viperdrive.ros2.node import RosNode, take_valid
+
+pytestmark = [pytest.mark.slow]
+
+DOMAIN = random.SystemRandom().randint(120, 220)
+LOCAL_ENV = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+VIPERDRIVE = Path(sys.executable).parent / "viperdrive"
+NOT_CONFIRMED = "NOT confirmed disabled (the board's deadman stops the wheels)"
+
+
+def config():
+    return RobotConfig.from_dict({"update_rate": 100, "cmd_vel_timeout": 0.5, "max_wheel_acceleration": 1.0,
+                                  "ros2": {"use_stamped_vel": False, "publish_rate": 50}})
+
+
+class Graph:
+    """The other side: cmd_vel publisher, odom and diagnostics readers in the bridge's namespace."""
+
+    def __init__(self, namespace):
+        self.node = RosNode(namespace, domain_id=DOMAIN, env=LOCAL_ENV)
+        self.cmd = self.node.publisher("cmd_vel", msgs.Twist, qos.default_qos())
+        self.r_odom = self.node.subscription("odom", msgs.Odometry, qos.default_qos(100))
+        self.r_diag = self.node.subscription("/diagnostics", msgs.DiagnosticArray, qos.default_qos(100))
+        self.odom = []          # (stamp s, x, v) per message
+        self.diag = []          # [(level, name, message, {key: value})] per message
+
+    def spin(self, seconds, v=None):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if v is not None:
+                self.cmd.write(msgs.Twist(linear=msgs.Vector3(v, 0.0, 0.0), angular=msgs.Vector3(0.0, 0.0, 0.0)))
+            self.take()
+            time.sleep(0.02)
+
+    def take(self):
+        self.odom += [(msgs.time_to_s(s.header.stamp), s.pose.pose.position.x, s.twist.twist.linear.x)
+                      for s in take_valid(self.r_odom, 100)]
+        self.diag += [[(st.level, st.name, st.message, {kv.key: kv.value for kv in st.values}) for st in s.status]
+                      for s in take_valid(self.r_diag, 100)]
+
+    def statuses(self, name):
+        return [st for arr in self.diag for st in arr if st[1] == name]
+
+    def close(self):
+        self.node.close()
+
+
+def test_watchdog_reset_board_down_error_diagnostics_odom_continuous_commands_ignored(caplog):
+    from viperdrive.sim import VirtualBoard
+
+    cfg = config()
+    with VirtualBoard() as vb:
+        bridge = Ros2Bridge(Board(vb.url, config=cfg), cfg, namespace="rdown", domain_id=DOMAIN, env=LOCAL_ENV)
+        graph = Graph("rdown")
+        runner = threading.Thread(target=bridge.run, daemon=True)
+        try:
+            with caplog.at_level(logging.INFO, logger="viperdrive.ros2"):
+                runner.start()
+                graph.spin(2.5, v=0.3)
+                x_before = graph.odom[-1][1]
+                n_before = len(graph.odom)
+                assert x_before > 0.2, graph.odom[-5:]
+                vb.fault("freeze_control", on=True)     # the board's watchdog resets it behind the open port
+                graph.spin(2.5, v=0.3)
+                assert bridge.board_down is not None, "the bridge did not notice the board's restart"
+                bridge.stop("test done")
+                runner.join(15)
+                graph.take()
+        finally:
+            bridge.stop("test done")
+            runner.join(15)
+            graph.close()
+    assert not runner.is_alive()
+    # odom never jumps (the bug: 0.54 m -> 0.003 m in one period): never back, never faster than the robot drives
+    # (0.3 m/s; a publish gap on a loaded machine makes a longer step, not a faster one)
+    rows = graph.odom
+    steps = [(b[1] - a[1], b[0] - a[0]) for a, b in zip(rows, rows[1:], strict=False)]
+    assert all(dx > -0.001 and dx <= 0.35 * dt + 0.003 for dx, dt in steps), [s for s in steps if s[0] > 0.01]
+    after = graph.odom[n_before:]
+    # the bridge stayed up and kept publishing the last pose, standing (twist 0), for the rest of the run
+    still = [x for _, x, v in after if v == 0.0]
+    assert len(still) > 20 and max(still) == min(still) >= x_before
+    assert bridge.ignored_commands > 20             # cmd_vel kept coming and was not executed
+    down = [st for st in graph.statuses("viperdrive /rdown: board") if st[0] == msgs.DIAG_ERROR]
+    assert down, [st[2] for st in graph.statuses("viperdrive /rdown: board")]
+    level, _, message, values = down[-1]
+    assert message.startswith("FAULT latched: ") and "board was reset by its watchdog" in message
+    assert "not commanding" in message and "re-activate" in values["board_down"]
+    assert values["encoders_restarted"] == "True"
+    final = graph.statuses("viperdrive /rdown: bridge")[-1]
+    # stopped on request, the board confirmed disabled; still ERROR: the board went down during the run
+    assert final[0] == msgs.DIAG_ERROR and final[3]["board"] == "disabled, command zero"
+    assert bridge.shutdown_problems == []
+    logs = [r.getMessage() for r in caplog.records]
+    assert sum("board down: the board was reset by its watchdog" in m for m in logs) == 1
+
+
+def test_shutdown_over_a_cut_link_says_not_confirmed_disabled(caplog):
+    from viperdrive.sim import VirtualBoard
+
+    cfg = config()
+    with VirtualBoard() as vb:
+        bridge = Ros2Bridge(Board(vb.url, config=cfg), cfg, namespace="rcut", domain_id=DOMAIN, env=LOCAL_ENV)
+        graph = Graph("rcut")
+        try:
+            bridge.start()
+            for k in range(100):                        # 1 s of ticks, so the listener is matched
+                bridge._step(time.monotonic(), k)
+                graph.take()
+                time.sleep(0.01)
+            vb.fault("cut_link", on=True)               # nothing reaches the board any more
+            bridge.stop("interrupted (Ctrl-C)")
+            with caplog.at_level(logging.INFO, logger="viperdrive.ros2"):
+                bridge.shutdown()
+            deadline = time.monotonic() + 3
+            while not graph.statuses("viperdrive /rcut: bridge") and time.monotonic() < deadline:
+                graph.take()
+                time.sleep(0.02)
+        finally:
+            bridge.shutdown()
+            graph.close()
+    assert bridge.shutdown_problems and bridge.shutdown_problems[0].startswith("deactivate failed: ")
+    final = graph.statuses("viperdrive /rcut: bridge")
+    assert final, "no last diagnostics"
+    level, _, message, values = final[-1]
+    assert level == msgs.DIAG_ERROR and values["board"] == NOT_CONFIRMED
+    assert message.startswith("shut down: interrupted (Ctrl-C); deactivate failed: ")
+    assert values["problem_1"].startswith("deactivate failed: ")
+    logs = [r.getMessage() for r in caplog.records]
+    assert any("board " + NOT_CONFIRMED in m for m in logs) and not any("board disabled" in m for m in logs)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_duration_must_be_finite_and_positive(value):
+    out = subprocess.run([str(VIPERDRIVE), "ros2", "--port", "sim", "--duration", value], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 7, out.stderr
+    assert "--duration must be a finite number of seconds > 0" in out.stderr and "Traceback" not in out.stderr
