@@ -133,6 +133,14 @@ _MOV_INVERT = const(0x08)
 # the encoder's real resting state, so the first sample is not taken for an edge from state 0 (which would
 # count +-1 at boot for an encoder resting at state 1 or 2)
 PIO_PRIME = const(0x4002)
+# `mov x, null` and `mov y, null` (MOV: 101, delay 00000, destination bits 7:5 X = 001 / Y = 010, op 00,
+# source bits 2:0 NULL = 011), executed by the CPU before the start. A state machine keeps X and Y across a
+# soft reset (Ctrl-D) and a new StateMachine(): stopped mid-request, X != 0 would make the program answer a
+# request nobody made, and every read_counts after it would return the previous period's count. Y is the count.
+PIO_CLEAR_X = const(0xA023)
+PIO_CLEAR_Y = const(0xA043)
+# `pull noblock`: executed by the CPU to discard a request left in the TX FIFO by the previous run
+PIO_DISCARD_TX = const(0x8080)
 
 
 def _jmp(cond, addr):

@@ -38,9 +38,19 @@ class _PioEncoder:
     def __init__(self, sm_id, pin_a):
         machine.Pin(pin_a, machine.Pin.IN, machine.Pin.PULL_UP)
         machine.Pin(pin_a + 1, machine.Pin.IN, machine.Pin.PULL_UP)
-        self.sm = rp2.StateMachine(sm_id, _quadrature_program, in_base=machine.Pin(pin_a))
-        self.sm.exec(portable.PIO_PRIME)
-        self.sm.active(1)
+        sm = rp2.StateMachine(sm_id, _quadrature_program, in_base=machine.Pin(pin_a))
+        self.sm = sm
+        # X, Y and the FIFOs survive a soft reset: a run stopped mid-request (X != 0, a request in TX, an answer
+        # in RX) would otherwise leave one unrequested word queued, and every read_counts would then return the
+        # count of the period before. Start with no request (X = 0), the count at 0 and both FIFOs empty.
+        sm.exec(portable.PIO_CLEAR_X)
+        sm.exec(portable.PIO_CLEAR_Y)
+        while sm.tx_fifo():
+            sm.exec(portable.PIO_DISCARD_TX)
+        sm.exec(portable.PIO_PRIME)
+        sm.active(1)
+        while sm.rx_fifo():
+            sm.get()
 
     def deinit(self):
         self.sm.active(0)

@@ -10,8 +10,6 @@ from array import array
 from mptest_hal_portable import Pio, _seq
 from shared import protocol
 
-from hal import portable
-
 import boardcfg
 
 BOARDS = "mcu/boards/"
@@ -152,19 +150,31 @@ class FakeMachineWithEncoder(FakeMachine):
 # ---- rp2: asm_pio collects the words, StateMachine runs them ----
 
 class FakeSM:
+    # what a state machine still holds from the previous run (soft reset): {sm_id: (x, y, tx words, rx words)}
+    leftover: dict = {}
+
     def __init__(self, sm_id, prog, in_base=None):
         self.id = sm_id
-        self.pio = Pio(prog["words"])
+        x, y, tx, rx = FakeSM.leftover.get(sm_id, (0, 0, (), ()))
+        self.pio = Pio(prog["words"], x=x, y=y)
+        self.pio.tx.extend(tx)
+        self.pio.rx.extend(rx)
         self.base = in_base.id
         self.on = False
+        self.execs = []
 
     def exec(self, ins):
-        # sm.exec of the priming `in pins, 2`: run that word once at the sample address
-        assert ins == self.pio.prog[portable.PIO_SAMPLE]
-        pc = self.pio.pc
-        self.pio.pc = portable.PIO_SAMPLE
-        self.run(1)
-        self.pio.pc = pc
+        # sm.exec: the word runs once, on the current pins, outside the program (PC moves only for a jump)
+        assert not self.on, "exec'd while running: the program could be mid-way through a request"
+        self.execs.append(ins)
+        self.pio.pins = FakePin.levels.get(self.base, 0) | (FakePin.levels.get(self.base + 1, 0) << 1)
+        self.pio.exec(ins)
+
+    def tx_fifo(self):
+        return len(self.pio.tx)
+
+    def rx_fifo(self):
+        return len(self.pio.rx)
 
     def active(self, v=None):
         if v is not None:
@@ -179,10 +189,12 @@ class FakeSM:
     def put(self, v):
         self.pio.tx.append(v)
 
-    def get(self, buf):
+    def get(self, buf=None):
         for _ in range(100):
             if self.pio.rx:
                 w = self.pio.rx.pop(0)
+                if buf is None:
+                    return w
                 buf[0] = w - (1 << 32) if w & 0x80000000 else w
                 return buf
             self.run(1)
@@ -223,6 +235,7 @@ def _install(**mods):
         sys.modules[name] = mod
     FakePin.levels = {}
     FakePin.irqs = {}
+    FakeSM.leftover = {}
     FakePWM.all = {}
     FakeEncoder.units = {}
     FakeTimer.accept_hard = True
@@ -260,6 +273,33 @@ def test_rp2_counts_through_the_pio_program():
     assert (buf[0], buf[1]) == (300, -7)        # 32-bit counter: int32 bit pattern
     b.deinit()
     assert not sm_l.on
+
+
+def test_rp2_restart_mid_request_reads_the_current_count():
+    # The previous run was stopped (Ctrl-D) right after read_counts put its request: X = 1 and a request is
+    # still in TX on the left, the right one's answer is still in RX; Y holds the old counts. The new run
+    # must not see any of it: the first read is the count now, not a word queued before.
+    _install(machine=FakeMachine(), rp2=FakeRp2())
+    import hal
+    FakeSM.leftover = {0: (1, 5000, (1,), ()), 1: (1, 0xFFFFFF00, (), (0xFFFFFF00,))}
+    cfg = boardcfg.load(BOARDS + "pico.json")
+    b = hal.load(cfg)
+    sm_l, sm_r = b._enc_l.sm, b._enc_r.sm
+    assert sm_l.execs[:2] == [0xA023, 0xA043]       # datasheet MOV: 101 00000 ddd 00 sss, X=001 Y=010 NULL=011
+    assert (sm_l.pio.x, sm_r.pio.x) == (0, 0) and sm_l.rx_fifo() == 0 and sm_r.rx_fifo() == 0
+    sm_l.run(200)                                   # the program runs a while before the first period
+    sm_r.run(200)
+    assert sm_l.rx_fifo() == 0 and sm_r.rx_fifo() == 0      # nothing answered without a request
+    a_l = cfg["pins"]["left"]["enc_a"]
+    a_r = cfg["pins"]["right"]["enc_a"]
+    _walk_pins(a_l, _seq(0, 40, +1), lambda: sm_l.run(24))
+    _walk_pins(a_r, _seq(0, 9, -1), lambda: sm_r.run(24))
+    buf = array("i", (7, 7))
+    b.read_counts(buf)
+    assert (buf[0], buf[1]) == (40, -9)
+    _walk_pins(a_l, _seq(0, 4, +1), lambda: sm_l.run(24))
+    b.read_counts(buf)
+    assert (buf[0], buf[1]) == (44, -9)             # every later read is current too (no word of lag)
 
 
 def test_rp2_outputs_timer_watchdog_reset_cause():

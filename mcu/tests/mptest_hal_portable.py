@@ -19,11 +19,11 @@ UP = portable.QUAD_UP           # counting-up state sequence 0 -> 1 -> 3 -> 2
 class Pio:
     """One state machine: in_shiftdir LEFT, out_shiftdir RIGHT (as hal/rp2.py configures it), 4-deep FIFOs."""
 
-    def __init__(self, prog, pins=0, y=0):
+    def __init__(self, prog, pins=0, y=0, x=0):
         assert len(prog) == 32
         self.prog = prog
         self.pc = 0
-        self.x = 0
+        self.x = x & M32
         self.y = y & M32
         self.isr = 0
         self.osr = 0
@@ -48,7 +48,16 @@ class Pio:
         raise AssertionError("unsupported mov source %d" % s)
 
     def step(self):
-        ins = self.prog[self.pc]
+        self.pc = self._execute(self.prog[self.pc])
+
+    def exec(self, ins):
+        """What sm.exec(ins) does: run one instruction word now; only a jump or a write to PC moves PC."""
+        new = self._execute(ins)
+        if ins >> 13 == 0 or (ins >> 13 == 3 and (ins >> 5) & 7 == 5):
+            self.pc = new
+
+    def _execute(self, ins):
+        """Run one instruction at the current PC; returns the PC that follows it."""
         assert ins & 0x1F00 == 0, "no delay/side-set expected"
         op = ins >> 13
         nxt = (self.pc + 1) & 31
@@ -64,19 +73,19 @@ class Pio:
                 self.y = (self.y - 1) & M32
             else:
                 raise AssertionError("unsupported jmp condition %d" % cond)
-            self.pc = (ins & 31) if take else nxt
+            return (ins & 31) if take else nxt
         elif op == 2:                                   # IN (shift left)
             assert (ins >> 5) & 7 == 0, "only `in pins` expected"
             n = (ins & 31) or 32
             self.isr = ((self.isr << n) | (self.pins & ((1 << n) - 1))) & M32
-            self.pc = nxt
+            return nxt
         elif op == 3:                                   # OUT (shift right)
             dst = (ins >> 5) & 7
             n = ins & 31
             val = self.osr & ((1 << n) - 1)
             self.osr >>= n
             assert dst == 5, "only `out pc` expected"
-            self.pc = val
+            return val
         elif op == 4:
             block = ins & 0x20
             assert not block, "the program must never block"
@@ -86,7 +95,7 @@ class Pio:
                 if len(self.rx) < 4:
                     self.rx.append(self.isr)
                 self.isr = 0
-            self.pc = nxt
+            return nxt
         elif op == 5:                                   # MOV
             dst = (ins >> 5) & 7
             val = self._src(ins & 7)
@@ -102,9 +111,8 @@ class Pio:
                 self.osr = val
             else:
                 raise AssertionError("unsupported mov destination %d" % dst)
-            self.pc = nxt
-        else:
-            raise AssertionError("unexpected opcode %d at %d" % (op, self.pc))
+            return nxt
+        raise AssertionError("unexpected opcode %d at %d" % (op, self.pc))
 
     def run(self, n):
         for _ in range(n):
@@ -157,6 +165,32 @@ def test_pio_prime_takes_the_resting_state():
         # without priming the first sample reads as an edge from state 0 and counts one
         assert abs(_signed32(cold.read_count())) == 1
         assert primed.read_count() == 0
+
+
+def test_pio_restart_mid_request_without_clearing_lags_one_period():
+    # the failure the clearing prevents, shown on the same interpreter: started with X = 1, the program pushes
+    # one unrequested word, and each read then returns the answer queued by the request before it
+    prog = portable.quadrature_pio_program()
+    stale = Pio(prog, x=1)
+    stale.run(60)
+    _walk(stale, _seq(0, 40, +1))
+    assert stale.read_count() == 0                  # the word pushed at start, not the current 40
+    _walk(stale, _seq(stale.pins, 4, +1))
+    assert stale.read_count() == 40                 # and one read behind from then on
+    # the words rp2.py executes, against the datasheet's MOV layout: 101 | delay 00000 | dest | op 00 | source
+    mov = lambda dest, src: (0b101 << 13) | (dest << 5) | src      # noqa: E731
+    assert portable.PIO_CLEAR_X == mov(0b001, 0b011) == 0xA023     # X <- NULL
+    assert portable.PIO_CLEAR_Y == mov(0b010, 0b011) == 0xA043     # Y <- NULL
+    assert portable.PIO_DISCARD_TX == prog[portable.PIO_POLL]       # the program's own `pull noblock`
+    cleared = Pio(prog, x=1, y=77)
+    cleared.tx.append(1)
+    while cleared.tx:
+        cleared.exec(portable.PIO_DISCARD_TX)
+    cleared.exec(portable.PIO_CLEAR_X)
+    cleared.exec(portable.PIO_CLEAR_Y)
+    cleared.run(60)
+    _walk(cleared, _seq(0, 40, +1))
+    assert cleared.read_count() == 40
 
 
 def test_pio_program_shape():
