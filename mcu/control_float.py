@@ -150,7 +150,8 @@ class FloatLaw:
                     if enabled:
                         self.trips += 1
                 self.cmd = [0.0, 0.0]
-                if self.age > g["dis_n"] and enabled:
+                if self.age > g["dis_n"] and enabled and self.sp[0] == 0.0 and self.sp[1] == 0.0:
+                    # de-energize only after the ramp reached zero on both wheels (stop category 1, as step())
                     self.enabled = enabled = False
 
         dl = dr = 0.0

@@ -247,8 +247,11 @@ def step(st_a, k_a, c_a, e_a, io_a):
                     st[G_TRIPS] = int(st[G_TRIPS]) + 1
             st[W_SPC] = 0
             st[WS + W_SPC] = 0
-            if age > int(k[kb + K_DIS_N]) and enabled:
-                # long silence: de-energize; the host must ENABLE again (which zeroes everything)
+            if age > int(k[kb + K_DIS_N]) and enabled and int(st[W_SP]) == 0 and int(st[WS + W_SP]) == 0:
+                # long silence: de-energize; the host must ENABLE again (which zeroes everything). Only once the
+                # ramp has brought both setpoints to zero: with deadman_disable_ms <= deadman_ms, or a gap
+                # shorter than the braking time max_wheel_speed/max_accel, cutting power on time alone would
+                # let the wheels coast (stop category 0) instead of being braked (category 1).
                 st[G_ENABLED] = 0
                 enabled = 0
 

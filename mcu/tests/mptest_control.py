@@ -296,6 +296,52 @@ def test_deadman_timing_and_ramp():
     assert not c.status() & protocol.ST_ENABLED and hal.duty == [0, 0]
 
 
+def test_deadman_disable_waits_for_the_ramp():
+    # deadman_disable_ms (100) shorter than deadman_ms (500), and a braking time (10 rad/s at 20 rad/s^2 =
+    # 500 ms) longer than either: the board must still ramp both wheels to zero before it de-energizes (stop
+    # category 1), never cut power on time alone (category 0: the robot would coast). Both laws alike.
+    hz = 500
+    kw = dict(deadman_ms=500, deadman_disable_ms=100, max_accel=20.0, stall_speed=0.0, track_err_max=500.0)
+    hal, c = make(hz=hz, **kw)
+    f = control_float.FloatLaw(hz, 4096, 32, (1, 1), (1, 1))
+    f.configure(values(**kw))
+    c.enable(True)
+    f.enable([0, 0])
+    spl = int(counts_per_s(c, 10.0))
+    spr = int(counts_per_s(c, -4.0))
+    for _ in range(hz):
+        c.set_velocity(spl, spr)
+        f.set_velocity(spl, spr)
+        hal.fire(1)
+        f.step([0, 0])
+    assert c.st[fx.W_SP] == spl << 8 and c.st[fx.WS + fx.W_SP] == spr << 8
+    trip = stopped = off = f_off = None
+    for i in range(1, 3 * hz):
+        hal.fire(1)
+        f.step([0, 0])
+        st = c.status()
+        if trip is None and st & protocol.ST_DEADMAN:
+            trip = i
+        if stopped is None and c.st[fx.W_SP] == 0 and c.st[fx.WS + fx.W_SP] == 0:
+            stopped = i
+        if off is None and not st & protocol.ST_ENABLED:
+            off = i
+            assert not hal.energized and hal.duty == [0, 0]
+        if f_off is None and not f.status() & protocol.ST_ENABLED:
+            f_off = i
+        if off is None:
+            # still energized: the setpoints only ever move toward zero, never jump there
+            assert abs(c.st[fx.W_SP]) <= spl << 8
+    ramp = 10.0 / 20.0 * hz
+    print("deadman 500 ms / disable 100 ms: DEADMAN at %d ms, setpoints at zero at %d ms (ramp %d ms), "
+          "de-energized at %d ms" % (trip * 2, stopped * 2, ramp * 2, off * 2))
+    assert trip == 500 * hz // 1000 + 1, trip
+    assert abs((stopped - trip) - ramp) <= 2, (stopped, trip)
+    assert stopped < off, (stopped, off)            # zero setpoints first, then ENABLED clears
+    assert off == stopped + 1, (stopped, off)       # the period after the ramp ended (the gap is long over)
+    assert f_off == off, (f_off, off)               # the float reference decides the same period
+
+
 def test_stall_fault_latches_until_clear():
     hz = 500
     hal, c = make(hz=hz, stall_ms=200, stall_speed=0.5, max_accel=5000.0, track_err_max=500.0)
