@@ -342,6 +342,102 @@ def test_deadman_disable_waits_for_the_ramp():
     assert f_off == off, (f_off, off)               # the float reference decides the same period
 
 
+# ---- the law's rates checked against numbers worked out by hand from the SI parameters (not against FloatLaw,
+# which shares the design): the wheels do not turn, so the measured speed stays 0 and the error is the setpoint ----
+
+RPC = TWO_PI / 4096             # rad per count at the tests' 4096 counts/rev
+Q28 = float(1 << 28)
+STILL = dict(stall_speed=0.0, track_err_max=500.0)      # no stall/tracking fault on a wheel held still
+
+
+def hold(hal, c, left, right, n):
+    """n periods with the command refreshed every period (the deadman never trips)."""
+    for _ in range(n):
+        c.set_velocity(left, right)
+        hal.fire(1)
+
+
+def test_integrator_rate_is_ki_err_dt():
+    # kp = kv = 0, constant error e: after N periods W_I = ki*e*N*dt (Q28). The ramp is one period (5000 rad/s^2
+    # allows 10 rad/s per period), so the error is e from the first period on.
+    hz = 500
+    n = 250
+    ki = 0.6
+    hal, c = make(hz=hz, kp=0.0, kv=0.0, ki=ki, max_accel=5000.0, **STILL)
+    c.enable(True)
+    hold(hal, c, 652, -1304, n)                 # 1.0 and -2.0 rad/s: I = 0.3 and -0.6 duty, below the clamp
+    kb = c.st[fx.G_BANK] * fx.KB
+    m, s = c.k[kb + fx.K_I], c.k[kb + fx.K_I + 1]
+    for w, sp in ((0, 652), (1, -1304)):
+        got = c.st[w * fx.WS + fx.W_I]
+        hand = ki * (sp * RPC) * n / hz * Q28
+        # the step's own arithmetic: the same floored term every period
+        assert got == n * ((sp << fx.VQ) * m >> s), (w, got)
+        # against the SI value: ki is held as a 15-bit mantissa (relative error <= 2**-15) and each period
+        # floors, so a Q28 LSB is out of reach; the difference stays below one LSB of the Q16 duty it feeds
+        print("integrator %+.1f rad/s, %d periods: W_I %d, ki*e*N*dt %.0f (Q28), diff %.0f = %.3f Q16 LSB"
+              % (sp * RPC, n, got, hand, got - hand, (got - hand) / (1 << fx.IQ)))
+        assert abs(got - hand) < 1 << fx.IQ, (w, got, hand)
+        assert abs(got - hand) <= n * (abs(hand) / n * 2.0 ** -15 + 1), (w, got, hand)
+
+
+def test_clamped_period_back_calculation():
+    # the feedforward alone exceeds max_duty (kv*sp = 0.5 * 3 rad/s = 1.5 duty > 0.8): the output clamps and
+    # one period moves I by (ki*e + (out - u)/Tt)*dt with u = kv*sp + I (kp = 0)
+    hz = 500
+    ki, kv, kt, maxd = 0.6, 0.5, 0.01, 0.8
+    hal, c = make(hz=hz, kp=0.0, kv=kv, ki=ki, kt=kt, max_duty=maxd, max_accel=5000.0, **STILL)
+    c.enable(True)
+    sp = 1956                                   # counts/s: 3.0 rad/s
+    hold(hal, c, sp, -sp, 20)                   # in saturation, I has wound to its back-calculated level
+    for w, sgn in ((0, 1), (1, -1)):
+        assert c.st[w * fx.WS + fx.W_OUT] == sgn * int(maxd * 65536 + 0.5)
+    i0 = [c.st[fx.W_I], c.st[fx.WS + fx.W_I]]
+    hold(hal, c, sp, -sp, 1)
+    dt = 1.0 / hz
+    for w, sgn in ((0, 1), (1, -1)):
+        e = sgn * sp * RPC
+        u = kv * e + i0[w] / Q28
+        out = sgn * maxd
+        hand = (ki * e + (out - u) / kt) * dt * Q28
+        got = c.st[w * fx.WS + fx.W_I] - i0[w]
+        print("clamped period: u %.4f out %.2f dI %d, hand %.0f (Q28), diff %.3f Q16 LSB"
+              % (u, out, got, hand, (got - hand) / (1 << fx.IQ)))
+        assert abs(hand) > 100 * (1 << fx.IQ)           # a real correction, not a rounding-sized one
+        assert abs(got - hand) < 1 << fx.IQ, (w, got, hand)
+
+
+def test_static_friction_deadband_and_acceleration_feedforward():
+    # kp = ki = kv = kd = 0: the duty is kS*sign(sp) + kA*dsp/dt, plus the deadband in the direction of that sum
+    # while a motion is commanded. The ramp at max_accel makes dsp/dt = max_accel exactly.
+    hz = 500
+    ks, db, ka, acc = 0.1, 0.05, 0.01, 30.0
+    hal, c = make(hz=hz, kp=0.0, ki=0.0, kv=0.0, kd=0.0, ks=ks, deadband=db, ka=ka, max_accel=acc, **STILL)
+    c.enable(True)
+
+    def q15(duty):
+        return duty * 32768.0
+
+    def near(got, duty, what):
+        print("%s: duty %d Q15, hand %.1f" % (what, got, q15(duty)))
+        assert abs(got - q15(duty)) <= 1.5, (what, got, q15(duty))
+
+    hold(hal, c, 0, 0, 3)
+    assert hal.duty == [0, 0]                   # at rest nothing is added: no kS, no deadband kick
+    sp = 1956                                   # 3 rad/s: the ramp takes 3/30 s = 50 periods
+    hold(hal, c, sp, -sp, 10)                   # ramping up: kS + kA*acc + deadband, mirrored on the right
+    near(hal.duty[0], ks + ka * acc + db, "ramp up left")
+    near(hal.duty[1], -(ks + ka * acc + db), "ramp up right")
+    hold(hal, c, sp, -sp, 60)                   # on the setpoint: kA drops out
+    near(hal.duty[0], ks + db, "steady left")
+    near(hal.duty[1], -(ks + db), "steady right")
+    hold(hal, c, 0, 0, 10)                      # ramping down, sp still > 0: kS - kA*acc = -0.2, deadband follows u
+    near(hal.duty[0], ks - ka * acc - db, "ramp down left")
+    near(hal.duty[1], -(ks - ka * acc - db), "ramp down right")
+    hold(hal, c, 0, 0, 60)
+    assert hal.duty == [0, 0]
+
+
 def test_stall_fault_latches_until_clear():
     hz = 500
     hal, c = make(hz=hz, stall_ms=200, stall_speed=0.5, max_accel=5000.0, track_err_max=500.0)
