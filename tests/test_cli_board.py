@@ -181,12 +181,20 @@ def test_drive_script_with_recording_reads_back_as_ros2_messages(sim, tmp_path):
     truth = sim.control({"cmd": "truth"})
     assert math.hypot(truth["x"] - 0.25, truth["y"] - 0.1) < 0.05     # the simulated robot went there too
 
-    from mcap_ros2.reader import read_ros2_messages
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    class Rec:
+        def __init__(self, schema, channel, message, ros_msg):
+            self.schema, self.channel, self.ros_msg, self.log_time_ns = schema, channel, ros_msg, message.log_time
+
     msgs: dict = {}
-    for rec in read_ros2_messages(str(out)):
-        msgs.setdefault(rec.channel.topic, []).append(rec)
+    with open(out, "rb") as f:
+        for rec in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
+            msgs.setdefault(rec[1].topic, []).append(Rec(*rec))
     assert {"/odom", "/tf", "/joint_states", "/cmd_vel", "/diagnostics", "/viperdrive/telemetry"} <= set(msgs)
     assert msgs["/odom"][0].schema.name == "nav_msgs/msg/Odometry"
+    assert msgs["/viperdrive/telemetry"][0].schema.encoding == "ros2msg"
     last = msgs["/odom"][-1].ros_msg
     assert last.pose.pose.position.x == pytest.approx(x, abs=0.002)
     assert last.header.frame_id == "odom" and last.child_frame_id == "base_link"
@@ -379,8 +387,8 @@ def test_calibrate_feedforward_identifies_the_simulated_motor(sim):
 def test_calibrate_umbmark_refuses_too_few_runs_and_writes_nothing(sim, tmp_path):
     robot = tmp_path / "robot.toml"
     robot.write_text("wheel_separation = 0.152\n")
-    r = run_cli("calibrate", "umbmark", "--port", sim.url, "--side", "0.15", "--runs", "1", "--speed", "0.3",
-                "--turn-rate", "2.5", "--measured", "0.01,0.02;0.0,-0.01", "--yes", "--config", robot,
+    r = run_cli("calibrate", "umbmark", "--port", sim.url, "--side", "0.1", "--runs", "1", "--speed", "0.3",
+                "--turn-rate", "4", "--measured", "0.01,0.02;0.0,-0.01", "--yes", "--config", robot,
                 "-q", timeout=60)
     assert r.returncode == 7, r.stdout + r.stderr
     assert "UMBmark refused" in r.stderr and "use at least 3" in r.stderr and "nothing written" in r.stderr

@@ -235,18 +235,21 @@ class McapRecorder:
 def read_mcap(path) -> dict[str, list[tuple[float, object]]]:
     """{topic: [(seconds since the first message, decoded ROS 2 message), ...]} of a viperdrive MCAP file."""
     from mcap.exceptions import McapError
-    from mcap_ros2.reader import read_ros2_messages
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
     p = Path(path)
     if not p.is_file():
         raise BadValue(f"{p} does not exist")
     out: dict[str, list] = defaultdict(list)
     t0 = None
     try:
-        for m in read_ros2_messages(str(p)):
-            t = m.log_time_ns * 1e-9
-            if t0 is None:
-                t0 = t
-            out[m.channel.topic].append((t - t0, m.ros_msg))
+        with open(p, "rb") as f:
+            reader = make_reader(f, decoder_factories=[DecoderFactory()])
+            for _schema, channel, message, ros_msg in reader.iter_decoded_messages(log_time_order=True):
+                t = message.log_time * 1e-9
+                if t0 is None:
+                    t0 = t
+                out[channel.topic].append((t - t0, ros_msg))
     except (McapError, ValueError, KeyError, EOFError, OSError) as e:
         raise BadValue(f"{p} is not a readable MCAP file: {e}") from None
     except Exception as e:  # the decoder raises its own types on corrupt records
