@@ -201,3 +201,57 @@ def test_link_lost_while_driving_stops_with_exit_8(sim, tmp_path):
 def test_bad_baud_is_a_usage_error():
     r = run_cli("info", "--port", "loop://", "--baud", "12")
     assert r.returncode == 2 and "--baud 12 is outside" in r.stderr
+
+
+def test_keyboard_drive_shows_a_fault_and_c_clears_it(sim):
+    from cli_helpers import PtyProcess
+    sim.control({"cmd": "fault", "kind": "stall", "wheel": "right", "on": True})
+    p = PtyProcess([VIPERDRIVE, "drive", "--port", sim.url])
+    try:
+        p.expect(r"keys: w/s")
+        p.send("wwww")
+        m = p.expect(r"the board is in FAULT: right wheel stalled", timeout=15)
+        p.expect(r"c: clear the fault and re-enable   q: quit", start=m.start())
+        sim.control({"cmd": "fault", "kind": "stall", "wheel": "right", "on": False})
+        start = len(p.output)
+        p.send("c")
+        p.expect(r"command   v \+0\.000 m/s", start=start)        # re-enabled from zero, nothing replayed
+        p.expect(r"status    ENABLED ", start=start)
+        p.send("q")
+        assert p.wait() == 0, p.output[-2000:]
+    finally:
+        p.close()
+        sim.control({"cmd": "fault", "kind": "stall", "wheel": "right", "on": False})
+    r = run_cli("info", "--port", sim.url, "--json")
+    d = json.loads(r.stdout)
+    assert d["fault_code"] == 0 and "ENABLED" not in d["status_names"]
+
+
+def test_sigterm_while_driving_disables_the_board(sim, tmp_path):
+    import signal
+    script = tmp_path / "long.txt"
+    script.write_text("twist 0.15 0 20\n")
+    proc = subprocess.Popen([VIPERDRIVE, "drive", "--port", sim.url, "--script", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        assert abs(sim.control({"cmd": "truth"})["w_left"]) > 2.0       # driving
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "viperdrive drive: interrupted" in err and "Traceback" not in err
+    r = run_cli("info", "--port", sim.url, "--json")
+    assert "ENABLED" not in json.loads(r.stdout)["status_names"]       # disabled by the host, not by the deadman
+
+
+def test_port_comes_from_the_environment_or_the_robot_file(sim, tmp_path):
+    r = run_cli("params", "get", "kp", env={"VIPERDRIVE_PORT": sim.url})
+    assert r.returncode == 0 and r.stdout.startswith("kp = ")
+    robot = tmp_path / "robot.yaml"
+    robot.write_text(f"port: {sim.url}\n")
+    r = run_cli("params", "get", "kp", "--config", robot)
+    assert r.returncode == 0 and r.stdout.startswith("kp = ")
+    r = run_cli("params", "get", "kp", "--config", robot, "--port", "/dev/ttyNOPE5")    # --port wins
+    assert r.returncode == 3
