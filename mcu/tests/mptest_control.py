@@ -2,6 +2,7 @@
 # reference of the same law (control_float.FloatLaw), with the hal test double (no plant: the tests set the
 # encoder counters themselves).
 import random
+from array import array
 
 import control
 import control_float
@@ -564,8 +565,12 @@ def test_low_speed_edge_timing():
 
 
 def test_heap_lock_around_10000_steps():
-    # one command, then 20 s without: the deadman ramps to zero but de-energizes only after 60 s (the command
-    # path allocates; it is the slow path and stays outside the lock)
+    # 10000 periods under heap_lock with telemetry on, and inside them everything the step does at a period
+    # boundary on the slow path's behalf (on rp2 the step runs in the hard timer IRQ, so these may not allocate
+    # either): a DISABLE, CLEAR, ENABLE and ZERO request, a new command, and two gain-bank switches (the first
+    # left pending by configure(), the second asked for the way configure() asks: one word). The slow-path halves
+    # (configure's conversion, set_velocity's scaling) allocate and stay outside the lock: their stores are
+    # written directly here. The deadman ramps the first command to zero but de-energizes only after 60 s.
     hal, c = make(kd=0.01, ks=0.05, deadband=0.02, ka=0.01, deadman_disable_ms=60000)
     import telemetry
     ring = telemetry.Ring(32)
@@ -573,21 +578,65 @@ def test_heap_lock_around_10000_steps():
     c.set_telemetry_div(5)
     c.enable(True)
     c.set_velocity(3000, -2000)
+    hal.fire(1)
+    bank0 = c.st[fx.G_BANK]
+    c.configure(values(kd=0.01, ks=0.05, deadband=0.02, ka=0.01, deadman_disable_ms=60000, kp=0.3, kv=0.02))
+    assert c.st[fx.G_BANK_REQ] != bank0                 # pending: the step switches in the first locked period
+    st = c.st
     counts = hal.counts
+    # what the loop saw at each event: bank after the pending switch, enabled after DISABLE, fault after CLEAR,
+    # enabled after ENABLE, position right after ZERO, bank after the second switch, setpoint and duty 40
+    # periods after the new command
+    seen = array("i", [-1] * 8)
     n = 0
     micropython.heap_lock()
     try:
         while n < 10000:
+            if n == 2000:
+                st[fx.G_REQ] = fx.REQ_DISABLE
+            elif n == 2100:
+                st[fx.G_REQ] = fx.REQ_CLEAR
+            elif n == 2200:
+                st[fx.G_REQ] = fx.REQ_ENABLE
+            elif n == 2300:
+                st[fx.W_SPN] = 2500 << fx.VQ                 # a new command, as set_velocity stages it
+                st[fx.WS + fx.W_SPN] = 1000 << fx.VQ
+                st[fx.G_CMD_NEW] = 1
+            elif n == 5000:
+                st[fx.G_REQ] = fx.REQ_ZERO
+            elif n == 6000:
+                st[fx.G_BANK_REQ] = bank0                   # back to the first bank (still holds its gains)
             counts[0] += 6
             counts[1] -= 4
             hal.fire(1)
+            if n == 0:
+                seen[0] = st[fx.G_BANK]
+            elif n == 2000:
+                seen[1] = st[fx.G_ENABLED]
+            elif n == 2100:
+                seen[2] = st[fx.G_REQ] | st[fx.G_FAULT]
+            elif n == 2200:
+                seen[3] = st[fx.G_ENABLED]
+            elif n == 2340:
+                seen[6] = st[fx.W_SP]
+                seen[7] = c.io[fx.IO_DL]
+            elif n == 5000:
+                seen[4] = st[fx.W_POS]
+            elif n == 6000:
+                seen[5] = st[fx.G_BANK]
             n += 1
     finally:
         micropython.heap_unlock()
     assert n == 10000
     assert ring.hdr[0] == 2000, ring.hdr[0]
-    assert hal.duty[0] != 0
-    print("10000 control steps (both wheels, telemetry on) under heap_lock: no allocation")
+    assert seen[0] == 1 - bank0 and seen[5] == bank0, list(seen)       # both bank switches happened
+    assert seen[1] == 0 and seen[2] == 0 and seen[3] == 1, list(seen)   # DISABLE, CLEAR, ENABLE served
+    assert hal.energize_calls[-1] is False          # the DISABLE period cut the bridges from inside tick()
+    assert seen[4] == 0, seen[4]                    # ZERO: the position restarts from that period's counters
+    assert st[fx.W_POS] == 6 * 4999 and st[fx.WS + fx.W_POS] == -4 * 4999
+    assert seen[6] > 0 and seen[7] != 0, list(seen)  # the new command drives again after ENABLE
+    print("10000 control steps (both wheels, telemetry on, 4 requests, 2 bank switches) under heap_lock: "
+          "no allocation")
 
 
 def test_products_fit_32_bits_for_documented_ranges():
