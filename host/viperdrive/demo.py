@@ -1,7 +1,8 @@
 """`make demo` (python -m viperdrive.demo): a virtual board (the real firmware on MicroPython, simulated robot)
 driven through the host stack (DriveController ramps -> Board -> link) along a 1 m square and a figure-8.
-Prints commanded path, ground truth, board odometry, host odometry, end-point errors, link statistics and loop
-jitter, and writes a PNG of the paths to out/demo_paths.png.
+Prints commanded path, ground truth, board odometry, host odometry, end-point errors, the largest cross-track
+error against the commanded path, link statistics and loop jitter, and writes a PNG of the paths to
+out/demo_paths.png.
 
 The driving helpers (PathRunner) are reused by hil_tests/ for the closed-loop square.
 """
@@ -32,6 +33,7 @@ class Track:
     host: list = field(default_factory=list)        # (x, y) host odometry
     board: list = field(default_factory=list)       # (x, y) board odometry (GET_ODOM)
     end: dict = field(default_factory=dict)
+    crossing: tuple | None = None                   # (x, y, theta) where the figure-8 changed circles
 
 
 class PathRunner:
@@ -130,6 +132,33 @@ class PathRunner:
             self.cycle(0.0, math.copysign(min(w, max(0.15, math.sqrt(alpha * left))), err))
         self.settle(0.3)
 
+    def arc(self, v: float, w: float, angle: float, stop: bool, on_reversed=None) -> None:
+        """Drive at (v, w) until the host odometry's heading has changed by angle (rad, the sign of w), as a
+        path follower closes a circle: on the heading turned, not on time. The command changes where the ramp
+        that follows is centred on the goal heading: for the reversal into the next arc (stop=False) half of the
+        w reversal's heading, w**2 / (2 alpha); for a stop, half of the joint ramp down. Plus ~LAG_S of motion.
+        on_reversed(): called once, when the measured turn rate first has the sign of w (a reversal's midpoint)."""
+        sep = self.config.effective_separation
+        a = self.config.max_wheel_acceleration
+        if stop:
+            ramp = (abs(v) + abs(w) * sep / 2.0) / a            # the faster wheel's rim speed down to zero
+            lead = abs(w) * (ramp / 2.0 + LAG_S)
+        else:
+            alpha = 2.0 * a / sep                               # w's rate when only the wheels' difference moves
+            lead = w * w / (2.0 * alpha)
+        turned = 0.0
+        last = self.odom.theta
+        while True:
+            th = self.odom.theta
+            turned += wrap_pi(th - last)
+            last = th
+            if on_reversed is not None and self.odom.w * w > 0.0:
+                on_reversed()
+                on_reversed = None
+            if abs(angle) - math.copysign(1.0, angle) * turned <= lead:
+                break
+            self.cycle(v, w)
+
     def finish(self) -> dict:
         """End points: host and board odometry, truth; errors vs the commanded end (the origin) and vs truth."""
         tr = self.track
@@ -155,22 +184,46 @@ def square(runner: PathRunner, side: float = 1.0, v: float = 0.3, w: float = 1.5
 
 
 def figure8(runner: PathRunner, radius: float = 0.35, v: float = 0.25) -> Track:
-    """Two circles, CCW then CW, on time (the wheel loops close the speed, nothing closes the path)."""
+    """Two circles, CCW then CW, each closed on the host odometry's heading (turn through 2 pi); the wheel loops
+    close the speeds, the heading closes each circle."""
     tr = Track(f"figure-8 r={radius} m")
     w = v / radius
-    t_circle = 2.0 * math.pi * radius / v
-    for k in range(201):       # the ideal path
-        a = 2.0 * math.pi * k / 100
-        tr.commanded.append((radius * math.sin(a), radius * (1 - math.cos(a))) if k <= 100 else
+    n = 400
+    for k in range(2 * n + 1):       # the ideal path: 400 chords per circle (chord error < 0.01 mm)
+        a = 2.0 * math.pi * k / n
+        tr.commanded.append((radius * math.sin(a), radius * (1 - math.cos(a))) if k <= n else
                             (radius * math.sin(a), -radius * (1 - math.cos(a))))
     runner.start(tr)
-    for sign in (1.0, -1.0):
-        n = int(t_circle / runner.period)
-        for _ in range(n):
-            runner.cycle(v, sign * w)
+    runner.arc(v, w, 2.0 * math.pi, stop=False)
+
+    def crossed() -> None:
+        # where the turn rate changed sign: the figure-8's crossing (ground truth where there is one)
+        tr.crossing = (runner.odom.x, runner.odom.y, runner.odom.theta)
+        if runner.vb is not None:
+            t = runner.vb.truth()
+            tr.crossing = (t["x"], t["y"], t["theta"])
+
+    runner.arc(v, -w, -2.0 * math.pi, stop=True, on_reversed=crossed)
     runner.settle(0.6)
     runner.finish()
     return tr
+
+
+def cross_track(points, path) -> float:
+    """Largest distance (m) from any of points to the polyline path (the commanded path)."""
+    worst = 0.0
+    segs = list(zip(path[:-1], path[1:], strict=True))
+    for px, py in points:
+        best = math.inf
+        for (ax, ay), (bx, by) in segs:
+            dx, dy = bx - ax, by - ay
+            ll = dx * dx + dy * dy
+            t = 0.0 if ll == 0.0 else min(1.0, max(0.0, ((px - ax) * dx + (py - ay) * dy) / ll))
+            d = math.hypot(px - ax - t * dx, py - ay - t * dy)
+            if d < best:
+                best = d
+        worst = max(worst, best)
+    return worst
 
 
 def _err(a, b) -> str:
@@ -179,9 +232,9 @@ def _err(a, b) -> str:
 
 def table(tracks: list[Track], board: Board, vb, runner: PathRunner) -> str:
     rows = []
-    fmt = "{:<18} {:>22} {:>22} {:>22} {:>10} {:>10} {:>10}"
+    fmt = "{:<18} {:>22} {:>22} {:>22} {:>10} {:>10} {:>10} {:>10} {:>10}"
     rows.append(fmt.format("path", "truth end (x,y,th)", "board odom end", "host odom end",
-                           "truth-cmd", "board-tru", "host-tru"))
+                           "truth-cmd", "board-tru", "host-tru", "xtrk truth", "xtrk host"))
     for tr in tracks:
         e = tr.end
         cmd = tr.commanded[-1]
@@ -190,8 +243,16 @@ def table(tracks: list[Track], board: Board, vb, runner: PathRunner) -> str:
         def p(t):
             return f"({t[0]:+.3f},{t[1]:+.3f},{math.degrees(t[2]):+5.1f}°)"
 
+        # the largest distance of the driven path (truth, and the host's own estimate of it) from the commanded
+        xt_truth = f"{cross_track(tr.truth, tr.commanded) * 1000:6.1f} mm" if tr.truth else "n/a"
+        xt_host = f"{cross_track(tr.host, tr.commanded) * 1000:6.1f} mm"
         rows.append(fmt.format(tr.name, p(tru), p(e["board"]), p(e["host"]), _err(tru, cmd),
-                               _err(e["board"], tru), _err(e["host"], tru)))
+                               _err(e["board"], tru), _err(e["host"], tru), xt_truth, xt_host))
+    for tr in tracks:
+        if tr.crossing is not None:
+            x, y, th = tr.crossing
+            rows.append(f"{tr.name}: circles changed at ({x:+.3f}, {y:+.3f}) m, heading {math.degrees(th):+.1f}° "
+                        f"(commanded: the origin, 0°)")
     ls = board.link.stats()
     rows.append("")
     rows.append(f"link: {ls['frames_tx']} frames sent, {ls['frames_rx']} received, crc errors {ls['crc_errors']}, "
