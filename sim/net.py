@@ -1,10 +1,12 @@
 # TCP for the virtual board (MicroPython unix port): the serial link's transport (one client at a time, a
 # reconnect works) and the sim control endpoint (JSON lines, one request one reply, several clients).
 # Everything is non-blocking and polled from the virtual board's main loop.
+import errno
 import json
 import os
 import select
 import socket
+import sys
 
 IPPROTO_TCP = 6
 TCP_NODELAY = 1
@@ -33,6 +35,30 @@ def parse_hostport(text, what):
     return host, p
 
 
+# What a bind/listen failure means, by errno name. MicroPython has no strerror, and its errno module lacks some
+# names (EADDRNOTAVAIL), so those numbers are listed per platform.
+_ERRNO_TEXT = {
+    "EADDRINUSE": "address already in use: another program (or another virtual board) listens there",
+    "EADDRNOTAVAIL": "address not available: it is not an address of this machine",
+    "EACCES": "permission denied: ports below 1024 need privileges",
+    "EPERM": "operation not permitted",
+    "EINVAL": "invalid address for this socket",
+}
+_EXTRA_ERRNO = {"linux": {99: "EADDRNOTAVAIL"}, "darwin": {49: "EADDRNOTAVAIL"}}
+
+
+def os_error_text(e):
+    """An OSError as 'errno N NAME: what it means' (MicroPython's str() of it is only the number)."""
+    code = e.args[0] if e is not None and e.args else None
+    if not isinstance(code, int):
+        return str(e)
+    name = errno.errorcode.get(code) or _EXTRA_ERRNO.get(sys.platform, {}).get(code)
+    if name is None:
+        return "errno %d" % code
+    text = _ERRNO_TEXT.get(name)
+    return "errno %d %s%s" % (code, name, ": " + text if text else "")
+
+
 def listen(host, port, backlog=1):
     """A listening non-blocking socket on host:port -> (socket, port). Port 0: a free port picked here."""
     try:
@@ -58,7 +84,7 @@ def listen(host, port, backlog=1):
             continue
         s.setblocking(False)
         return s, p
-    raise NetError("cannot listen on %s:%d (%s)" % (host, port, last))
+    raise NetError("cannot listen on %s:%d (%s)" % (host, port, os_error_text(last)))
 
 
 def _readable(poller):

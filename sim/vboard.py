@@ -39,7 +39,7 @@ class UsageError(Exception):
 def parse_args(argv):
     opts = {"listen": "127.0.0.1:0", "control": None, "baud": 115200, "robot": _HERE + "/robots/default.json",
             "board": _ROOT + "/mcu/boards/sim.json", "params": "/tmp/viperdrive-sim-params.json", "seed": None,
-            "repl": False, "app": "app"}
+            "repl": False, "app": "app", "board_given": False}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -50,7 +50,7 @@ def parse_args(argv):
             i += 1
             continue
         key = a[2:] if a.startswith("--") else None
-        if key is None or key not in opts or key == "repl":
+        if key is None or key not in opts or key in ("repl", "board_given"):
             raise UsageError("unknown option %r\n%s" % (a, USAGE))
         if i + 1 >= len(argv):
             raise UsageError("%s needs a value" % a)
@@ -63,6 +63,8 @@ def parse_args(argv):
             if key == "baud" and not 300 <= val <= 20000000:
                 raise UsageError("--baud %d outside 300..20000000" % val)
         opts[key] = val
+        if key == "board":
+            opts["board_given"] = True      # a file the user named must exist: no silent built-in fallback
         i += 2
     return opts
 
@@ -138,6 +140,9 @@ class VirtualBoard:
             exists = True
         except OSError:
             exists = False
+        if not exists and self.opts.get("board_given"):
+            raise ValueError("board config %s: no such file (give an existing board.json, or leave --board out "
+                             "for mcu/boards/sim.json)" % path)
         if boardcfg is not None and exists:
             cfg = boardcfg.load(path)
         else:

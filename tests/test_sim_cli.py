@@ -8,6 +8,7 @@ import pty
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -66,6 +67,29 @@ def test_sim_command_errors_have_exit_codes_and_no_traceback(tmp_path):
     assert r.returncode == 7 and "wheel_radius_m" in r.stderr and "Traceback" not in r.stderr
     r = subprocess.run([VIPERDRIVE, "sim", "--baud", "12"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "--baud" in r.stderr
+    # a board config the user named must exist (no silent fall back to a built-in one)
+    missing = tmp_path / "no-such-board.json"
+    r = subprocess.run([VIPERDRIVE, "sim", "--board", str(missing)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 7, (r.returncode, r.stderr)
+    assert str(missing) in r.stderr and "no such file" in r.stderr and "Traceback" not in r.stderr
+    assert "listening" not in r.stdout
+
+
+def test_sim_listen_error_names_the_errno():
+    # an address that is not this machine's: the reason in words, not MicroPython's bare "(99)"
+    r = subprocess.run([VIPERDRIVE, "sim", "--listen", "192.0.2.1:8080"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 3, (r.returncode, r.stderr)
+    assert "EADDRNOTAVAIL" in r.stderr and "not an address of this machine" in r.stderr, r.stderr
+    assert "(99)" not in r.stderr and "Traceback" not in r.stderr
+    # a port already taken: its own reason
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        r = subprocess.run([VIPERDRIVE, "sim", "--listen", f"127.0.0.1:{port}"], capture_output=True, text=True,
+                           timeout=30)
+    assert r.returncode == 3 and "EADDRINUSE" in r.stderr and "already in use" in r.stderr, r.stderr
 
 
 class Pty:
