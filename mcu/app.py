@@ -206,22 +206,18 @@ class App:
 
 def repl_requested(cfg, hal_board=None, exists=None):
     """The boot switch: a file named repl_mode on the board's filesystem, or the board config's repl_pin held at
-    its active level (low with repl_pull "up", high with "down") at boot."""
+    its active level (low with repl_pull "up", high with "down") at boot. The pin is read by the backend
+    (hal.repl_pin_held, or hal_board.repl_pin_held() when a Board is given): only hal/ imports port modules."""
     if exists is None:
         exists = _exists
     if exists("repl_mode"):
         return True
     if "repl_pin" not in cfg:
         return False
-    if hal_board is not None and hasattr(hal_board, "repl_pin_held"):
+    if hal_board is not None:
         return bool(hal_board.repl_pin_held())
-    try:
-        from machine import Pin
-    except ImportError:  # no machine.Pin on this port (the unix port): the file switch only
-        return False
-    up = cfg.get("repl_pull", "up") == "up"
-    pin = Pin(cfg["repl_pin"], Pin.IN, Pin.PULL_UP if up else Pin.PULL_DOWN)
-    return pin.value() == (0 if up else 1)
+    import hal
+    return bool(hal.repl_pin_held(cfg))
 
 
 def _exists(path):

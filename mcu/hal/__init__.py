@@ -36,6 +36,10 @@
 #                                   schedule and idle() runs the step when it is due, so the slow loop must
 #                                   reach idle() at least once per control period; that backend also has
 #                                   ticks_diff(a, b), as CircuitPython's time module lacks it.
+#   repl_pin_held()                 the REPL boot switch: the config's repl_pin at its active level (False
+#                                   without one). Each backend module also has repl_pin_held(cfg), which
+#                                   app.repl_requested calls through hal.repl_pin_held(cfg) before any Board
+#                                   exists (so only hal/ reads pins: machine.Pin, or digitalio on CircuitPython)
 #   deinit()                        optional (the hardware backends have it): outputs off, control timer
 #                                   stopped, encoder peripherals released; the watchdog cannot be stopped
 #
@@ -46,6 +50,15 @@
 
 def load(cfg, **kw):
     """The Board of the backend cfg names; extra keywords go to the backend (the sim's plant and link)."""
+    return _backend(cfg).Board(cfg, **kw)
+
+
+def repl_pin_held(cfg):
+    """The REPL boot switch of the backend cfg names, read without making a Board (no outputs touched)."""
+    return _backend(cfg).repl_pin_held(cfg)
+
+
+def _backend(cfg):
     name = cfg.get("backend", "sim")
     if name == "rp2":
         from . import rp2 as mod
@@ -59,4 +72,4 @@ def load(cfg, **kw):
         from . import sim as mod
     else:
         raise ValueError("unknown backend %r in the board config" % name)
-    return mod.Board(cfg, **kw)
+    return mod

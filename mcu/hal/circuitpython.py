@@ -85,6 +85,21 @@ class _SerialStream:
 
 
 @portable.own_per_period_methods
+def repl_pin_held(cfg):
+    """The REPL boot switch (hal.repl_pin_held): repl_pin at its active level (low with repl_pull "up"), read
+    through digitalio (CircuitPython has no machine.Pin). The pin is released again: the firmware may use it."""
+    if "repl_pin" not in cfg:
+        return False
+    up = cfg.get("repl_pull", "up") == "up"
+    p = digitalio.DigitalInOut(_pin(cfg["repl_pin"]))
+    try:
+        p.direction = digitalio.Direction.INPUT
+        p.pull = digitalio.Pull.UP if up else digitalio.Pull.DOWN
+        return p.value == (not up)
+    finally:
+        p.deinit()
+
+
 class Board(portable.BoardBase):
     soft = True
 
@@ -155,17 +170,7 @@ class Board(portable.BoardBase):
         return _SerialStream(usb_cdc.data)
 
     def repl_pin_held(self):
-        """The boot switch (app.repl_requested): repl_pin at its active level (low with repl_pull "up")."""
-        if "repl_pin" not in self.cfg:
-            return False
-        up = self.cfg.get("repl_pull", "up") == "up"
-        p = digitalio.DigitalInOut(_pin(self.cfg["repl_pin"]))
-        try:
-            p.direction = digitalio.Direction.INPUT
-            p.pull = digitalio.Pull.UP if up else digitalio.Pull.DOWN
-            return p.value == (not up)
-        finally:
-            p.deinit()
+        return repl_pin_held(self.cfg)
 
     def idle(self):
         # the control step runs here: no timer IRQ on CircuitPython

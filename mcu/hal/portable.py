@@ -401,11 +401,13 @@ class MachineBoard(BoardBase):
             self._timer.deinit()
             self._timer = None
 
-    def ticks_us(self):
-        return time.ticks_us()
+    # the port's own functions, not methods wrapping them: a builtin found on the class is not bound to the
+    # instance, so board.ticks_us() is one call instead of two (the control tick reads it twice per period)
+    ticks_us = time.ticks_us
+    ticks_ms = time.ticks_ms
 
-    def ticks_ms(self):
-        return time.ticks_ms()
+    def repl_pin_held(self):
+        return machine_repl_pin_held(self._machine, self.cfg)
 
     def watchdog_start(self, timeout_ms):
         self._wdt = self._machine.WDT(timeout=timeout_ms)
@@ -420,6 +422,19 @@ class MachineBoard(BoardBase):
 
     def idle(self):
         time.sleep_ms(1)
+
+
+def machine_repl_pin_held(machine, cfg):
+    """The boot switch on a machine.Pin port (rp2, esp32, stm32): the board config's repl_pin at its active level
+    (low with repl_pull "up", the default; high with "down"). False without a repl_pin.
+
+    machine: the port's machine module (the backend passes it in: this module imports no port module)."""
+    if "repl_pin" not in cfg:
+        return False
+    pin_cls = machine.Pin
+    up = cfg.get("repl_pull", "up") == "up"
+    pin = pin_cls(cfg["repl_pin"], pin_cls.IN, pin_cls.PULL_UP if up else pin_cls.PULL_DOWN)
+    return pin.value() == (0 if up else 1)
 
 
 PER_PERIOD_METHODS = ("read_counts", "write_duty", "ticks_us")

@@ -259,6 +259,11 @@ class PacedLink:
                 "tx_pending": len(self._tx), "baud": self.baud}
 
 
+def repl_pin_held(cfg):
+    """The virtual board has no pins: the REPL boot switch is the repl_mode file (or `viperdrive sim --repl`)."""
+    return False
+
+
 class Board:
     """The sim hardware (interface: mcu/hal/__init__.py). plant=, link= and reset_cause= come from the virtual
     board (keywords, else DEFAULTS)."""
@@ -412,11 +417,11 @@ class Board:
 
     # ---- time ----
 
-    def ticks_us(self):
-        return time.ticks_us()
+    ticks_us = time.ticks_us        # the port's functions themselves: one call, not a method around one
+    ticks_ms = time.ticks_ms
 
-    def ticks_ms(self):
-        return time.ticks_ms()
+    def repl_pin_held(self):
+        return repl_pin_held(self.cfg)
 
     # ---- watchdog (the virtual board checks watchdog_expired() and restarts the firmware) ----
 

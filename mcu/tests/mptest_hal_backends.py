@@ -26,9 +26,12 @@ class FakePin:
     IRQ_FALLING = 2
     levels: dict = {}
     irqs: dict = {}
+    pulls: dict = {}
 
     def __init__(self, pid, mode=None, pull=None, value=None):
         self.id = pid
+        if pull is not None:
+            FakePin.pulls[pid] = pull
         if value is not None:
             FakePin.levels[pid] = value
 
@@ -235,6 +238,7 @@ def _install(**mods):
         sys.modules[name] = mod
     FakePin.levels = {}
     FakePin.irqs = {}
+    FakePin.pulls = {}
     FakeSM.leftover = {}
     FakePWM.all = {}
     FakeEncoder.units = {}
@@ -567,9 +571,11 @@ def _circuitpython_modules(clock):
     digitalio.Pull.DOWN = 2
 
     class DIO:
+        levels = {"pin-D4": True}           # the REPL pin reads high (not held) unless a test says so
+
         def __init__(self, pin):
             self.pin = pin
-            self.value = pin == "pin-D4"     # the REPL pin reads high (not held) unless a test says so
+            self.value = DIO.levels.get(pin, False)
             self.direction = 0
             self.pull = None
 
@@ -699,3 +705,67 @@ def test_circuitpython_counts_outputs_and_idle_driven_step():
         sys.modules["time"] = real_time
         for name in ("watchdog", "usb_cdc"):
             del sys.modules[name]
+
+
+# ---- the REPL boot switch: read by the backend (only hal/ imports port modules), before any Board exists ----
+
+def test_repl_pin_read_through_the_machine_backends():
+    import app
+    no_file = lambda p: False                       # noqa: E731
+    for backend, machine, board_file in (("rp2", FakeMachine(), "pico.json"),
+                                         ("esp32", FakeMachine(), "esp32_devkit.json"),
+                                         ("stm32", FakeMachine(), "pyboard.json")):
+        mods = {"machine": machine}
+        if backend == "rp2":
+            mods["rp2"] = FakeRp2()
+        if backend == "stm32":
+            mods["pyb"] = FakePyb()
+        _install(**mods)
+        cfg = boardcfg.load(BOARDS + board_file)
+        pin = cfg["repl_pin"]
+        FakePin.levels[pin] = 1                     # pulled up, nothing pressed
+        assert not app.repl_requested(cfg, exists=no_file), backend
+        assert FakePin.pulls[pin] == FakePin.PULL_UP, backend
+        FakePin.levels[pin] = 0                     # held low: REPL mode
+        assert app.repl_requested(cfg, exists=no_file), backend
+        down = dict(cfg)
+        down["repl_pull"] = "down"
+        assert not app.repl_requested(down, exists=no_file), backend
+        assert FakePin.pulls[pin] == FakePin.PULL_DOWN
+        FakePin.levels[pin] = 1                     # held high against the pull-down
+        assert app.repl_requested(down, exists=no_file), backend
+        del cfg["repl_pin"]
+        assert not app.repl_requested(cfg, exists=no_file)      # no pin configured: the file switch only
+    import hal
+    assert "machine" not in app.__dict__ and "Pin" not in app.__dict__
+    assert hal.repl_pin_held({"backend": "sim", "repl_pin": 3}) is False    # the virtual board has no pins
+
+
+def test_repl_pin_read_through_digitalio_on_circuitpython():
+    import time as real_time
+
+    import app
+    mods, _pwm, _enc = _circuitpython_modules([0])
+    _install(**mods)
+    sys.modules.pop("machine", None)                # CircuitPython has no machine module at all
+    try:
+        cfg = boardcfg.load(BOARDS + "circuitpython_feather.json")
+        dio = mods["digitalio"].DigitalInOut
+        assert not app.repl_requested(cfg, exists=lambda p: False)
+        dio.levels["pin-D4"] = False                # held low against the pull-up
+        assert app.repl_requested(cfg, exists=lambda p: False)
+    finally:
+        sys.modules["time"] = real_time
+        for name in ("watchdog", "usb_cdc"):
+            del sys.modules[name]
+
+
+def test_machine_board_ticks_are_the_port_functions():
+    import time
+    _install(machine=FakeMachine(), rp2=FakeRp2())
+    import hal
+    b = hal.load(boardcfg.load(BOARDS + "pico.json"))
+    # no method around the port's function: the control tick's two reads are one call each
+    assert b.ticks_us is time.ticks_us and b.ticks_ms is time.ticks_ms
+    t0 = b.ticks_us()
+    assert 0 <= time.ticks_diff(time.ticks_us(), t0) < 1000000
