@@ -369,7 +369,7 @@ def test_calibrate_wheelbase_guided_with_ground_truth(sim, tmp_path):
 
 
 def test_calibrate_feedforward_identifies_the_simulated_motor(sim):
-    r = run_cli("calibrate", "feedforward", "--port", sim.url, "--ramp-time", "1.5", "--yes", "--no-write", "-q",
+    r = run_cli("calibrate", "feedforward", "--port", sim.url, "--ramp-time", "1.0", "--yes", "--no-write", "-q",
                 timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     fits = re.findall(r"kS = ([\d.]+), kV = ([\d.]+) /\(rad/s\), kA = ([\d.]+) /\(rad/s\^2\); R\^2 = ([\d.]+)",
@@ -387,7 +387,7 @@ def test_calibrate_feedforward_identifies_the_simulated_motor(sim):
 def test_calibrate_umbmark_refuses_too_few_runs_and_writes_nothing(sim, tmp_path):
     robot = tmp_path / "robot.toml"
     robot.write_text("wheel_separation = 0.152\n")
-    r = run_cli("calibrate", "umbmark", "--port", sim.url, "--side", "0.1", "--runs", "1", "--speed", "0.3",
+    r = run_cli("calibrate", "umbmark", "--port", sim.url, "--side", "0.05", "--runs", "1", "--speed", "0.3",
                 "--turn-rate", "4", "--measured", "0.01,0.02;0.0,-0.01", "--yes", "--config", robot,
                 "-q", timeout=60)
     assert r.returncode == 7, r.stdout + r.stderr

@@ -183,3 +183,46 @@ def test_repl_on_the_virtual_board_through_a_pty(tmp_path):
     assert r.returncode == 3 and "does not exist" in r.stderr
     r = run_cli("repl", "--port", "socket://127.0.0.1:9", "--print-command")
     assert r.stdout.strip() == f"{MPREMOTE} connect socket://127.0.0.1:9 repl"
+
+
+def test_flash_copies_through_real_mpremote_to_a_micropython_board(tmp_path):
+    """The whole flash path against a board that speaks MicroPython's raw REPL (tests/mp_serial_board.py): a stale
+    .mpy twin and the REPL-mode switch file are removed, every file lands flattened with its exact content, the
+    board config becomes board.json, progress follows mpremote's cp lines, the board is reset, and the HELLO check
+    afterwards fails loudly because this stand-in runs no firmware."""
+    from mp_serial_board import SerialMicroPythonBoard
+    board = SerialMicroPythonBoard(tmp_path / "fs")
+    try:
+        (tmp_path / "fs" / "app.mpy").write_bytes(b"M\x06old")        # would shadow the new app.py? no: removed
+        (tmp_path / "fs" / "repl_mode").write_text("")
+        r = run_cli("flash", "--board", "pico", "--port", board.device, "--verify-timeout", "1", timeout=120)
+        files = board.files()
+        resets = board.resets
+    finally:
+        board.close()
+    assert r.returncode == 4, r.stderr
+    assert "did not answer HELLO within 1 s after the reset" in r.stderr
+    expected = {dest: src.read_bytes() for src, dest in expected_files("rp2", mpy=False)}
+    expected["board.json"] = (ROOT / "mcu" / "boards" / "pico.json").read_bytes()
+    assert files == expected          # nothing else: app.mpy and repl_mode are gone
+    assert resets == 1
+    progress = [ln for ln in r.stderr.splitlines() if ln.startswith(f"copying to {os.path.realpath(board.device)}")
+                or ln.startswith(f"copying to {board.device}")]
+    assert progress[-2].endswith(f"100% ({len(expected)}/{len(expected)} files) board.json") and "done" in progress[-1]
+
+
+def test_flash_mpy_detects_the_arch_and_copies_compiled_modules(tmp_path):
+    from mp_serial_board import SerialMicroPythonBoard
+    board = SerialMicroPythonBoard(tmp_path / "fs")     # the unix port: sys.implementation._mpy says x64
+    try:
+        r = run_cli("flash", "--board", "sim", "--port", board.device, "--mpy", "--no-verify", timeout=120)
+        files = board.files()
+    finally:
+        board.close()
+    assert r.returncode == 0, r.stderr
+    assert "board .mpy architecture: x64" in r.stderr
+    mpys = {k: v for k, v in files.items() if k.endswith(".mpy")}
+    assert set(files) - set(mpys) == {"main.py", "boot.py", "board.json"}
+    assert "hal/sim.mpy" in mpys and "fixedstep.mpy" in mpys
+    head = mpys["fixedstep.mpy"][:3]
+    assert head[:2] == b"M\x06" and head[2] >> 2 == 2          # x64: MP_NATIVE_ARCH_X64 = 2

@@ -123,7 +123,7 @@ def load_board_config(spec: str) -> tuple[Path, dict]:
     board would refuse at boot is refused here, with the same message)."""
     root = firmware_root()
     path = Path(spec)
-    if not path.suffix and not path.exists():
+    if not path.suffix and not path.is_file():
         path = root / "mcu" / "boards" / f"{spec}.json"
     if not path.is_file():
         names = sorted(p.stem for p in (root / "mcu" / "boards").glob("*.json"))

@@ -1,0 +1,166 @@
+"""A MicroPython board on a pseudo-terminal, for testing what mpremote does to a board (viperdrive flash).
+
+A test helper, not a mock of mpremote or of the firmware: the far end of the pty speaks MicroPython's raw REPL
+protocol (Ctrl-A raw mode, Ctrl-D soft reboot / end of code, "OK", output, EOF, error, EOF, ">") and runs every
+code block in ONE real MicroPython unix-port process whose working directory is the "board filesystem", so
+mpremote's multi-step file writes (open, then write chunks, then close) behave as on a board. Raw-paste mode is
+spoken too (window flow control), as MicroPython 1.14+ does. machine.reset() is recorded, not executed.
+"""
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+MICROPYTHON = str(Path(sys.executable).parent / "micropython")
+
+# runs inside MicroPython: read "<n>\n<n bytes of code>", exec it in one shared namespace, mark the end
+_SERVER = r"""
+import sys
+g = {}
+rd = sys.stdin.buffer.read
+while True:
+    n = b""
+    while not n.endswith(b"\n"):
+        c = rd(1)
+        if not c:
+            raise SystemExit
+        n += c
+    code = rd(int(n))
+    try:
+        exec(code, g)
+        print("\x00ERR\x00", end="")
+    except BaseException as e:
+        print("\x00ERR\x00", end="")
+        sys.print_exception(e, sys.stdout)
+    print("\x00END\x00", end="")
+"""
+
+BANNER = b"MicroPython v1.29.0 on 2026-08-29; fake-board with viperdrive test helper\r\n>>> "
+
+
+class SerialMicroPythonBoard:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.master, self.slave = pty.openpty()
+        import tty
+        tty.setraw(self.slave)
+        self.device = os.ttyname(self.slave)
+        self.resets = 0
+        self.executed: list[str] = []
+        self._mp = self._start_mp()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _start_mp(self):
+        machine = self.root / ".." / "fakemods"
+        machine.mkdir(exist_ok=True)
+        # machine.reset() on this "board" only counts: the test checks that flash asked for it
+        (machine / "machine.py").write_text("def reset():\n    print('\\x00RESET\\x00', end='')\n")
+        env = dict(os.environ, MICROPYPATH=f"{machine.resolve()}:.frozen")
+        return subprocess.Popen([MICROPYTHON, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                cwd=self.root, env=env)
+
+    def _run(self, code: bytes) -> tuple[bytes, bytes]:
+        self.executed.append(code.decode("utf-8", "replace"))
+        self._mp.stdin.write(b"%d\n" % len(code) + code)
+        self._mp.stdin.flush()
+        out = b""
+        while not out.endswith(b"\x00END\x00"):
+            chunk = os.read(self._mp.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            out += chunk
+        out = out[:-len(b"\x00END\x00")]
+        if b"\x00RESET\x00" in out:
+            self.resets += 1
+            out = out.replace(b"\x00RESET\x00", b"")
+        std, _, err = out.partition(b"\x00ERR\x00")
+        return std.replace(b"\n", b"\r\n"), err.replace(b"\n", b"\r\n")
+
+    def _write(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    WINDOW = 4096
+
+    def _serve(self):
+        raw = False
+        paste = False           # raw-paste mode: code bytes until Ctrl-D, flow control by windows
+        got = 0
+        buf = b""
+        while not self._stop.is_set():
+            r, _, _ = select.select([self.master], [], [], 0.1)
+            if not r:
+                continue
+            try:
+                data = os.read(self.master, 4096)
+            except OSError:
+                return
+            for b in data:
+                ch = bytes((b,))
+                if paste:
+                    if ch == b"\x04":
+                        paste = False
+                        self._write(b"\x04")        # end of data acknowledged, then run it
+                        out, err = self._run(buf)
+                        buf = b""
+                        self._write(out + b"\x04" + err + b"\x04>")
+                        continue
+                    buf += ch
+                    got += 1
+                    if got == self.WINDOW:
+                        got = 0
+                        self._write(b"\x01")        # room for another window
+                    continue
+                if not raw:
+                    if ch == b"\x01":
+                        raw, buf = True, b""
+                        self._write(b"raw REPL; CTRL-B to exit\r\n>")
+                    elif ch == b"\x03":
+                        self._write(b"\r\n" + BANNER)
+                    continue
+                if ch == b"\x02":
+                    raw = False
+                    self._write(b"\r\n" + BANNER)
+                elif ch == b"\x03":
+                    buf = b""
+                elif ch == b"\x01":
+                    buf = b""
+                    self._write(b"raw REPL; CTRL-B to exit\r\n>")
+                elif ch == b"\x05":
+                    buf = ch
+                elif buf.startswith(b"\x05"):
+                    buf += ch
+                    if buf == b"\x05A\x01":
+                        buf = b""
+                        paste, got = True, 0
+                        self._write(b"R\x01" + self.WINDOW.to_bytes(2, "little"))
+                elif ch == b"\x04":
+                    if not buf:
+                        self._write(b"OK\r\nMPY: soft reboot\r\nraw REPL; CTRL-B to exit\r\n>")
+                        continue
+                    self._write(b"OK")
+                    out, err = self._run(buf)
+                    buf = b""
+                    self._write(out + b"\x04" + err + b"\x04>")
+                else:
+                    buf += ch
+
+    def files(self) -> dict[str, bytes]:
+        """Everything on the "board" filesystem: {relative path: content}."""
+        return {p.relative_to(self.root).as_posix(): p.read_bytes() for p in self.root.rglob("*") if p.is_file()}
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=2)
+        if self._mp.poll() is None:
+            self._mp.kill()
+            self._mp.wait()
+        os.close(self.master)
+        os.close(self.slave)
