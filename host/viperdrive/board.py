@@ -196,7 +196,7 @@ class Board:
             if e.code == P.NACK_NOT_ALLOWED:
                 code = self._fault_code()
                 raise BoardFault(f"the board refuses to enable: FAULT latched ({fault_text(code)}); fix the cause, "
-                                 f"then clear it (Board.clear_fault() / the CLI's clear-fault)") from None
+                                 f"then clear it (Board.clear_fault() / `viperdrive info --clear-fault`)") from None
             raise
         if not P.unpack_enable_ack(payload):
             raise BoardFault("the board did not enable (ENABLE_ACK says off)")
@@ -364,7 +364,7 @@ class Board:
         except UserError as e:
             detail.append(f"GET_DIAG failed: {e}")
         status = " ".join(P.status_names(state.status)) or "none"
-        todo = ("clear the fault (Board.clear_fault() / the CLI's clear-fault), then re-activate"
+        todo = ("clear the fault (Board.clear_fault() / `viperdrive info --clear-fault`), then re-activate"
                 if state.status & P.ST_FAULT else "re-activate")
         encoders = ("its encoders restarted; odometry continues from the last pose" if restarted
                     else "odometry continues from the last pose")

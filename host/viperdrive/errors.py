@@ -9,6 +9,8 @@ EXIT_VERSION = 5        # protocol version or parameter schema mismatch
 EXIT_FAULT = 6          # the board is in FAULT
 EXIT_BAD_VALUE = 7      # invalid parameter value or robot file
 EXIT_LINK_LOST = 8      # persistent loss on the link
+EXIT_INTERRUPTED = 130  # Ctrl-C / SIGTERM (the shell's 128 + SIGINT)
+EXIT_BROKEN_PIPE = 141  # stdout closed early, e.g. `viperdrive ports | head` (128 + SIGPIPE)
 
 
 class UserError(Exception):

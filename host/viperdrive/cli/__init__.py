@@ -15,7 +15,7 @@ import pkgutil
 import sys
 
 from .. import __version__
-from ..errors import UserError
+from ..errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, UserError
 
 
 def _commands():
@@ -51,13 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         print(f"viperdrive {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`viperdrive ... | head`): not an error worth a traceback; stdout goes to /dev/null
         # so the interpreter's final flush does not raise again
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":
