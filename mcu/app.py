@@ -55,6 +55,7 @@ class App:
             self.ctrl.set_watchdog_reset(protocol.FAULT_WATCHDOG)
         self.link = None
         self.started = False
+        self.link_stopped = False   # STOP_LINK served: run() returns, main() hands the board to the REPL
         self._t_start = hal.ticks_ms()
         self._next_odom = self._t_start
         self._odom_us = hal.ticks_us()
@@ -78,6 +79,7 @@ class App:
             self.link.close()
             self.link = None
         self.started = False
+        self.link_stopped = False   # STOP_LINK served: run() returns, main() hands the board to the REPL
 
     def service(self):
         """One pass of the slow tasks; never blocks."""
@@ -89,14 +91,19 @@ class App:
             self.update_odometry()
         if self.telemetry_hz and self.link is not None:
             self._stream_telemetry()
+        if self.link_stopped:
+            # no feed after STOP_LINK_ACK: the watchdog resets the board within the reset_ms the ACK announced
+            return
         self.supervisor.check(self.ctrl.ticks(), self._link_mark())
 
     def run(self):
+        """start(), then the slow loop until the host sends STOP_LINK. -> True (the link was stopped)."""
         self.start()
         idle = self.hal.idle
-        while True:
+        while not self.link_stopped:
             self.service()
             idle()
+        return True
 
     def _link_mark(self):
         # without a link (REPL tuning) the slow loop itself is the task that must keep running
@@ -180,6 +187,13 @@ class App:
         self.telemetry_hz = self.hz // div
         return self.telemetry_hz
 
+    def stop_link(self):
+        """STOP_LINK: de-energize now (before the ACK leaves); run() returns after this pass and main() hands the
+        board to its REPL. -> ms within which the unfed watchdog resets the board (0: no watchdog runs)."""
+        self.ctrl.enable(False)
+        self.link_stopped = True
+        return self.supervisor.timeout_ms if self.supervisor.started else 0
+
     def odom(self):
         o = self.odometry
         return (self._odom_us, int(round(o.x * protocol.ODOM_LENGTH_SCALE)),
@@ -228,9 +242,17 @@ def _exists(path):
         return False
 
 
+def _touch(path):
+    with open(path, "w") as f:
+        f.write("STOP_LINK\n")
+
+
 def main(board_path="board.json"):
     """What main.py runs: link mode (outputs disabled until the host sends ENABLE), or REPL mode when the switch
-    says so (then `import tuning; t = tuning.start()` at the prompt)."""
+    says so (then `import tuning; t = tuning.start()` at the prompt).
+
+    Returns after STOP_LINK (the host wants the REPL, e.g. to reflash): once the watchdog has reset the board into
+    REPL mode, or at once where no watchdog runs. -> "stop_link" then, None in REPL mode."""
     cfg = boardcfg.load(board_path)
     if repl_requested(cfg):
         print("viperdrive: REPL mode (repl_mode file or repl pin). Start the loop with:")
@@ -245,3 +267,38 @@ def main(board_path="board.json"):
         # a crash (or Ctrl-C through a UART link) lands in the REPL: outputs off and, for a USB CDC link, Ctrl-C
         # given back. The watchdog keeps running and nobody feeds it: the board resets into link mode.
         app.stop()
+    return _hand_to_repl(app, board)
+
+
+def _hand_to_repl(app, board):
+    """After STOP_LINK: outputs off, control timer and link stopped (app.stop() did that, which also gave Ctrl-C
+    back). Write the REPL boot switch, then let the watchdog reset the board into REPL mode.
+
+    Why not simply return to the REPL: the hardware watchdog cannot be stopped once started (rp2, esp32, stm32)
+    and would reset the board into link mode under mpremote's feet, with a half-copied firmware. Feeding it from
+    a machine.Timer does not survive either: mpremote soft-resets the board when it enters the raw REPL, which
+    deinitialises the timers but not the watchdog. A soft reset into REPL mode has the same flaw. A real reset
+    does stop the watchdog: the repl_mode file makes that reset boot into the REPL, where nothing starts the
+    watchdog and the outputs stay off, and it keeps the board there until `viperdrive flash` removes the file as
+    its last step, so an interrupted copy also lands in the REPL, never in a half-copied link mode."""
+    try:
+        _touch("repl_mode")
+    except OSError as e:
+        # a read-only filesystem: the reset below lands in link mode again, which is safe (outputs off)
+        print("viperdrive: could not write repl_mode (%s)" % e)
+    if not app.supervisor.started:
+        print("viperdrive: link stopped by the host (STOP_LINK): REPL")
+        return "stop_link"
+    timeout = app.supervisor.timeout_ms
+    print("viperdrive: link stopped by the host (STOP_LINK): the watchdog resets the board into REPL mode")
+    # wait here rather than in the REPL: a host reaching the REPL now would lose it to the reset mid-command.
+    # Bounded, so a port whose watchdog does not bite still ends in the REPL instead of hanging.
+    t0 = board.ticks_ms()
+    while _ticks_diff(board.ticks_ms(), t0) < 4 * timeout + 1000:
+        try:
+            board.idle()
+        except KeyboardInterrupt:
+            # Ctrl-C is back on (mpremote sends it on connect): the reset is still coming, keep waiting for it
+            pass
+    print("viperdrive: the watchdog did not reset the board; REPL")
+    return "stop_link"

@@ -12,14 +12,16 @@ from shared import params, protocol
 _LENGTHS = {
     protocol.HELLO: 0, protocol.SET_VEL: 8, protocol.ENABLE: 1, protocol.ZERO: 0, protocol.TIME: 4,
     protocol.GET_PARAM: 1, protocol.SAVE_PARAMS: 0, protocol.CLEAR_FAULT: 0, protocol.GET_DIAG: 0,
-    protocol.TELEMETRY: 2, protocol.GET_ODOM: 0,
+    protocol.TELEMETRY: 2, protocol.GET_ODOM: 0, protocol.STOP_LINK: 0,
 }
 _TYPE_SIZE = {"f": 4, "H": 2}
 
 
 class Link:
     """handler: the App (or anything with its methods: info, set_velocity, state, enable, fault, zero, get_param,
-    set_param, save_params, clear_fault, diag, set_telemetry, odom, ticks_us)."""
+    set_param, save_params, clear_fault, diag, set_telemetry, odom, ticks_us, stop_link).
+
+    After STOP_LINK (stopped = True) the link interprets nothing more: the bytes that follow belong to the REPL."""
 
     def __init__(self, stream, handler, max_bytes=256):
         self.stream = stream
@@ -32,6 +34,7 @@ class Link:
         self.nacks = 0
         self.replies = 0
         self.rx_us = 0              # ticks_us when the frame being handled completed (TIME_ACK)
+        self.stopped = False        # STOP_LINK served: service() reads nothing more
 
     def close(self):
         self.stream.close()
@@ -41,7 +44,7 @@ class Link:
         parser = self.parser
         rx = self.rx
         budget = self.max_bytes
-        while budget > 0:
+        while budget > 0 and not self.stopped:
             n = self.stream.readinto(rx)
             if not n:
                 break
@@ -51,6 +54,11 @@ class Link:
                 while cmd >= 0:
                     self.rx_us = self.handler.ticks_us()
                     self.dispatch(cmd, bytes(parser.buf[3:3 + parser.payload_len]))
+                    if self.stopped:
+                        # what follows STOP_LINK is the host talking to the REPL (mpremote's Ctrl-C, Ctrl-A):
+                        # no frame of it may act on the board
+                        self.passes += 1
+                        return
                     cmd = parser.poll()
         self.passes += 1
 
@@ -135,6 +143,11 @@ class Link:
             self.send(protocol.pack_telemetry_ack(applied))
         elif cmd == protocol.GET_ODOM:
             self.send(protocol.pack_odom(*h.odom()))
+        elif cmd == protocol.STOP_LINK:
+            # the handler de-energizes at once and returns the ms until its reset into REPL mode; the ACK goes
+            # out before the link closes, so the host knows the silence that follows is on purpose
+            self.stopped = True
+            self.send(protocol.pack_stop_link_ack(h.stop_link()))
 
     def _set_param(self, payload):
         cmd = protocol.SET_PARAM

