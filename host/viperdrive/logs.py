@@ -1,7 +1,7 @@
 """Recording a run as MCAP with ROS 2 message types (Foxglove and PlotJuggler open it; `ros2 bag` reads it with the
 mcap storage plugin), reading it back, and plotting it to PNG.
 
-Topics written by McapRecorder (ros2msg schemas; the standard types' definitions come from viperdrive.rosmsg_defs):
+Topics written by McapRecorder (ros2msg schemas, all from viperdrive.rosmsg_defs.DEFINITIONS):
 
     /odom                    nav_msgs/msg/Odometry                 host odometry with covariance
     /tf                      tf2_msgs/msg/TFMessage                odom -> base_link
@@ -23,79 +23,10 @@ from pathlib import Path
 from . import rosmsg_defs
 from .errors import BadValue, UserError
 
-SEP = rosmsg_defs.SEPARATOR
-
-# types rosmsg_defs does not carry, in the same .msg form
-_JOINT_STATE = """\
-# The state of a set of joints: position (rad), velocity (rad/s), effort; arrays indexed like name
-std_msgs/Header header
-string[] name
-float64[] position
-float64[] velocity
-float64[] effort
-"""
-_KEY_VALUE = """\
-# A key/value pair of a diagnostic status
-string key
-string value
-"""
-_DIAGNOSTIC_STATUS = """\
-# The status of one component
-byte OK=0
-byte WARN=1
-byte ERROR=2
-byte STALE=3
-byte level
-string name
-string message
-string hardware_id
-KeyValue[] values
-"""
-_DIAGNOSTIC_ARRAY = """\
-# Diagnostics of several components
-std_msgs/Header header
-DiagnosticStatus[] status
-"""
-_WHEEL_TELEMETRY = """\
-# One viperdrive control-step record (TELEMETRY_DATA) in SI units: rad/s, duty 1.0 = full PWM
-std_msgs/Header header
-uint16 seq
-uint32 board_time_us
-float64 setpoint_left
-float64 measured_left
-float64 output_left
-float64 integrator_left
-float64 setpoint_right
-float64 measured_right
-float64 output_right
-float64 integrator_right
-uint8 status
-"""
-
-JOINT_STATE = "sensor_msgs/msg/JointState"
-DIAGNOSTIC_ARRAY = "diagnostic_msgs/msg/DiagnosticArray"
-WHEEL_TELEMETRY = "viperdrive_msgs/msg/WheelTelemetry"
-TF_MESSAGE = "tf2_msgs/msg/TFMessage"
-
-
-def _with_header(text: str, extra: list[tuple[str, str]] = ()) -> str:
-    parts = [text.rstrip("\n")]
-    for name, body in extra:
-        parts.append(f"{SEP}\nMSG: {name}\n{body.rstrip()}")
-    # std_msgs/Header and its builtin_interfaces/Time, in rosmsg_defs' concatenated form
-    parts.append(f"{SEP}\nMSG: std_msgs/msg/Header\n{rosmsg_defs.full_definition('std_msgs/msg/Header').rstrip()}")
-    return "\n".join(parts) + "\n"
-
-
-DEFINITIONS = {
-    rosmsg_defs.ODOMETRY: rosmsg_defs.DEFINITIONS[rosmsg_defs.ODOMETRY],
-    rosmsg_defs.TWIST_STAMPED: rosmsg_defs.DEFINITIONS[rosmsg_defs.TWIST_STAMPED],
-    TF_MESSAGE: rosmsg_defs.full_definition(TF_MESSAGE),
-    JOINT_STATE: _with_header(_JOINT_STATE),
-    DIAGNOSTIC_ARRAY: _with_header(_DIAGNOSTIC_ARRAY, [("diagnostic_msgs/msg/DiagnosticStatus", _DIAGNOSTIC_STATUS),
-                                                       ("diagnostic_msgs/msg/KeyValue", _KEY_VALUE)]),
-    WHEEL_TELEMETRY: _with_header(_WHEEL_TELEMETRY),
-}
+JOINT_STATE = rosmsg_defs.JOINT_STATE
+DIAGNOSTIC_ARRAY = rosmsg_defs.DIAGNOSTIC_ARRAY
+WHEEL_TELEMETRY = rosmsg_defs.WHEEL_TELEMETRY
+TF_MESSAGE = rosmsg_defs.TF_MESSAGE
 
 TOPICS = {
     "/odom": rosmsg_defs.ODOMETRY,
@@ -138,7 +69,7 @@ class McapRecorder:
         except OSError as e:
             raise UserError(f"cannot write {self.path}: {e.strerror or e}") from None
         self._writer = Writer(self._file)
-        self._schemas = {t: self._writer.register_msgdef(t, DEFINITIONS[t]) for t in set(TOPICS.values())}
+        self._schemas = {t: self._writer.register_msgdef(t, rosmsg_defs.DEFINITIONS[t]) for t in set(TOPICS.values())}
         self.odom_frame = odom_frame
         self.base_frame = base_frame
         self.joint_names = list(joint_names)

@@ -5,7 +5,9 @@
 channel (mcap_ros2.writer.Writer.register_msgdef(name, DEFINITIONS[name])); readers decode with it.
 
 The field lists are those of the ROS 2 interfaces (builtin_interfaces, std_msgs, geometry_msgs, sensor_msgs,
-nav_msgs); comments are kept short. Add a type by adding its .msg text to _MSG and its name to the table.
+nav_msgs, tf2_msgs, diagnostic_msgs) plus viperdrive_msgs/WheelTelemetry; comments are kept short. This is the one
+table of .msg text in the package (logs.py, fuse.py and ekf/sim.py register their MCAP schemas from it). Add a type
+by adding its .msg text to _MSG and its name to the table.
 """
 from __future__ import annotations
 
@@ -112,6 +114,52 @@ string child_frame_id
 geometry_msgs/PoseWithCovariance pose
 geometry_msgs/TwistWithCovariance twist
 """,
+    "sensor_msgs/msg/JointState": """\
+# The state of a set of joints: position (rad), velocity (rad/s), effort; arrays indexed like name
+std_msgs/Header header
+string[] name
+float64[] position
+float64[] velocity
+float64[] effort
+""",
+    "diagnostic_msgs/msg/KeyValue": """\
+# A key/value pair of a diagnostic status
+string key
+string value
+""",
+    "diagnostic_msgs/msg/DiagnosticStatus": """\
+# The status of one component
+byte OK=0
+byte WARN=1
+byte ERROR=2
+byte STALE=3
+byte level
+string name
+string message
+string hardware_id
+KeyValue[] values
+""",
+    "diagnostic_msgs/msg/DiagnosticArray": """\
+# Diagnostics of several components
+std_msgs/Header header
+DiagnosticStatus[] status
+""",
+    # viperdrive's own type (no ROS package ships it; readers decode it from this schema)
+    "viperdrive_msgs/msg/WheelTelemetry": """\
+# One viperdrive control-step record (TELEMETRY_DATA) in SI units: rad/s, duty 1.0 = full PWM
+std_msgs/Header header
+uint16 seq
+uint32 board_time_us
+float64 setpoint_left
+float64 measured_left
+float64 output_left
+float64 integrator_left
+float64 setpoint_right
+float64 measured_right
+float64 output_right
+float64 integrator_right
+uint8 status
+""",
 }
 
 
@@ -167,7 +215,11 @@ TWIST_WITH_COVARIANCE_STAMPED = "geometry_msgs/msg/TwistWithCovarianceStamped"
 TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"
 TWIST = "geometry_msgs/msg/Twist"
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
+JOINT_STATE = "sensor_msgs/msg/JointState"
+DIAGNOSTIC_ARRAY = "diagnostic_msgs/msg/DiagnosticArray"
+WHEEL_TELEMETRY = "viperdrive_msgs/msg/WheelTelemetry"
 
 #: {type name: complete concatenated definition}
 DEFINITIONS: dict[str, str] = {name: full_definition(name) for name in (
-    ODOMETRY, IMU, POSE_WITH_COVARIANCE_STAMPED, TWIST_WITH_COVARIANCE_STAMPED, TWIST_STAMPED, TWIST, TF_MESSAGE)}
+    ODOMETRY, IMU, POSE_WITH_COVARIANCE_STAMPED, TWIST_WITH_COVARIANCE_STAMPED, TWIST_STAMPED, TWIST, TF_MESSAGE,
+    JOINT_STATE, DIAGNOSTIC_ARRAY, WHEEL_TELEMETRY)}
