@@ -22,36 +22,46 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def _edit_yaml(text: str, key: str, value) -> str | None:
-    pat = re.compile(rf"^(?P<indent>[ \t]*){re.escape(key)}[ \t]*:[ \t]*(?P<value>[^#\n]*?)(?P<comment>[ \t]+#.*)?$",
-                     re.M)
+def _replace_key_line(text: str, key: str, sep: str, value) -> tuple[str, bool] | None:
+    """(`text` with the one line `key<sep>old  # comment` rewritten to the new value (indent and comment kept),
+    whether such a line was there); None if several lines set the key (which one counts is the format's business)."""
+    pat = re.compile(rf"^(?P<indent>[ \t]*){re.escape(key)}[ \t]*{re.escape(sep.strip())}[ \t]*"
+                     r"(?P<value>[^#\n]*?)(?P<comment>[ \t]+#.*)?$", re.M)
     hits = list(pat.finditer(text))
     if len(hits) > 1:
         return None
-    if hits:
-        m = hits[0]
-        return text[:m.start()] + f"{m.group('indent')}{key}: {_fmt(value)}{m.group('comment') or ''}" + text[m.end():]
+    if not hits:
+        return text, False
+    m = hits[0]
+    line = f"{m.group('indent')}{key}{sep}{_fmt(value)}{m.group('comment') or ''}"
+    return text[:m.start()] + line + text[m.end():], True
+
+
+def _append_key_line(text: str, key: str, sep: str, value) -> str:
+    nl = "" if not text or text.endswith("\n") else "\n"
+    return f"{text}{nl}{key}{sep}{_fmt(value)}\n"
+
+
+def _edit_yaml(text: str, key: str, value) -> str | None:
+    edited = _replace_key_line(text, key, ": ", value)
+    if edited is None or edited[1]:
+        return edited and edited[0]
     if re.search(r"^\S[^\n]*:\s*$", text, re.M) and "ros__parameters" in text:
         return None     # a diff_drive_controller file: where the key goes is the user's layout
-    sep = "" if not text or text.endswith("\n") else "\n"
-    return f"{text}{sep}{key}: {_fmt(value)}\n"
+    return _append_key_line(text, key, ": ", value)
 
 
 def _edit_toml(text: str, key: str, value) -> str | None:
+    # only the top-level keys (before the first [table]) are the robot's
     first_table = re.search(r"^\s*\[", text, re.M)
     head_end = first_table.start() if first_table else len(text)
     head = text[:head_end]
-    pat = re.compile(rf"^(?P<indent>[ \t]*){re.escape(key)}[ \t]*=[ \t]*(?P<value>[^#\n]*?)(?P<comment>[ \t]+#.*)?$",
-                     re.M)
-    hits = list(pat.finditer(head))
-    if len(hits) > 1:
+    edited = _replace_key_line(head, key, " = ", value)
+    if edited is None:
         return None
-    if hits:
-        m = hits[0]
-        head = head[:m.start()] + f"{m.group('indent')}{key} = {_fmt(value)}{m.group('comment') or ''}" + head[m.end():]
-    else:
-        sep = "" if not head or head.endswith("\n") else "\n"
-        head = f"{head}{sep}{key} = {_fmt(value)}\n"
+    head, found = edited
+    if not found:
+        head = _append_key_line(head, key, " = ", value)
     return head + text[head_end:]
 
 

@@ -120,9 +120,32 @@ class TemporaryParams:
                 pass
 
 
-def _collect(board, k: float, records: list) -> None:
-    for r in board.telemetry_frames():
-        records.append(r)
+def _run_experiment(board, rate_hz: int, duration: float, setpoints, progress=None, tail: float = 0.0) -> list:
+    """Stream telemetry at rate_hz, enable the board, send setpoints(t) = (left, right) rad/s every host period
+    for `duration` s, disable; return the raw telemetry records. `tail` s more are read after the disable (the
+    step test's return to zero). Telemetry is switched off again whatever happens."""
+    records: list = []
+    board.telemetry(rate_hz)
+    try:
+        board.activate()
+        t0 = time.monotonic()
+        while True:
+            now = time.monotonic() - t0
+            if now >= duration:
+                break
+            board.write(*setpoints(now))
+            board.read()
+            records.extend(board.telemetry_frames())
+            if progress is not None:
+                progress.update(now)
+            time.sleep(HOST_PERIOD)
+        board.deactivate()
+        if tail:
+            time.sleep(tail)
+        records.extend(board.telemetry_frames())
+    finally:
+        board.telemetry(0)
+    return records
 
 
 def _to_recording(records: list, k: float) -> Recording:
@@ -146,31 +169,13 @@ def run_step(board, wheels, step: float, duration: float, rate_hz: int, pre: flo
     measures the ramp, not the loop."""
     k = 2 * math.pi / board.counts_per_rev
     changes = {} if keep_ramp else {RAMP_PARAM: 5000.0}
-    records: list = []
+
+    def setpoints(now):
+        on = pre <= now < pre + duration
+        return (step if on and "left" in wheels else 0.0, step if on and "right" in wheels else 0.0)
+
     with TemporaryParams(board, changes):
-        board.telemetry(rate_hz)
-        try:
-            board.activate()
-            t0 = time.monotonic()
-            total = pre + duration + post
-            while True:
-                now = time.monotonic() - t0
-                if now >= total:
-                    break
-                on = pre <= now < pre + duration
-                left = step if on and "left" in wheels else 0.0
-                right = step if on and "right" in wheels else 0.0
-                board.write(left, right)
-                board.read()
-                _collect(board, k, records)
-                if progress is not None:
-                    progress.update(now)
-                time.sleep(HOST_PERIOD)
-            board.deactivate()
-            time.sleep(0.05)
-            _collect(board, k, records)
-        finally:
-            board.telemetry(0)
+        records = _run_experiment(board, rate_hz, pre + duration + post, setpoints, progress, tail=0.05)
     rec = _to_recording(records, k)
     # the step instant on the board's clock: the first record whose setpoint is nonzero
     w0 = wheels[0]
@@ -196,28 +201,14 @@ def run_relay(board, wheel: str, amplitude: float, duration: float, rate_hz: int
     changes = {"ki": 0.0, "kd": 0.0, "ks": 0.0, "kv": 0.0, "ka": 0.0, "deadband": 0.0, RAMP_PARAM: 5000.0,
                "max_duty": amplitude, "kp": kp_max}
     k = 2 * math.pi / board.counts_per_rev
-    records: list = []
+
+    def setpoints(now):
+        # a short kick starts the oscillation; then the setpoint is zero and the relay does the rest
+        kick = 2.0 if now < 0.05 else 0.0
+        return (kick if wheel == "left" else 0.0, kick if wheel == "right" else 0.0)
+
     with TemporaryParams(board, changes):
-        board.telemetry(rate_hz)
-        try:
-            board.activate()
-            t0 = time.monotonic()
-            while True:
-                now = time.monotonic() - t0
-                if now >= duration:
-                    break
-                # a short kick starts the oscillation; then the setpoint is zero and the relay does the rest
-                kick = 2.0 if now < 0.05 else 0.0
-                board.write(kick if wheel == "left" else 0.0, kick if wheel == "right" else 0.0)
-                board.read()
-                _collect(board, k, records)
-                if progress is not None:
-                    progress.update(now)
-                time.sleep(HOST_PERIOD)
-            board.deactivate()
-            _collect(board, k, records)
-        finally:
-            board.telemetry(0)
+        records = _run_experiment(board, rate_hz, duration, setpoints, progress)
     return _to_recording(records, k)
 
 
