@@ -15,6 +15,7 @@ import pytest
 from cli_helpers import VIPERDRIVE, PtyProcess, SharedSim, run_cli
 
 from viperdrive.shared import params as PARAMS
+from viperdrive.shared import protocol as P
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,7 @@ def test_ports_json_is_data():
 
 def test_info_reports_hello_status_diag_and_every_parameter(sim):
     d = _info(sim)
-    assert d["board"] == "viperdrive-sim" and d["protocol_version"] == 1
+    assert d["board"] == "viperdrive-sim" and d["protocol_version"] == P.PROTOCOL_VERSION
     assert d["schema_hash"] == f"{PARAMS.schema_hash():08x}"
     assert d["control_hz"] == 500 and d["counts_per_rev"] == 4096
     assert "ENABLED" not in d["status_names"] and d["fault_code"] == 0 and d["fault"] == "none"
