@@ -30,10 +30,12 @@ def _no_traceback(r):
     assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr
 
 
-def test_port_missing_lists_the_ports_that_exist():
-    r = run_cli("info", "--port", "/dev/ttyNOPE7")
+@pytest.mark.parametrize("command", ["info", "ros2"])
+def test_port_missing_lists_the_ports_that_exist(command):
+    r = run_cli(command, "--port", "/dev/ttyNOPE7")
     assert r.returncode == 3
-    assert r.stderr.startswith("viperdrive info: error: port /dev/ttyNOPE7 does not exist; serial ports present: ")
+    assert r.stderr.startswith(f"viperdrive {command}: error: port /dev/ttyNOPE7 does not exist; serial ports "
+                               f"present: ")
     _no_traceback(r)
 
 

@@ -11,8 +11,12 @@ HELP = "run the ROS 2 bridge: cmd_vel in; odom, joint_states, tf, diagnostics ou
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port", help="serial port or pyserial URL of the board, or 'sim' for a private virtual "
-                                       "board (default: the robot file's port)")
+    parser.add_argument("--port", help="device path, pyserial URL (socket://HOST:PORT, rfc2217://...), 'auto' (the "
+                                       "one USB device that looks like a MicroPython board) or 'sim' (a private "
+                                       "virtual board). Default: $VIPERDRIVE_PORT, else the robot file's port, "
+                                       "else auto")
+    parser.add_argument("--baud", type=int, default=None, help="serial baud rate (default: the robot file's, else "
+                                                               "115200)")
     parser.add_argument("--config", metavar="ROBOT_FILE", help="robot file (.yaml/.toml) with limits, geometry and "
                                                                "the ros2 section (frame ids, publish_rate, ...)")
     parser.add_argument("--namespace", default="", help="ROS namespace of the topics, e.g. robot1 -> "
@@ -46,17 +50,24 @@ def run(args) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from ..board import Board
     from ..config import RobotConfig
+    from ..ports import resolve_port
     from ..ros2.bridge import Ros2Bridge
+    from .common import baud_of, port_spec
 
     config = RobotConfig.load(args.config) if args.config else RobotConfig()
-    port = args.port or (config.port if args.config else None)
-    if not port:
-        raise BadValue("no board port: give --port (a serial device, a pyserial URL, or 'sim'), or a robot file "
-                       "with a port")
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         # nan compares false with everything: "<= 0" alone would let it through and the bridge never stop
         raise BadValue(f"--duration must be a finite number of seconds > 0, not {args.duration}")
-    board = Board(port, baud=config.baud, config=config)
+    # the same port choice as every other board command: --port, $VIPERDRIVE_PORT, the robot file's, else auto
+    baud = baud_of(args, config)
+    port = resolve_port(port_spec(args, config), baud)
+    try:
+        return _serve(args, Board(port.url, baud=baud, config=config), config, Ros2Bridge)
+    finally:
+        port.close()        # stops a private virtual board
+
+
+def _serve(args, board, config, Ros2Bridge) -> int:
     bridge = Ros2Bridge(board, config, namespace=args.namespace, stamped=args.stamped, domain_id=args.domain_id)
 
     def on_signal(signum, _frame):
