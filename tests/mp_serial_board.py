@@ -5,6 +5,12 @@ protocol (Ctrl-A raw mode, Ctrl-D soft reboot / end of code, "OK", output, EOF, 
 code block in ONE real MicroPython unix-port process whose working directory is the "board filesystem", so
 mpremote's multi-step file writes (open, then write chunks, then close) behave as on a board. Raw-paste mode is
 spoken too (window flow control), as MicroPython 1.14+ does. machine.reset() is recorded, not executed.
+
+With link=True the board boots like the viperdrive firmware does: in link mode unless a file repl_mode is on its
+filesystem. In link mode it speaks the wire protocol (shared/protocol.py's Parser and pack functions) and ignores
+every other byte as the firmware does with Ctrl-C off: HELLO answers INFO; STOP_LINK answers STOP_LINK_ACK with
+reset_ms, writes repl_mode and leaves the REPL deaf for reset_ms (the board's watchdog reset into REPL mode);
+other commands are NACK 1. machine.reset() boots again through the same switch.
 """
 from __future__ import annotations
 
@@ -14,7 +20,11 @@ import select
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+
+from viperdrive.shared import params as PARAMS
+from viperdrive.shared import protocol as P
 
 MICROPYTHON = str(Path(sys.executable).parent / "micropython")
 
@@ -44,7 +54,14 @@ BANNER = b"MicroPython v1.29.0 on 2026-08-29; fake-board with viperdrive test he
 
 
 class SerialMicroPythonBoard:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, link: bool = False, reset_ms: int = 300):
+        self.link = link
+        self.reset_ms = reset_ms
+        self.link_stops = 0
+        self.link_frames: list[int] = []        # commands the link mode received
+        self.repl_ignored = 0                   # bytes that arrived while the board was resetting
+        self._parser = P.Parser()
+        self._deaf_until = 0.0
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.master, self.slave = pty.openpty()
@@ -53,6 +70,7 @@ class SerialMicroPythonBoard:
         self.device = os.ttyname(self.slave)
         self.resets = 0
         self.executed: list[str] = []
+        self.link_mode = link and not (self.root / "repl_mode").exists()
         self._mp = self._start_mp()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -81,6 +99,9 @@ class SerialMicroPythonBoard:
         if b"\x00RESET\x00" in out:
             self.resets += 1
             out = out.replace(b"\x00RESET\x00", b"")
+            # the boot switch, as app.main() reads it: link mode unless repl_mode is there
+            self.link_mode = self.link and not (self.root / "repl_mode").exists()
+            self._parser = P.Parser()
         std, _, err = out.partition(b"\x00ERR\x00")
         return std.replace(b"\n", b"\r\n"), err.replace(b"\n", b"\r\n")
 
@@ -104,6 +125,13 @@ class SerialMicroPythonBoard:
                 return
             for b in data:
                 ch = bytes((b,))
+                if self.link_mode:
+                    for cmd, payload in self._parser.feed(ch):
+                        self._link_frame(cmd, payload)
+                    continue
+                if time.monotonic() < self._deaf_until:
+                    self.repl_ignored += 1          # resetting: nobody reads the port
+                    continue
                 if paste:
                     if ch == b"\x04":
                         paste = False
@@ -151,6 +179,19 @@ class SerialMicroPythonBoard:
                     self._write(out + b"\x04" + err + b"\x04>")
                 else:
                     buf += ch
+
+    def _link_frame(self, cmd: int, payload: bytes) -> None:
+        self.link_frames.append(cmd)
+        if cmd == P.HELLO:
+            self._write(P.pack_info(P.PROTOCOL_VERSION, PARAMS.schema_hash(), 500, 4096, "viperdrive 0.1", "stand-in"))
+        elif cmd == P.STOP_LINK:
+            self._write(P.pack_stop_link_ack(self.reset_ms))
+            (self.root / "repl_mode").write_text("STOP_LINK\n")
+            self.link_stops += 1
+            self.link_mode = False
+            self._deaf_until = time.monotonic() + self.reset_ms / 1000.0
+        else:
+            self._write(P.pack_nack(cmd, P.NACK_UNKNOWN))
 
     def files(self) -> dict[str, bytes]:
         """Everything on the "board" filesystem: {relative path: content}."""

@@ -58,6 +58,9 @@ def test_dry_run_prints_the_exact_mpremote_commands():
     copy += ["+", "fs", "cp", str(ROOT / "mcu" / "boards" / "pico.json"), ":board.json", "+", "exec", FINISH]
     lines = r.stdout.replace("\\\n  +", "+").splitlines(keepends=True)
     text = "".join(lines)
+    # a board in link mode is asked to leave it first (no shell command: the host sends the frame itself)
+    assert lines[0] == (f"# first: if {PORT} answers HELLO at 115200 baud (viperdrive link mode), send STOP_LINK "
+                        "and wait for the board's reset into REPL mode (Board.stop_link())\n")
     commands = [shlex.split(c) for c in _split_commands(text)]
     assert commands[0] == copy
     assert commands[1] == [MPREMOTE, "connect", PORT, "reset"]
@@ -159,10 +162,18 @@ def sim():
     s.close()
 
 
-def test_flash_refuses_a_board_running_the_link(sim):
-    r = run_cli("flash", "--board", "pico", "--port", sim.url)
-    assert r.returncode == 4
-    assert "runs viperdrive firmware 'viperdrive 0.1' in link mode" in r.stderr and "repl pin" in r.stderr
+def test_flash_stops_the_link_of_the_virtual_board_first(sim):
+    """The real firmware gets STOP_LINK and halts (outputs off, link silent); the virtual board has no REPL on its
+    link, so mpremote then finds none and flash says so."""
+    sim.control({"cmd": "reset", "what": "board"})
+    r = run_cli("flash", "--board", "pico", "--port", sim.url, "--mpremote-timeout", "1")
+    assert r.returncode == 4, r.stderr
+    assert ("viperdrive-sim (viperdrive firmware 'viperdrive 0.1') left link mode (STOP_LINK): it resets into REPL "
+            "mode within 0.5 s") in r.stderr
+    assert "the board did not give mpremote its REPL" in r.stderr
+    stats = sim.control({"cmd": "stats"})
+    assert stats["link_stopped"] and stats["link_stops"] == 1 and stats["watchdog_resets"] == 0
+    assert not sim.control({"cmd": "truth"})["energized"]
 
 
 def test_repl_on_the_virtual_board_through_a_pty(tmp_path):
@@ -228,3 +239,28 @@ def test_flash_mpy_detects_the_arch_and_copies_compiled_modules(tmp_path):
     assert "hal/sim.mpy" in mpys and "fixedstep.mpy" in mpys
     head = mpys["fixedstep.mpy"][:3]
     assert head[:2] == b"M\x06" and head[2] >> 2 == 2          # x64: MP_NATIVE_ARCH_X64 = 2
+
+
+def test_flash_takes_a_board_out_of_link_mode_copies_and_verifies(tmp_path):
+    """A board running the viperdrive link (the stand-in with link=True: the firmware's boot switch, HELLO, and
+    STOP_LINK followed by a reset into REPL mode that leaves the port deaf for 300 ms): flash sends STOP_LINK, waits
+    out the reset, copies through real mpremote (repl_mode removed last), resets, and the board's HELLO verifies."""
+    from mp_serial_board import SerialMicroPythonBoard
+    board = SerialMicroPythonBoard(tmp_path / "fs", link=True, reset_ms=300)
+    try:
+        assert board.link_mode
+        r = run_cli("flash", "--board", "pico", "--port", board.device, "--verify-timeout", "10", timeout=120)
+        files = board.files()
+    finally:
+        board.close()
+    assert r.returncode == 0, r.stderr
+    assert ("stand-in (viperdrive firmware 'viperdrive 0.1') left link mode (STOP_LINK): it resets into REPL mode "
+            "within 0.3 s") in r.stderr
+    assert board.link_stops == 1 and board.resets == 1
+    # HELLO, STOP_LINK before the copy; after the reset (repl_mode gone: link mode again) the verifying HELLO
+    assert board.link_frames == [P.HELLO, P.STOP_LINK, P.HELLO], board.link_frames
+    assert board.repl_ignored == 0      # flash waited out the reset: no byte of mpremote's went to a deaf port
+    assert f"verified: stand-in runs 'viperdrive 0.1', protocol v{P.PROTOCOL_VERSION}" in r.stdout
+    expected = {dest: src.read_bytes() for src, dest in expected_files("rp2", mpy=False)}
+    expected["board.json"] = (ROOT / "mcu" / "boards" / "pico.json").read_bytes()
+    assert files == expected            # repl_mode, written by STOP_LINK, was removed as the copy's last step

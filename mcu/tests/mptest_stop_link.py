@@ -63,8 +63,14 @@ def test_stop_link_without_a_watchdog_reports_no_reset():
     (cmd, payload), = frames(hal)
     assert cmd == P.STOP_LINK_ACK and P.unpack_stop_link_ack(payload) == 0
     idles = hal.idles
-    assert app_mod._hand_to_repl(a, hal) == "stop_link"       # no watchdog: the REPL at once, no wait
-    assert hal.idles == idles
+    written = []
+    saved = app_mod._touch
+    app_mod._touch = written.append
+    try:
+        assert app_mod._hand_to_repl(a, hal) == "stop_link"   # no watchdog: the REPL at once, no wait
+    finally:
+        app_mod._touch = saved
+    assert hal.idles == idles and written == ["repl_mode"]
 
 
 def test_main_hands_the_board_to_the_repl_after_stop_link():

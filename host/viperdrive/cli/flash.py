@@ -1,6 +1,10 @@
 """`viperdrive flash`: copy the firmware (mcu/ flattened), the shared protocol (as the package shared/) and the board
 config (as board.json) to a board through mpremote, optionally precompiled with mpy-cross for the board's
-architecture; then reset it and check it answers HELLO with this host's protocol. --dry-run prints the commands."""
+architecture; then reset it and check it answers HELLO with this host's protocol. --dry-run prints the commands.
+
+A board running the viperdrive link keeps Ctrl-C off, so mpremote cannot reach its REPL: when the port answers
+HELLO, flash first sends STOP_LINK, and the board resets into REPL mode (its repl_mode file, which the copy removes
+as its last step, so the reset after the copy boots link mode again)."""
 from __future__ import annotations
 
 import argparse
@@ -13,10 +17,13 @@ import time
 from .. import flashing
 from ..board import Board
 from ..errors import EXIT_NO_REPLY, LinkLost, NoReplyError, PortError, UserError, VersionMismatch
+from ..link import Link, NackError
 from ..ports import choose_auto, is_url, list_serial_ports, resolve_port
 from .common import Progress, add_board_options, baud_of, load_config, note, port_spec
 
 HELP = "copy the firmware and a board config to a board (mpremote), optionally as .mpy; reset; verify with HELLO"
+# after the board's reset into REPL mode: a USB board re-enumerates and MicroPython boots (~1 s on an RP2040)
+REPL_BOOT_S = 1.0
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +71,8 @@ def run(args) -> int:
     board_config = None if args.keep_board_config else args.board
     arch = args.arch
     if args.dry_run:
-        lines = []
+        lines = [f"# first: if {port} answers HELLO at {baud_of(args, load_config(args))} baud (viperdrive link mode), "
+                 f"send STOP_LINK and wait for the board's reset into REPL mode (Board.stop_link())"]
         if mpy and arch is None:
             lines.append("# ask the board for its .mpy architecture (sys.implementation._mpy >> 10), then use it "
                          f"for {flashing.ARCH_PLACEHOLDER} below:")
@@ -78,7 +86,7 @@ def run(args) -> int:
         print("\n".join(lines))
         return 0
 
-    _refuse_link_mode(port, args)
+    _stop_link(port, args)
     if mpy and arch is None:
         arch = _detect_arch(port, args.mpremote_timeout)
         note(args, f"board .mpy architecture: {arch}")
@@ -102,9 +110,10 @@ def _mpremote_error(output: str, port: str) -> UserError:
     low = output.lower()
     if "could not enter raw repl" in low:
         return NoReplyError(
-            f"{port}: the board did not give mpremote its REPL. If the viperdrive firmware runs on it, Ctrl-C is off "
-            f"while the link runs: hold the repl pin (board.json repl_pin) while pressing reset, or power it up with "
-            f"the pin held, then run flash again. Otherwise check that MicroPython is installed on the board")
+            f"{port}: the board did not give mpremote its REPL. If the viperdrive firmware runs on it but did not "
+            f"answer HELLO at this --baud (or is too old for STOP_LINK), Ctrl-C is off while its link runs: hold the "
+            f"repl pin (board.json repl_pin) while pressing reset, or power it up with the pin held, then run flash "
+            f"again. Otherwise check that MicroPython is installed on the board")
     if "failed to access" in low:
         from ..link import port_holders
         holders = ", ".join(f"pid {pid} ({name})" for pid, name in port_holders(port))
@@ -115,19 +124,62 @@ def _mpremote_error(output: str, port: str) -> UserError:
     return UserError(f"mpremote: {text}")
 
 
-def _refuse_link_mode(port: str, args) -> None:
-    """A board that answers HELLO runs the viperdrive link, which ignores Ctrl-C: mpremote would wait forever."""
+def _stop_link(port: str, args) -> None:
+    """A board that answers HELLO runs the viperdrive link, which keeps Ctrl-C off: mpremote would wait forever. Send
+    it STOP_LINK and wait until it has reset into REPL mode. Nothing answering: mpremote's turn (a REPL already)."""
     config = load_config(args)
-    board = Board(port, baud_of(args, config), config=config, clock_sync=False, margin=0.2)
+    baud = baud_of(args, config)
+    board = Board(port, baud, config=config, clock_sync=False, margin=0.2)
     try:
         info = board.configure()
-    except (NoReplyError, VersionMismatch, LinkLost):
-        return          # no viperdrive link answering (a REPL, another firmware): mpremote's turn
-    finally:
+    except (NoReplyError, LinkLost):
         board.cleanup()
-    raise NoReplyError(
-        f"{port} runs viperdrive firmware {info.firmware!r} in link mode, which keeps the REPL (and Ctrl-C) off: "
-        f"hold the repl pin (board.json repl_pin) while pressing reset, then run flash again")
+        return          # no viperdrive link answering (a REPL, another firmware): mpremote's turn
+    except VersionMismatch as e:
+        # another protocol version: STOP_LINK is still the way out if that firmware has it (v2 and later)
+        reset_s = _stop_link_raw(port, baud, str(e))
+        what = "a viperdrive firmware of another protocol version"
+    else:
+        try:
+            reset_s = board.stop_link()
+        except NackError as e:
+            raise NoReplyError(
+                f"{port} runs viperdrive firmware {info.firmware!r} in link mode and refused STOP_LINK ({e}): hold "
+                f"the repl pin (board.json repl_pin) while pressing reset, then run flash again") from None
+        finally:
+            board.cleanup()
+        what = f"{info.board} (viperdrive firmware {info.firmware!r})"
+    note(args, f"{what} left link mode (STOP_LINK): it resets into REPL mode"
+               + (f" within {reset_s:g} s" if reset_s else ""))
+    if reset_s:
+        time.sleep(reset_s + REPL_BOOT_S)
+        _wait_for_port(port, args.verify_timeout)
+
+
+def _stop_link_raw(port: str, baud: int, mismatch: str) -> float:
+    from viperdrive.shared import protocol as P
+    link = Link(port, baud, margin=0.2)
+    try:
+        link.open()
+        return P.unpack_stop_link_ack(link.request(P.pack_stop_link(), P.STOP_LINK_ACK)) / 1000.0
+    except (NackError, NoReplyError, LinkLost):
+        raise NoReplyError(
+            f"{port} runs viperdrive firmware in link mode that does not know STOP_LINK ({mismatch}): hold the repl "
+            f"pin (board.json repl_pin) while pressing reset, then run flash again") from None
+    finally:
+        link.close()
+
+
+def _wait_for_port(port: str, timeout: float) -> None:
+    """A USB board's device node goes away in its reset and comes back when it has re-enumerated."""
+    if is_url(port):
+        return
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(port):
+        if time.monotonic() > deadline:
+            raise PortError(f"{port} did not come back within {timeout:g} s after the board's reset into REPL mode "
+                            f"(`viperdrive ports` lists what is there now); run flash again with that port")
+        time.sleep(0.1)
 
 
 def _detect_arch(port: str, silence: float) -> str:
