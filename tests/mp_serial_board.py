@@ -54,8 +54,9 @@ BANNER = b"MicroPython v1.29.0 on 2026-08-29; fake-board with viperdrive test he
 
 
 class SerialMicroPythonBoard:
-    def __init__(self, root: Path, link: bool = False, reset_ms: int = 300):
+    def __init__(self, root: Path, link: bool = False, reset_ms: int = 300, version: int = P.PROTOCOL_VERSION):
         self.link = link
+        self.version = version                  # INFO's protocol version; before 2 STOP_LINK is NACK 1
         self.reset_ms = reset_ms
         self.link_stops = 0
         self.link_frames: list[int] = []        # commands the link mode received
@@ -183,8 +184,8 @@ class SerialMicroPythonBoard:
     def _link_frame(self, cmd: int, payload: bytes) -> None:
         self.link_frames.append(cmd)
         if cmd == P.HELLO:
-            self._write(P.pack_info(P.PROTOCOL_VERSION, PARAMS.schema_hash(), 500, 4096, "viperdrive 0.1", "stand-in"))
-        elif cmd == P.STOP_LINK:
+            self._write(P.pack_info(self.version, PARAMS.schema_hash(), 500, 4096, "viperdrive 0.1", "stand-in"))
+        elif cmd == P.STOP_LINK and self.version >= 2:
             self._write(P.pack_stop_link_ack(self.reset_ms))
             (self.root / "repl_mode").write_text("STOP_LINK\n")
             self.link_stops += 1

@@ -264,3 +264,20 @@ def test_flash_takes_a_board_out_of_link_mode_copies_and_verifies(tmp_path):
     expected = {dest: src.read_bytes() for src, dest in expected_files("rp2", mpy=False)}
     expected["board.json"] = (ROOT / "mcu" / "boards" / "pico.json").read_bytes()
     assert files == expected            # repl_mode, written by STOP_LINK, was removed as the copy's last step
+
+
+def test_flash_on_an_old_link_firmware_without_stop_link_says_to_hold_the_repl_pin(tmp_path):
+    """A protocol v1 firmware answers HELLO (a version mismatch) and NACKs STOP_LINK: flash stops before mpremote,
+    names the way out, and the board's files are untouched."""
+    from mp_serial_board import SerialMicroPythonBoard
+    board = SerialMicroPythonBoard(tmp_path / "fs", link=True, version=1)
+    try:
+        (tmp_path / "fs" / "app.py").write_text("old firmware\n")
+        r = run_cli("flash", "--board", "pico", "--port", board.device, timeout=60)
+        files = board.files()
+    finally:
+        board.close()
+    assert r.returncode == 4, r.stderr
+    assert "does not know STOP_LINK" in r.stderr and "protocol v1" in r.stderr and "hold the repl pin" in r.stderr
+    assert board.link_frames == [P.HELLO, P.STOP_LINK] and board.link_stops == 0 and board.executed == []
+    assert files == {"app.py": b"old firmware\n"}
