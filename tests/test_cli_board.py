@@ -138,6 +138,21 @@ def test_drive_keyboard_through_a_pty_then_q_disables(sim):
         assert wl < wr
         p.send(" ")
         p.expect(r"command   v \+0\.000 m/s   w \+0\.000", start=start)
+        # speed steps: '+' to the large step (0.1 m/s, 0.5 rad/s), '-' twice to the small one (0.02, 0.1);
+        # s / Down and d / Right are the other directions
+        start = len(p.output)
+        p.send("+")
+        p.expect(r"step 0\.10 m/s / 0\.50 rad/s", start=start)
+        p.send("s")
+        p.send("d")
+        p.expect(r"command   v -0\.100 m/s   w -0\.500", start=start)
+        p.send("-")
+        p.send("-")
+        p.expect(r"step 0\.02 m/s / 0\.10 rad/s", start=start)
+        p.send("\x1b[B")             # Down
+        p.send("\x1b[C")             # Right
+        p.expect(r"command   v -0\.120 m/s   w -0\.600", start=start)
+        p.send(" ")
         p.send("q")
         assert p.wait() == 0, p.output[-3000:]
         assert "stopped (quit)" in p.output and "-> disabling" in p.output
@@ -253,6 +268,11 @@ def test_monitor_shows_a_wheel_turned_by_hand(sim):
         assert re.search(r"right\s+\+0\.00\s+[+-]0\.\d\d rad/s", p.output[m.start():])
         p.expect(r"loop\s+period \d+\.\.\d+ us \(jitter \d+ us\)")
         p.expect(r"link\s+board: frames \d+, CRC 0")
+        start = len(p.output)
+        p.send(" ")                   # pause: the frame on screen says so and stays
+        p.expect(r"viperdrive monitor  \S+  \[paused\]", start=start)
+        p.send(" ")
+        p.expect(r"viperdrive monitor  \S+   \(q quit", start=start)
         p.send("q")
         assert p.wait() == 0, p.output[-3000:]
         m = re.search(r"monitor: (\d+) telemetry records at 50/s requested, (\d+) lost", p.output)

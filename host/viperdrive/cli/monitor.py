@@ -198,6 +198,8 @@ def run(args) -> int:
                             return _done(m, granted)
                         if key == " ":
                             paused = not paused
+                            # redraw at once: while paused nothing else is drawn, so this frame says so
+                            view.show(view_lines(m, m.summary(), board.link.url, paused, fox.url if fox else None))
                         if key == "c":
                             board.clear_fault()
                     if args.duration is not None and now - t0 >= args.duration:
