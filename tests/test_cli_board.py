@@ -326,11 +326,11 @@ def test_monitor_serves_foxglove_over_websocket(sim):
 def test_tune_step_test_metrics_json_and_png(sim, tmp_path):
     png = tmp_path / "step.png"
     r = run_cli("tune", "--port", sim.url, "--wheel", "left", "--step", "8", "--duration", "0.8", "--png", png,
-                "--set", "kp=0.05", "--json")
+                "--set", "kp=0.05", "--save", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     m = d["wheels"]["left"]
-    assert d["gains"]["kp"] == pytest.approx(0.05, rel=1e-6) and list(d["wheels"]) == ["left"]
+    assert d["gains"]["kp"] == pytest.approx(0.05, rel=1e-6) and list(d["wheels"]) == ["left"] and d["saved"]
     assert 0.005 < m["rise_time"] < 0.4 and m["overshoot"] >= 0.0
     assert m["settling_time"] is not None and m["settling_time"] < 0.8
     assert abs(m["steady_state_error"]) < 0.4 and m["peak"] >= 8 * 0.95
@@ -339,7 +339,12 @@ def test_tune_step_test_metrics_json_and_png(sim, tmp_path):
     got = json.loads(r.stdout)["params"]
     assert got["kp"] == pytest.approx(0.05, rel=1e-6)
     assert got["max_accel"] == pytest.approx(30.0)          # the ramp lifted for the test came back
-    run_cli("params", "set", "kp=0.04", "--port", sim.url)
+    sim.control({"cmd": "reset", "what": "board"})          # power cycle: --save kept the gain in the board's flash
+    r = run_cli("params", "get", "kp", "max_accel", "--port", sim.url, "--json")
+    got = json.loads(r.stdout)["params"]
+    assert got["kp"] == pytest.approx(0.05, rel=1e-6) and got["max_accel"] == pytest.approx(30.0)
+    r = run_cli("params", "set", "kp=0.04", "--port", sim.url, "--save")
+    assert r.returncode == 0, r.stderr
     r = run_cli("tune", "--port", sim.url, "--step", "40")
     assert r.returncode == 7 and "above the robot's max_wheel_speed" in r.stderr
 
