@@ -408,6 +408,7 @@ def test_calibrate_feedforward_identifies_the_simulated_motor(sim):
         assert ks + kv * 0.55 / 0.0325 == pytest.approx(1.0, abs=0.1)
         assert 0.05 < ks < 0.3 and ka > 0
     assert "nothing written" in r.stdout
+    assert "feedforward run" not in r.stderr and "Traceback" not in r.stderr     # -q: no progress lines
 
 
 def test_calibrate_umbmark_refuses_too_few_runs_and_writes_nothing(sim, tmp_path):
