@@ -171,11 +171,16 @@ def test_corrupt_robot_file_falls_back_to_defaults_and_says_so(sim, tmp_path):
     assert r.returncode == 0 and "is corrupt: not valid TOML" in r.stderr
 
 
-def test_link_lost_while_driving_stops_with_exit_8(sim, tmp_path):
+def _scripted_drive(sim, tmp_path, script_text: str) -> subprocess.Popen:
+    """`viperdrive drive --script` on the shared board, running in the background."""
     script = tmp_path / "long.txt"
-    script.write_text("twist 0.1 0 1.0\nwait 0.5\ntwist 0.1 0 5\n")
-    proc = subprocess.Popen([VIPERDRIVE, "drive", "--port", sim.url, "--script", script], stdout=subprocess.PIPE,
+    script.write_text(script_text)
+    return subprocess.Popen([VIPERDRIVE, "drive", "--port", sim.url, "--script", script], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+
+
+def test_link_lost_while_driving_stops_with_exit_8(sim, tmp_path):
+    proc = _scripted_drive(sim, tmp_path, "twist 0.1 0 1.0\nwait 0.5\ntwist 0.1 0 5\n")
     try:
         time.sleep(2.0)
         sim.control({"cmd": "fault", "kind": "cut_link", "on": True})
@@ -231,10 +236,7 @@ def test_keyboard_drive_shows_a_fault_and_c_clears_it(sim):
 
 def test_sigterm_while_driving_disables_the_board(sim, tmp_path):
     import signal
-    script = tmp_path / "long.txt"
-    script.write_text("twist 0.15 0 20\n")
-    proc = subprocess.Popen([VIPERDRIVE, "drive", "--port", sim.url, "--script", script], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = _scripted_drive(sim, tmp_path, "twist 0.15 0 20\n")
     try:
         time.sleep(1.5)
         assert abs(sim.control({"cmd": "truth"})["w_left"]) > 2.0       # driving
