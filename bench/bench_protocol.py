@@ -20,10 +20,8 @@ from bench import protocol_workload  # noqa: E402
 
 
 def micropython_exe() -> str:
-    exe = Path(sys.executable).parent / "micropython"
-    if not exe.exists():
-        raise SystemExit("bench_protocol: micropython not found next to %s: run `make setup`" % sys.executable)
-    return str(exe)
+    from viperdrive import executables
+    return executables.require("micropython", SystemExit)
 
 
 def main() -> int:

