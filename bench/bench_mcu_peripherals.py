@@ -12,27 +12,13 @@ Prints (from bench/mcu_peripherals_workload.py, run by micropython):
 """
 from __future__ import annotations
 
-import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from mpbench import run_workload
 
 
 def main() -> int:
-    exe = Path(sys.executable).parent / "micropython"
-    if not exe.exists():
-        print("bench_mcu_peripherals: micropython not found next to %s: run `make setup`" % sys.executable,
-              file=sys.stderr)
-        return 1
-    proc = subprocess.run([str(exe), "-X", "heapsize=8M", str(ROOT / "bench" / "mcu_peripherals_workload.py"),
-                           str(ROOT)], capture_output=True, text=True, timeout=300)
-    sys.stdout.write(proc.stdout)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stderr)
-        print("bench_mcu_peripherals: micropython exited with %d" % proc.returncode, file=sys.stderr)
-        return 1
-    return 0
+    return 0 if run_workload("mcu_peripherals_workload.py", "bench_mcu_peripherals") else 1
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ Prints:
 """
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,24 +16,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import protocol_workload  # noqa: E402
-
-
-def micropython_exe() -> str:
-    from viperdrive import executables
-    return executables.require("micropython", SystemExit)
+from mpbench import run_workload  # noqa: E402
 
 
 def main() -> int:
     protocol_workload.main(str(ROOT))
     sys.stdout.flush()
-    proc = subprocess.run([micropython_exe(), "-X", "heapsize=16M", str(ROOT / "bench" / "protocol_workload.py"),
-                           str(ROOT)], capture_output=True, text=True, timeout=600)
-    sys.stdout.write(proc.stdout)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stderr)
-        print("bench_protocol: micropython exited with %d" % proc.returncode, file=sys.stderr)
-        return 1
-    return 0
+    return 0 if run_workload("protocol_workload.py", "bench_protocol", heapsize="16M", timeout=600) else 1
 
 
 if __name__ == "__main__":
