@@ -155,6 +155,9 @@ def select_node(doc: Document, node: str | None) -> Params:
             filters = [e for f, e in named.items() if not keys[f] & NAVSAT_KEYS]
         if node is not None:
             e = choose_entry(entries, node, filters, "EKF/UKF nodes", src, ConfigError)
+            if e.fqn in named and named[e.fqn] not in filters:
+                raise ConfigError(f"{src}: {e.key} is not an EKF/UKF node (EKF/UKF nodes: "
+                                  f"{', '.join(f.key for f in filters) or 'none'})")
             return node_params(doc, entries, e.fqn, e.key, ConfigError)
         if len(filters) > 1:
             raise ConfigError(f"{src}: {len(filters)} EKF/UKF nodes ({', '.join(e.key for e in filters)}): choose one "
