@@ -55,20 +55,43 @@ class Document:
         return m is not None and m[1]
 
 
-def yaml_problem(e: Exception) -> str:
-    """One line for a ruamel.yaml error: what, and where (line, column)."""
+def yaml_problem(e: Exception, node=None) -> str:
+    """One line for a ruamel.yaml error: what, and where (line, column). `node`: the composed document, to find
+    the first of two duplicate keys."""
     mark = getattr(e, "problem_mark", None)
     problem = getattr(e, "problem", None) or " ".join(str(e).split())
-    first = getattr(e, "context_mark", None)
-    if "duplicate key" in problem and first is not None and mark is not None:
+    if "duplicate key" in problem and mark is not None:
         key = re.search(r'duplicate key "(.*?)"', problem)
         name = key.group(1) if key else "?"
-        return (f"duplicate key '{name}' (line {first.line + 1} and line {mark.line + 1}): a parameter file sets "
+        lines = sorted(_key_lines(node, name)) if node is not None else []
+        first = lines[0] if len(lines) > 1 else (getattr(e, "context_mark", None) or mark).line + 1
+        return (f"duplicate key '{name}' (line {first} and line {mark.line + 1}): a parameter file sets "
                 f"each key once (ROS keeps the last one without a word)")
     at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
     if "'\\t'" in problem or "'\t'" in problem:
         problem += ": YAML does not allow a tab for indentation; indent with spaces"
     return problem + at
+
+
+def _key_lines(node, name: str) -> list[int]:
+    """Lines of the keys spelled `name` in the mapping that holds a duplicate of it."""
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+
+    found: list[int] = []
+    if isinstance(node, MappingNode):
+        hits = [k.start_mark.line + 1 for k, _ in node.value if getattr(k, "value", None) == name]
+        if len(hits) > 1:
+            return hits
+        for _, v in node.value:
+            found = _key_lines(v, name)
+            if found:
+                return found
+    elif isinstance(node, SequenceNode):
+        for v in node.value:
+            found = _key_lines(v, name)
+            if found:
+                return found
+    return found
 
 
 def parse_yaml(text: str, source: str = "") -> Document:
@@ -77,11 +100,12 @@ def parse_yaml(text: str, source: str = "") -> Document:
     from ruamel.yaml.error import YAMLError
 
     y = YAML(typ="safe")
+    node = None
     try:
         node = y.compose(text)
         data = y.constructor.construct_document(node) if node is not None else None
     except YAMLError as e:
-        raise ParamError(f"{source}: not valid YAML: {yaml_problem(e)}") from None
+        raise ParamError(f"{source}: not valid YAML: {yaml_problem(e, node)}") from None
     except ValueError as e:        # e.g. an int too long for the interpreter's limit
         raise ParamError(f"{source}: not valid YAML: {e}") from None
     marks: dict = {}

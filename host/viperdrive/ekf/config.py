@@ -208,12 +208,12 @@ def _matrix(p: Params, key: str, default: np.ndarray) -> np.ndarray:
         m = np.diag(np.array(values, dtype=float))      # a diagonal given as 15 numbers
     if not np.allclose(m, m.T, atol=1e-12):
         i, j = np.argwhere(~np.isclose(m, m.T, atol=1e-12))[0]
-        p.fail(key, f"not symmetric: entry ({i}, {j}) is {m[i, j]!r} but ({j}, {i}) is {m[j, i]!r}",
+        p.fail(key, f"not symmetric: entry ({i}, {j}) is {float(m[i, j])!r} but ({j}, {i}) is {float(m[j, i])!r}",
                int(i * STATE_SIZE + j))
     neg = np.flatnonzero(np.diag(m) < 0)
     if neg.size:
         i = int(neg[0])
-        p.fail(key, f"negative variance {m[i, i]!r} for {STATE_NAMES[i]} on its diagonal",
+        p.fail(key, f"negative variance {float(m[i, i])!r} for {STATE_NAMES[i]} on its diagonal",
                i * STATE_SIZE + i if len(values) > STATE_SIZE else i)
     return m
 
