@@ -327,10 +327,12 @@ def _no_gate(cfg, out, at):
             continue
         key = f"{s.name}_rejection_threshold" if s.kind == "pose" else f"{s.name}_pose_rejection_threshold"
         names = " ".join(STATE_NAMES[i] for i in absolute)
+        example = {"imu": "a magnetic disturbance in the heading", "odom": "an odometry reset or a slip",
+                   "pose": "a multipath fix, a relocalization jump"}[s.kind]
         out.append(Finding(
             "no-gate", key,
-            f"left infinite (unset) while {s.name} fuses absolute {names}: one bad reading (a multipath fix, a "
-            f"relocalization jump) is fused in full and jumps the estimate",
+            f"left infinite (unset) while {s.name} fuses absolute {names}: one bad reading ({example}) is fused in "
+            f"full and jumps the estimate",
             f"set {key}, e.g. 5 (a Mahalanobis gate; fuse's summary counts what it rejects)"))
 
 
