@@ -62,15 +62,8 @@ def test_a_corrupt_robot_file_stops_every_command_before_anything_moves(sim, tmp
     assert not (tmp_path / "out.mcap").exists()
 
 
-def test_unreadable_and_binary_robot_files_are_errors_too(sim, tmp_path):
-    binary = tmp_path / "robot.yaml"
-    binary.write_bytes(b"\xff\xfe\x00garbage: [unclosed\n")
-    r = run_cli("drive", "--script", "spin", "--port", sim.url, "--config", binary)
-    assert r.returncode == 7 and f"invalid robot file: {binary} is not UTF-8 text" in r.stderr
-    toml = tmp_path / "robot.toml"
-    toml.write_text("wheel_radius = = 3\n")
-    r = run_cli("params", "get", "kp", "--port", sim.url, "--config", toml)
-    assert r.returncode == 7 and f"invalid robot file: {toml} is not valid TOML" in r.stderr
+def test_unreadable_and_missing_robot_files_are_errors_too(sim, tmp_path):
+    # (not UTF-8 and invalid TOML: test_cli_errors.py::test_corrupt_robot_file_is_an_error_not_the_defaults)
     folder = tmp_path / "robot_dir.yaml"
     folder.mkdir()
     r = run_cli("drive", "--script", "spin", "--port", sim.url, "--config", folder)
