@@ -321,3 +321,18 @@ def test_ekf_errors_name_key_entry_value_and_line(tmp_path, text, message):
     with pytest.raises(ConfigError) as e:
         load_config(f)
     assert str(e.value).startswith(f"{f}: ") and message in str(e.value)
+
+
+def test_calibrated_values_are_written_into_the_controllers_node(tmp_path):
+    from viperdrive import robotfile
+
+    f = tmp_path / "controllers.yaml"
+    f.write_text((DATA / "ros2_control_wildcards.yaml").read_text())
+    assert robot("ros2_control_wildcards.yaml", node="/**/diff_drive_base_controller").wheel_separation == 0.160
+    robotfile.update_values(f, {"wheel_separation": 0.1612})
+    c = RobotConfig.load(f)
+    assert c.wheel_separation == 0.1612 and c.wheel_radius == 0.033 and c.update_rate == 100.0
+    assert "    wheel_separation: 0.1612\n" in f.read_text()          # in place, in the controller's entry
+    with pytest.raises(BadValue, match="cannot place wheel_separation_multiplier automatically"):
+        robotfile.update_values(f, {"wheel_separation_multiplier": 1.01})   # not in the file: where is the user's call
+    assert RobotConfig.load(f).wheel_separation_multiplier == 1.0

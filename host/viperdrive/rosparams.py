@@ -193,6 +193,9 @@ def node_params(doc: Document, entries: list[NodeEntry], fqn: str, display: str,
 def choose_entry(entries: list[NodeEntry], name: str, candidates: list[NodeEntry], what: str, source: str,
                  error=ParamError) -> NodeEntry:
     """The entry `--node NAME` means: a full name (/ns/name) or a base name; the error lists `candidates`."""
+    written = [e for e in entries if e.key == name and not e.wildcard]
+    if written:
+        return written[0]               # the name as the file writes it ("/**/ekf", "robot1/ekf")
     if name.startswith("/"):
         hits = [e for e in entries if not e.wildcard and e.fqn == name]
         if not hits and any(e.pattern.fullmatch(name) for e in entries):
