@@ -336,3 +336,15 @@ def test_calibrated_values_are_written_into_the_controllers_node(tmp_path):
     with pytest.raises(BadValue, match="cannot place wheel_separation_multiplier automatically"):
         robotfile.update_values(f, {"wheel_separation_multiplier": 1.01})   # not in the file: where is the user's call
     assert RobotConfig.load(f).wheel_separation_multiplier == 1.0
+
+
+def test_a_value_outside_the_nodes_of_a_ros_2_file_is_an_error(tmp_path):
+    f = tmp_path / "mixed.yaml"
+    f.write_text("frequency: 30.0\nekf_filter_node:\n  ros__parameters:\n    odom0: odom\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(f)
+    assert str(e.value) == (f"{f}: frequency: a value outside any node's ros__parameters (line 1); ROS 2 refuses "
+                            f"the file (\"Cannot have a value before ros__parameters\"): move it under a node")
+    f.write_text("dd:\n  ros__parameters:\n    wheel_separation: 0.2\n    wheel_radius: 0.03\n  update_rate: 50\n")
+    with pytest.raises(BadValue, match=r"dd/update_rate: a value outside any node's ros__parameters \(line 5\)"):
+        RobotConfig.load(f)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadValue
-from .rosparams import Document, ParamError, Params, node_params, parse_yaml, ros1_nodes, ros2_entries
+from .rosparams import (Document, ParamError, Params, check_ros2_layout, node_params, parse_yaml, ros1_nodes,
+                        ros2_entries)
 
 INF = math.inf
 
@@ -292,6 +293,7 @@ def _select_ros2(doc: Document, node: str | None):
     from .rosparams import choose_entry
 
     entries = ros2_entries(doc.data)
+    check_ros2_layout(doc, BadValue)
     src = doc.source or "robot file"
     notes: list[str] = []
     named = {}

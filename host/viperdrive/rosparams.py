@@ -181,6 +181,26 @@ def ros2_entries(data) -> list[NodeEntry]:
     return out
 
 
+def check_ros2_layout(doc: Document, error=ParamError) -> None:
+    """A ROS 2 file holds values only under ros__parameters: rcl refuses one with a value beside the node names
+    ("Cannot have a value before ros__parameters"), so such a file is an error here too, naming the key."""
+    def walk(mapping: dict, path: tuple):
+        for k, v in mapping.items():
+            if k == "ros__parameters":
+                continue
+            if isinstance(v, dict):
+                walk(v, path + (k,))
+            else:
+                line = doc.line(path + (k,))
+                at = f" (line {line})" if line else ""
+                where = "/".join(map(str, path + (k,)))
+                raise error(f"{doc.source}: {where}: a value outside any node's ros__parameters{at}; ROS 2 refuses "
+                            f"the file (\"Cannot have a value before ros__parameters\"): move it under a node")
+
+    if isinstance(doc.data, dict):
+        walk(doc.data, ())
+
+
 def node_params(doc: Document, entries: list[NodeEntry], fqn: str, display: str, error=ParamError) -> Params:
     """The parameters node `fqn` gets from the file: every matching entry, later ones overriding earlier ones."""
     p = Params(doc=doc, source=doc.source, node=display, ros2=True, error=error)

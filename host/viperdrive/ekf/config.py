@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rosparams import (Document, NodeEntry, ParamError, Params, choose_entry, node_params, parse_yaml,
-                         ros1_nodes, ros2_entries)
+from ..rosparams import (Document, NodeEntry, ParamError, Params, check_ros2_layout, choose_entry, node_params,
+                         parse_yaml, ros1_nodes, ros2_entries)
 from .core import DEFAULT_INITIAL_COVARIANCE, DEFAULT_PROCESS_NOISE, STATE_NAMES, STATE_SIZE, EkfConfig
 from .sensors import DIFFERENTIAL_COVARIANCE, GRAVITY, KINDS, SensorConfig
 
@@ -145,6 +145,7 @@ def select_node(doc: Document, node: str | None) -> Params:
         raise ConfigError(f"{src}: expected a mapping of parameters, got {type(data).__name__}")
     entries = ros2_entries(data)
     if entries:
+        check_ros2_layout(doc, ConfigError)
         named: dict[str, NodeEntry] = {}
         for e in entries:
             if not e.wildcard:
