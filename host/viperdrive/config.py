@@ -508,8 +508,8 @@ def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) 
                 notes.append(f"update_rate: the controller's own {own:g} Hz is its update rate inside "
                              f"controller_manager's loop; the host loop runs at controller_manager's "
                              f"{kw['update_rate']:g} Hz")
-            notes.extend(f"{cm.where(k)}: {t}" for k, t in cm.notes)
-    notes.extend(f"{p.where(k)}: {t}" for k, t in p.notes)
+            notes.extend(f"{cm.node}: {k}: {t}" for k, t in cm.notes)
+    notes.extend(f"{k}: {t}" for k, t in p.notes)
     explicit = frozenset(k for k in flat if k not in vendor) | (frozenset(["update_rate"]) if update_rate else
                                                                  frozenset())
     return cls(linear=AxisLimits(**axes["linear"]), angular=AxisLimits(**axes["angular"]),
