@@ -76,6 +76,10 @@ def fixed_gains(values, hz, cpr):
     b[fx.K_TRACK_N] = max(1, (values["track_err_ms"] * hz + 500) // 1000)
     b[fx.K_TRACK_E] = speed_q(values["track_err_max"])
     b[fx.K_OVER_V] = min(int(1.5 * values["max_wheel_speed"] / rpc * vq + 0.5), fx.X_MAX)
+    ems = values["enc_ms"]
+    b[fx.K_ENC_N] = 0 if ems == 0 else max(1, (ems * hz + 500) // 1000)
+    b[fx.K_ENC_M] = int(values["enc_margin"] * one + 0.5)
+    b[fx.K_ENC_R] = int(values["enc_ratio"] * 256 + 0.5)
     return b
 
 

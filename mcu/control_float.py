@@ -62,6 +62,7 @@ class FloatLaw:
         self.pdff = [0.0, 0.0]
         self.stall = [0, 0]
         self.track = [0, 0]
+        self.enc = [0, 0]
         self.duty = [0.0, 0.0]
 
     def configure(self, v):
@@ -79,6 +80,9 @@ class FloatLaw:
             "stall_n": max(1, (v["stall_ms"] * self.hz + 500) // 1000), "stall_v": v["stall_speed"] / rpc,
             "track_n": max(1, (v["track_err_ms"] * self.hz + 500) // 1000), "track_e": v["track_err_max"] / rpc,
             "over_v": 1.5 * v["max_wheel_speed"] / rpc,
+            # encoder plausibility: enc_ms 0 turns it off (as in the fixed-point step: periods rounded, >= 1)
+            "enc_n": 0 if v["enc_ms"] == 0 else max(1, (v["enc_ms"] * self.hz + 500) // 1000),
+            "enc_r": v["enc_ratio"], "enc_m": v["enc_margin"],
         }
         if self.g is None:
             self.g = g
@@ -252,6 +256,23 @@ class FloatLaw:
                 self.track[w] = 0
             if av > g["over_v"] and fault == 0:
                 fault = 5 + w
+            # encoder plausibility: measured moving as commanded, but the duty (less kS and the deadband) predicts
+            # more than enc_ratio times that speed and exceeds the model kS + kV*|v| by more than enc_margin
+            n = 0
+            if g["enc_n"] and g["kv"] > 0.0:
+                x = -1.0
+                if sp > 0 and v > g["stall_v"]:
+                    x = out
+                elif sp < 0 and v < -g["stall_v"]:
+                    x = -out
+                x -= g["ks"] + g["db"]
+                if x > g["enc_m"]:
+                    tv = _clamp(g["kv"] * av, TERM_MAX)
+                    if x > tv + g["enc_m"] and x > g["enc_r"] * tv:
+                        n = self.enc[w] + 1
+                        if n >= g["enc_n"] and fault == 0:
+                            fault = 8 + w
+            self.enc[w] = n
             duty = _clamp(out * 32768.0, 32767.0)
             self.duty[w] = -duty if self.motor_sign[w] < 0 else duty
 

@@ -48,6 +48,7 @@ W_DIR = const(15)               # direction of the last edge, +1 / -1
 W_DUTY = const(16)              # duty written to the hal, Q15, motor sign applied
 W_SPN = const(17)               # new command staged by the link (slow path), Q8
 W_DSP = const(18)               # setpoint step of this period, Q8 (kA feedforward)
+W_ENC = const(19)               # periods the encoder plausibility check has failed in a row
 WS = const(20)                  # per-wheel stride
 G_REQ = const(40)               # request bits from the slow path (REQ_*), cleared by the step when done
 G_ENABLED = const(41)           # 1: outputs energized and the PID runs
@@ -100,17 +101,20 @@ K_STALL_V = const(32)           # |speed| below this counts as no motion, Q8
 K_TRACK_N = const(33)           # periods of tracking error before FAULT
 K_TRACK_E = const(34)           # tracking error limit, Q8
 K_OVER_V = const(35)            # over-speed limit (1.5 x max wheel speed), Q8
-KB = const(36)                  # bank size
-K_SB = const(72)                # -2**31: sign-extends ptr32 loads on 64-bit hosts ((x ^ sb) - sb), no-op on 32
-K_HZ = const(73)                # control rate
-K_MASK = const(74)              # encoder counter mask: 0xFFFF or -1 (32 bits)
-K_HALF = const(75)              # encoder counter half range: 0x8000 or -2**31
-K_MS = const(76)                # motor direction signs, left, right (+1 / -1)
-K_ES = const(78)                # encoder direction signs, left, right
-K_EDGE = const(80)              # 1: the backend times encoder edges (edge_period_us)
-K_IDLE_MAX = const(81)          # periods without an edge after which the low-speed estimate is zero
-K_OVR_US = const(82)            # a period longer than this (1.5 x nominal, us) is an overrun
-K_LEN = const(84)
+K_ENC_N = const(36)             # encoder plausibility: periods before FAULT (0: check off)
+K_ENC_M = const(37)             # encoder plausibility: duty margin over kS + deadband + kV*|v|, Q16
+K_ENC_R = const(38)             # encoder plausibility: ratio of duty-predicted to measured speed, Q8
+KB = const(40)                  # bank size
+K_SB = const(80)                # -2**31: sign-extends ptr32 loads on 64-bit hosts ((x ^ sb) - sb), no-op on 32
+K_HZ = const(81)                # control rate
+K_MASK = const(82)              # encoder counter mask: 0xFFFF or -1 (32 bits)
+K_HALF = const(83)              # encoder counter half range: 0x8000 or -2**31
+K_MS = const(84)                # motor direction signs, left, right (+1 / -1)
+K_ES = const(86)                # encoder direction signs, left, right
+K_EDGE = const(88)              # 1: the backend times encoder edges (edge_period_us)
+K_IDLE_MAX = const(89)          # periods without an edge after which the low-speed estimate is zero
+K_OVR_US = const(90)            # a period longer than this (1.5 x nominal, us) is an overrun
+K_LEN = const(92)
 
 # ---- io array (array('i', IO_LEN)) between the Python tick wrapper and the step ----
 IO_T0 = const(0)                # ticks_us at the start of this period
@@ -150,6 +154,7 @@ def requests(st_a, c_a):
             st[b + W_PDFF] = 0
             st[b + W_STALL] = 0
             st[b + W_TRACK] = 0
+            st[b + W_ENC] = 0
             st[b + W_DUTY] = 0
             w += 1
         st[G_CMD_NEW] = 0
@@ -541,6 +546,39 @@ def step(st_a, k_a, c_a, e_a, io_a):
                 st[b + W_TRACK] = 0
             if av > int(k[kb + K_OVER_V]) and fault == 0:
                 fault = 5 + w               # FAULT_OVERSPEED_LEFT / RIGHT
+            # encoder plausibility (a half-dead encoder: the loop drives the wheel faster to make up the lost
+            # counts, so speed and setpoint agree): measured moving as commanded, but the duty less kS and the
+            # deadband predicts more than enc_ratio x the measured speed AND exceeds the model kS + deadband +
+            # kV*|v| by more than enc_margin, for enc_ms
+            n = 0
+            en = int(k[kb + K_ENC_N])
+            m = int(k[kb + K_V])
+            if en > 0 and m != 0:           # no kV: no model to judge by
+                x = -1
+                sv = int(k[kb + K_STALL_V])
+                if sp > 0 and v > sv:
+                    x = out
+                elif sp < 0 and v < -sv:
+                    x = -out
+                x -= int(k[kb + K_KS]) + int(k[kb + K_DB])
+                em = int(k[kb + K_ENC_M])
+                if x > em:
+                    # kV*|v| (the K_V term on the measured speed): the duty the model needs at that speed
+                    y = av
+                    sh = int(k[kb + K_V + 1])
+                    xl = int(k[kb + K_V + 2])
+                    if y > xl:
+                        y = xl
+                    if sh >= 15:
+                        t = (((y >> 15) * m) + (((y & 0x7FFF) * m) >> 15)) >> (sh - 15)
+                    else:
+                        t = (((y >> 15) * m) << (15 - sh)) + (((y & 0x7FFF) * m) >> sh)
+                    # t <= TERM_MAX + 1 (2**18) and the ratio < 2**12 (Q8, <= 10): the product fits 31 bits
+                    if x > t + em and x > ((t * int(k[kb + K_ENC_R])) >> 8):
+                        n = int(st[b + W_ENC]) + 1
+                        if n >= en and fault == 0:
+                            fault = 8 + w   # FAULT_ENCODER_LEFT / RIGHT
+            st[b + W_ENC] = n
 
             duty = out >> 1                 # Q16 -> the hal's Q15
             if duty > 32767:

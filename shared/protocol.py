@@ -97,6 +97,8 @@ FAULT_TRACKING_RIGHT = const(4)
 FAULT_OVERSPEED_LEFT = const(5)  # measured speed above 1.5 x max_wheel_speed
 FAULT_OVERSPEED_RIGHT = const(6)
 FAULT_WATCHDOG = const(7)       # the board came back from a watchdog reset
+FAULT_ENCODER_LEFT = const(8)   # left wheel measured far slower than its duty predicts (enc_ratio/enc_margin/enc_ms)
+FAULT_ENCODER_RIGHT = const(9)
 FAULT_NAMES = {
     FAULT_NONE: "none",
     FAULT_STALL_LEFT: "left wheel stalled (output saturated, no motion)",
@@ -106,6 +108,9 @@ FAULT_NAMES = {
     FAULT_OVERSPEED_LEFT: "left wheel over speed",
     FAULT_OVERSPEED_RIGHT: "right wheel over speed",
     FAULT_WATCHDOG: "watchdog reset",
+    FAULT_ENCODER_LEFT: "left wheel turns far faster than its encoder counts, or is held back (encoder or mechanical)",
+    FAULT_ENCODER_RIGHT: "right wheel turns far faster than its encoder counts, or is held back (encoder or "
+                         "mechanical)",
 }
 
 # reset causes (GET_DIAG reset_cause)

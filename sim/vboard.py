@@ -362,9 +362,10 @@ class VirtualBoard:
             return {"ok": True, "kind": kind, "on": on}
         if kind == "encoder_drop":
             rate = _number(req, "rate", 0.0, 1.0)
+            wheel = _wheel(req)
             with self.plant_lock:
-                p.set_encoder_drop(rate)
-            return {"ok": True, "kind": kind, "rate": rate}
+                p.set_encoder_drop_wheel(wheel, rate)
+            return {"ok": True, "kind": kind, "wheel": wheel, "rate": rate}
         if kind == "battery":
             volts = _number(req, "volts", 0.0, 60.0)
             with self.plant_lock:
