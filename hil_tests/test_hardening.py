@@ -5,8 +5,12 @@ The fault-injection ones skip on a real board (--port)."""
 from __future__ import annotations
 
 import math
+import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -96,11 +100,10 @@ def test_normal_driving_ramps_pushes_and_slip_trip_no_fault(board, need_sim):
 
 # ---- item 6: stopping at speed ----
 
-def _stop_from(board, sim, speed, stop):
-    """Drive both wheels at speed (rad/s) for 1.5 s, then call stop(); follow the ground truth until the robot is at
-    rest. -> figures: stop time, when the outputs went off, distance (truth and encoders), wheel speed then."""
-    board.activate()
-    loop(board, 1.5, speed, speed)
+def _follow_stop(sim, stop):
+    """Call stop() (in a thread) and follow the ground truth until the robot is at rest and stop() returned. ->
+    figures: when the outputs went off and the wheel speed then, when the robot was at rest, distance (truth and
+    encoders), skid."""
     t0 = sim.truth()
     started = time.monotonic()
     done = threading.Event()
@@ -126,36 +129,77 @@ def _stop_from(board, sim, speed, stop):
         if off is not None and rest is not None and done.is_set():
             break
         time.sleep(0.002)
-    done.wait(3.0)
+    done.wait(15.0)
     time.sleep(0.2)
     t1 = sim.truth()
     k = 2 * math.pi / 4096 * R
     enc = ((t1["counts_left"] - t0["counts_left"]) + (t1["counts_right"] - t0["counts_right"])) / 2 * k
     return {"rest_s": rest, "off_s": off, "w_at_off": w_at_off, "distance_m": t1["distance"] - t0["distance"],
             "encoder_m": enc, "slip_m": t1["slip_distance"] - t0["slip_distance"], "errors": errors,
-            "speed0": t0["w_left"]}
+            "speed0": t0["w_left"], "energized": t1["energized"]}
+
+
+def _assert_braked(f, ramp):
+    # braked: the outputs stay on until the wheels are at rest, along the board's ramp, without skidding
+    assert not f["errors"], f["errors"]
+    assert f["w_at_off"] < 0.5 and f["off_s"] >= f["rest_s"] - 0.02
+    assert abs(f["distance_m"] - ramp) < 0.3 * ramp and abs(f["encoder_m"] - f["distance_m"]) < 0.003
+    assert f["slip_m"] < 0.002 and f["energized"] is False
 
 
 def test_ctrl_c_at_9_rad_s_stops_braked_then_disables(board, need_sim):
     # what the CLI does on Ctrl-C: Board.deactivate(). Before: zero and disable at once, de-energized within
     # ~10 ms while the wheels turned at 9 rad/s: the default robot's gearbox friction locked them and it skidded
     # 2.8 cm on locked wheels (its encoders saw 0.5 cm of it) in 0.19 s
-    f = _stop_from(board, need_sim, 9.0, board.deactivate)
-    acc = board.get_param("max_accel")
+    board.activate()
+    loop(board, 1.5, 9.0, 9.0)
+    f = _follow_stop(need_sim, board.deactivate)
     v0 = f["speed0"] * R
-    ramp = v0 * v0 / (2 * acc * R)
+    ramp = v0 * v0 / (2 * board.get_param("max_accel") * R)
     print(f"Ctrl-C at {f['speed0']:.2f} rad/s: at rest after {f['rest_s'] * 1e3:.0f} ms, outputs off after "
           f"{f['off_s'] * 1e3:.0f} ms (wheels at {f['w_at_off']:.2f} rad/s then), {f['distance_m'] * 100:.1f} cm "
           f"travelled (encoders {f['encoder_m'] * 100:.1f} cm, slip {f['slip_m'] * 1000:.1f} mm; the ramp "
           f"alone: {ramp * 100:.1f} cm); deactivate: {getattr(board, 'last_stop', None)}")
-    assert not f["errors"], f["errors"]
-    # braked: the outputs stay on until the wheels are at rest, along the board's ramp, without skidding
-    assert f["w_at_off"] < 0.5 and f["off_s"] >= f["rest_s"] - 0.02
+    _assert_braked(f, ramp)
     assert board.last_stop["braked"] and not board.active
     assert f["rest_s"] < board.braking_bound()
-    assert abs(f["distance_m"] - ramp) < 0.3 * ramp and abs(f["encoder_m"] - f["distance_m"]) < 0.003
-    assert f["slip_m"] < 0.002
-    assert need_sim.truth()["energized"] is False
+
+
+def test_cli_drive_interrupted_at_9_rad_s_stops_braked(port, need_sim, tmp_path):
+    # the same through `viperdrive drive --script` and SIGINT (a Ctrl-C). Before: outputs off within 7 ms with the
+    # wheels at 8 rad/s, a 2.9 cm skid
+    need_sim.reset()
+    script = tmp_path / "straight.txt"
+    script.write_text(f"twist {9.0 * R:.4f} 0 8.0\n")      # open loop, both wheels at 9 rad/s
+    p = subprocess.Popen([str(Path(sys.executable).parent / "viperdrive"), "drive", "--port", port, "--script",
+                          str(script), "-q"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 20:
+            t = need_sim.truth()
+            if time.monotonic() - t0 > 1.0 and abs(t["w_left"] - 9.0) < 0.3 and abs(t["w_right"] - 9.0) < 0.3:
+                break
+            time.sleep(0.01)
+        out = {}
+
+        def interrupt():
+            p.send_signal(signal.SIGINT)
+            out["err"] = p.communicate(timeout=15)[1]
+
+        f = _follow_stop(need_sim, interrupt)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    v0 = f["speed0"] * R
+    ramp = v0 * v0 / (2 * 30.0 * R)             # the board's default max_accel
+    print(f"viperdrive drive, SIGINT at {f['speed0']:.2f} rad/s: outputs off after {f['off_s'] * 1e3:.0f} ms with "
+          f"the wheels at {f['w_at_off']:.2f} rad/s, at rest after {f['rest_s'] * 1e3:.0f} ms, "
+          f"{f['distance_m'] * 100:.1f} cm travelled, {f['slip_m'] * 1000:.1f} mm skidded; exit {p.returncode}")
+    assert p.returncode == 130 and "interrupted" in out["err"] and "Traceback" not in out["err"]
+    _assert_braked(f, ramp)
+    assert f["rest_s"] < 0.5
 
 
 def test_a_flaky_link_does_not_cut_the_deadman_ramp_short(board, need_sim):

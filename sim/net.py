@@ -136,17 +136,24 @@ class LinkServer:
     def connected(self):
         return self.conn is not None
 
-    def _accept(self):
+    def _take(self):
+        """The next waiting client (tuned) and a poller on it, or None when nobody waits."""
         if not _readable(self._lpoll):
-            return
+            return None
         try:
             conn, _ = self.sock.accept()
         except OSError:
-            return
+            return None
         _tune(conn)
-        self.conn = conn
-        self._cpoll = select.poll()
-        self._cpoll.register(conn, select.POLLIN)
+        poller = select.poll()
+        poller.register(conn, select.POLLIN)
+        return conn, poller
+
+    def _accept(self):
+        got = self._take()
+        if got is None:
+            return
+        self.conn, self._cpoll = got
         self.generation += 1
         self.clients += 1
 
@@ -163,18 +170,15 @@ class LinkServer:
     def _reject_waiting(self):
         """A client waiting while the line is held is told it is busy (unless the holder is leaving: a client
         that closed and reconnected sends its FIN before the new SYN, so the holder is readable then)."""
-        if self.conn is None or not _readable(self._lpoll) or self._cpoll.poll(0):
+        if self.conn is None or self._cpoll.poll(0):
             return
-        try:
-            conn, _ = self.sock.accept()
-        except OSError:
+        got = self._take()
+        if got is None:
             return
-        _tune(conn)
+        conn, poller = got
         self.busy_rejects += 1
         if len(self.busy) >= self.BUSY_MAX:
             self._close_busy(0)
-        poller = select.poll()
-        poller.register(conn, select.POLLIN)
         self.busy.append([conn, poller, time.ticks_add(time.ticks_ms(), self.BUSY_HOLD_MS)])
         self._tell_busy(conn)
 
