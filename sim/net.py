@@ -93,6 +93,14 @@ def _readable(poller):
     return bool(poller.poll(0))
 
 
+def _recv(conn, n):
+    """Up to n bytes from conn; b"" when the peer closed or the socket failed (both end the connection)."""
+    try:
+        return conn.recv(n)
+    except OSError:
+        return b""
+
+
 def _tune(conn):
     conn.setblocking(False)
     try:
@@ -204,11 +212,7 @@ class LinkServer:
                 self._close_busy(i)
                 continue
             if poller.poll(0):
-                try:
-                    data = conn.recv(256)
-                except OSError:
-                    data = b""
-                if not data:
+                if not _recv(conn, 256):
                     self._close_busy(i)
                     continue
                 self._tell_busy(conn)
@@ -225,10 +229,7 @@ class LinkServer:
         if not ev:
             self._reject_waiting()
             return None
-        try:
-            data = self.conn.recv(4096)
-        except OSError:
-            data = b""
+        data = _recv(self.conn, 4096)
         if not data:
             # the client closed (or died): wait for the next one
             self.drop()
@@ -318,10 +319,7 @@ class ControlServer:
 
     def _read(self, fd, ent):
         conn, buf = ent
-        try:
-            data = conn.recv(4096)
-        except OSError:
-            data = b""
+        data = _recv(conn, 4096)
         if not data:
             self._close(fd)
             return 0
