@@ -684,12 +684,15 @@ def test_products_fit_32_bits_for_documented_ranges():
                 for q in ((acc >> 15) * 32768, (acc & 0x7FFF) * 32768 + 16384, (16383 << 16)):
                     worst = max(worst, q)
                     assert q < lim, (hz, cpr, pick, acc, q)
-                # encoder plausibility: the K_V term on |v| (<= TERM_MAX + 1 LSB of gain rounding) times the ratio
-                # (Q8, <= 10.0), and the margin comparison
-                q = (fx.TERM_MAX + 32768) * words[fx.K_ENC_R]
-                assert words[fx.K_ENC_R] <= 2560 and q < lim, (hz, cpr, pick, q)
-                worst = max(worst, q)
-                assert fx.TERM_MAX + 32768 + words[fx.K_ENC_M] < lim
+                # encoder plausibility: the duties multiplied are |out| less kS + deadband (>= 0), and only when
+                # positive: 0 < x <= max_duty <= 2**16; times 1/kV or 1/kV/enc_ratio, multipliers below 2**14
+                if words[fx.K_ENC_N]:
+                    assert words[fx.K_ENC_0] >= 0 and words[fx.K_ENC_M] >= 0
+                    for mul in (words[fx.K_ENC_IV], words[fx.K_ENC_IR]):
+                        assert 0 < mul < (1 << 14) and 0 <= words[fx.K_ENC_SH] <= 30, (hz, cpr, pick, mul)
+                        q = words[fx.K_MAXD] * mul
+                        assert q < lim, (hz, cpr, pick, q)
+                        worst = max(worst, q)
                 # raw speed: |d| <= 2**20 before d*hz, hz <= 1000
                 assert fx.V_MAX_COUNTS * hz < (1 << 30)
                 assert 4 * (fx.V_MAX_COUNTS << fx.VQ) <= (1 << 30)
