@@ -75,8 +75,7 @@ def test_a_partial_frame_inside_a_session_costs_no_reply(vb):
     try:
         b.activate()
         t0 = b.diag().get("frame_timeouts", 0)
-        worst = 0
-        injected = False
+        after = []                  # misses of the 20 cycles after the injection
         t_end = time.monotonic() + 1.5
         nxt = time.monotonic()
         i = 0
@@ -85,20 +84,23 @@ def test_a_partial_frame_inside_a_session_costs_no_reply(vb):
             nxt += 0.01
             time.sleep(max(0.0, nxt - time.monotonic()))
             s = b.read()
-            worst = max(worst, s.misses)
             i += 1
-            if i == 50 and not injected:
+            if i == 50:
                 vb.fault("inject", hex=HALF_FRAME.hex())
-                injected = True
+            elif 50 < i <= 70:
+                after.append(0 if s.fresh else 1)
         total = b.total_misses
         d = b.diag()
+        host_timeouts = b.link.stats()["frame_timeouts"]
         b.deactivate()
     finally:
         b.cleanup()
-    print(f"partial frame injected inside a 100 Hz session: {total} replies missed (longest run {worst}), "
-          f"board frame_timeouts +{d.get('frame_timeouts', 0) - t0}")
-    assert worst <= 1 and total <= 1, (worst, total)
-    assert d["frame_timeouts"] == t0 + 1
+    print(f"partial frame injected inside a 100 Hz session: {sum(after)} of the next 20 replies missed "
+          f"({total} in the whole 1.5 s), board frame_timeouts +{d.get('frame_timeouts', 0) - t0}")
+    # (a loaded machine may lose a reply anywhere; the stale frame took 5 in a row, right after it)
+    assert sum(after) <= 1, after
+    # exactly the injected frame dropped on the board, and no frame of the board's dropped on the host
+    assert d["frame_timeouts"] == t0 + 1 and host_timeouts == 0
 
 
 def test_the_host_drops_a_partial_frame_after_its_gap():
@@ -115,7 +117,7 @@ def test_the_host_drops_a_partial_frame_after_its_gap():
         with conn:
             conn.recv(64)                       # the HELLO (after pyserial's open has flushed its input)
             conn.sendall(HALF_FRAME)
-            time.sleep(0.1)
+            time.sleep(0.3)                     # longer than the host's frame gap (100 ms)
             conn.sendall(info)
             time.sleep(0.5)
 
