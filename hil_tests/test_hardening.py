@@ -202,6 +202,31 @@ def test_cli_drive_interrupted_at_9_rad_s_stops_braked(port, need_sim, tmp_path)
     assert f["rest_s"] < 0.5
 
 
+def test_a_second_ctrl_c_during_the_braked_stop_cuts_the_outputs_at_once(board, need_sim):
+    # the user means it: a KeyboardInterrupt inside deactivate()'s stop disables at once and propagates
+    board.activate()
+    loop(board, 1.5, 9.0, 9.0)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.1)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            board.deactivate()
+        took = time.monotonic() - t0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    truth = need_sim.truth()
+    print(f"second Ctrl-C 100 ms into the braked stop: deactivate returned after {took * 1e3:.0f} ms, outputs "
+          f"{'on' if truth['energized'] else 'off'}, wheels at {truth['w_left']:.2f} rad/s")
+    assert took < 0.2 and not board.active and truth["energized"] is False
+    assert truth["w_left"] > 1.0        # it did not wait for the ramp
+
+
 def test_a_flaky_link_does_not_cut_the_deadman_ramp_short(board, need_sim):
     # the link drops out at 9 rad/s: the host loop gives up (LinkLost after 6 misses) and stops the board
     # (deactivate); the board's deadman starts its ramp 0.1 s after the last SET_VEL it got. The link comes back
