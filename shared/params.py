@@ -35,6 +35,12 @@ TABLE = (
     (18, "vel_tau", "f", "s", 0.0, 0.5, 0.01, "velocity estimate one-pole filter time constant"),
     (19, "wheel_radius", "f", "m", 0.005, 1.0, 0.0325, "board odometry: wheel radius"),
     (20, "wheel_separation", "f", "m", 0.02, 5.0, 0.152, "board odometry: effective wheel separation"),
+    # encoder plausibility (docs/firmware.md, "Encoder plausibility"): a wheel measured moving as commanded whose
+    # duty beyond kS + deadband predicts more than enc_ratio times its measured speed, and exceeds
+    # kS + deadband + kV*|speed| by more than enc_margin, for enc_ms: FAULT_ENCODER_LEFT/RIGHT
+    (21, "enc_ratio", "f", "ratio", 1.1, 10.0, 1.75, "encoder check: duty-predicted / measured speed above this"),
+    (22, "enc_margin", "f", "duty", 0.0, 1.0, 0.25, "encoder check: and duty above kS + kV*|speed| by this"),
+    (23, "enc_ms", "H", "ms", 0, 10000, 500, "encoder check: both this long: FAULT (0: check off)"),
 )
 
 _BY_ID = {}

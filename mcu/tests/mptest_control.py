@@ -120,7 +120,8 @@ def test_antiwindup_leaves_saturation_quickly():
     # time; the same law without it (float reference with the back-calculation gain zeroed) is still saturated
     # 10 s later: it drives "on the integral".
     hz = 500
-    kw = {"stall_speed": 0.0, "track_err_max": 500.0, "max_accel": 5000.0}
+    # (the encoder check off: a saturated output at a speed kV explains with half the duty is what it latches)
+    kw = {"stall_speed": 0.0, "track_err_max": 500.0, "max_accel": 5000.0, "enc_ms": 0}
     hal, c = make(hz=hz, **kw)
     c.enable(True)
     sp = int(counts_per_s(c, 10.0))
@@ -683,6 +684,15 @@ def test_products_fit_32_bits_for_documented_ranges():
                 for q in ((acc >> 15) * 32768, (acc & 0x7FFF) * 32768 + 16384, (16383 << 16)):
                     worst = max(worst, q)
                     assert q < lim, (hz, cpr, pick, acc, q)
+                # encoder plausibility: the duties multiplied are |out| less kS + deadband (>= 0), and only when
+                # positive: 0 < x <= max_duty <= 2**16; times 1/kV or 1/kV/enc_ratio, multipliers below 2**14
+                if words[fx.K_ENC_N]:
+                    assert words[fx.K_ENC_0] >= 0 and words[fx.K_ENC_M] >= 0
+                    for mul in (words[fx.K_ENC_IV], words[fx.K_ENC_IR]):
+                        assert 0 < mul < (1 << 14) and 0 <= words[fx.K_ENC_SH] <= 30, (hz, cpr, pick, mul)
+                        q = words[fx.K_MAXD] * mul
+                        assert q < lim, (hz, cpr, pick, q)
+                        worst = max(worst, q)
                 # raw speed: |d| <= 2**20 before d*hz, hz <= 1000
                 assert fx.V_MAX_COUNTS * hz < (1 << 30)
                 assert 4 * (fx.V_MAX_COUNTS << fx.VQ) <= (1 << 30)

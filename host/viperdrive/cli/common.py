@@ -37,6 +37,14 @@ FAULT_HINTS = {
                              "wheels off the ground",
     P.FAULT_WATCHDOG: "the firmware stopped making progress and the watchdog reset the board; `viperdrive info` "
                       "shows its loop timing",
+    P.FAULT_ENCODER_LEFT: "the left wheel needed far more duty than its measured speed explains: check the left "
+                          "encoder (connector, supply, disk) and that nothing drags on the wheel; an uncalibrated kv "
+                          "far below the motor's looks the same (`viperdrive calibrate feedforward`, or enc_ms 0 "
+                          "turns the check off)",
+    P.FAULT_ENCODER_RIGHT: "the right wheel needed far more duty than its measured speed explains: check the right "
+                           "encoder (connector, supply, disk) and that nothing drags on the wheel; an uncalibrated kv "
+                           "far below the motor's looks the same (`viperdrive calibrate feedforward`, or enc_ms 0 "
+                           "turns the check off)",
 }
 
 
