@@ -14,6 +14,7 @@ import numpy as np
 
 from .errors import BadValue, UserError
 from viperdrive.shared import protocol as P
+from viperdrive.shared import stepmetrics
 
 WHEELS = ("left", "right")
 HOST_PERIOD = 0.04      # s between SET_VELs during an experiment (deadman_ms >= 100 by the parameter table)
@@ -36,45 +37,20 @@ class StepMetrics:
         return asdict(self)
 
 
-def step_metrics(t, y, t_step: float, t_end: float, step: float, band: float = 0.05) -> StepMetrics:
-    """Metrics of a step from 0 to `step` at t_step, held until t_end; t (s) and y (rad/s) are the samples."""
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
+def step_metrics(t, y, t_step: float, t_end: float, step: float, band: float = stepmetrics.BAND) -> StepMetrics:
+    """Metrics of a step from 0 to `step` at t_step, held until t_end; t (s) and y (rad/s) are the samples. The
+    figures are viperdrive.shared.stepmetrics' (the board's REPL tuning uses the same definition)."""
     if step == 0:
         raise BadValue("the step must be nonzero")
-    sign = 1.0 if step > 0 else -1.0
-    a = abs(step)
-    win = (t >= t_step) & (t <= t_end)
-    if win.sum() < 5:
-        raise UserError(f"only {int(win.sum())} telemetry samples during the step: make --duration longer")
-    tw, yw = t[win], y[win] * sign            # as if the step were positive
-
-    def first_cross(level):
-        idx = np.nonzero(yw >= level)[0]
-        if not len(idx):
-            return None
-        i = idx[0]
-        if i == 0:
-            return float(tw[0])
-        # linear interpolation between the samples around the crossing
-        f = (level - yw[i - 1]) / (yw[i] - yw[i - 1])
-        return float(tw[i - 1] + f * (tw[i] - tw[i - 1]))
-
-    t10, t90 = first_cross(0.1 * a), first_cross(0.9 * a)
-    rise = None if t10 is None or t90 is None else t90 - t10
-    peak = float(yw.max())
-    overshoot = max(0.0, (peak - a) / a * 100.0)
-    outside = np.nonzero(np.abs(yw - a) > band * a)[0]
-    if not len(outside):
-        settling = 0.0
-    elif outside[-1] == len(yw) - 1:
-        settling = None                        # still outside at the end: it never settled
-    else:
-        settling = float(tw[outside[-1] + 1] - t_step)
-    tail = yw[tw >= t_step + 0.8 * (t_end - t_step)]
-    final = float(tail.mean()) if len(tail) else float(yw[-1])
-    sse = a - final
-    return StepMetrics(step, rise, overshoot, settling, sse * sign, 100.0 * sse / a, peak * sign, band)
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = int(((t >= t_step) & (t <= t_end)).sum())
+    if n < 5:
+        raise UserError(f"only {n} telemetry samples during the step: make --duration longer")
+    m = stepmetrics.step_metrics(t.tolist(), y.tolist(), 0.0, step, band, t_step, t_end)
+    sse = step - m["final"]
+    return StepMetrics(step, m["rise_s"], m["overshoot_pct"], m["settling_s"], sse, 100.0 * sse / step, m["peak"],
+                       band)
 
 
 @dataclass
