@@ -20,6 +20,12 @@ WHEELS = ("left", "right")
 HOST_PERIOD = 0.04      # s between SET_VELs during an experiment (deadman_ms >= 100 by the parameter table)
 # the parameters an experiment may change temporarily (restored afterwards, whatever happens)
 RAMP_PARAM = "max_accel"
+LIFTED_RAMP = 5000.0    # rad/s^2: the setpoint jumps to the step within one period at any step the table allows
+# With the ramp lifted the setpoint jumps within one period, so the kA feedforward (kA dw/dt) becomes an impulse of
+# kA x step x control_hz duty (6.6 duty for a 10 rad/s step of the default robot, whose ramp asks for 0.04). It
+# saturates the output and the back-calculation turns it into an integrator kick: the step would measure that
+# artefact of lifting the ramp rather than the loop. A lifted ramp therefore lifts kA with it (both restored).
+LIFTED = {RAMP_PARAM: LIFTED_RAMP, "ka": 0.0}
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,7 @@ class Recording:
     measured: dict
     output: dict
     integrator: dict
+    status: np.ndarray | None = None    # the STATE status bits of each record (ST_SATURATED: either wheel)
     t_step: float = math.nan
     t_end: float = math.nan
 
@@ -129,7 +136,7 @@ def _to_recording(records: list, k: float) -> Recording:
         raise UserError(f"only {len(records)} telemetry records arrived: is the link too slow for --rate?")
     t_us = np.array([r["t_us"] for r in records], dtype=np.int64)
     t = np.cumsum(np.concatenate([[0], (np.diff(t_us) & 0xFFFFFFFF)])) * 1e-6   # u32 board clock, unwrapped
-    rec = Recording(t, {}, {}, {}, {})
+    rec = Recording(t, {}, {}, {}, {}, np.array([r["status"] for r in records], dtype=np.int64))
     for side, s in (("left", "l"), ("right", "r")):
         rec.setpoint[side] = np.array([r[f"setpoint_{s}"] for r in records]) * k
         rec.measured[side] = np.array([r[f"measured_{s}"] for r in records]) * k
@@ -141,10 +148,10 @@ def _to_recording(records: list, k: float) -> Recording:
 def run_step(board, wheels, step: float, duration: float, rate_hz: int, pre: float = 0.3, post: float = 0.4,
              keep_ramp: bool = False, progress=None) -> Recording:
     """Hold zero for `pre` s, step the wheels to `step` rad/s for `duration` s, back to zero for `post` s.
-    The board's acceleration ramp is lifted for the test (restored after) unless keep_ramp: a ramped setpoint
-    measures the ramp, not the loop."""
+    The board's acceleration ramp (and with it the kA feedforward, see LIFTED) is lifted for the test (restored
+    after) unless keep_ramp: a ramped setpoint measures the ramp, not the loop."""
     k = 2 * math.pi / board.counts_per_rev
-    changes = {} if keep_ramp else {RAMP_PARAM: 5000.0}
+    changes = {} if keep_ramp else dict(LIFTED)
 
     def setpoints(now):
         on = pre <= now < pre + duration
