@@ -19,11 +19,13 @@ closed-loop poles p1 > p2 with p1 + p2 = (1 + K kp)/tau and p1 p2 = K ki/tau (po
 first-order model, Astrom & Murray, Feedback Systems, 2nd ed., sec. 11.3), and an overshoot that depends only
 on rho = p1/p2. rho is chosen for the requested overshoot, which gives
   ki = kV tau p1 p2,  p1 = (1 + K kp)/tau * rho/(1 + rho),  p2 = p1/rho     (never above SIMC's kp/tau_I)
-  kt = tau_I = kp/ki                              back-calculation tracking time: Astrom & Hagglund (Advanced
-                                                  PID Control, 2006, sec. 3.5) put Tt between Td and Ti; Tt = Ti
-                                                  makes the integrator settle at max_duty - feedforward while the
-                                                  output is saturated, so it leaves saturation as the wheel
-                                                  reaches the setpoint (no windup overshoot after a stall)
+  kt = (kS + kV r + kp r - max_duty) / (ki r), clamped to [max(T, tau_D), tau_I]
+      the back-calculation tracking time. Astrom & Hagglund (Advanced PID Control, ISA 2006, sec. 3.5) put Tt
+      between Td and Ti. Within that range this Tt is the one at which, with the wheel blocked at the step r, the
+      back-calculation holds the integrator at zero (its equilibrium ki e Tt = u - out): the feedforward already
+      knows the duty the free wheel needs, so on release the output leaves saturation at once and the wheel
+      does not overshoot on a wound-up integral. A longer Tt winds the integrator up to ki r Tt; a shorter one
+      makes the short saturation at the start of every step take a bite out of the integrator.
 PID (SIMC's rule for a second-order-plus-delay model: both lags kept): kp = Kc (1 + tau_D/tau_I),
 ki = Kc/tau_I, kd = Kc tau_D with Kc = tau1/(K (tau_c + theta)), tau_D = tau2, and the derivative filter
 kd_tau = tau_D / N, N = 10.
@@ -43,7 +45,7 @@ from .shared import params as PARAMS
 from .shared import stepmetrics
 
 __all__ = ["MotorModel", "Request", "Limit", "Design", "fopdt", "limits", "rho_for_overshoot", "overshoot_of_rho",
-           "pi_gains", "pid_gains", "predict", "design"]
+           "tracking_time", "pi_gains", "pid_gains", "predict", "design"]
 
 TERM_MAX = 4.0          # the board's per-term duty limit (docs/firmware.md, fixed-point scaling)
 I_TERM_MAX = 1.0        # the board's per-period integrator change limit
@@ -209,8 +211,19 @@ def rho_for_overshoot(overshoot: float) -> float:
     return hi
 
 
-def pi_gains(m: MotorModel, tau_c: float, rho: float, feedforward: bool = True) -> dict:
-    """kp, ki, kt (and kd = 0) by the rules in the module docstring."""
+def tracking_time(m: MotorModel, kp: float, ki: float, step: float, ti: float, td: float = 0.0) -> float:
+    """kt by the rule in the module docstring: zero integrator at the back-calculation equilibrium of a stall at
+    `step`, clamped to [max(T, td), ti]."""
+    r = abs(step)
+    lo, hi = max(m.period, td), max(ti, m.period, td)
+    if not ki > 0:
+        return hi
+    tt = (m.ks + m.kv * r + kp * r - m.max_duty) / (ki * r)
+    return min(max(tt, lo), hi)
+
+
+def pi_gains(m: MotorModel, tau_c: float, rho: float, feedforward: bool = True, step: float = 10.0) -> dict:
+    """kp, ki, kt (and kd = 0) by the rules in the module docstring, kt for a stall at `step` rad/s."""
     tau, theta = fopdt(m)
     kp = m.kv * tau / (tau_c + theta)
     ti_simc = min(tau, 4 * (tau_c + theta))
@@ -219,10 +232,10 @@ def pi_gains(m: MotorModel, tau_c: float, rho: float, feedforward: bool = True) 
         s = (1 + kp / m.kv) / tau
         p1 = s * rho / (1 + rho)
         ki = min(ki, m.kv * tau * p1 * (p1 / rho))
-    return {"kp": kp, "ki": ki, "kd": 0.0, "kt": kp / ki}
+    return {"kp": kp, "ki": ki, "kd": 0.0, "kt": tracking_time(m, kp, ki, step, kp / ki)}
 
 
-def pid_gains(m: MotorModel, tau_c: float, rho: float, feedforward: bool = True) -> dict:
+def pid_gains(m: MotorModel, tau_c: float, rho: float, feedforward: bool = True, step: float = 10.0) -> dict:
     """SIMC PID for the second-order-plus-delay model (series form, converted to the board's parallel form),
     with the same feedforward bound on the integral as pi_gains."""
     tau1, tau2 = max(m.tau_motor, m.vel_tau), min(m.tau_motor, m.vel_tau)
@@ -236,7 +249,8 @@ def pid_gains(m: MotorModel, tau_c: float, rho: float, feedforward: bool = True)
         s = (1 + kp / m.kv) / tau1
         p1 = s * rho / (1 + rho)
         ki = min(ki, m.kv * tau1 * p1 * (p1 / rho))
-    return {"kp": kp, "ki": ki, "kd": kc * td, "kd_tau": max(td / D_FILTER_N, 0.0005), "kt": kp / ki}
+    return {"kp": kp, "ki": ki, "kd": kc * td, "kd_tau": max(td / D_FILTER_N, 0.0005),
+            "kt": tracking_time(m, kp, ki, step, kp / ki, td)}
 
 
 def _clamp(x: float, lim: float) -> float:
@@ -417,7 +431,7 @@ def design(m: MotorModel, req: Request, controller: str = "pi", feedforward: boo
 
     p_bound = False             # tau_c was raised because P alone overshoots: never lower it again
     for _ in range(30):
-        rule_gains = {k: _clip_param(k, v) for k, v in rule(m, tau_c, rho, feedforward).items()}
+        rule_gains = {k: _clip_param(k, v) for k, v in rule(m, tau_c, rho, feedforward, req.step).items()}
         if figures(dict(rule_gains, ki=0.0, kt=10.0))[2]["overshoot_pct"] > 0.8 * target:
             # P against the lag of the filter and the delay overshoots by itself: only a weaker P helps
             tau_c *= 1.2
@@ -427,19 +441,22 @@ def design(m: MotorModel, req: Request, controller: str = "pi", feedforward: boo
         # step stays within the overshoot, by bisection on the model
         lo, hi = 0.0, rule_gains["ki"]
         gains = rule_gains
+
+        def kt_for(ki, g=rule_gains):
+            return tracking_time(m, g["kp"], ki, req.step, g["kp"] / ki, g.get("kd", 0.0) / g["kp"])
+
         t, y, pm = figures(gains)
         if pm["overshoot_pct"] > target:
             for _ in range(14):
                 mid = 0.5 * (lo + hi)
-                trial = dict(rule_gains, ki=_clip_param("ki", mid), kt=_clip_param("kt", rule_gains["kp"] / mid))
+                trial = dict(rule_gains, ki=_clip_param("ki", mid), kt=_clip_param("kt", kt_for(mid)))
                 tt, yy, mm = figures(trial)
                 if mm["overshoot_pct"] > target:
                     hi = mid
                 else:
                     lo, gains, t, y, pm = mid, trial, tt, yy, mm
             if lo == 0.0:
-                gains = dict(rule_gains, ki=_clip_param("ki", hi / 64),
-                             kt=_clip_param("kt", rule_gains["kp"] / hi * 64))
+                gains = dict(rule_gains, ki=_clip_param("ki", hi / 64), kt=_clip_param("kt", kt_for(hi / 64)))
                 t, y, pm = figures(gains)
         slow = pm["settling_s"] is None or pm["settling_s"] > req.settle
         if slow and not p_bound and tau_c * 0.85 >= fb.tau_c_min:
