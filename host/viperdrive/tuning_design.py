@@ -16,11 +16,11 @@ motor's own pace, and the integrator must give back the error area the lag leave
 the feedforward already supplies the steady duty), which with SIMC's tau_I overshoots by 10 % and more. For the
 first-order model with feedforward the error of a step is E/R = tau s / (tau s^2 + (1 + K kp) s + K ki): two
 closed-loop poles p1 > p2 with p1 + p2 = (1 + K kp)/tau and p1 p2 = K ki/tau (pole placement for PI on a
-first-order model, Astrom & Murray, Feedback Systems, 2nd ed., sec. 11.3), and an overshoot that depends only
+first-order model: Astrom & Murray, Feedback Systems, 2nd ed., chapter PID Control), and an overshoot that depends only
 on rho = p1/p2. rho is chosen for the requested overshoot, which gives
   ki = kV tau p1 p2,  p1 = (1 + K kp)/tau * rho/(1 + rho),  p2 = p1/rho     (never above SIMC's kp/tau_I)
   kt = (kS + kV r + kp r - max_duty) / (ki r), clamped to [max(T, tau_D), tau_I]
-      the back-calculation tracking time. Astrom & Hagglund (Advanced PID Control, ISA 2006, sec. 3.5) put Tt
+      the back-calculation tracking time. Astrom & Hagglund (Advanced PID Control, ISA 2006, integrator windup) put Tt
       between Td and Ti. Within that range this Tt is the one at which, with the wheel blocked at the step r, the
       back-calculation holds the integrator at zero (its equilibrium ki e Tt = u - out): the feedforward already
       knows the duty the free wheel needs, so on release the output leaves saturation at once and the wheel
