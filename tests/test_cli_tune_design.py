@@ -23,6 +23,15 @@ def sim():
     s.close()
 
 
+@pytest.fixture
+def calibrated(sim):
+    """The module's board with its motor identified (calibrate feedforward once, as a user would)."""
+    if params(sim, ("ka",))["ka"] == 0.0:
+        r = run_cli("calibrate", "feedforward", "--port", sim.url, "--ramp-time", "1.0", "--yes", "-q", timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+    return sim
+
+
 def params(sim, names=DESIGNED + OTHERS) -> dict:
     r = run_cli("params", "get", *names, "--port", sim.url, "--json")
     assert r.returncode == 0, r.stderr
@@ -78,7 +87,8 @@ def test_calibrate_then_design_meets_the_request_and_saves(sim, tmp_path):
     assert "ENABLED" not in info(sim)["status_names"]
 
 
-def test_design_without_save_and_an_infeasible_one_leave_the_gains(sim):
+def test_design_without_save_and_an_infeasible_one_leave_the_gains(calibrated):
+    sim = calibrated
     before = params(sim)
     r = run_cli("tune", "--design", "--settle", "100ms", "--port", sim.url, timeout=90)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -93,7 +103,8 @@ def test_design_without_save_and_an_infeasible_one_leave_the_gains(sim):
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
-def test_design_stopped_during_the_trial_step_puts_everything_back(sim, how):
+def test_design_stopped_during_the_trial_step_puts_everything_back(calibrated, how):
+    sim = calibrated
     before = params(sim)
     p = subprocess.Popen([VIPERDRIVE, "tune", "--design", "--settle", "100ms", "--duration", "3", "--port",
                           sim.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -109,3 +120,29 @@ def test_design_stopped_during_the_trial_step_puts_everything_back(sim, how):
     assert "interrupted" in err and "Traceback" not in err
     assert params(sim) == before                                  # gains, ramp and kA as they were
     assert "ENABLED" not in info(sim)["status_names"] and sim.control({"cmd": "truth"})["energized"] is False
+
+
+def test_design_with_the_link_lost_during_the_trial_says_so_and_the_board_stops(calibrated):
+    sim = calibrated
+    before = params(sim)
+    p = subprocess.Popen([VIPERDRIVE, "tune", "--design", "--settle", "100ms", "--duration", "3", "--port",
+                          sim.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    deadline = time.monotonic() + 60
+    while not re.search(r"step B \(designed gains\): [1-9]\d%", seen):
+        line = p.stderr.readline()
+        assert line and time.monotonic() < deadline, seen
+        seen += line
+    sim.control({"cmd": "fault", "kind": "cut_link", "on": True})
+    try:
+        out, err = p.communicate(timeout=60)
+        time.sleep(0.5)                                          # past the deadman and its ramp
+        truth = sim.control({"cmd": "truth"})
+    finally:
+        sim.control({"cmd": "fault", "kind": "cut_link", "on": False})
+    assert p.returncode in (4, 8), (p.returncode, err)          # link lost / no reply
+    assert "could not put back" in err and "until it is reset" in err and "Traceback" not in err, err
+    assert abs(truth["w_left"]) < 0.2 and abs(truth["w_right"]) < 0.2     # the deadman stopped the wheels
+    # the trial gains were never saved: a reset brings back the stored ones
+    sim.control({"cmd": "reset", "what": "board"})
+    assert params(sim) == before

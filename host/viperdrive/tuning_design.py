@@ -340,10 +340,11 @@ class Design:
         return self.motor_limit.settle_min
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        """Plain data (JSON: an infinite limit is null)."""
+        d = _finite(asdict(self))
         d["motor_limit"] = self.motor_limit.name
         d["feedback_limit"] = self.feedback_limit.name
-        d["best_settle"] = self.best_settle
+        d["best_settle"] = _finite(self.best_settle)
         return d
 
     def summary(self) -> str:
@@ -388,6 +389,16 @@ def _ms(x) -> str:
     return "never" if x is None else f"{x * 1e3:.0f} ms"
 
 
+def _finite(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
 def _clip_param(name: str, value: float) -> float:
     p = PARAMS.by_name(name)
     return min(max(value, p[PARAMS.MIN]), p[PARAMS.MAX])
@@ -430,6 +441,7 @@ def design(m: MotorModel, req: Request, controller: str = "pi", feedforward: boo
         return t, y, stepmetrics.step_metrics(t, y, 0.0, req.step, req.band)
 
     p_bound = False             # tau_c was raised because P alone overshoots: never lower it again
+    gains = None
     for _ in range(30):
         rule_gains = {k: _clip_param(k, v) for k, v in rule(m, tau_c, rho, feedforward, req.step).items()}
         if figures(dict(rule_gains, ki=0.0, kt=10.0))[2]["overshoot_pct"] > 0.8 * target:
@@ -463,6 +475,9 @@ def design(m: MotorModel, req: Request, controller: str = "pi", feedforward: boo
             tau_c *= 0.85
             continue
         break
+    if gains is None:           # P overshot at every tau_c tried: take the last one with the rule's ki
+        gains = rule_gains
+        t, y, pm = figures(gains)
     high = pm["overshoot_pct"] > target
     ki_share = gains["ki"] / rule_gains["ki"]
     load_tc = (m.kv + gains["kp"]) / gains["ki"]
