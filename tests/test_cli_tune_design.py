@@ -87,10 +87,10 @@ def test_calibrate_then_design_meets_the_request_and_saves(sim, tmp_path):
     assert "ENABLED" not in info(sim)["status_names"]
 
 
-def test_design_without_save_and_an_infeasible_one_leave_the_gains(calibrated):
+def test_design_without_save_and_an_infeasible_one_leave_the_gains(calibrated, tmp_path):
     sim = calibrated
     before = params(sim)
-    r = run_cli("tune", "--design", "--settle", "100ms", "--port", sim.url, timeout=90)
+    r = run_cli("tune", "--design", "--settle", "100ms", "--png", tmp_path / "b.png", "--port", sim.url, timeout=90)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "predicted (model)" in r.stdout and "B right" in r.stdout and "add --save" in r.stderr
     assert params(sim) == before
@@ -103,11 +103,11 @@ def test_design_without_save_and_an_infeasible_one_leave_the_gains(calibrated):
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
-def test_design_stopped_during_the_trial_step_puts_everything_back(calibrated, how):
+def test_design_stopped_during_the_trial_step_puts_everything_back(calibrated, how, tmp_path):
     sim = calibrated
     before = params(sim)
     p = subprocess.Popen([VIPERDRIVE, "tune", "--design", "--settle", "100ms", "--duration", "3", "--port",
-                          sim.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          sim.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     seen = ""
     deadline = time.monotonic() + 60
     while not re.search(r"step B \(designed gains\): [1-9]\d%", seen):   # the designed gains are on the board
@@ -122,11 +122,11 @@ def test_design_stopped_during_the_trial_step_puts_everything_back(calibrated, h
     assert "ENABLED" not in info(sim)["status_names"] and sim.control({"cmd": "truth"})["energized"] is False
 
 
-def test_design_with_the_link_lost_during_the_trial_says_so_and_the_board_stops(calibrated):
+def test_design_with_the_link_lost_during_the_trial_says_so_and_the_board_stops(calibrated, tmp_path):
     sim = calibrated
     before = params(sim)
     p = subprocess.Popen([VIPERDRIVE, "tune", "--design", "--settle", "100ms", "--duration", "3", "--port",
-                          sim.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          sim.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     seen = ""
     deadline = time.monotonic() + 60
     while not re.search(r"step B \(designed gains\): [1-9]\d%", seen):
