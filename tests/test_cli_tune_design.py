@@ -90,7 +90,8 @@ def test_calibrate_then_design_meets_the_request_and_saves(sim, tmp_path):
 def test_design_without_save_and_an_infeasible_one_leave_the_gains(calibrated, tmp_path):
     sim = calibrated
     before = params(sim)
-    r = run_cli("tune", "--design", "--settle", "100ms", "--png", tmp_path / "b.png", "--port", sim.url, timeout=90)
+    r = run_cli("tune", "--design", "--settle", "100ms", "--duration", "0.6", "--png", tmp_path / "b.png", "--port",
+                sim.url, timeout=90)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "predicted (model)" in r.stdout and "B right" in r.stdout and "add --save" in r.stderr
     assert params(sim) == before
@@ -106,7 +107,7 @@ def test_design_without_save_and_an_infeasible_one_leave_the_gains(calibrated, t
 def test_design_stopped_during_the_trial_step_puts_everything_back(calibrated, how, tmp_path):
     sim = calibrated
     before = params(sim)
-    p = subprocess.Popen([VIPERDRIVE, "tune", "--design", "--settle", "100ms", "--duration", "3", "--port",
+    p = subprocess.Popen([VIPERDRIVE, "tune", "--design", "--settle", "100ms", "--duration", "2", "--port",
                           sim.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     seen = ""
     deadline = time.monotonic() + 60
@@ -125,7 +126,7 @@ def test_design_stopped_during_the_trial_step_puts_everything_back(calibrated, h
 def test_design_with_the_link_lost_during_the_trial_says_so_and_the_board_stops(calibrated, tmp_path):
     sim = calibrated
     before = params(sim)
-    p = subprocess.Popen([VIPERDRIVE, "tune", "--design", "--settle", "100ms", "--duration", "3", "--port",
+    p = subprocess.Popen([VIPERDRIVE, "tune", "--design", "--settle", "100ms", "--duration", "2", "--port",
                           sim.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     seen = ""
     deadline = time.monotonic() + 60
