@@ -33,7 +33,10 @@ def counts_per_s(c, rad_s):
 
 
 def compare(hz, cpr, bits, ms, es, n, seed, edge=False, **kw):
-    """Run the viper controller and the float law on the same random inputs; max |duty difference| in Q15."""
+    """Run the viper controller and the float law on the same random inputs; max |duty difference| in Q15.
+    The continuous part of the law: kS (a step at sp = 0, which the two number formats reach in different
+    periods) is off unless asked for; test_discontinuous_terms_match_away_from_their_switch_points covers it."""
+    kw.setdefault("ks", 0.0)
     hal, c = make(hz, cpr, bits, ms, es, edge=edge, **kw)
     f = control_float.FloatLaw(hz, cpr, bits, ms, es, edge=edge)
     f.configure(values(**kw))
@@ -184,7 +187,7 @@ def test_no_derivative_kick_on_setpoint_step():
     v = c.values
     rpc = TWO_PI / 4096
     err_rad = w["setpoint"] * rpc
-    expect = v["kp"] * err_rad + v["kv"] * err_rad + v["ka"] * 0 + v["ki"] * 0
+    expect = v["kp"] * err_rad + v["ks"] + v["kv"] * err_rad + v["ka"] * 0 + v["ki"] * 0
     print("output right after a 5 rad/s step: %.4f duty (P + FF = %.4f, D = 0)" % (w["output"], expect))
     assert c.st[fx.W_DF] == 0
     assert abs(w["output"] - expect) < 0.002, (w["output"], expect)
@@ -388,7 +391,7 @@ def test_clamped_period_back_calculation():
     # one period moves I by (ki*e + (out - u)/Tt)*dt with u = kv*sp + I (kp = 0)
     hz = 500
     ki, kv, kt, maxd = 0.6, 0.5, 0.01, 0.8
-    hal, c = make(hz=hz, kp=0.0, kv=kv, ki=ki, kt=kt, max_duty=maxd, max_accel=5000.0, **STILL)
+    hal, c = make(hz=hz, kp=0.0, ks=0.0, kv=kv, ki=ki, kt=kt, max_duty=maxd, max_accel=5000.0, **STILL)
     c.enable(True)
     sp = 1956                                   # counts/s: 3.0 rad/s
     hold(hal, c, sp, -sp, 20)                   # in saturation, I has wound to its back-calculated level
