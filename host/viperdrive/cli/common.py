@@ -19,7 +19,8 @@ from pathlib import Path
 from ..board import Board, fault_text
 from ..config import RobotConfig
 from ..errors import BadValue, BoardFault, NoReplyError, UserError
-from ..ports import resolve_port
+from ..ports import check_url, is_url, resolve_port
+from .options import BAUD
 from viperdrive.shared import protocol as P
 
 PORT_ENV = "VIPERDRIVE_PORT"
@@ -50,7 +51,7 @@ def add_board_options(parser: argparse.ArgumentParser, data_output: bool = False
                    help="device path, pyserial URL (socket://HOST:PORT, rfc2217://...), 'auto' (the one USB device "
                         "that looks like a MicroPython board) or 'sim' (a private virtual board). Default: "
                         f"${PORT_ENV}, else the robot file's port, else auto")
-    g.add_argument("--baud", type=int, default=None, help="serial baud rate (default: the robot file's, else 115200)")
+    g.add_argument("--baud", type=BAUD, default=None, help="serial baud rate (default: the robot file's, else 115200)")
     g.add_argument("--config", default=None, metavar="ROBOT_FILE",
                    help="robot file (YAML or TOML, docs/host.md); a corrupt one falls back to the defaults")
     add_output_options(parser, data_output)
@@ -123,7 +124,15 @@ def load_config(args) -> RobotConfig:
 
 
 def port_spec(args, config: RobotConfig | None = None) -> str:
-    """--port, else $VIPERDRIVE_PORT, else the robot file's port (when the file names one), else auto."""
+    """--port, else $VIPERDRIVE_PORT, else the robot file's port (when the file names one), else auto. A network
+    URL without HOST:PORT is a usage error here already (flash and repl hand the URL to mpremote)."""
+    spec = _port_spec(args, config)
+    if is_url(spec):
+        check_url(spec)
+    return spec
+
+
+def _port_spec(args, config: RobotConfig | None) -> str:
     if getattr(args, "port", None):
         return args.port
     if os.environ.get(PORT_ENV):
@@ -149,7 +158,10 @@ def _flat_keys(path: Path) -> set[str]:
 
 
 def baud_of(args, config: RobotConfig) -> int:
-    baud = getattr(args, "baud", None) or config.baud
+    """--baud (checked by argparse), else the robot file's baud."""
+    baud = getattr(args, "baud", None)
+    if baud is None:
+        baud = config.baud
     if not 300 <= baud <= 12_000_000:
         raise UserError(f"--baud {baud} is outside 300..12000000", exit_code=2)
     return int(baud)

@@ -1,11 +1,13 @@
 """`viperdrive ros2`: the board as a ROS 2 robot base over DDS (no ROS installation needed; docs/ros2.md)."""
 import argparse
 import logging
-import math
 import signal
 import sys
 
-from ..errors import EXIT_FAULT, EXIT_LINK_LOST, BadValue
+from ..errors import EXIT_FAULT, EXIT_LINK_LOST
+from .options import BAUD, int_range, seconds
+
+DOMAIN_ID_MAX = 232     # viperdrive.ros2.node.DOMAIN_ID_MAX (not imported here: it loads cyclonedds)
 
 HELP = "run the ROS 2 bridge: cmd_vel in; odom, joint_states, tf, diagnostics out (DDS, no ROS install)"
 
@@ -15,7 +17,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                                        "one USB device that looks like a MicroPython board) or 'sim' (a private "
                                        "virtual board). Default: $VIPERDRIVE_PORT, else the robot file's port, "
                                        "else auto")
-    parser.add_argument("--baud", type=int, default=None, help="serial baud rate (default: the robot file's, else "
+    parser.add_argument("--baud", type=BAUD, default=None, help="serial baud rate (default: the robot file's, else "
                                                                "115200)")
     parser.add_argument("--config", metavar="ROBOT_FILE", help="robot file (.yaml/.toml) with limits, geometry and "
                                                                "the ros2 section (frame ids, publish_rate, ...)")
@@ -24,8 +26,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stamped", choices=("auto", "true", "false"), default=None,
                         help="cmd_vel type: TwistStamped (true), Twist (false), or whichever a publisher offers "
                              "(auto; default: the robot file's ros2.use_stamped_vel, else auto)")
-    parser.add_argument("--domain-id", type=int, default=None, help="DDS domain (default: ROS_DOMAIN_ID, else 0)")
-    parser.add_argument("--duration", type=float, default=None, metavar="S",
+    parser.add_argument("--domain-id", type=int_range(0, DOMAIN_ID_MAX), default=None,
+                        help="DDS domain (default: ROS_DOMAIN_ID, else 0)")
+    parser.add_argument("--duration", type=seconds(), default=None, metavar="S",
                         help="stop after S seconds (tests, demos); default: until Ctrl-C or SIGTERM")
     parser.add_argument("--print-dds-config", action="store_true",
                         help="print the Cyclone DDS configuration this environment gives (ROS_DOMAIN_ID, "
@@ -55,9 +58,6 @@ def run(args) -> int:
     from .common import baud_of, port_spec
 
     config = RobotConfig.load(args.config) if args.config else RobotConfig()
-    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
-        # nan compares false with everything: "<= 0" alone would let it through and the bridge never stop
-        raise BadValue(f"--duration must be a finite number of seconds > 0, not {args.duration}")
     # the same port choice as every other board command: --port, $VIPERDRIVE_PORT, the robot file's, else auto
     baud = baud_of(args, config)
     port = resolve_port(port_spec(args, config), baud)

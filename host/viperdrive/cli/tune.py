@@ -5,24 +5,29 @@ the relay experiment (viperdrive.calibrate.relay_autotune) and proposes PI gains
 from __future__ import annotations
 
 import argparse
-import math
 
 from .. import steptest
 from ..calibrate import RULES, relay_autotune
 from ..errors import BadValue, UserError
 from .common import Progress, add_board_options, check_no_fault, note, open_board, print_json
+from .options import finite_float, seconds
 from .params import parse_assignments
 
 HELP = "step-test the wheel speed loop (rise, overshoot, settling, error, PNG); --set/--save gains; --autotune"
 
 GAINS = ("kp", "ki", "kd")
+STEP_MAX = 1000.0       # rad/s; the robot's max_wheel_speed is checked once the board is open
+TEST_MAX_S = 60.0       # a step or relay experiment longer than a minute is a typo, not a test
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wheel", choices=("left", "right", "both"), default="both", help="default both")
-    parser.add_argument("--step", type=float, default=10.0, metavar="RAD_S", help="step size, rad/s (10)")
-    parser.add_argument("--duration", type=float, default=1.0, metavar="S", help="how long the step is held (1.0)")
-    parser.add_argument("--band", type=float, default=5.0, metavar="PCT", help="settling band, %% of the step (5)")
+    parser.add_argument("--step", type=finite_float(-STEP_MAX, STEP_MAX, "rad/s", nonzero=True), default=10.0,
+                        metavar="RAD_S", help="step size, rad/s (10; negative: backwards)")
+    parser.add_argument("--duration", type=seconds(TEST_MAX_S), default=1.0, metavar="S",
+                        help="how long the step is held (1.0)")
+    parser.add_argument("--band", type=finite_float(0.0, 100.0, "%", lo_open=True, hi_open=True), default=5.0,
+                        metavar="PCT", help="settling band, %% of the step (5)")
     parser.add_argument("--png", default="tune_step.png", metavar="FILE", help="plot file (default %(default)s)")
     parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE", dest="assign",
                         help="apply parameters live before the test, e.g. --set kp=0.05 ki=0.8")
@@ -31,8 +36,10 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="keep the board's max_accel ramp during the step (default: lifted for the test)")
     parser.add_argument("--autotune", action="store_true",
                         help="relay experiment first; propose PI gains (applied with --yes or on confirmation)")
-    parser.add_argument("--relay", type=float, default=0.9, metavar="DUTY", help="relay amplitude, duty (0.9)")
-    parser.add_argument("--relay-time", type=float, default=2.0, metavar="S", help="relay experiment length (2)")
+    parser.add_argument("--relay", type=finite_float(0.05, 1.0, "duty"), default=0.9, metavar="DUTY",
+                        help="relay amplitude, duty (0.9)")
+    parser.add_argument("--relay-time", type=seconds(TEST_MAX_S), default=2.0, metavar="S",
+                        help="relay experiment length (2)")
     parser.add_argument("--rule", choices=sorted(RULES), default="tyreus-luyben", help="tuning rule for --autotune")
     parser.add_argument("--yes", action="store_true", help="apply --autotune's gains without asking")
     add_board_options(parser, data_output=True)
@@ -40,12 +47,6 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     assignments = parse_assignments(args.assign) if args.assign else {}
-    if args.duration <= 0 or not math.isfinite(args.step) or args.step == 0:
-        raise UserError("--step must be nonzero and --duration > 0", exit_code=2)
-    if not 0 < args.band < 100:
-        raise UserError("--band must be in (0, 100) %", exit_code=2)
-    if not 0.05 <= args.relay <= 1.0:
-        raise BadValue(f"--relay {args.relay} must be a duty in [0.05, 1.0]")
     wheels = ("left", "right") if args.wheel == "both" else (args.wheel,)
     result: dict = {"wheels": {}}
     with open_board(args) as board:
