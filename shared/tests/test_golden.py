@@ -33,6 +33,9 @@ GOLDEN = (
      "aa2090070088130000640000005a000000b80bc8009cffffffa1ffffff48f46aff0154fc"),
     ("STOP_LINK", lambda: P.pack_stop_link(), "aa010cb2ef"),
     ("STOP_LINK_ACK 500 ms", lambda: P.pack_stop_link_ack(500), "aa038cf401039e"),
+    ("LOAD_PARAMS", lambda: P.pack_load_params(), "aa010d93ff"),
+    ("LOAD_ACK from file", lambda: P.pack_load_ack(True), "aa028d0119df"),
+    ("LOAD_ACK defaults", lambda: P.pack_load_ack(False), "aa028d0038cf"),
 )
 
 
@@ -86,6 +89,9 @@ def test_golden_payloads_unpack():
     assert P.unpack_telemetry_data(payload(22)) == (7, 5000, 100, 90, 3000, 200, -100, -95, -3000, -150, 1)
     assert payload(23) == b"" and binascii.unhexlify(GOLDEN[23][2])[2] == P.STOP_LINK == 0x0C
     assert P.unpack_stop_link_ack(payload(24)) == 500 and P.STOP_LINK_ACK == P.STOP_LINK | P.REPLY
+    assert payload(25) == b"" and binascii.unhexlify(GOLDEN[25][2])[2] == P.LOAD_PARAMS == 0x0D
+    assert P.unpack_load_ack(payload(26)) is True and P.unpack_load_ack(payload(27)) is False
+    assert P.LOAD_ACK == P.LOAD_PARAMS | P.REPLY
 
 
 def test_diag_round_trip():

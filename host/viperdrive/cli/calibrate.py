@@ -22,8 +22,8 @@ from .. import steptest
 from ..errors import BadValue, BoardFault, UserError
 from ..paths import LIMITS, ScriptFollower, Segment
 from ..robotfile import update_values
-from .common import (Progress, add_board_options, explain_fault, fault_message, load_config, note, open_board,
-                     sigterm_as_interrupt)
+from .common import (Progress, activate, add_board_options, explain_fault, fault_message, load_config, note,
+                     open_board, param_guard, sigterm_as_interrupt, warn_unsaved)
 from .drive import DriveSession
 from .options import int_range, positive, seconds
 
@@ -168,10 +168,13 @@ def _write(args, board, config, board_values: dict, file_values: dict) -> None:
     if not confirm(args, "write these values?"):
         print("nothing written")
         return
-    for k, v in board_values.items():
-        board.set_param(k, v)
     if board_values:
-        board.save_params()
+        warn_unsaved(board, args)
+        # set and saved as one step: interrupted in between, the old live values come back
+        with param_guard(board, args) as guard:
+            for k, v in board_values.items():
+                guard.set(k, v, keep=True)
+            board.save_params()
         print("board: parameters set and saved")
     if file_values:
         if path is None and getattr(args, "config", None):
@@ -311,32 +314,21 @@ def _feedforward(args, board, config) -> int:
         t += 1.0
     total = t
     k = 2 * math.pi / board.counts_per_rev
-    records: list = []
     bar = Progress(total, "feedforward run", quiet=args.quiet, unit="s")
-    with steptest.TemporaryParams(board, {steptest.RAMP_PARAM: 5000.0}):
-        board.telemetry(rate)
+
+    def setpoints(now):
+        for a, b, s0, s1 in plan:
+            if a <= now < b:
+                sp = s0 + (s1 - s0) * (now - a) / (b - a)
+                return sp, sp
+        return 0.0, 0.0
+
+    guard = param_guard(board, args)
+    with steptest.TemporaryParams(board, {steptest.RAMP_PARAM: 5000.0}, shield=guard.shield, warn=guard.warn):
         try:
-            from .common import activate
-            activate(board, args)
-            t0 = time.monotonic()
-            while True:
-                now = time.monotonic() - t0
-                if now >= total:
-                    break
-                sp = 0.0
-                for a, b, s0, s1 in plan:
-                    if a <= now < b:
-                        sp = s0 + (s1 - s0) * (now - a) / (b - a)
-                        break
-                board.write(sp, sp)
-                board.read()
-                records += board.telemetry_frames()
-                bar.update(now)
-                time.sleep(steptest.HOST_PERIOD / 2)
-            board.deactivate()
-            records += board.telemetry_frames()
+            records = steptest.run_experiment(board, rate, total, setpoints, progress=bar,
+                                              period=steptest.HOST_PERIOD / 2, activate=lambda: activate(board, args))
         finally:
-            board.telemetry(0)
             bar.close()
     rec = steptest._to_recording(records, k)
     fits = {}

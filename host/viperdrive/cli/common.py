@@ -434,6 +434,52 @@ class LiveView:
             self.stream.flush()
 
 
+class deferred_signals:
+    """Ctrl-C and SIGTERM wait while the block runs (putting a board's parameters back must not be cut short by a
+    second Ctrl-C); one that came is raised as KeyboardInterrupt when the block ends, unless the block is already
+    on its way out of an exception (which then stays the error)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.pending = None
+        self._old: dict = {}
+
+    def _handler(self, signum, frame):
+        self.pending = signum
+
+    def __enter__(self):
+        try:
+            self._old = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+        except ValueError:      # not the main thread: nothing to defer
+            self._old = {}
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        if self.pending is not None and exc_type is None:
+            raise KeyboardInterrupt
+        return False
+
+
+def param_guard(board, args):
+    """A steptest.ParamGuard for a command: the restoring runs under deferred_signals and failures are warned."""
+    from ..steptest import ParamGuard
+    return ParamGuard(board, shield=deferred_signals, warn=lambda text: warn(args, text))
+
+
+def warn_unsaved(board, args) -> bool:
+    """Warn when the board's live parameters already differ from its saved ones before this command changed any
+    (a test that was killed, or `params set` without --save): a save now would store them. -> the flag."""
+    if "PARAMS_UNSAVED" not in board.diag()["flag_names"]:
+        return False
+    warn(args, "the board's live parameters differ from its saved ones (flag PARAMS_UNSAVED: an earlier command "
+               "was killed before it put its test values back, or `params set` without --save); saving now stores "
+               "them. `viperdrive params restore` brings back the saved values first")
+    return True
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt():
     """SIGTERM (a service manager, `kill`) takes the same way out as Ctrl-C: the board gets disabled."""

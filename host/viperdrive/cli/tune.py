@@ -9,7 +9,8 @@ import argparse
 from .. import steptest
 from ..calibrate import RULES, relay_autotune
 from ..errors import BadValue, UserError
-from .common import Progress, add_board_options, check_no_fault, note, open_board, print_json
+from .common import (Progress, add_board_options, check_no_fault, note, open_board, param_guard, print_json,
+                     warn_unsaved)
 from .options import finite_float, seconds
 from .params import parse_assignments
 
@@ -49,24 +50,29 @@ def run(args) -> int:
     assignments = parse_assignments(args.assign) if args.assign else {}
     wheels = ("left", "right") if args.wheel == "both" else (args.wheel,)
     result: dict = {"wheels": {}}
-    with open_board(args) as board:
+    # every parameter the command changes goes through the guard: the test values (max_accel, the relay's) come
+    # back whatever happens; --set and the autotune gains stay when the command succeeds and come back when it
+    # does not (an error, Ctrl-C, SIGTERM, a lost link), with the board disabled first
+    with open_board(args) as board, param_guard(board, args) as guard:
         limit = board.config.max_wheel_speed / max(board.config.left_radius, board.config.right_radius)
         if abs(args.step) > limit:
             raise BadValue(f"--step {args.step} rad/s is above the robot's max_wheel_speed "
                            f"({board.config.max_wheel_speed} m/s = {limit:.2f} rad/s at the wheel)")
         check_no_fault(board, args)
+        if args.save:
+            warn_unsaved(board, args)
         rate = steptest.telemetry_rate(board.info.control_hz, board.baud)
         for name, value in assignments.items():
             was = board.get_param(name)
-            applied = board.set_param(name, value)
+            applied = guard.set(name, value, keep=True)
             note(args, f"{name} = {applied:.6g} (was {was:.6g})")
         if args.autotune:
-            result["autotune"] = _autotune(args, board, wheels[0], rate)
+            result["autotune"] = _autotune(args, board, guard, wheels[0], rate)
         gains = {g: board.get_param(g) for g in GAINS}
         result["gains"] = gains
         bar = Progress(0.3 + args.duration + 0.4, "step test", quiet=args.quiet or args.json, unit="s")
         rec = steptest.run_step(board, wheels, args.step, args.duration, rate, keep_ramp=args.keep_ramp,
-                                progress=bar)
+                                progress=bar, shield=guard.shield, warn=guard.warn)
         bar.close()
         metrics = {w: steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, args.step,
                                             band=args.band / 100.0) for w in wheels}
@@ -102,11 +108,12 @@ def run(args) -> int:
 RELAY_ATTEMPTS = 3      # a disturbance during one run (a bump, a loaded host) spoils it: repeat before refusing
 
 
-def _autotune(args, board, wheel: str, rate: int) -> dict:
+def _autotune(args, board, guard, wheel: str, rate: int) -> dict:
     for attempt in range(1, RELAY_ATTEMPTS + 1):
         bar = Progress(args.relay_time, f"relay experiment ({wheel} wheel)", quiet=args.quiet or args.json,
                        unit="s")
-        rec = steptest.run_relay(board, wheel, args.relay, args.relay_time, rate, progress=bar)
+        rec = steptest.run_relay(board, wheel, args.relay, args.relay_time, rate, progress=bar, shield=guard.shield,
+                                 warn=guard.warn)
         bar.close()
         steady = rec.t >= 0.3 * rec.t[-1]       # the first part is the start-up transient
         hysteresis = args.relay / 10.0          # relay band of the saturated P controller: amplitude / kp_max
@@ -128,7 +135,7 @@ def _autotune(args, board, wheel: str, rate: int) -> dict:
         print(f"after:  kp {res.kp:.5g} ki {res.ki:.5g} kd {res.kd:.5g}")
     if args.yes or _confirm("apply these gains now?"):
         for name, value in (("kp", res.kp), ("ki", res.ki), ("kd", res.kd)):
-            board.set_param(name, _clip(name, value))
+            guard.set(name, _clip(name, value), keep=True)
         out["applied"] = True
     check_no_fault(board, args)
     return out
