@@ -135,15 +135,12 @@ def _kept(path):
     return n, first, last
 
 
-@pytest.mark.parametrize("how", ["log record", "drive --record"])
-def test_a_killed_recording_keeps_all_but_the_last_second(sim, tmp_path, how):
+def test_a_killed_recording_keeps_all_but_the_last_second(sim, tmp_path):
+    """`drive --record` (the same recorder as `log record`, with the control telemetry on) killed mid-run."""
     out = tmp_path / "killed.mcap"
-    if how == "log record":
-        argv = ["log", "record", out, "--port", sim.url]
-    else:
-        script = tmp_path / "long.txt"
-        script.write_text("twist 0.05 0 30\n")
-        argv = ["drive", "--script", script, "--record", out, "--port", sim.url]
+    script = tmp_path / "long.txt"
+    script.write_text("twist 0.05 0 30\n")
+    argv = ["drive", "--script", script, "--record", out, "--port", sim.url]
     proc = subprocess.Popen([VIPERDRIVE, *map(str, argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -151,7 +148,7 @@ def test_a_killed_recording_keeps_all_but_the_last_second(sim, tmp_path, how):
             assert time.monotonic() < deadline, "no complete chunk on disk after 30 s"
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.05)
-        time.sleep(4.5)            # half way between two flushes
+        time.sleep(3.5)            # half way between two flushes
         killed_ns = time.time_ns()
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
@@ -162,9 +159,11 @@ def test_a_killed_recording_keeps_all_but_the_last_second(sim, tmp_path, how):
     assert n > 0, f"nothing readable in {os.path.getsize(out)} bytes"
     span = (last - first) / 1e9
     lost = (killed_ns - last) / 1e9
-    print(f"{how}: kept {n} messages covering {span:.2f} s; the last {lost:.2f} s before the kill lost "
+    print(f"drive --record: kept {n} messages covering {span:.2f} s; the last {lost:.2f} s before the kill lost "
           f"({os.path.getsize(out)} bytes)")
-    assert span >= 4.5 and lost <= 1.5, (n, span, lost)      # one flush period (1 s) plus scheduling
+    # one flush period (1 s) plus scheduling on a loaded machine; before the fix: all of it (the first 1 MB chunk
+    # takes ~9 s), after the first chunk the last 3.5 s
+    assert span >= 3.0 and lost <= 2.0, (n, span, lost)
     assert n >= 300 * span                                     # /odom, /tf, /joint_states, /cmd_vel at 100 Hz
     # log plot reads what the cut file holds and says what was cut
     r = run_cli("log", "plot", out, "--out-dir", tmp_path / "png")

@@ -147,6 +147,8 @@ def drive(args, s: DriveSession, segments: list[Segment], label: str) -> ScriptF
 
 def run(args) -> int:
     config = load_config(args)
+    # the measurements are checked before the port is opened: a typo costs nothing
+    args.measured_values = _measurements(args)
     with sigterm_as_interrupt(), open_board(args, config) as board:
         if args.what == "wheelbase":
             return _wheelbase(args, board, config)
@@ -195,11 +197,25 @@ def _parse_list(text: str, n: int, what: str) -> list[str]:
     return items
 
 
+def _measurements(args) -> list | None:
+    """--measured as numbers (wheelbase: degrees per run; umbmark: (x, y) per run); BadValue for anything wrong."""
+    if getattr(args, "measured", None) is None or args.what == "feedforward":
+        return None
+    n = 2 * args.runs
+    if args.what == "wheelbase":
+        return [abs(_number(x, "--measured")) for x in _parse_list(args.measured, n, "turns (degrees)")]
+    measured = []
+    for p in _parse_list(args.measured, n, "end positions x,y"):
+        xy = p.split(",")
+        if len(xy) != 2:
+            raise BadValue(f"--measured: {p!r} is not X,Y")
+        measured.append((_number(xy[0], "--measured x"), _number(xy[1], "--measured y")))
+    return measured
+
+
 def _wheelbase(args, board, config) -> int:
     n = 2 * args.runs
-    measured = None
-    if args.measured is not None:
-        measured = [abs(_number(x, "--measured")) for x in _parse_list(args.measured, n, "turns (degrees)")]
+    measured = args.measured_values
     b_old = config.effective_separation
     print(f"wheelbase: spin in place at {args.rate:g} rad/s for {args.time:g} s, {args.runs} run(s) each way. "
           f"Mark the robot's heading on the floor before each run; count the full turns.")
@@ -237,15 +253,7 @@ def _square(side, speed, turn_rate, clockwise: bool) -> list[Segment]:
 
 def _umbmark(args, board, config) -> int:
     n = 2 * args.runs
-    measured = None
-    if args.measured is not None:
-        pts = _parse_list(args.measured, n, "end positions x,y")
-        measured = []
-        for p in pts:
-            xy = p.split(",")
-            if len(xy) != 2:
-                raise BadValue(f"--measured: {p!r} is not X,Y")
-            measured.append((_number(xy[0], "--measured x"), _number(xy[1], "--measured y")))
+    measured = args.measured_values
     print(f"UMBmark: {args.runs} clockwise and {args.runs} counter-clockwise squares of {args.side:g} m. Mark the "
           f"start position and heading; after each run measure where the robot stopped, in metres, x along the "
           f"first leg and y to its left.")

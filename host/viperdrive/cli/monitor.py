@@ -12,7 +12,7 @@ import time
 
 from ..errors import UserError
 from .common import LiveView, TerminalKeys, add_board_options, open_board, sigterm_as_interrupt
-from .options import int_range, seconds
+from .options import host_port, int_range, seconds
 from viperdrive.shared import protocol as P
 
 HELP = "live view of setpoints, speeds, PWM, pose, status bits, link statistics and loop jitter (--foxglove)"
@@ -40,6 +40,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="telemetry records per second from the board (default %(default)s)")
     parser.add_argument("--duration", type=seconds(), default=None, metavar="S", help="stop after S seconds")
     parser.add_argument("--foxglove", nargs="?", const="127.0.0.1:8765", default=None, metavar="HOST:PORT",
+                        type=host_port,
                         help="serve the data to Foxglove on this WebSocket (default 127.0.0.1:8765; port 0: any)")
     add_board_options(parser)
 

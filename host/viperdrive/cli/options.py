@@ -103,6 +103,18 @@ def seconds(hi: float = LIMITS["duration_s"]) -> Number:
 BAUD = int_range(300, 12_000_000)
 
 
+def host_port(text: str) -> str:
+    """argparse `type=` for HOST:PORT (port 0..65535, 0: any free one); the text back, checked."""
+    host, sep, port = str(text).strip().rpartition(":")
+    try:
+        n = int(port, 10)
+    except ValueError:
+        n = -1
+    if not sep or not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: write HOST:PORT with a port in 0..65535, e.g. 127.0.0.1:8765")
+    return f"{host}:{n}"
+
+
 def script_options(parser: argparse.ArgumentParser, turn_help: str = "script turn rate in place, rad/s (1.0)") -> None:
     """--side, --speed, --turn-rate of the built-in scripts (drive, log record): the ranges of a script file's own
     values (viperdrive.paths.LIMITS)."""
