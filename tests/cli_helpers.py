@@ -67,6 +67,24 @@ class SharedSim:
                 self.proc.wait()
 
 
+def cut_link_during(sim: SharedSim, proc: subprocess.Popen, after_s: float = 0.0, timeout: float = 30.0):
+    """Cut the virtual board's link `after_s` s from now and wait for `proc` to end; the link is restored
+    whatever happens. -> proc.communicate()'s (stdout, stderr)."""
+    try:
+        time.sleep(after_s)
+        sim.control({"cmd": "fault", "kind": "cut_link", "on": True})
+        return proc.communicate(timeout=timeout)
+    finally:
+        sim.control({"cmd": "fault", "kind": "cut_link", "on": False})
+        if proc.poll() is None:
+            proc.kill()
+
+
+def no_traceback(r) -> None:
+    """A CompletedProcess printed no Python traceback (no traceback is a user interface)."""
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr[-3000:]
+
+
 def _controlling_tty():  # runs in the child: a new session whose controlling terminal is the pty (^C -> SIGINT)
     import fcntl
     import termios

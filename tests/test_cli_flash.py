@@ -9,8 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
-import pytest
-from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, SharedSim, run_cli
+from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, run_cli
 
 from viperdrive.shared import protocol as P
 
@@ -154,13 +153,6 @@ def test_flash_gives_up_on_a_board_without_a_repl():
         os.close(master)
     assert r.returncode == 4
     assert "the board did not give mpremote its REPL" in r.stderr and "hold the repl pin" in r.stderr
-
-
-@pytest.fixture(scope="module")
-def sim():
-    s = SharedSim()
-    yield s
-    s.close()
 
 
 def test_flash_stops_the_link_of_the_virtual_board_first(sim):

@@ -17,7 +17,7 @@ import subprocess
 import time
 
 import pytest
-from cli_helpers import VIPERDRIVE, SharedSim, run_cli
+from cli_helpers import VIPERDRIVE, run_cli
 
 from viperdrive.cli import build_parser, main
 from viperdrive.cli.options import Number
@@ -149,13 +149,6 @@ BOUNDED = {
     # a 20 Hz loop: at the default 100 Hz a loaded CI machine can miss 6 replies in a row (a lost link, exit 8)
     "ros2": ["--duration", "1", "--config", "{tmp}/slow.yaml"],
 }
-
-
-@pytest.fixture(scope="module")
-def sim():
-    s = SharedSim()
-    yield s
-    s.close()
 
 
 def test_accepted_values_run_bounded_and_leave_the_board_disabled(sim, tmp_path):

@@ -9,18 +9,7 @@ import subprocess
 import time
 
 import pytest
-from cli_helpers import VIPERDRIVE, SharedSim, run_cli
-
-
-@pytest.fixture(scope="module")
-def sim():
-    s = SharedSim()
-    yield s
-    s.close()
-
-
-def _no_traceback(r):
-    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr[-3000:]
+from cli_helpers import VIPERDRIVE, cut_link_during, no_traceback, run_cli
 
 
 # ------------------------------------------------------------------------------------------ numbers (item 2)
@@ -45,7 +34,7 @@ NON_FINITE = [
 def test_non_finite_or_zero_numbers_are_a_usage_error_naming_the_option(sim, tmp_path, argv, option):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     r = run_cli(*argv, "--port", sim.url, timeout=30)
-    _no_traceback(r)
+    no_traceback(r)
     assert r.returncode == 2, r.stderr
     assert f"error: argument {option}: " in r.stderr, r.stderr
     assert not (tmp_path / "x.mcap").exists()           # refused before anything was opened
@@ -55,7 +44,7 @@ def test_script_file_values_are_checked_too(sim, tmp_path):
     script = tmp_path / "s.txt"
     script.write_text("forward 0.2\nwait 1e308\n")
     r = run_cli("drive", "--script", script, "--port", sim.url, timeout=30)
-    _no_traceback(r)
+    no_traceback(r)
     assert r.returncode == 7 and "line 2: 'wait 1e308': the duration 1e+308 s is outside [0, 86400] s" in r.stderr
 
 
@@ -64,7 +53,7 @@ def test_script_file_values_are_checked_too(sim, tmp_path):
 def test_a_network_url_without_a_port_is_a_usage_error():
     for url, missing in (("socket://127.0.0.1", "no port"), ("rfc2217://", "no host"), ("socket://h:99999", "range")):
         r = run_cli("info", "--port", url)
-        _no_traceback(r)
+        no_traceback(r)
         assert r.returncode == 2 and f"--port {url}: " in r.stderr and missing in r.stderr, r.stderr
         assert "HOST:PORT" in r.stderr
 
@@ -74,7 +63,7 @@ def test_sim_with_a_garbage_file_says_what_is_wrong(tmp_path, option):
     garbage = tmp_path / "garbage.json"
     garbage.write_bytes(bytes(range(256)) * 3)          # not text at all
     r = run_cli("sim", option, garbage, timeout=60)
-    _no_traceback(r)
+    no_traceback(r)
     assert r.returncode == 7, r.stderr
     assert str(garbage) in r.stderr and "not UTF-8 text" in r.stderr
 
@@ -94,7 +83,7 @@ def test_log_plot_out_dir_naming_a_file_is_an_error(tmp_path):
     taken = tmp_path / "plots"
     taken.write_text("my notes\n")
     r = run_cli("log", "plot", rec, "--out-dir", taken)
-    _no_traceback(r)
+    no_traceback(r)
     assert r.returncode == 7 and f"--out-dir {taken} is a file, not a folder" in r.stderr
     assert taken.read_text() == "my notes\n"
 
@@ -113,7 +102,7 @@ def test_fuse_on_a_corrupted_zstd_chunk_says_so(tmp_path):
                    " false, false, true, false, false, false]\n")
     r = subprocess.run([VIPERDRIVE, "fuse", path, "--config", cfg, "--out", tmp_path / "o.csv"], capture_output=True,
                        text=True, timeout=120)
-    _no_traceback(r)
+    no_traceback(r)
     assert r.returncode == 1
     assert "the recording ends in damaged data" in r.stdout and "ZstdError" in r.stdout
 
@@ -167,7 +156,7 @@ def test_a_killed_recording_keeps_all_but_the_last_second(sim, tmp_path):
     assert n >= 300 * span                                     # /odom, /tf, /joint_states, /cmd_vel at 100 Hz
     # log plot reads what the cut file holds and says what was cut
     r = run_cli("log", "plot", out, "--out-dir", tmp_path / "png")
-    _no_traceback(r)
+    no_traceback(r)
     assert r.returncode == 0, r.stderr
     assert "warning:" in r.stderr and "no summary or footer (the recording was killed" in r.stderr
     assert f"Read {n} messages" in r.stderr
@@ -184,16 +173,21 @@ def _board(sim) -> dict:
     return json.loads(r.stdout)
 
 
+def _until_energized(sim, proc, timeout=30.0) -> None:
+    """Wait until the virtual board's outputs are on (the command under test has enabled it)."""
+    deadline = time.monotonic() + timeout
+    while not sim.control({"cmd": "truth"})["energized"]:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+
+
 def _start_and_signal(sim, argv, sig, after_s):
     """Run `viperdrive ARGV` on the shared board; `after_s` s after the board energized, send `sig`. -> (process,
     stderr, seconds from the signal to the board de-energized, seconds from the signal to the exit)."""
     proc = subprocess.Popen([VIPERDRIVE, *map(str, argv), "--port", sim.url], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while not sim.control({"cmd": "truth"})["energized"]:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.01)
+        _until_energized(sim, proc)
         time.sleep(after_s)
         assert sim.control({"cmd": "truth"})["energized"], (proc.poll(), proc.stderr.read() if proc.poll() else "")
         t_sig = time.monotonic()
@@ -269,18 +263,8 @@ def test_a_killed_tune_leaves_a_flag_and_params_restore_brings_the_saved_values_
 def test_a_link_lost_during_tune_names_the_values_it_could_not_put_back(sim):
     proc = subprocess.Popen([VIPERDRIVE, "tune", "--duration", "8", "--port", sim.url], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not sim.control({"cmd": "truth"})["energized"]:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.01)
-        time.sleep(0.5)
-        sim.control({"cmd": "fault", "kind": "cut_link", "on": True})
-        _, err = proc.communicate(timeout=30)
-    finally:
-        sim.control({"cmd": "fault", "kind": "cut_link", "on": False})
-        if proc.poll() is None:
-            proc.kill()
+    _until_energized(sim, proc)
+    _, err = cut_link_during(sim, proc, after_s=0.5)
     assert "Traceback" not in err
     assert proc.returncode == 8, err
     assert "could not put back max_accel (was 30)" in err and "viperdrive params restore" in err
