@@ -274,3 +274,9 @@ def test_a_link_lost_during_tune_names_the_values_it_could_not_put_back(sim):
     r = run_cli("params", "restore", "--port", sim.url)
     assert r.returncode == 0 and "max_accel: 5000 -> 30 rad/s^2" in r.stdout
     assert "PARAMS_UNSAVED" not in _board(sim)["flags"]
+
+
+def test_tune_with_a_plot_it_cannot_write_says_so_before_the_robot_moves(tmp_path):
+    r = run_cli("tune", "--png", tmp_path / "no_such_folder" / "step.png", "--port", "/dev/ttyNOPE-png")
+    no_traceback(r)
+    assert r.returncode == 7 and "the folder" in r.stderr and "does not exist" in r.stderr, r.stderr

@@ -314,5 +314,9 @@ def plot_step(rec: Recording, wheels, metrics: dict, path, title: str = "") -> N
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=100)
+    except OSError as e:
+        raise UserError(f"cannot write the plot {path}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)

@@ -5,6 +5,7 @@ the relay experiment (viperdrive.calibrate.relay_autotune) and proposes PI gains
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from .. import steptest
 from ..calibrate import RULES, relay_autotune
@@ -48,6 +49,10 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     assignments = parse_assignments(args.assign) if args.assign else {}
+    png_dir = Path(args.png).resolve().parent
+    if not png_dir.is_dir():
+        # found out before the robot moves, not after the test
+        raise BadValue(f"--png {args.png}: the folder {png_dir} does not exist")
     wheels = ("left", "right") if args.wheel == "both" else (args.wheel,)
     result: dict = {"wheels": {}}
     # every parameter the command changes goes through the guard: the test values (max_accel, the relay's) come
