@@ -80,6 +80,39 @@ def cut_link_during(sim: SharedSim, proc: subprocess.Popen, after_s: float = 0.0
             proc.kill()
 
 
+def until_energized(sim, proc, timeout=30.0) -> None:
+    """Wait until the virtual board's outputs are on (the command under test has enabled it)."""
+    deadline = time.monotonic() + timeout
+    while not sim.control({"cmd": "truth"})["energized"]:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+
+
+def signal_while_energized(sim, argv, sig, after_s):
+    """Run `viperdrive ARGV` on the shared board; `after_s` s after the board energized, send `sig`. -> (process,
+    stderr, seconds from the signal to the board de-energized, seconds from the signal to the exit)."""
+    proc = subprocess.Popen([VIPERDRIVE, *map(str, argv), "--port", sim.url], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        until_energized(sim, proc)
+        time.sleep(after_s)
+        assert sim.control({"cmd": "truth"})["energized"], (proc.poll(), proc.stderr.read() if proc.poll() else "")
+        t_sig = time.monotonic()
+        proc.send_signal(sig)
+        off = None
+        while proc.poll() is None or off is None:
+            if off is None and not sim.control({"cmd": "truth"})["energized"]:
+                off = time.monotonic() - t_sig
+            assert time.monotonic() - t_sig < 20, "no exit within 20 s of the signal"
+            time.sleep(0.005)
+        t_exit = time.monotonic() - t_sig
+        _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc, err, off, t_exit
+
+
 def no_traceback(r) -> None:
     """A CompletedProcess printed no Python traceback (no traceback is a user interface)."""
     assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr[-3000:]
