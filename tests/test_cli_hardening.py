@@ -174,9 +174,8 @@ def _board(sim) -> dict:
 
 
 INTERRUPTS = [
-    ("step test SIGTERM", ["tune", "--duration", "5", "--step", "8"], signal.SIGTERM),
-    ("step test Ctrl-C", ["tune", "--duration", "5", "--set", "kd=0.002"], signal.SIGINT),
-    ("autotune SIGTERM", ["tune", "--autotune", "--yes", "--wheel", "left", "--relay-time", "5"], signal.SIGTERM),
+    ("step test SIGTERM", ["tune", "--duration", "5", "--step", "8", "--set", "kd=0.002"], signal.SIGTERM),
+    ("autotune Ctrl-C", ["tune", "--autotune", "--yes", "--wheel", "left", "--relay-time", "5"], signal.SIGINT),
     ("feedforward SIGTERM", ["calibrate", "feedforward", "--yes", "--no-write", "--ramp-time", "3"], signal.SIGTERM),
 ]
 
@@ -236,7 +235,9 @@ def test_a_link_lost_during_tune_names_the_values_it_could_not_put_back(sim):
     assert "Traceback" not in err
     assert proc.returncode == 8, err
     assert "could not put back max_accel (was 30)" in err and "viperdrive params restore" in err
-    time.sleep(2.5)                 # the board's deadman de-energizes it (the link was gone)
+    deadline = time.monotonic() + 5         # the board's deadman de-energizes it (2 s: the link was gone)
+    while sim.control({"cmd": "truth"})["energized"] and time.monotonic() < deadline:
+        time.sleep(0.05)
     d = _board(sim)
     assert "ENABLED" not in d["status_names"] and "PARAMS_UNSAVED" in d["flags"] and d["params"]["max_accel"] == 5000
     r = run_cli("params", "restore", "--port", sim.url)

@@ -61,9 +61,10 @@ def loopback_env() -> dict:
     return env
 
 
-def drive(env, namespace, seconds=3.0, v=0.2) -> dict:
+def drive(env, namespace, seconds=2.0, v=0.2, wait_match=4.0) -> dict:
     out = subprocess.run([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", namespace, "--type", "stamped",
-                          "--v", str(v), "--publish", str(seconds), "--listen", "1.0", "--wait-match", "4"],
+                          "--v", str(v), "--publish", str(seconds), "--listen", "0.5", "--wait-match",
+                          str(wait_match)],
                          env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
@@ -96,7 +97,7 @@ def test_by_default_a_participant_on_the_network_drives_the_robot_and_the_start_
     err = bridge.stderr()
     print(f"default: a participant on {LAN} drove the robot {distance:.3f} m (matched after "
           f"{rec['matched_after']:.2f} s)")
-    assert distance > 0.2           # 3 s at 0.2 m/s, less the ramps
+    assert distance > 0.15          # 2 s at 0.2 m/s, less the ramps
     assert re.search(r"WARNING viperdrive.ros2: DDS domain \d+, discovery range LOCALHOST: no multicast, but it "
                      r"still advertises and answers on every network interface", err), err
     assert "it obeys /robot_x/cmd_vel from ANY participant that can reach it (--allow-publisher limits that)" in err
@@ -110,17 +111,17 @@ def test_localhost_keeps_the_network_out_and_still_serves_this_machine(tmp_path)
         try:
             started(bridge)
             d0 = vb.truth()["distance"]
-            outsider = drive(lan_env(LAN), "robot_y", seconds=2.0)
+            outsider = drive(lan_env(LAN), "robot_y", seconds=1.5, wait_match=1.0)   # it never matches
             from_lan = moved(vb, d0)
             d1 = vb.truth()["distance"]
-            local = drive(loopback_env(), "robot_y", seconds=2.0)
+            local = drive(loopback_env(), "robot_y", seconds=1.5)
             from_here = moved(vb, d1)
         finally:
             assert bridge.stop() == 0, bridge.stderr()
     print(f"--localhost: the participant on {LAN} moved it {from_lan:.4f} m (sent {outsider['sent']}, odom "
           f"received {len(outsider['odom'])}); one on the loopback {from_here:.3f} m")
     assert from_lan < 0.005 and outsider["odom"] == []      # it never even saw the robot
-    assert from_here > 0.1 and local["odom"]
+    assert from_here > 0.08 and local["odom"]
     assert "on the loopback interface only: participants on other machines cannot reach it" in bridge.stderr()
 
 
@@ -133,7 +134,7 @@ def test_allow_publisher_refuses_the_others_and_names_them(tmp_path):
         try:
             started(bridge)
             d0 = vb.truth()["distance"]
-            rec = drive(peer_env(), "robot_z", seconds=2.0)
+            rec = drive(peer_env(), "robot_z", seconds=1.5)
             distance = moved(vb, d0)
         finally:
             assert bridge.stop() == 0, bridge.stderr()
@@ -143,7 +144,7 @@ def test_allow_publisher_refuses_the_others_and_names_them(tmp_path):
     assert "not in --allow-publisher (GUID 0123456789ab..., host nav-computer)" in err
     cmd = [st for _, sts in rec["diagnostics"] for st in sts if st[1] == "viperdrive /robot_z: cmd_vel"]
     assert cmd and cmd[-1][0] == 1 and "commands refused (not in --allow-publisher)" in cmd[-1][2]
-    assert int(cmd[-1][3]["refused_samples"]) >= 20 and f"host {here}" in cmd[-1][3]["refused_from"]
+    assert int(cmd[-1][3]["refused_samples"]) >= 15 and f"host {here}" in cmd[-1][3]["refused_from"]
 
 
 def test_dds_security_is_refused_with_the_reason_before_the_board_is_opened():
