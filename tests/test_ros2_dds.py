@@ -250,3 +250,48 @@ def ddsls(domain, runtime=1.5, path=None):
         subprocess.run([str(exe), "-i", str(domain), "-a", "-r", str(runtime), "-f", str(out)], env=env,
                        check=True, timeout=30, stdout=subprocess.DEVNULL)
         return json.loads(out.read_text())
+
+
+def test_wait_for_acks_reports_a_reader_that_does_not_acknowledge():
+    """The bridge's last diagnostics wait for acknowledgements; a reader in a stopped process (SIGSTOP: its DDS
+    threads run no more) never acknowledges. cyclonedds 11.0.1 raises AttributeError from its own timeout branch;
+    viperdrive.ros2.bridge.wait_for_acks turns that into False, and True once the reader is back."""
+    import signal
+
+    from cyclonedds.pub import DataWriter
+    from cyclonedds.topic import Topic
+
+    from viperdrive.ros2.bridge import wait_for_acks
+
+    domain = random.SystemRandom().randint(221, 231)
+    reader = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\n"
+         "from cyclonedds.domain import DomainParticipant\n"
+         "from cyclonedds.sub import DataReader\n"
+         "from cyclonedds.topic import Topic\n"
+         "from viperdrive.ros2 import msgs, qos\n"
+         f"p = DomainParticipant({domain})\n"
+         "r = DataReader(p, Topic(p, 'rt/acks', msgs.Vector3), qos=qos.default_qos())\n"
+         "print('ready', flush=True)\n"
+         "time.sleep(60)\n"],
+        env=peer_env(domain), stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout.readline().strip() == "ready"
+        from cyclonedds.domain import DomainParticipant
+        p = DomainParticipant(domain)
+        w = DataWriter(p, Topic(p, "rt/acks", msgs.Vector3), qos=qos.default_qos())
+        assert wait_for(lambda: len(w.get_matched_subscriptions()) == 1)
+        w.write(msgs.Vector3(1.0, 2.0, 3.0))
+        assert wait_for_acks(w, 2000) is True
+        reader.send_signal(signal.SIGSTOP)
+        w.write(msgs.Vector3(4.0, 5.0, 6.0))
+        t0 = time.monotonic()
+        assert wait_for_acks(w, 200) is False
+        assert 0.15 < time.monotonic() - t0 < 2.0
+        reader.send_signal(signal.SIGCONT)
+        assert wait_for_acks(w, 3000) is True
+    finally:
+        reader.send_signal(signal.SIGCONT)
+        reader.kill()
+        reader.wait()

@@ -92,6 +92,16 @@ def frame_with_prefix(prefix: str, frame: str) -> str:
     return f"{p}/{frame}" if p else frame
 
 
+def wait_for_acks(writer, ms: int) -> bool:
+    """DataWriter.wait_for_acks -> False on a timeout. cyclonedds 11.0.1's own timeout branch reads
+    `Exception.DDS_RETCODE_TIMEOUT` (pub.py) and so raises AttributeError instead of returning False: that
+    AttributeError is the timeout."""
+    try:
+        return bool(writer.wait_for_acks(duration(milliseconds=ms)))
+    except AttributeError:
+        return False
+
+
 class PublisherFilter:
     """Which participants may command the robot (`--allow-publisher`): each spec is a participant GUID prefix in
     hex (`0110b041de55`, separators `:`/`-`/`.` ignored; `ddsls` and the bridge's warnings show the GUIDs) or
@@ -687,7 +697,8 @@ class Ros2Bridge:
         try:
             self.publish_diagnostics(final=reason)
             # give the last message a chance to reach remote readers before the participant disappears
-            self.w_diag.wait_for_acks(duration(milliseconds=300))
+            if not wait_for_acks(self.w_diag, 300):
+                log.warning("last diagnostics not acknowledged within 300 ms by every reader")
         except Exception as e:
             log.warning("last diagnostics not delivered: %s", e)
         self.node.close()
