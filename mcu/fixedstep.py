@@ -1,3 +1,7 @@
+# GENERATED FILE, do not edit: made by tools/gen_fixedstep.py from tools/fixedstep.py.in (edit the template,
+# then run `python tools/gen_fixedstep.py`; tests/test_gen_fixedstep.py fails while this file and the tool's
+# output differ). The template's SX / CLAMP / GAIN macros are written out here, one copy per use, because a
+# viper-to-viper call costs more than the block (docs/firmware.md, "Control step: one function, generated").
 # The control step in fixed point: the one place that names the scaling and the layout of the preallocated
 # arrays the step works on, and the @micropython.viper functions that run every control period.
 #
