@@ -106,6 +106,43 @@ def alloc(fn, a, b, n):
     return a1 - a0
 
 
+def heap_locked(fn, a, b, n):
+    """"ok" if fn(a, b, n) runs under micropython.heap_lock(), else "MemoryError"."""
+    micropython.heap_lock()
+    try:
+        fn(a, b, n)
+        return "ok"
+    except MemoryError:
+        return "MemoryError"
+    finally:
+        micropython.heap_unlock()
+
+
+def step_only(mod, c, n):
+    """mod.step alone on controller c's arrays, the encoders moving and a fresh command every period."""
+    st, k, cnt, e, io = c.st, c.k, c.c, c.e, c.io
+    step = mod.step
+    i = 0
+    while i < n:
+        cnt[0] += 6
+        cnt[1] -= 4
+        st[fx.G_CMD_NEW] = 1
+        step(st, k, cnt, e, io)
+        i += 1
+
+
+def step_empty(_mod, c, n):
+    """step_only without the step (its baseline)."""
+    st = c.st
+    i = 0
+    x = 0
+    while i < n:
+        x += 6
+        x -= 4
+        st[fx.G_CMD_NEW] = 1
+        i += 1
+
+
 def main():
     hv, cv = setup(control.Controller)
     hf, cf = setup(control_float.FloatController)
@@ -123,37 +160,9 @@ def main():
     a_v = alloc(run, hv, cv, 2000)
     a_f = alloc(run, hf, cf, 2000)
     # and the honest proof: no allocation at all under heap_lock
-    micropython.heap_lock()
-    try:
-        run(hv, cv, 2000)
-        locked = "ok"
-    except MemoryError:
-        locked = "MemoryError"
-    finally:
-        micropython.heap_unlock()
+    locked = heap_locked(run, hv, cv, 2000)
     # the viper step alone (no hal calls, no Python wrapper): what the board's native code costs
-    st, k, cnt, e, io = cv.st, cv.k, cv.c, cv.e, cv.io
-    step = fx.step
-
-    def step_only(_a, _b, n):
-        i = 0
-        while i < n:
-            cnt[0] += 6
-            cnt[1] -= 4
-            st[fx.G_CMD_NEW] = 1
-            step(st, k, cnt, e, io)
-            i += 1
-
-    def empty(_a, _b, n):
-        i = 0
-        x = 0
-        while i < n:
-            x += 6
-            x -= 4
-            st[fx.G_CMD_NEW] = 1
-            i += 1
-
-    t_step = (timed(step_only, None, None, N) - timed(empty, None, None, N)) / N
+    t_step = (timed(step_only, fx, cv, N) - timed(step_empty, None, cv, N)) / N
     # every timed period ran the whole law, enabled and driving (no fault, no deadman stop)
     assert cv.enabled() and cf.enabled() and not cv.fault() and not cf.fault(), (cv.stats(), cf.stats())
     print("mcu_control_step viper_us=%.3f float_us=%.3f ratio=%.1f alloc_bytes=%d" % (
@@ -234,37 +243,16 @@ def layouts():
     _h, sv = setup(control.Controller)      # the step alone: arrays of their own (the tick reads the hal's counts)
     _h, ss = setup(control.Controller)
 
-    def step_loop(mod, c, n):
-        st, k, cnt, e, io = c.st, c.k, c.c, c.e, c.io
-        step = mod.step
-        i = 0
-        while i < n:
-            cnt[0] += 6
-            cnt[1] -= 4
-            st[fx.G_CMD_NEW] = 1
-            step(st, k, cnt, e, io)
-            i += 1
-
-    def empty(_a, c, n):
-        st = c.st
-        i = 0
-        x = 0
-        while i < n:
-            x += 6
-            x -= 4
-            st[fx.G_CMD_NEW] = 1
-            i += 1
-
     run(hv, cv, 1000)
     control.fx = fxs
     run(hs, cs, 1000)
     control.fx = fx
-    base_step = timed(empty, None, sv, N)
+    base_step = timed(step_empty, None, sv, N)
     base_tick = timed(loop_only, None, None, N)
     best = {}
     for _ in range(5):                      # interleaved rounds, best of each: the machine is shared
-        for name, t in (("inline_step", timed(step_loop, fx, sv, N) - base_step),
-                        ("split_step", timed(step_loop, fxs, ss, N) - base_step),
+        for name, t in (("inline_step", timed(step_only, fx, sv, N) - base_step),
+                        ("split_step", timed(step_only, fxs, ss, N) - base_step),
                         ("inline_tick", timed(run, hv, cv, N) - base_tick)):
             best[name] = min(best.get(name, t), t)
         control.fx = fxs
@@ -273,14 +261,7 @@ def layouts():
         best["split_tick"] = min(best.get("split_tick", t), t)
     control.fx = fxs
     a_s = alloc(run, hs, cs, 2000)
-    micropython.heap_lock()
-    try:
-        run(hs, cs, 2000)
-        locked = "ok"
-    except MemoryError:
-        locked = "MemoryError"
-    finally:
-        micropython.heap_unlock()
+    locked = heap_locked(run, hs, cs, 2000)
     control.fx = fx
     for c in (cv, cs, sv, ss):              # every timed period ran the whole law, enabled and driving
         assert c.enabled() and not c.fault(), c.stats()
