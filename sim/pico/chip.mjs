@@ -107,6 +107,12 @@ export class Chip {
     wd.onWatchdogTrigger = () => {
       // rp2040js sets wd.reason (TIMER on a bite, FORCE on CTRL.TRIGGER) before calling this
       this.resetRequested = wd.reason || REASON_TIMER;
+      // the bite resets the chip, which stops the watchdog. rp2040js keeps it enabled, and its periodic alarm at
+      // counter 0 then re-schedules itself at the same instant forever (the clock never advances again)
+      wd.enable = false;
+      wd.timer.enable = false;
+      wd.alarm.enable = false;
+      this.halted = true;
       if (opts.onWatchdog) opts.onWatchdog(this.resetRequested);
     };
     this.resetRequested = 0;

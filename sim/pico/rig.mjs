@@ -140,6 +140,7 @@ class Rig {
     this.client = null;
     this.clients = 0;
     this.toHost = [];
+    this.tail = Buffer.alloc(0);
     this.stats = { boots: 0, watchdog_resets: 0, power_cycles: 0, bytes_to_board: 0, bytes_from_board: 0,
       dropped_bytes: 0, corrupted_bytes: 0, injected_bytes: 0 };
     this.lastReason = 0;
@@ -339,6 +340,8 @@ class Rig {
       return;
     }
     for (const b of buf) this.toHost.push(this.corruptByte(b));
+    // the last bytes the board wrote, for diagnostics (a traceback printed while nobody was connected)
+    this.tail = Buffer.concat([this.tail, Buffer.from(buf)]).subarray(-2048);
   }
 
   corruptByte(b) {
@@ -498,6 +501,7 @@ class Rig {
       usb_connected: c.connected, pio_mode: this.o.pio, pio_steps: c.pioSteps, pio_skipped: c.pioSkipped,
       flash: c.flashOps, flash_file: this.o.flash, frozen: this.frozen, halted: c.fatal || null,
       sim_time: this.plant.t, physics_hz: this.o.physicsHz,
+      output_tail: this.tail.toString('latin1'), pc: c.core.PC >>> 0, lr: c.core.LR >>> 0, cpu_waiting: c.core.waiting,
     };
   }
 }
