@@ -25,7 +25,7 @@ const USAGE = 'usage: rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT]
   '[--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-rate R] [--pio lazy|every|timer] ' +
   '[--physics-hz N] [--quiet]';
 const FAULT_KINDS = ['cut_link', 'corrupt', 'garbage', 'stall', 'lift', 'encoder_drop', 'battery', 'freeze_control'];
-const COMMANDS = ['truth', 'fault', 'push', 'reset', 'stats', 'ping', 'pin'];
+const COMMANDS = ['truth', 'fault', 'push', 'reset', 'stats', 'ping', 'pin', 'time'];
 const RESET_NAMES = { 0: 'POWER_ON', 1: 'WATCHDOG' };
 
 class UsageError extends Error {}
@@ -452,6 +452,7 @@ class Rig {
     }
     if (cmd === 'stats') return this.statsReply();
     if (cmd === 'ping') return { ok: true };
+    if (cmd === 'time') return { ok: true, chip_s: this.chipSeconds(), rate: this.rate(), max_rate: this.o.maxRate };
     if (cmd === 'pin') {
       // drive an input pin from outside (level 0/1) or release it (level null): a button, the REPL switch
       const pin = number(req, 'pin', 0, 29);
@@ -500,7 +501,7 @@ class Rig {
       link_clients: this.clients, link_connected: !!this.client, cut_link: this.cut, corrupt_rate: this.corruptRate,
       usb_connected: c.connected, pio_mode: this.o.pio, pio_steps: c.pioSteps, pio_skipped: c.pioSkipped,
       flash: c.flashOps, flash_file: this.o.flash, frozen: this.frozen, halted: c.fatal || null,
-      sim_time: this.plant.t, physics_hz: this.o.physicsHz,
+      sim_time: this.plant.t, physics_hz: this.o.physicsHz, watchdog_ms: this.cfg.watchdog_ms ?? null,
       output_tail: this.tail.toString('latin1'), pc: c.core.PC >>> 0, lr: c.core.LR >>> 0, cpu_waiting: c.core.waiting,
     };
   }
