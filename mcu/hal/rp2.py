@@ -8,8 +8,17 @@ from array import array
 import machine
 import micropython
 import rp2
+from micropython import const
+
+from shared import protocol
 
 from . import portable
+
+# WATCHDOG.REASON: why the last reset came through the watchdog. Bit 0 TIMER: it bit (nobody fed it). Bit 1 FORCE: a
+# reboot was asked for (machine.reset(), mpremote reset, picotool reboot: the SDK's watchdog_reboot sets
+# CTRL.TRIGGER). The rp2 port's machine.reset_cause() says WDT_RESET for both.
+_WATCHDOG_REASON = const(0x40058008)
+_REASON_TIMER = const(1)
 
 
 _QUAD_WORDS = portable.quadrature_pio_program()
@@ -64,6 +73,7 @@ def repl_pin_held(cfg):
 class Board(portable.MachineBoard):
     def __init__(self, cfg):
         super().__init__(cfg, 32, machine)      # the PIO counter is the 32-bit Y register
+        self._wd_reason = machine.mem32[_WATCHDOG_REASON]     # read once: the reason of THIS boot
         pins = cfg["pins"]
         mode = portable.bridge_mode(cfg)
         self._left = portable.DutyU16Bridge(machine.PWM, machine.Pin, mode, pins["left"], cfg["pwm_freq"])
@@ -78,6 +88,13 @@ class Board(portable.MachineBoard):
         mv = memoryview(self._raw)
         self._raw_l = mv[0:1]
         self._raw_r = mv[1:2]
+
+    def reset_cause(self):
+        code = super().reset_cause()
+        if code == protocol.RESET_WATCHDOG and not self._wd_reason & _REASON_TIMER:
+            # a reboot somebody asked for, not a hang the watchdog caught: no FAULT_WATCHDOG to latch
+            return protocol.RESET_SOFT
+        return code
 
     def read_counts(self, buf):
         # request (nonzero word) -> the program pushes Y within ~10 PIO cycles; get() waits for that word

@@ -133,6 +133,8 @@ class FakeMachine:
     UART = FakeUART
     cause = WDT_RESET
     irq_state = 0
+    # RP2040 WATCHDOG.REASON (0x40058008): bit 0 TIMER (the watchdog bit), bit 1 FORCE (a reboot asked for)
+    mem32 = {0x40058008: 1}
 
     def reset_cause(self):
         return FakeMachine.cause
@@ -334,6 +336,26 @@ def test_rp2_outputs_timer_watchdog_reset_cause():
     b.watchdog_feed()
     assert FakeWDT.last.timeout == 400 and FakeWDT.last.feeds == 1
     assert b.reset_cause() == protocol.RESET_WATCHDOG
+
+
+def test_rp2_requested_reboot_is_not_a_watchdog_fault():
+    # machine.reset() (mpremote reset, the last step of `viperdrive flash`) reboots an RP2040 through its watchdog
+    # (CTRL.TRIGGER): the rp2 port then reports WDT_RESET. The emulated Pico showed the board coming back from
+    # every flash with FAULT_WATCHDOG latched. Only WATCHDOG.REASON tells the two apart: FORCE, not TIMER.
+    _install(machine=FakeMachine(), rp2=FakeRp2())
+    import hal
+    FakeMachine.cause = FakeMachine.WDT_RESET
+    FakeMachine.mem32 = {0x40058008: 2}         # FORCE: a reboot asked for
+    try:
+        cfg = boardcfg.load(BOARDS + "pico.json")
+        b = hal.load(cfg)
+        FakeMachine.mem32 = {0x40058008: 1}     # read once, at boot: a later change is not this boot's cause
+        assert b.reset_cause() == protocol.RESET_SOFT
+        FakeMachine.mem32 = {0x40058008: 1}     # TIMER: the watchdog bit
+        b2 = hal.load(cfg)
+        assert b2.reset_cause() == protocol.RESET_WATCHDOG
+    finally:
+        FakeMachine.mem32 = {0x40058008: 1}
 
 
 def test_rp2_in1_in2_and_uart_link():

@@ -262,10 +262,12 @@ def _reset(plan: flashing.FlashPlan, args) -> None:
 def _verify(port: str, args) -> int:
     config = load_config(args)
     baud = baud_of(args, config)
-    # --verify-timeout is board time: an emulated chip (its boot compiles the .py files) takes it times its scale
-    deadline = time.monotonic() + args.verify_timeout * _time_scale(port)
+    # --verify-timeout is board time: an emulated chip (its boot compiles the .py files) slower than real time takes
+    # longer in wall time, by its measured scale, sampled as it goes (the rig's speed changes while it boots)
+    left = args.verify_timeout
     last = "no reply"
-    while time.monotonic() < deadline:
+    t = time.monotonic()
+    while left > 0:
         board = Board(port, baud, config=config, clock_sync=False)
         try:
             info = board.configure()
@@ -274,6 +276,9 @@ def _verify(port: str, args) -> int:
         except (PortError, NoReplyError, LinkLost) as e:      # re-enumerating after the reset, still booting
             last = str(e)
             time.sleep(0.5)
+            now = time.monotonic()
+            left -= (now - t) / _time_scale(port)
+            t = now
             continue
         finally:
             board.cleanup()
