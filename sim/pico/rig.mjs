@@ -359,7 +359,9 @@ class Rig {
   }
 
   toBoard(data) {
-    if (this.cut) {
+    // a host cannot send to a device that has not enumerated (booting, or just reset: the bytes a real host
+    // had queued are lost with the old USB connection); a cut link loses everything
+    if (this.cut || !this.chip.connected) {
       this.stats.dropped_bytes += data.length;
       return;
     }
