@@ -34,16 +34,27 @@ def pytest_addoption(parser):
                           "the PICO_SUBSET of make test runs there")
 
 
+def pytest_collection_modifyitems(config, items):
+    # the emulated-Pico checks that cost several boots run in `make hil-pico` (--pico-all), not in `make test`
+    if config.getoption("--pico-all"):
+        return
+    drop = [i for i in items if i.get_closest_marker("pico_all")]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = [i for i in items if not i.get_closest_marker("pico_all")]
+
+
 # ---- the emulated Pico (docs/pico-rig.md): one flash through the real CLI and mpremote per session ----
 
 class PicoImage:
     """A flash image with the firmware put on a blank emulated Pico by `viperdrive flash --board pico --mpy`."""
 
-    def __init__(self, path: Path, output: str, chip_s: float, wall_s: float):
+    def __init__(self, path: Path, output: str, chip_s: float, wall_s: float, diag: dict):
         self.path = path
         self.output = output
         self.chip_s = chip_s
         self.wall_s = wall_s
+        self.diag = diag            # GET_DIAG right after the flash's reset and HELLO check
 
     def copy(self, dest: Path) -> Path:
         import shutil
@@ -66,9 +77,13 @@ def pico_image(tmp_path_factory):
         proc = subprocess.run([exe, "flash", "--board", "pico", "--mpy", "--port", rig.url], capture_output=True,
                               text=True, timeout=900)
         chip, wall = rig.clock.now() - c0, _time.monotonic() - w0
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"viperdrive flash onto the emulated Pico failed ({proc.returncode}):\n{out[-3000:]}"
-    return PicoImage(path, out, chip, wall)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, \
+            f"viperdrive flash onto the emulated Pico failed ({proc.returncode}):\n{out[-3000:]}"
+        from viperdrive.board import Board
+        with Board(rig.url, clock_sync=False) as b:
+            diag = b.diag()
+    return PicoImage(path, out, chip, wall, diag)
 
 
 def pytest_collect_file(file_path: Path, parent):

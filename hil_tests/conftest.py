@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from viperdrive.board import Board, BoardInfo
+from viperdrive.board import Board
 from viperdrive.config import RobotConfig
-from viperdrive.errors import LinkLost, NoReplyError
+from viperdrive.sim.pico import wait_for_link
 
 # the emulated-Pico checks in `make test` (the whole list takes minutes there; `make hil-pico` runs them all)
 PICO_SUBSET = {
@@ -34,21 +34,6 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-
-
-def wait_for_link(url: str, clock, chip_seconds: float = 30.0) -> BoardInfo:
-    """HELLO until the board answers (a rig that is still booting), within chip_seconds of its own time."""
-    end = clock.now() + chip_seconds
-    last = None
-    while clock.now() < end:
-        b = Board(url, config=RobotConfig(), clock_sync=False)
-        try:
-            return b.configure()
-        except (NoReplyError, LinkLost) as e:
-            last = e
-        finally:
-            b.cleanup()
-    raise AssertionError(f"{url}: no HELLO answer within {chip_seconds} s of board time ({last})")
 
 
 @pytest.fixture(scope="module", params=["vboard", "pico"])

@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import LinkLost, NoReplyError, UserError
 from . import SimError, VirtualBoard, firmware_root
 
 UF2_NAME = "micropython-v1.28.0-RPI_PICO.uf2"
@@ -311,6 +311,22 @@ class PicoRig(VirtualBoard):
                 return r
             time.sleep(poll)
         return None
+
+
+def wait_for_link(url: str, clock, chip_seconds: float = 30.0):
+    """HELLO until the board answers (a rig that is still booting), within chip_seconds of its own time."""
+    from ..board import Board
+    end = clock.now() + chip_seconds
+    last = None
+    while clock.now() < end:
+        b = Board(url, clock_sync=False)
+        try:
+            return b.configure()
+        except (NoReplyError, LinkLost) as e:
+            last = e
+        finally:
+            b.cleanup()
+    raise SimError(f"{url}: no HELLO answer within {chip_seconds} s of board time ({last})")
 
 
 def require_images_or_skip(skip) -> dict[str, Path]:
