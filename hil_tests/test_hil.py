@@ -154,14 +154,17 @@ def test_one_lost_frame_tolerated_persistent_loss_errors_and_board_stops(board, 
     # stays far below the miss budget: measured over 15 placements, a 12 ms cut lost 1-2 exchanges and a 25 ms
     # cut 2-3 (max_misses is 5).
     before = board.total_misses
+    late_before = board.late_replies
     cutter = threading.Thread(target=_cut_link_for, args=(need_sim, 0.2, 0.015, clock))
     cutter.start()
     try:
         samples = run(board, 0.6, wheels=(8.0, 8.0), clock=clock)  # no LinkLost: a few misses hold the last values
     finally:
         cutter.join()
-    lost = board.total_misses - before
-    print(f"15 ms link cut inside the 100 Hz loop: {lost} exchange(s) lost, no LinkLost")
+    # a reply that came after its cycle's read deadline was late, not lost (an emulated chip's speed varies)
+    late = board.late_replies - late_before
+    lost = board.total_misses - before - late
+    print(f"15 ms link cut inside the 100 Hz loop: {lost} exchange(s) lost ({late} more late), no LinkLost")
     assert 1 <= lost <= board.max_misses, lost
     assert samples[-1][1].fresh and abs(samples[-1][1].velocity[0] - 8.0) < 1.0
     need_sim.fault("cut_link", on=True)

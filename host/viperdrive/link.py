@@ -268,9 +268,9 @@ class Link:
 
     def _refresh_time_scale(self, force: bool = False) -> None:
         # an emulated chip's speed changes (a boot compiling .py files runs slower than the control loop): look again
-        # at most once a second; a port that is not a registered rig costs one failed file open
+        # at most twice a second; a port that is not a registered rig costs one failed file open
         now = time.monotonic()
-        if force or now - self._scale_at >= 1.0:
+        if force or now - self._scale_at >= 0.5:
             self._scale_at = now
             self.time_scale = _board_time_scale(self.url)
 

@@ -358,6 +358,20 @@ def test_rp2_requested_reboot_is_not_a_watchdog_fault():
         FakeMachine.mem32 = {0x40058008: 1}
 
 
+def test_rp2_duty_register_table_names_each_bridges_pwm_slice_channel_and_dir_pin():
+    # what the chip's viper write_duty writes: PWM slice (pin >> 1) & 7 -> CC at word 5*slice + 3, channel B for
+    # odd pins; pwm_dir: the DIR pin's SIO mask; in1_in2: IN2's CC word and channel
+    _install(machine=FakeMachine(), rp2=FakeRp2())
+    from hal import rp2 as hrp2
+    from hal import portable
+    cfg = boardcfg.load(BOARDS + "pico.json")          # left pwm 6 dir 7, right pwm 8 dir 9
+    t = hrp2._duty_registers(portable.bridge_mode(cfg), cfg["pins"])
+    assert list(t) == [0, 18, 0, 1 << 7, 0, 23, 0, 1 << 9, 0], list(t)
+    cfg = boardcfg.load(BOARDS + "pico_drv8833.json")  # left in1 10 in2 11, right in1 12 in2 13
+    t = hrp2._duty_registers(portable.bridge_mode(cfg), cfg["pins"])
+    assert list(t) == [1, 28, 0, 28, 1, 33, 0, 33, 1], list(t)
+
+
 def test_rp2_in1_in2_and_uart_link():
     _install(machine=FakeMachine(), rp2=FakeRp2())
     import hal

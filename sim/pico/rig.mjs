@@ -319,12 +319,18 @@ class Rig {
     while (w.length > 2 && now - w[0][0] > 3.0) w.shift();
   }
 
-  /** chip seconds per wall second over the last ~3 s */
+  /** chip seconds per wall second: the slower of the last ~0.5 s and the last ~3 s (the speed drops at once when
+   * the chip gets busy, e.g. a boot after a halted CPU; a host that scales its timeouts by it must not lag) */
   rate() {
     const w = this.rateWindow;
     if (w.length < 2) return 0;
-    const [a, b] = [w[0], w[w.length - 1]];
-    return b[0] > a[0] ? (b[1] - a[1]) / (b[0] - a[0]) : 0;
+    const b = w[w.length - 1];
+    const over = (a) => (b[0] > a[0] ? (b[1] - a[1]) / (b[0] - a[0]) : 0);
+    let k = w.length - 2;
+    while (k > 0 && b[0] - w[k][0] < 0.5) k--;
+    const recent = over(w[k]);
+    const long = over(w[0]);
+    return recent > 0 && long > 0 ? Math.min(recent, long) : Math.max(recent, long);
   }
 
   log(msg) {
@@ -373,20 +379,34 @@ class Rig {
   listen(spec) {
     const [host, port] = hostPort(spec, '--listen');
     return new Promise((resolve, reject) => {
-      const srv = net.createServer((sock) => {
-        if (this.client) {
-          // one client at a time, like a serial port opened exclusively
-          sock.end();
-          return;
-        }
+      // one client at a time, like a serial port: a connection made while another is open waits until that one
+      // closes (a tool that closes the port and opens it again at once must not find it refused)
+      const waiting = [];
+      const serve = (sock) => {
         sock.setNoDelay(true);
         this.client = sock;
         this.clients++;
         this.toHost = [];
-        sock.on('data', (d) => this.toBoard(d));
-        const gone = () => { if (this.client === sock) this.client = null; };
+        sock.on('data', (d) => { if (this.client === sock) this.toBoard(d); });
+        sock.resume();
+      };
+      const srv = net.createServer((sock) => {
+        sock.pause();
+        let done = false;
+        const gone = () => {
+          if (done) return;
+          done = true;
+          const i = waiting.indexOf(sock);
+          if (i >= 0) waiting.splice(i, 1);
+          if (this.client === sock) {
+            this.client = null;
+            while (waiting.length && !this.client) serve(waiting.shift());
+          }
+        };
         sock.on('close', gone);
         sock.on('error', gone);
+        if (this.client) waiting.push(sock);
+        else serve(sock);
       });
       srv.on('error', (e) => reject(new UsageError(`cannot listen on ${spec}: ${e.message}`)));
       srv.listen(port, host, () => resolve(srv.address()));
