@@ -99,6 +99,21 @@ def main(argv: list[str]) -> int:
                  period_min_us=d["period_min_us"], period_max_us=d["period_max_us"],
                  jitter_us=d["period_max_us"] - d["period_min_us"], overruns=d["overruns"],
                  free_heap=d["free_heap"], rig_chip_s_per_wall_s=round(rate, 3), note="chip_time_lower_bound")
+    # the tick's parts, timed on the chip in REPL mode (the repl pin held at boot) by bench/pico_tick_profile.py
+    f = tmp / "profile.flash"
+    f.write_bytes((tmp / "mpy_500.flash").read_bytes())
+    with PicoRig(flash=f, hold_repl_pin=True) as rig:
+        rig.clock.sleep(1.0)
+        from viperdrive.executables import require
+        script = str(ROOT / "bench" / "pico_tick_profile.py")
+        r = subprocess.run([require("mpremote"), "connect", rig.url, "run", script], capture_output=True, text=True,
+                           timeout=900)
+        parts = dict(ln.split()[:2] for ln in r.stdout.splitlines() if len(ln.split()) == 2)
+        if r.returncode != 0 or "tick_enabled_us" not in parts:
+            print(f"bench_pico: tick profile failed: {r.stdout[-500:]} {r.stderr[-500:]}", file=sys.stderr)
+        else:
+            line("pico_tick_parts", hz=500, **{k: round(float(v), 1) for k, v in parts.items()},
+                 note="chip_us_per_call_net_of_the_call")
     if quick:
         return 0
     # boot with plain .py files: the board compiles every module at import

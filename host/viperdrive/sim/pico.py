@@ -37,6 +37,7 @@ IMAGE_ORIGINS = {
 }
 START_TIMEOUT_S = 30.0
 MAX_TIME_SCALE = 50.0           # a rig slower than 1/50 of real time is stuck, not slow
+SPEED_HEADROOM = 2.0            # time_scale = SPEED_HEADROOM / rate (rate: chip s per wall s, measured)
 
 
 class ImagesMissing(SimError):
@@ -158,7 +159,8 @@ def time_scale(url: str) -> float:
     rate = rep.get("rate") or 0.0
     if not rate > 0:
         return MAX_TIME_SCALE
-    return min(MAX_TIME_SCALE, max(1.0, 1.0 / rate))
+    # the speed is sampled twice a second and halves within that when the host gets busy: twice the measured scale
+    return min(MAX_TIME_SCALE, max(1.0, SPEED_HEADROOM / rate))
 
 
 # ---------------------------------------------------------------------------------------------- chip clock
