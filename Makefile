@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # MicroPython rp2 stubs go to their own folder: in the venv's site-packages they would shadow CPython modules.
 RP2_STUBS := micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
 
-.PHONY: all setup test lint typecheck pytest bench demo clean debs hil-pico
+.PHONY: all setup test lint typecheck pytest bench demo clean debs hil-pico node-debs
 
 all: test
 

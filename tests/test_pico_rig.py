@@ -119,7 +119,7 @@ def test_flash_with_mpy_through_mpremote_onto_a_blank_emulated_pico(pico_image):
     # flash came back with FAULT_WATCHDOG latched
     assert d["reset_cause"] == P.RESET_SOFT and d["fault_code"] == 0, d
     assert 0 < d["exec_avg_us"] <= d["exec_max_us"] < 2000 and d["overruns"] == 0
-    assert d["free_heap"] > 50_000
+    assert d["free_heap"] > 10_000             # DIAG right after boot: before any collection
 
 
 # ---- make hil-pico: the rest of the users' path (each costs emulated boots) ----
