@@ -150,12 +150,19 @@ def time_scale(url: str) -> float:
     p = registry_dir() / (_key(url) + ".json")
     try:
         entry = json.loads(p.read_text())
-    except (OSError, ValueError):
+        pid = int(entry["pid"])
+        os.kill(pid, 0)                 # the process that registered it is alive
+    except ProcessLookupError:
+        unregister(url)                 # left by a rig that was killed: its port may be reused by anything
+        return 1.0
+    except (OSError, ValueError, KeyError, TypeError):
         return 1.0
     try:
         rep = control_request(entry["control"], {"cmd": "time"}, timeout=1.0)
     except (OSError, ValueError, KeyError, ConnectionError):
         return 1.0
+    if not isinstance(rep, dict) or not rep.get("ok") or "chip_s" not in rep:
+        return 1.0                      # not a rig's endpoint (a reused port): a real-time board
     rate = rep.get("rate") or 0.0
     if not rate > 0:
         return MAX_TIME_SCALE
