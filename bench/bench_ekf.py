@@ -7,6 +7,7 @@ Prints:
 """
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import tempfile
@@ -120,6 +121,28 @@ def bench_fuse(tmp: Path, total=100_000):
     return len(msgs), elapsed, rows
 
 
+def bench_lint_observer(tmp: Path, total=30_000, rounds=4):
+    """fuse() in-process with and without the config lint's RecordingScan observer (what `viperdrive fuse` adds to
+    collect the recording facts the lint needs), alternating, best of `rounds` each."""
+    from viperdrive.ekf import config_from_dict
+    from viperdrive.fuse import fuse
+    from viperdrive.lint import RecordingScan
+
+    run = simulate_run(duration=total / 155.0 + 1.0, dt=0.005, odom_rate=50, imu_rate=100, pose_rate=5)
+    rec = tmp / "lint.mcap"
+    write_mcap(rec, run.messages[:total])
+    vec = lambda on: [i in on for i in range(15)]   # noqa: E731
+    cfg = config_from_dict({"frequency": 30.0, "two_d_mode": True, "odom0": "odom", "odom0_config": vec({6, 7, 11}),
+                            "imu0": "imu", "imu0_config": vec({11}), "pose0": "pose", "pose0_config": vec({0, 1})})
+    best = {"plain": math.inf, "observed": math.inf}
+    for r in range(rounds):
+        for kind in (("plain", "observed") if r % 2 == 0 else ("observed", "plain")):     # alternate the order
+            t0 = time.perf_counter()
+            fuse(rec, cfg, tmp / "lint.csv", observer=RecordingScan(cfg) if kind == "observed" else None)
+            best[kind] = min(best[kind], time.perf_counter() - t0)
+    return total, best["plain"], best["observed"]
+
+
 def main():
     for name, two_d in (("ekf_2d", True), ("ekf_3d", False)):
         ours, theirs = bench_pair(two_d)
@@ -127,6 +150,9 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         n, elapsed, rows = bench_fuse(Path(d))
         print(f"fuse messages={n} seconds={elapsed:.2f} messages_per_s={n / elapsed:.0f} rows={rows}")
+        n, plain, observed = bench_lint_observer(Path(d))
+        print(f"fuse_lint_observer messages={n} plain_s={plain:.2f} observed_s={observed:.2f} "
+              f"ratio={observed / plain:.3f}")
 
 
 if __name__ == "__main__":

@@ -88,7 +88,7 @@ def native_sizes(cross: str) -> tuple[int, int, int]:
         test = ast.unparse(n.test)
         if test in ("int(st[G_NSTAT]) == 0", "int(st[G_REQ]) != 0", "bank != int(st[G_BANK])",
                     "age > int(k[kb + K_DM_N])", "int(k[K_EDGE]) and d > -2 and d < 2", "bump",
-                    "fault != 0 and enabled", "sat", "m != 0 and x != 0", "m != 0 and df != 0"):
+                    "fault != 0 and enabled", "sat", "m != 0 and x != 0", "md != 0"):
             skipped.append(_body_span(n.body))
         elif test in ("enabled",) and n.orelse:
             skipped.append(_body_span(n.orelse))

@@ -16,6 +16,7 @@ from viperdrive.demo import PathRunner, Track, square
 from viperdrive.drive import DriveController
 from viperdrive.errors import LinkLost, NoReplyError
 from viperdrive.shared import protocol as P
+from viperdrive.shared.stepmetrics import step_metrics
 from viperdrive.sim import WALL_CLOCK
 
 pytestmark = pytest.mark.hil
@@ -276,31 +277,14 @@ def test_100hz_set_vel_state_for_60_s_zero_lost_frames(board, clock):
     assert board_got == sent and received == sent
 
 
-def _metrics(samples, target, band=0.05):
-    t10 = t90 = settle = None
-    peak = 0.0
-    for t, v in samples:
-        f = v / target
-        if t10 is None and f >= 0.1:
-            t10 = t
-        if t90 is None and f >= 0.9:
-            t90 = t
-        peak = max(peak, f)
-    for t, v in samples:
-        if abs(v / target - 1) > band:
-            settle = None
-        elif settle is None:
-            settle = t
-    return t90 - t10, (peak - 1) * 100, settle
-
-
 @pytest.mark.parametrize("wheel", [0, 1])
 def test_step_response_of_each_wheel(board, wheel, clock):
     board.activate()
     target = 10.0
     wheels = (target, 0.0) if wheel == 0 else (0.0, target)
     samples = run(board, 1.2, wheels=wheels, clock=clock)
-    rise, overshoot, settle = _metrics([(t, s.velocity[wheel]) for t, s in samples], target)
+    m = step_metrics([t for t, _ in samples], [s.velocity[wheel] for _, s in samples], 0.0, target)
+    rise, overshoot, settle = m["rise_s"], m["overshoot_pct"], m["settling_s"]
     ramp = target / board.get_param("max_accel")
     print(f"step 0 -> {target} rad/s, {'left' if wheel == 0 else 'right'} wheel: rise {rise * 1e3:.0f} ms, "
           f"overshoot {overshoot:.1f} %, settling (5 %) {settle * 1e3:.0f} ms (ramp alone {ramp * 1e3:.0f} ms)")

@@ -205,7 +205,8 @@ class App:
         if self.link is not None:
             d.update(self.link.counters())
         else:
-            d.update({"frames_ok": 0, "crc_errors": 0, "length_errors": 0, "garbage_bytes": 0, "nacks": 0})
+            d.update({"frames_ok": 0, "crc_errors": 0, "length_errors": 0, "garbage_bytes": 0, "frame_timeouts": 0,
+                      "nacks": 0})
         flags = 0
         if self.params.defaulted:
             flags |= protocol.DIAG_PARAMS_DEFAULTED

@@ -76,7 +76,34 @@ def fixed_gains(values, hz, cpr):
     b[fx.K_TRACK_N] = max(1, (values["track_err_ms"] * hz + 500) // 1000)
     b[fx.K_TRACK_E] = speed_q(values["track_err_max"])
     b[fx.K_OVER_V] = min(int(1.5 * values["max_wheel_speed"] / rpc * vq + 0.5), fx.X_MAX)
+    enc_words(b, values, hz, rpc)
     return b
+
+
+ENC_MUL_MAX = 16383                 # the encoder check's multipliers stay below 2**14 (|duty| <= 2**16: < 2**30)
+
+
+def enc_words(b, values, hz, rpc):
+    """The encoder plausibility words: K_ENC_N checks (one per wheel every 2 periods; 0: off), kS + deadband and
+    enc_margin in Q16, and 1/kV (and 1/kV/enc_ratio) as duty Q16 -> Q8 counts/s multipliers m/2**sh."""
+    one = float(fx.DUTY_ONE)
+    kvq = values["kv"] * rpc * one / float(1 << fx.VQ)     # kV: Q16 duty per Q8 count/s
+    ems = values["enc_ms"]
+    b[fx.K_ENC_N] = 0
+    if ems == 0 or not kvq > 0.0:
+        return                      # off, or no model to judge by
+    b[fx.K_ENC_N] = max(1, (ems * hz + 1000) // 2000)
+    b[fx.K_ENC_0] = int((values["ks"] + values["deadband"]) * one + 0.5)
+    b[fx.K_ENC_M] = int(values["enc_margin"] * one + 0.5)
+    inv = 1.0 / kvq
+    sh = 0
+    while sh < 30 and inv * (1 << (sh + 1)) <= ENC_MUL_MAX:
+        sh += 1
+    # a kV so small that 1/kV overflows the multiplier: predicted speeds are capped, so the check only gets less
+    # sensitive (never trips on what it cannot represent)
+    b[fx.K_ENC_SH] = sh
+    b[fx.K_ENC_IV] = min(int(inv * (1 << sh) + 0.5), ENC_MUL_MAX)
+    b[fx.K_ENC_IR] = min(int(inv / values["enc_ratio"] * (1 << sh) + 0.5), ENC_MUL_MAX)
 
 
 def joint_scale(left, right, limit):
@@ -112,8 +139,9 @@ class Controller:
             raise ValueError("hal counter_bits must be 16 or 32, not %r" % (bits,))
         ms = cfg.get("motor_sign", [1, 1])
         es = cfg.get("encoder_sign", [1, 1])
-        k[fx.K_MS], k[fx.K_MS + 1] = ms[0], ms[1]
-        k[fx.K_ES], k[fx.K_ES + 1] = es[0], es[1]
+        # mirrored flags (1 where the sign is -1): the step tests them without sign-extending a -1
+        k[fx.K_MS], k[fx.K_MS + 1] = int(ms[0] < 0), int(ms[1] < 0)
+        k[fx.K_ES], k[fx.K_ES + 1] = int(es[0] < 0), int(es[1] < 0)
         self._edge = getattr(hal, "edge_period_us", None)
         k[fx.K_EDGE] = 1 if self._edge is not None else 0
         # past a quarter second without an edge the low-speed estimate is zero (< 4 counts/s)

@@ -47,6 +47,7 @@ class FloatLaw:
         self.pending = None
         self.saturated = False
         self.wdt = False
+        self.ticks = 0
         self.g = None
         self.g_new = None
         self._reset_pid()
@@ -62,6 +63,7 @@ class FloatLaw:
         self.pdff = [0.0, 0.0]
         self.stall = [0, 0]
         self.track = [0, 0]
+        self.enc = [0, 0]
         self.duty = [0.0, 0.0]
 
     def configure(self, v):
@@ -79,6 +81,9 @@ class FloatLaw:
             "stall_n": max(1, (v["stall_ms"] * self.hz + 500) // 1000), "stall_v": v["stall_speed"] / rpc,
             "track_n": max(1, (v["track_err_ms"] * self.hz + 500) // 1000), "track_e": v["track_err_max"] / rpc,
             "over_v": 1.5 * v["max_wheel_speed"] / rpc,
+            # encoder plausibility: off with enc_ms 0 or kv 0 (no model); one check per wheel every 2 periods
+            "enc_n": 0 if v["enc_ms"] == 0 or not v["kv"] > 0 else max(1, (v["enc_ms"] * self.hz + 1000) // 2000),
+            "enc_r": v["enc_ratio"], "enc_0": v["ks"] + v["deadband"], "enc_m": v["enc_margin"],
         }
         if self.g is None:
             self.g = g
@@ -135,6 +140,7 @@ class FloatLaw:
             bump = True
         g = self.g
         enabled = self.enabled
+        self.ticks = (self.ticks + 1) & 0x3FFFFFFF     # periods run (the step's G_TICKS): which wheel is checked
 
         if self.pending is not None:
             self.cmd = list(self.pending)
@@ -212,8 +218,13 @@ class FloatLaw:
             tp = _clamp(g["kp"] * err, TERM_MAX)
             dv = v - self.vprev[w]
             self.vprev[w] = v
-            self.df[w] += g["ad"] * (dv - self.df[w])
-            td = _clamp(g["kd"] * self.hz * self.df[w], TERM_MAX)
+            if g["kd"] > 0.0:
+                self.df[w] += g["ad"] * (dv - self.df[w])
+                td = _clamp(g["kd"] * self.hz * self.df[w], TERM_MAX)
+            else:
+                # kd = 0: the derivative filter rests at zero (switching kd on starts it from rest, as the step)
+                self.df[w] = 0.0
+                td = 0.0
             tf = _clamp(g["kv"] * sp, TERM_MAX) + _clamp(g["ka"] * self.hz * self.dsp[w], TERM_MAX)
             if sp > 0:
                 tf += g["ks"]
@@ -254,6 +265,24 @@ class FloatLaw:
                 fault = 5 + w
             duty = _clamp(out * 32768.0, 32767.0)
             self.duty[w] = -duty if self.motor_sign[w] < 0 else duty
+
+        # encoder plausibility, one wheel per period (alternating, as the step): measured moving as commanded, but
+        # the duty beyond kS + deadband predicts more than enc_ratio x the measured speed and the duty beyond
+        # kS + deadband + enc_margin more than it (a duty predicts duty / kV)
+        if enabled and g["enc_n"]:
+            w = self.ticks & 1
+            n = 0
+            sp = self.sp[w]
+            if sp != 0:
+                x, y = (self.out[w], self.vel[w]) if sp > 0 else (-self.out[w], -self.vel[w])
+                if y > g["stall_v"]:
+                    x -= g["enc_0"]
+                    z = x - g["enc_m"]
+                    if z > 0 and x / g["kv"] / g["enc_r"] > y and z / g["kv"] > y:
+                        n = self.enc[w] + 1
+                        if n >= g["enc_n"] and fault == 0:
+                            fault = 8 + w
+            self.enc[w] = n
 
         if fault and enabled:
             self.fault = fault

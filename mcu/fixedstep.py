@@ -48,6 +48,7 @@ W_DIR = const(15)               # direction of the last edge, +1 / -1
 W_DUTY = const(16)              # duty written to the hal, Q15, motor sign applied
 W_SPN = const(17)               # new command staged by the link (slow path), Q8
 W_DSP = const(18)               # setpoint step of this period, Q8 (kA feedforward)
+W_ENC = const(19)               # encoder plausibility checks failed in a row
 WS = const(20)                  # per-wheel stride
 G_REQ = const(40)               # request bits from the slow path (REQ_*), cleared by the step when done
 G_ENABLED = const(41)           # 1: outputs energized and the PID runs
@@ -100,17 +101,23 @@ K_STALL_V = const(32)           # |speed| below this counts as no motion, Q8
 K_TRACK_N = const(33)           # periods of tracking error before FAULT
 K_TRACK_E = const(34)           # tracking error limit, Q8
 K_OVER_V = const(35)            # over-speed limit (1.5 x max wheel speed), Q8
-KB = const(36)                  # bank size
-K_SB = const(72)                # -2**31: sign-extends ptr32 loads on 64-bit hosts ((x ^ sb) - sb), no-op on 32
-K_HZ = const(73)                # control rate
-K_MASK = const(74)              # encoder counter mask: 0xFFFF or -1 (32 bits)
-K_HALF = const(75)              # encoder counter half range: 0x8000 or -2**31
-K_MS = const(76)                # motor direction signs, left, right (+1 / -1)
-K_ES = const(78)                # encoder direction signs, left, right
-K_EDGE = const(80)              # 1: the backend times encoder edges (edge_period_us)
-K_IDLE_MAX = const(81)          # periods without an edge after which the low-speed estimate is zero
-K_OVR_US = const(82)            # a period longer than this (1.5 x nominal, us) is an overrun
-K_LEN = const(84)
+K_ENC_N = const(36)             # encoder plausibility: failed checks (one per 2 periods) before FAULT; 0: off
+K_ENC_0 = const(37)             # encoder plausibility: kS + deadband, Q16 duty
+K_ENC_M = const(38)             # encoder plausibility: enc_margin, Q16 duty
+K_ENC_SH = const(39)            # encoder plausibility: shift of the two multipliers below
+K_ENC_IR = const(40)            # (1/kV)/enc_ratio: Q16 duty -> Q8 counts/s, << K_ENC_SH (< 2**14)
+K_ENC_IV = const(41)            # 1/kV: Q16 duty -> Q8 counts/s, << K_ENC_SH (< 2**14)
+KB = const(42)                  # bank size
+K_SB = const(84)                # -2**31: sign-extends ptr32 loads on 64-bit hosts ((x ^ sb) - sb), no-op on 32
+K_HZ = const(85)                # control rate
+K_MASK = const(86)              # encoder counter mask: 0xFFFF or -1 (32 bits)
+K_HALF = const(87)              # encoder counter half range: 0x8000 or -2**31
+K_MS = const(88)                # motor mirrored, left, right (1: the duty's sign is flipped, 0: not)
+K_ES = const(90)                # encoder mirrored, left, right (1: the count's sign is flipped, 0: not)
+K_EDGE = const(92)              # 1: the backend times encoder edges (edge_period_us)
+K_IDLE_MAX = const(93)          # periods without an edge after which the low-speed estimate is zero
+K_OVR_US = const(94)            # a period longer than this (1.5 x nominal, us) is an overrun
+K_LEN = const(96)
 
 # ---- io array (array('i', IO_LEN)) between the Python tick wrapper and the step ----
 IO_T0 = const(0)                # ticks_us at the start of this period
@@ -150,6 +157,7 @@ def requests(st_a, c_a):
             st[b + W_PDFF] = 0
             st[b + W_STALL] = 0
             st[b + W_TRACK] = 0
+            st[b + W_ENC] = 0
             st[b + W_DUTY] = 0
             w += 1
         st[G_CMD_NEW] = 0
@@ -306,7 +314,7 @@ def step(st_a, k_a, c_a, e_a, io_a):
         if d & half:
             d -= half + half
         st[b + W_PREV] = raw
-        if ((int(k[K_ES + w]) ^ sb) - sb) < 0:
+        if int(k[K_ES + w]):
             d = -d
         st[b + W_POS] = int(st[b + W_POS]) + d
 
@@ -386,38 +394,42 @@ def step(st_a, k_a, c_a, e_a, io_a):
             else:
                 tp = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
 
-            # D on the measurement (no kick on setpoint steps), through a one-pole filter
+            # D on the measurement (no kick on setpoint steps), through a one-pole filter. With kd = 0 (the
+            # default) neither runs and the filter rests at zero, so switching kd on later starts it from rest
             vprev = (int(st[b + W_VPREV]) ^ sb) - sb
             st[b + W_VPREV] = v
-            df = (int(st[b + W_DF]) ^ sb) - sb
-            x = (v - vprev) - df
-            m = int(k[kb + K_AD])
-            sh = int(k[kb + K_AD + 1])
-            xl = int(k[kb + K_AD + 2])
-            if x > xl:
-                x = xl
-            elif x < -xl:
-                x = -xl
-            if sh >= 15:
-                t = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
-            else:
-                t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
-            df += t
-            st[b + W_DF] = df
             td = 0
-            m = int(k[kb + K_D])
-            if m != 0 and df != 0:          # an exact zero term costs nothing (kd is often 0)
-                x = df
-                sh = int(k[kb + K_D + 1])
-                xl = int(k[kb + K_D + 2])
+            md = int(k[kb + K_D])
+            if md != 0:
+                df = (int(st[b + W_DF]) ^ sb) - sb
+                x = (v - vprev) - df
+                m = int(k[kb + K_AD])
+                sh = int(k[kb + K_AD + 1])
+                xl = int(k[kb + K_AD + 2])
                 if x > xl:
                     x = xl
                 elif x < -xl:
                     x = -xl
                 if sh >= 15:
-                    td = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
+                    t = (((x >> 15) * m) + (((x & 0x7FFF) * m) >> 15)) >> (sh - 15)
                 else:
-                    td = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+                    t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
+                df += t
+                st[b + W_DF] = df
+                if df != 0:                 # an exact zero term costs nothing
+                    x = df
+                    sh = int(k[kb + K_D + 1])
+                    xl = int(k[kb + K_D + 2])
+                    if x > xl:
+                        x = xl
+                    elif x < -xl:
+                        x = -xl
+                    if sh >= 15:
+                        td = (((x >> 15) * md) + (((x & 0x7FFF) * md) >> 15)) >> (sh - 15)
+                    else:
+                        td = (((x >> 15) * md) << (15 - sh)) + (((x & 0x7FFF) * md) >> sh)
+            else:
+                st[b + W_DF] = 0
 
             # feedforward: kS*sign(sp) + kV*sp + kA*dsp/dt
             x = sp
@@ -541,13 +553,17 @@ def step(st_a, k_a, c_a, e_a, io_a):
                 st[b + W_TRACK] = 0
             if av > int(k[kb + K_OVER_V]) and fault == 0:
                 fault = 5 + w               # FAULT_OVERSPEED_LEFT / RIGHT
+            # encoder plausibility (a half-dead encoder: the loop drives the wheel faster to make up the lost
+            # counts, so speed and setpoint agree): measured moving as commanded, but the duty less kS and the
+            # deadband predicts more than enc_ratio x the measured speed AND exceeds the model kS + deadband +
+            # kV*|v| by more than enc_margin, for enc_ms
 
             duty = out >> 1                 # Q16 -> the hal's Q15
             if duty > 32767:
                 duty = 32767
             elif duty < -32767:
                 duty = -32767
-            if ((int(k[K_MS + w]) ^ sb) - sb) < 0:
+            if int(k[K_MS + w]):
                 duty = -duty
             st[b + W_DUTY] = duty
         else:
@@ -556,6 +572,36 @@ def step(st_a, k_a, c_a, e_a, io_a):
             st[b + W_DUTY] = 0
             st[b + W_VPREV] = v
         w += 1
+
+    # ---- encoder plausibility, one wheel per period (alternating: each at control_hz / 2) ----
+    # A half-dead encoder: the loop drives the wheel faster to make up the lost counts, so speed and setpoint
+    # agree. Measured moving as commanded (above stall_speed), but the duty beyond kS + deadband predicts more than
+    # enc_ratio x the measured speed AND the duty beyond kS + deadband + enc_margin predicts more than it (the
+    # speeds a duty predicts: duty / kV), for enc_ms: FAULT_ENCODER_LEFT / RIGHT. docs/firmware.md
+    if enabled:
+        en = int(k[kb + K_ENC_N])          # 0: off (enc_ms 0, or no kV: no model to judge by)
+        if en:
+            w = int(st[G_TICKS]) & 1
+            b = w * WS
+            n = 0
+            sp = (int(st[b + W_SP]) ^ sb) - sb
+            if sp != 0:
+                x = (int(st[b + W_OUT]) ^ sb) - sb
+                y = (int(st[b + W_VEL]) ^ sb) - sb
+                if sp < 0:
+                    x = -x
+                    y = -y
+                if y > int(k[kb + K_STALL_V]):
+                    x -= int(k[kb + K_ENC_0])      # the duty beyond kS + deadband
+                    z = x - int(k[kb + K_ENC_M])   # ... and beyond enc_margin
+                    if z > 0:
+                        # |out| <= max_duty (2**16) and the multipliers < 2**14: the products fit 31 bits
+                        sh = int(k[kb + K_ENC_SH])
+                        if ((x * int(k[kb + K_ENC_IR])) >> sh) > y and ((z * int(k[kb + K_ENC_IV])) >> sh) > y:
+                            n = int(st[b + W_ENC]) + 1
+                            if n >= en and fault == 0:
+                                fault = 8 + w   # FAULT_ENCODER_LEFT / RIGHT
+            st[b + W_ENC] = n
 
     if fault != 0 and enabled:
         # latched: outputs off now, the PID state is dropped; only CLEAR_FAULT then ENABLE drives again

@@ -21,12 +21,17 @@ class Link:
     """handler: the App (or anything with its methods: info, set_velocity, state, enable, fault, zero, get_param,
     set_param, save_params, clear_fault, diag, set_telemetry, odom, ticks_us, stop_link).
 
-    After STOP_LINK (stopped = True) the link interprets nothing more: the bytes that follow belong to the REPL."""
+    After STOP_LINK (stopped = True) the link interprets nothing more: the bytes that follow belong to the REPL.
+
+    A partial frame whose bytes stopped arriving for longer than the frame gap (protocol.frame_gap_us at the
+    stream's baud, 115200 when it has none) is dropped and counted (DIAG frame_timeouts). A stream that knows its
+    peer (the virtual board's TCP link: `reconnects` counts new clients) restarts the parser for a new one."""
 
     def __init__(self, stream, handler, max_bytes=256):
         self.stream = stream
         self.handler = handler
-        self.parser = protocol.Parser()
+        self.parser = protocol.Parser(protocol.frame_gap_us(getattr(stream, "baud", None) or 115200))
+        self._peer = getattr(stream, "reconnects", 0)
         self.rx = bytearray(64)
         self.tx = bytearray(protocol.MAX_FRAME)
         self.max_bytes = max_bytes
@@ -43,24 +48,40 @@ class Link:
         """One pass: read what is waiting (at most max_bytes), handle every frame it completes."""
         parser = self.parser
         rx = self.rx
+        stream = self.stream
         budget = self.max_bytes
         while budget > 0 and not self.stopped:
-            n = self.stream.readinto(rx)
+            now = self.handler.ticks_us()
+            n = stream.readinto(rx)
+            peer = getattr(stream, "reconnects", 0)
+            if peer != self._peer:
+                # a new client on the line: nothing the previous one left half-sent belongs to its frames
+                self._peer = peer
+                parser.reset()
             if not n:
+                # nothing arrived since the last read: a partial frame older than the frame gap is dropped (a
+                # complete frame held behind it comes out)
+                self._handle(parser.expire(now))
                 break
+            parser.mark(now)
             budget -= n
             for i in range(n):
-                cmd = parser.feed_byte(rx[i])
-                while cmd >= 0:
-                    self.rx_us = self.handler.ticks_us()
-                    self.dispatch(cmd, bytes(parser.buf[3:3 + parser.payload_len]))
-                    if self.stopped:
-                        # what follows STOP_LINK is the host talking to the REPL (mpremote's Ctrl-C, Ctrl-A):
-                        # no frame of it may act on the board
-                        self.passes += 1
-                        return
-                    cmd = parser.poll()
+                if self._handle(parser.feed_byte(rx[i])):
+                    break
         self.passes += 1
+
+    def _handle(self, cmd):
+        """Dispatch the frame cmd completed and every further one the parser holds; True after STOP_LINK."""
+        parser = self.parser
+        while cmd >= 0:
+            self.rx_us = self.handler.ticks_us()
+            self.dispatch(cmd, bytes(parser.buf[3:3 + parser.payload_len]))
+            if self.stopped:
+                # what follows STOP_LINK is the host talking to the REPL (mpremote's Ctrl-C, Ctrl-A): no frame of
+                # it may act on the board
+                return True
+            cmd = parser.poll()
+        return False
 
     # ---- replies ----
 
@@ -75,7 +96,7 @@ class Link:
     def counters(self):
         p = self.parser
         return {"frames_ok": p.frames, "crc_errors": p.crc_errors, "length_errors": p.length_errors,
-                "garbage_bytes": p.garbage_bytes, "nacks": self.nacks}
+                "garbage_bytes": p.garbage_bytes, "frame_timeouts": p.timeouts, "nacks": self.nacks}
 
     # ---- dispatch ----
 

@@ -15,60 +15,28 @@ import time
 
 import app as app_mod
 from shared import params as table
+from shared.stepmetrics import BAND, step_metrics  # noqa: F401  (t.step's figures; re-exported for the REPL)
 
 TWO_PI = 6.283185307179586
 
 
-def step_metrics(samples, start, target, band=0.02):
-    """Step-response figures from samples [(t_s, speed), ...] after a setpoint step from start to target at t=0.
-
-    -> {"rise_s": 10 % -> 90 % of the step, "overshoot_pct": peak beyond target in % of the step (0 if none),
-        "settling_s": time after which the speed stays within band (fraction of the step) of target,
-        "final": mean of the last 10 % of samples}. None for a figure the data never reaches."""
-    span = target - start
-    if span == 0 or not samples:
-        raise ValueError("a step needs a nonzero size and samples")
-
-    def frac(y):
-        return (y - start) / span
-
-    t10 = t90 = None
-    peak = None
-    for t, y in samples:
-        f = frac(y)
-        if t10 is None and f >= 0.1:
-            t10 = t
-        if t90 is None and f >= 0.9:
-            t90 = t
-        if peak is None or f > peak:
-            peak = f
-    settle = 0.0
-    for t, y in samples:
-        if abs(frac(y) - 1.0) > band:
-            settle = None
-        elif settle is None:
-            settle = t
-    tail = samples[-max(1, len(samples) // 10):]
-    return {"rise_s": (t90 - t10) if t10 is not None and t90 is not None else None,
-            "overshoot_pct": max(0.0, (peak - 1.0) * 100.0),
-            "settling_s": settle,
-            "final": sum(y for _, y in tail) / len(tail)}
-
-
-def smooth(samples, n):
-    """Centred moving average over n samples (n odd; 1: unchanged), the ends averaged over what exists.
+def smooth(ys, n):
+    """Centred moving average of the values ys over n samples (n odd; 1: unchanged), the ends averaged over what
+    exists. -> a new list.
 
     The board's speed estimate carries encoder quantization noise (one count per period is 0.77 rad/s at
     4096 counts/rev and 500 Hz): single-period spikes would otherwise decide the overshoot and settling figures."""
-    if n <= 1 or len(samples) < 2:
-        return list(samples)
+    if n <= 1 or len(ys) < 2:
+        return list(ys)
     h = n // 2
-    ys = [y for _, y in samples]
     out = []
-    for i in range(len(samples)):
+    for i in range(len(ys)):
         lo = max(0, i - h)
         hi = min(len(ys), i + h + 1)
-        out.append((samples[i][0], sum(ys[lo:hi]) / (hi - lo)))
+        total = 0.0
+        for j in range(lo, hi):
+            total += ys[j]
+        out.append(total / (hi - lo))
     return out
 
 
@@ -200,12 +168,13 @@ class Tuner:
                 break
         self.app.enable(False)
 
-    def step(self, speed=10.0, seconds=1.0, wheel=None, band=0.02, average=5):
+    def step(self, speed=10.0, seconds=1.0, wheel=None, band=BAND, average=5):
         """Step response from rest to speed (rad/s): both wheels (or wheel 0/1 alone) for seconds.
 
         Uses the telemetry ring at the full control rate, so the samples are the board's own periods, averaged
         over `average` periods (centred, 10 ms at 500 Hz; 1 = raw) against encoder quantization spikes.
-        Prints and returns step_metrics() per wheel."""
+        Prints and returns shared.stepmetrics.step_metrics() per wheel (settling within band of the step, 5 %
+        by default: the host's `viperdrive tune` uses the same definition and band)."""
         app = self.app
         if not self.enable(True):
             return None
@@ -216,7 +185,8 @@ class Tuner:
         ring = app.ring
         ring.reset()
         self.ctrl.set_telemetry_div(1)
-        samples = ([], [])
+        ts = []
+        ys = ([], [])
         t0 = None
         every_ms = 10
         n = max(1, int(seconds * 1000 // every_ms))
@@ -227,8 +197,9 @@ class Tuner:
                 if t0 is None:
                     t0 = rec[1]
                 t = ((rec[1] - t0) & 0x3FFFFFFF) / 1e6
-                samples[0].append((t, rec[3] * self.rpc))
-                samples[1].append((t, rec[7] * self.rpc))
+                ts.append(t)
+                ys[0].append(rec[3] * self.rpc)
+                ys[1].append(rec[7] * self.rpc)
         self.ctrl.set_telemetry_div(app.hz // app.telemetry_hz if app.telemetry_hz else 0)
         self.drive(0.0, 0.0, 0.3)
         self.enable(False)
@@ -239,7 +210,7 @@ class Tuner:
             if (w == 0 and not cl) or (w == 1 and not cr):
                 out.append(None)
                 continue
-            m = step_metrics(smooth(samples[w], average), 0.0, speed, band)
+            m = step_metrics(ts, smooth(ys[w], average), 0.0, speed, band)
             out.append(m)
             print("%s wheel: step 0 -> %.2f rad/s: rise %s, overshoot %.1f %%, settling (%g %%) %s, final %.2f rad/s"
                   % ("left" if w == 0 else "right", speed, _fmt(m["rise_s"], "ms", 1000.0, 0), m["overshoot_pct"],

@@ -2,6 +2,11 @@
 # The board validates SET_PARAM against it, stores it as JSON, and HELLO carries schema_hash() so a host built
 # against another table refuses to talk. Gains act on wheel speed in rad/s and produce duty (1.0 = full PWM);
 # the board converts them to its fixed-point counts domain when a value is applied.
+#
+# The default gains are those of the default robot (sim/robots/default.json; docs/tuning.md, "The default gains"):
+# kS and kV as `viperdrive calibrate feedforward` identifies its motor, kp/ki/kt as `viperdrive tune --design
+# --settle 100ms --overshoot 5%` computes them from that model (rounded). kA stays 0: a board whose motor was not
+# identified has no inertia model, and `tune --design` then asks for the identification instead of guessing.
 
 ID = 0
 NAME = 1
@@ -15,11 +20,11 @@ HELP = 7
 TABLE = (
     # id, name, type, unit, min, max, default, meaning
     (0, "kp", "f", "duty/(rad/s)", 0.0, 10.0, 0.04, "proportional gain on wheel speed error"),
-    (1, "ki", "f", "duty/rad", 0.0, 100.0, 0.6, "integral gain (integrates speed error)"),
+    (1, "ki", "f", "duty/rad", 0.0, 100.0, 0.2, "integral gain (integrates speed error)"),
     (2, "kd", "f", "duty/(rad/s^2)", 0.0, 1.0, 0.0, "derivative gain, on the measurement"),
     (3, "kd_tau", "f", "s", 0.0005, 1.0, 0.01, "time constant of the derivative's one-pole filter"),
-    (4, "kt", "f", "s", 0.001, 10.0, 0.1, "anti-windup back-calculation tracking time Tt"),
-    (5, "ks", "f", "duty", 0.0, 0.6, 0.0, "feedforward static friction kS*sign(w)"),
+    (4, "kt", "f", "s", 0.001, 10.0, 0.02, "anti-windup back-calculation tracking time Tt"),
+    (5, "ks", "f", "duty", 0.0, 0.6, 0.14, "feedforward static friction kS*sign(w)"),
     (6, "kv", "f", "duty/(rad/s)", 0.0, 1.0, 0.05, "feedforward back-EMF kV*w"),
     (7, "ka", "f", "duty/(rad/s^2)", 0.0, 1.0, 0.0, "feedforward inertia kA*dw/dt"),
     (8, "deadband", "f", "duty", 0.0, 0.5, 0.0, "deadband compensation added in the direction of a nonzero output"),
@@ -35,6 +40,12 @@ TABLE = (
     (18, "vel_tau", "f", "s", 0.0, 0.5, 0.01, "velocity estimate one-pole filter time constant"),
     (19, "wheel_radius", "f", "m", 0.005, 1.0, 0.0325, "board odometry: wheel radius"),
     (20, "wheel_separation", "f", "m", 0.02, 5.0, 0.152, "board odometry: effective wheel separation"),
+    # encoder plausibility (docs/firmware.md, "Encoder plausibility"): a wheel measured moving as commanded whose
+    # duty beyond kS + deadband predicts more than enc_ratio times its measured speed, and exceeds
+    # kS + deadband + kV*|speed| by more than enc_margin, for enc_ms: FAULT_ENCODER_LEFT/RIGHT
+    (21, "enc_ratio", "f", "ratio", 1.1, 10.0, 1.75, "encoder check: duty-predicted / measured speed above this"),
+    (22, "enc_margin", "f", "duty", 0.0, 1.0, 0.25, "encoder check: and duty above kS + kV*|speed| by this"),
+    (23, "enc_ms", "H", "ms", 0, 10000, 500, "encoder check: both this long: FAULT (0: check off)"),
 )
 
 _BY_ID = {}

@@ -14,7 +14,7 @@ except ImportError:  # CPython (Blinka's micropython module may be absent)
     def const(x):  # type: ignore[misc]  # mypy (make typecheck) sees the stubs' generic const
         return x
 
-PROTOCOL_VERSION = const(2)     # 2: STOP_LINK / STOP_LINK_ACK added
+PROTOCOL_VERSION = const(3)     # 2: STOP_LINK / STOP_LINK_ACK added; 3: FAULT_ENCODER_*, NACK_BUSY, DIAG frame_timeouts
 
 SYNC = const(0xAA)
 MAX_LEN = const(64)             # LEN upper bound: CMD + PAYLOAD
@@ -73,10 +73,11 @@ NACK_OUT_OF_RANGE = const(3)    # value outside the parameter's [min, max] or no
 NACK_NOT_ALLOWED = const(4)     # not allowed in this state (e.g. ENABLE while FAULT is latched)
 NACK_STORAGE = const(5)         # filesystem error while saving parameters
 NACK_UNKNOWN_PARAM = const(6)   # parameter id not in the schema
+NACK_BUSY = const(7)            # another client holds the link (the virtual board's TCP server to a second client)
 NACK_NAMES = {
     NACK_UNKNOWN: "unknown command", NACK_BAD_LENGTH: "bad length", NACK_OUT_OF_RANGE: "out of range",
     NACK_NOT_ALLOWED: "not allowed in this state", NACK_STORAGE: "storage error",
-    NACK_UNKNOWN_PARAM: "unknown parameter id",
+    NACK_UNKNOWN_PARAM: "unknown parameter id", NACK_BUSY: "busy: another client holds the link",
 }
 
 # STATE status byte
@@ -97,6 +98,8 @@ FAULT_TRACKING_RIGHT = const(4)
 FAULT_OVERSPEED_LEFT = const(5)  # measured speed above 1.5 x max_wheel_speed
 FAULT_OVERSPEED_RIGHT = const(6)
 FAULT_WATCHDOG = const(7)       # the board came back from a watchdog reset
+FAULT_ENCODER_LEFT = const(8)   # left wheel measured far slower than its duty predicts (enc_ratio/enc_margin/enc_ms)
+FAULT_ENCODER_RIGHT = const(9)
 FAULT_NAMES = {
     FAULT_NONE: "none",
     FAULT_STALL_LEFT: "left wheel stalled (output saturated, no motion)",
@@ -106,6 +109,9 @@ FAULT_NAMES = {
     FAULT_OVERSPEED_LEFT: "left wheel over speed",
     FAULT_OVERSPEED_RIGHT: "right wheel over speed",
     FAULT_WATCHDOG: "watchdog reset",
+    FAULT_ENCODER_LEFT: "left wheel turns far faster than its encoder counts, or is held back (encoder or mechanical)",
+    FAULT_ENCODER_RIGHT: "right wheel turns far faster than its encoder counts, or is held back (encoder or "
+                         "mechanical)",
 }
 
 # reset causes (GET_DIAG reset_cause)
@@ -187,6 +193,22 @@ def encode_into(buf, cmd, payload_len):
 
 
 _COUNTER_MAX = const(0x3FFFFFFF)    # Parser counters wrap to 0 after this (see _count)
+_TICKS_MASK = const(0x3FFFFFFF)     # tick differences are taken modulo 2**30 (ticks_us wraps there on 32-bit ports)
+
+# A partial frame is dropped once its bytes stopped arriving for longer than the frame gap: FRAME_GAP_BYTES byte
+# times at the line's baud rate, and at least FRAME_GAP_MIN_US, which covers how the bytes reach the reader (USB
+# full-speed packets every 1 ms, a UART's receive FIFO timeout). A frame is written in one piece, so a gap inside
+# one means its sender stopped (a client that went away, a board that reset mid-frame). The host uses a larger
+# minimum (the latency timer of USB-serial adapters; host/viperdrive/link.py).
+FRAME_GAP_BYTES = const(8)
+FRAME_GAP_MIN_US = const(2000)
+BITS_PER_BYTE = const(10)           # UART 8N1: start bit, 8 data bits, stop bit
+
+
+def frame_gap_us(baud, min_us=FRAME_GAP_MIN_US):
+    """The silence (us) after which a partial frame is dropped at baud: FRAME_GAP_BYTES byte times, >= min_us."""
+    t = FRAME_GAP_BYTES * BITS_PER_BYTE * 1000000 // baud
+    return t if t > min_us else min_us
 
 
 def _count(c, k):
@@ -207,35 +229,67 @@ class Parser:
     hunts for the next 0xAA among the bytes it already holds, so a real frame that starts inside a broken one
     is still found. Every byte fed ends in exactly one place: a good frame (frame_bytes), garbage_bytes, or
     the pending buffer, so bytes_in == frame_bytes + garbage_bytes + pending() at all times (modulo 2**30: every
-    counter wraps to 0 after _COUNTER_MAX so it stays a small int on a 32-bit board). crc_errors and length_errors
-    count events.
+    counter wraps to 0 after _COUNTER_MAX so it stays a small int on a 32-bit board). crc_errors, length_errors
+    and timeouts count events.
 
     feed_byte(b) and poll() are the allocation-free core over one preallocated buffer: each returns the
     command code of a completed frame (payload readable as buf[3:3+payload_len] until the next call) or -1.
     Work per byte is constant; the CRC is computed once per candidate frame when its last byte arrives.
+
+    Stale partial frames (gap_us): the caller says when it read, in ticks of a microsecond clock it owns (the
+    parser reads no clock): mark(now) after a read that returned bytes, expire(now) after one that returned
+    none. An empty read proves the line was silent since the last bytes; when that silence is longer than gap_us
+    every held candidate that still needs bytes is dropped like a bad CRC (its sync byte, counted in timeouts) and
+    the hunt goes on among the held bytes, so a complete frame held behind it still comes out (expire() returns
+    it like poll()). A late read that returns bytes proves nothing about gaps, so a slow reader never drops a
+    frame that arrived whole.
     """
 
-    def __init__(self):
+    def __init__(self, gap_us=FRAME_GAP_MIN_US):
         self.buf = bytearray(MAX_FRAME + 1)
         self.n = 0              # bytes held in buf[0:n]
         self.consumed = 0       # bytes of the frame returned last time, dropped on the next call
         self.payload_len = 0
+        self.gap_us = gap_us    # silence after which a partial frame is dropped (0: never)
+        self.t_mark = 0         # caller's ticks_us of the last read that returned bytes
+        self.stale = 0          # buf[0:stale] arrived before a silence longer than gap_us
         self.frames = 0
         self.frame_bytes = 0
         self.crc_errors = 0
         self.length_errors = 0
         self.garbage_bytes = 0
+        self.timeouts = 0       # partial frames dropped: their bytes stopped arriving, or reset() with one held
         self.bytes_in = 0
 
     def pending(self):
         return self.n - self.consumed
 
     def reset(self):
-        """Drop a pending partial frame (counted as garbage); counters are kept."""
+        """Drop a pending partial frame (its bytes counted as garbage, the frame in timeouts: its sender went away,
+        e.g. a new connection); counters are kept."""
         self._drop(self.consumed)
         self.consumed = 0
-        self.garbage_bytes = _count(self.garbage_bytes, self.n)
+        if self.n:
+            self.garbage_bytes = _count(self.garbage_bytes, self.n)
+            self.timeouts = _count(self.timeouts, 1)
         self.n = 0
+        self.stale = 0
+
+    def mark(self, now):
+        """A read returned bytes at now (the caller's ticks_us): the line is alive."""
+        self.t_mark = now
+
+    def expire(self, now):
+        """A read returned nothing at now (ticks_us): after a silence longer than gap_us the held partial frames
+        are dropped (timeouts). -> the command of a complete frame that was held behind one, or -1 (then poll()
+        for more, as after feed_byte)."""
+        if self.consumed:
+            self._drop(self.consumed)
+            self.consumed = 0
+        if self.n == 0 or self.gap_us <= 0 or ((now - self.t_mark) & _TICKS_MASK) <= self.gap_us:
+            return -1
+        self.stale = self.n
+        return self.poll()
 
     def _drop(self, k):
         # Shift buf[k:n] down to buf[0:] in place (a slice copy would allocate).
@@ -248,6 +302,14 @@ class Parser:
             buf[i - k] = buf[i]
             i += 1
         self.n = n - k
+        st = self.stale
+        self.stale = st - k if st > k else 0
+
+    def _timed_out(self):
+        # a held candidate that needs bytes from after the silence: its sender stopped mid-frame
+        self.timeouts = _count(self.timeouts, 1)
+        self.garbage_bytes = _count(self.garbage_bytes, 1)
+        self._drop(1)
 
     def poll(self):
         """Scan the held bytes for a complete frame without adding input; cmd or -1."""
@@ -266,6 +328,9 @@ class Parser:
                 self._drop(j)
                 continue
             if n < 2:
+                if self.stale:
+                    self._timed_out()
+                    continue
                 return -1
             ln = buf[1]
             if ln < 1 or ln > MAX_LEN:
@@ -274,6 +339,9 @@ class Parser:
                 self._drop(1)
                 continue
             total = ln + OVERHEAD
+            if self.stale and total > self.stale:
+                self._timed_out()
+                continue
             if n < total:
                 return -1
             crc = crc16(buf, 0xFFFF, 1, total - 2)
@@ -341,8 +409,8 @@ Q15 = const(32768)              # duty 1.0 on the wire (telemetry output and int
 DIAG_FIELDS = (
     ("period_min_us", "I"), ("period_max_us", "I"), ("exec_max_us", "I"), ("exec_avg_us", "I"),
     ("overruns", "I"), ("frames_ok", "I"), ("crc_errors", "I"), ("length_errors", "I"),
-    ("garbage_bytes", "I"), ("nacks", "I"), ("deadman_trips", "I"), ("fault_code", "B"), ("uptime_ms", "I"),
-    ("free_heap", "I"), ("reset_cause", "B"), ("flags", "B"),
+    ("garbage_bytes", "I"), ("frame_timeouts", "I"), ("nacks", "I"), ("deadman_trips", "I"), ("fault_code", "B"),
+    ("uptime_ms", "I"), ("free_heap", "I"), ("reset_cause", "B"), ("flags", "B"),
 )
 FMT_DIAG = "<" + "".join(t for _, t in DIAG_FIELDS)
 

@@ -1,5 +1,6 @@
 # TCP for the virtual board (MicroPython unix port): the serial link's transport (one client at a time, a
-# reconnect works) and the sim control endpoint (JSON lines, one request one reply, several clients).
+# reconnect works, a second client is told it is busy) and the sim control endpoint (JSON lines, one request one
+# reply, several clients).
 # Everything is non-blocking and polled from the virtual board's main loop.
 import errno
 import json
@@ -7,6 +8,7 @@ import os
 import select
 import socket
 import sys
+import time
 
 IPPROTO_TCP = 6
 TCP_NODELAY = 1
@@ -91,6 +93,14 @@ def _readable(poller):
     return bool(poller.poll(0))
 
 
+def _recv(conn, n):
+    """Up to n bytes from conn; b"" when the peer closed or the socket failed (both end the connection)."""
+    try:
+        return conn.recv(n)
+    except OSError:
+        return b""
+
+
 def _tune(conn):
     conn.setblocking(False)
     try:
@@ -104,12 +114,18 @@ class LinkServer:
     """The serial line's far end as a TCP server: the transport of hal.sim.PacedLink.
 
     recv() -> bytes or None, send(data); `generation` changes whenever a new client is accepted. One client at a
-    time: the next one waits in the backlog and is accepted when the current one disconnects.
+    time, as a serial port: a client that connects while another one holds the line gets busy_frame (the
+    protocol's NACK_BUSY) at once and again for every chunk it sends, and is closed when it closes or after
+    BUSY_HOLD_MS (not at once: a client reading a reply together with the end of the stream would lose the reply).
+    The line is free again when the current client disconnects.
     """
 
-    def __init__(self, host, port):
+    BUSY_HOLD_MS = 3000
+    BUSY_MAX = 4                # second clients kept at once (the oldest is closed first)
+
+    def __init__(self, host, port, busy_frame=b""):
         self.host = host
-        self.sock, self.port = listen(host, port)
+        self.sock, self.port = listen(host, port, backlog=4)
         self._lpoll = select.poll()
         self._lpoll.register(self.sock, select.POLLIN)
         self.conn = None
@@ -117,6 +133,9 @@ class LinkServer:
         self.generation = 0
         self.clients = 0
         self.disconnects = 0
+        self.busy_frame = bytes(busy_frame)
+        self.busy = []              # [socket, poller, ticks_ms deadline] of clients told the line is busy
+        self.busy_rejects = 0
 
     @property
     def url(self):
@@ -125,17 +144,24 @@ class LinkServer:
     def connected(self):
         return self.conn is not None
 
-    def _accept(self):
+    def _take(self):
+        """The next waiting client (tuned) and a poller on it, or None when nobody waits."""
         if not _readable(self._lpoll):
-            return
+            return None
         try:
             conn, _ = self.sock.accept()
         except OSError:
-            return
+            return None
         _tune(conn)
-        self.conn = conn
-        self._cpoll = select.poll()
-        self._cpoll.register(conn, select.POLLIN)
+        poller = select.poll()
+        poller.register(conn, select.POLLIN)
+        return conn, poller
+
+    def _accept(self):
+        got = self._take()
+        if got is None:
+            return
+        self.conn, self._cpoll = got
         self.generation += 1
         self.clients += 1
 
@@ -149,18 +175,61 @@ class LinkServer:
             self._cpoll = None
             self.disconnects += 1
 
+    def _reject_waiting(self):
+        """A client waiting while the line is held is told it is busy (unless the holder is leaving: a client
+        that closed and reconnected sends its FIN before the new SYN, so the holder is readable then)."""
+        if self.conn is None or self._cpoll.poll(0):
+            return
+        got = self._take()
+        if got is None:
+            return
+        conn, poller = got
+        self.busy_rejects += 1
+        if len(self.busy) >= self.BUSY_MAX:
+            self._close_busy(0)
+        self.busy.append([conn, poller, time.ticks_add(time.ticks_ms(), self.BUSY_HOLD_MS)])
+        self._tell_busy(conn)
+
+    def _tell_busy(self, conn):
+        try:
+            conn.send(self.busy_frame)
+        except OSError:
+            pass
+
+    def _close_busy(self, i):
+        ent = self.busy.pop(i)
+        try:
+            ent[0].close()
+        except OSError:
+            pass
+
+    def _serve_busy(self):
+        now = time.ticks_ms()
+        i = 0
+        while i < len(self.busy):
+            conn, poller, deadline = self.busy[i]
+            if time.ticks_diff(deadline, now) <= 0:
+                self._close_busy(i)
+                continue
+            if poller.poll(0):
+                if not _recv(conn, 256):
+                    self._close_busy(i)
+                    continue
+                self._tell_busy(conn)
+            i += 1
+
     def recv(self):
+        if self.busy:
+            self._serve_busy()
         if self.conn is None:
             self._accept()
             if self.conn is None:
                 return None
         ev = self._cpoll.poll(0)
         if not ev:
+            self._reject_waiting()
             return None
-        try:
-            data = self.conn.recv(4096)
-        except OSError:
-            data = b""
+        data = _recv(self.conn, 4096)
         if not data:
             # the client closed (or died): wait for the next one
             self.drop()
@@ -188,6 +257,8 @@ class LinkServer:
 
     def close(self):
         self.drop()
+        while self.busy:
+            self._close_busy(0)
         self.sock.close()
 
 
@@ -248,10 +319,7 @@ class ControlServer:
 
     def _read(self, fd, ent):
         conn, buf = ent
-        try:
-            data = conn.recv(4096)
-        except OSError:
-            data = b""
+        data = _recv(conn, 4096)
         if not data:
             self._close(fd)
             return 0

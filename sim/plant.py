@@ -218,7 +218,9 @@ class Plant:
         self.stalled_l = False
         self.stalled_r = False
         self.lifted = False
-        self.encoder_drop = 0.0
+        self.encoder_drop = 0.0  # the larger of the two wheels' rates (reports)
+        self.drop_l = 0.0        # share of each wheel's encoder counts lost
+        self.drop_r = 0.0
         self.push_l = 0.0        # external torque on the wheel, N m (a hand turning it)
         self.push_r = 0.0
         self.push_until = -1.0   # sim time the push ends; < 0: until changed
@@ -251,7 +253,16 @@ class Plant:
             self.wz = 0.0
 
     def set_encoder_drop(self, rate):
-        self.encoder_drop = _clamp(float(rate), 0.0, 1.0)
+        self.set_encoder_drop_wheel("both", rate)
+
+    def set_encoder_drop_wheel(self, wheel, rate):
+        """A half-dead encoder on wheel 'left'|'right'|'both': that share of its counts is lost."""
+        r = _clamp(float(rate), 0.0, 1.0)
+        if wheel in ("left", "both"):
+            self.drop_l = r
+        if wheel in ("right", "both"):
+            self.drop_r = r
+        self.encoder_drop = max(self.drop_l, self.drop_r)
 
     def set_battery(self, volts):
         self.battery_v = float(volts)
@@ -388,7 +399,7 @@ class Plant:
         delta = fl - self.floor_l
         self.floor_l = fl
         if delta:
-            self.count_l += delta - self._lost(delta)
+            self.count_l += delta - self._lost(delta, self.drop_l)
             self.edge_period_l = _edge_period_us(self.w_l, k)
             self.edge_age_l = 0.0
         else:
@@ -401,7 +412,7 @@ class Plant:
         delta = fr - self.floor_r
         self.floor_r = fr
         if delta:
-            self.count_r += delta - self._lost(delta)
+            self.count_r += delta - self._lost(delta, self.drop_r)
             self.edge_period_r = _edge_period_us(self.w_r, k)
             self.edge_age_r = 0.0
         else:
@@ -409,9 +420,8 @@ class Plant:
             if self.edge_age_r > 0.2:
                 self.edge_period_r = 0
 
-    def _lost(self, delta):
-        """How many of delta counts the encoder drops (signed like delta), at the encoder_drop rate."""
-        rate = self.encoder_drop
+    def _lost(self, delta, rate):
+        """How many of delta counts the encoder drops (signed like delta), at that rate."""
         if rate <= 0.0:
             return 0
         n = abs(delta)
@@ -454,6 +464,7 @@ class Plant:
             "duty_left": self.duty_l, "duty_right": self.duty_r, "battery_v": self.battery_v,
             "counts_left": self.count_l, "counts_right": self.count_r, "lost_counts": self.lost_counts,
             "stalled_left": self.stalled_l, "stalled_right": self.stalled_r, "lifted": self.lifted,
-            "encoder_drop": self.encoder_drop, "push_left": self.push_l, "push_right": self.push_r,
+            "encoder_drop": self.encoder_drop, "encoder_drop_left": self.drop_l, "encoder_drop_right": self.drop_r,
+            "push_left": self.push_l, "push_right": self.push_r,
             "steps": self.steps,
         }

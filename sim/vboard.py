@@ -28,7 +28,8 @@ from shared import protocol  # noqa: E402
 USAGE = ("usage: vboard.py [--listen HOST:PORT] [--control HOST:PORT] [--baud N] [--robot FILE] [--board FILE] "
          "[--params FILE] [--seed N] [--repl] [--app MODULE]")
 WHEELS = ("left", "right", "both")
-FAULT_KINDS = ("cut_link", "corrupt", "garbage", "stall", "lift", "encoder_drop", "battery", "freeze_control")
+FAULT_KINDS = ("cut_link", "corrupt", "garbage", "inject", "stall", "lift", "encoder_drop", "battery",
+               "freeze_control")
 COMMANDS = ("truth", "fault", "push", "reset", "stats", "ping")
 
 
@@ -104,7 +105,9 @@ class VirtualBoard:
         self.rng = plant_mod.Rng((self.plant.seed * 2654435761 + 12345) & 0xFFFFFFFF)
         self.plant_lock = _thread.allocate_lock()
         # REPL mode: the REPL owns the console and the firmware runs without its link (tuning.start())
-        self.link_server = None if opts["repl"] else net.LinkServer(*net.parse_hostport(opts["listen"], "--listen"))
+        self.link_server = None if opts["repl"] else net.LinkServer(
+            *net.parse_hostport(opts["listen"], "--listen"),
+            busy_frame=protocol.pack_nack(protocol.HELLO, protocol.NACK_BUSY))
         import hal.sim
         self.link = hal.sim.PacedLink(self.link_server, baud=opts["baud"], rng=self.rng)
         self.tuner = None
@@ -349,6 +352,18 @@ class VirtualBoard:
             n = int(_number(req, "n", 0, 100000))
             link.inject(bytes(self.rng.next32() & 0xFF for _ in range(n)))
             return {"ok": True, "kind": kind, "n": n}
+        if kind == "inject":
+            # exact bytes toward the board, e.g. "aa40": a sync byte and a length, the start of a frame that never
+            # ends (what a client that died mid-frame leaves on the line)
+            text = req.get("hex")
+            if not isinstance(text, str) or len(text) % 2 or len(text) > 2000:
+                raise ValueError("'hex' must be an even-length hex string of at most 1000 bytes, got %r" % (text,))
+            try:
+                data = bytes(int(text[i:i + 2], 16) for i in range(0, len(text), 2))
+            except ValueError:
+                raise ValueError("'hex' must hold hex digits only, got %r" % (text,)) from None
+            link.inject(data)
+            return {"ok": True, "kind": kind, "n": len(data)}
         if kind == "stall":
             wheel = _wheel(req)
             on = _bool(req, "on")
@@ -362,9 +377,10 @@ class VirtualBoard:
             return {"ok": True, "kind": kind, "on": on}
         if kind == "encoder_drop":
             rate = _number(req, "rate", 0.0, 1.0)
+            wheel = _wheel(req)
             with self.plant_lock:
-                p.set_encoder_drop(rate)
-            return {"ok": True, "kind": kind, "rate": rate}
+                p.set_encoder_drop_wheel(wheel, rate)
+            return {"ok": True, "kind": kind, "wheel": wheel, "rate": rate}
         if kind == "battery":
             volts = _number(req, "volts", 0.0, 60.0)
             with self.plant_lock:
@@ -385,6 +401,7 @@ class VirtualBoard:
                "last_error": self.last_error, "link_stopped": self.link_stopped, "link_stops": self.link_stops,
                "uptime_s": time.ticks_diff(time.ticks_ms(), self.t_start) / 1000.0,
                "link_clients": self.link_server.clients, "link_connected": self.link_server.connected(),
+               "link_busy_rejects": self.link_server.busy_rejects,
                "cut_link": self.link.cut, "corrupt_rate": self.link.corrupt_rate, "sim_time": self.plant.t,
                "free_heap": gc.mem_free(), "main_gap_max_us": self.main_gap_max_us,
                "service_max_us": self.service_max_us}

@@ -158,17 +158,17 @@ def test_invalid_robot_file_names_key_and_reason(sim, tmp_path):
     _no_traceback(r)
 
 
-def test_corrupt_robot_file_falls_back_to_defaults_and_says_so(sim, tmp_path):
+def test_corrupt_robot_file_is_an_error_not_the_defaults(sim, tmp_path):
+    # it used to fall back to the built-in defaults with a warning (and drive on them): now it stops
     corrupt = tmp_path / "robot.yaml"
     corrupt.write_bytes(b"\xff\xfe\x00garbage: [unclosed\n")
     r = run_cli("params", "get", "kp", "--port", sim.url, "--config", corrupt)
-    assert r.returncode == 0, r.stderr
-    assert f"warning: robot file {corrupt} is corrupt: not UTF-8 text" in r.stderr
-    assert "using the built-in defaults" in r.stderr and r.stdout.startswith("kp = 0.04")
+    assert r.returncode == 7 and f"invalid robot file: {corrupt} is not UTF-8 text" in r.stderr
     broken = tmp_path / "robot.toml"
     broken.write_text("wheel_radius = = 3\n")
     r = run_cli("params", "get", "kp", "--port", sim.url, "--config", broken)
-    assert r.returncode == 0 and "is corrupt: not valid TOML" in r.stderr
+    assert r.returncode == 7 and "is not valid TOML" in r.stderr
+    _no_traceback(r)
 
 
 def _scripted_drive(sim, tmp_path, script_text: str) -> subprocess.Popen:

@@ -147,10 +147,10 @@ def test_robot_file_edit_toml_goes_before_the_first_table(tmp_path):
 
 def test_robot_file_edit_refuses_what_it_cannot_place_and_writes_nothing(tmp_path):
     p = tmp_path / "ddc.yaml"
-    original = "diff_drive:\n  ros__parameters:\n    wheel_radius: 0.03\n"
+    original = "diff_drive:\n  ros__parameters:\n    wheel_radius: 0.03\n    wheel_separation: 0.2\n"
     p.write_text(original)
-    with pytest.raises(BadValue, match="set wheel_separation = 0.2 by hand"):
-        robotfile.update_values(p, {"wheel_separation": 0.2})
+    with pytest.raises(BadValue, match="set wheel_separation_multiplier = 1.01 by hand"):
+        robotfile.update_values(p, {"wheel_separation_multiplier": 1.01})
     assert p.read_text() == original
     bad = tmp_path / "bad.yaml"
     bad.write_text("wheel_separation: -1\n")

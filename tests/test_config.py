@@ -32,7 +32,8 @@ def test_round_trip_and_dotted_equals_nested():
 
 def test_diff_drive_controller_layout_and_nan_unlimited():
     c = RobotConfig.from_dict({"diff_drive": {"ros__parameters": {
-        "wheel_separation": 0.3, "linear": {"x": {"max_velocity": float("nan"), "max_acceleration": 1.5}}}}})
+        "wheel_separation": 0.3, "wheel_radius": 0.05,
+        "linear": {"x": {"max_velocity": float("nan"), "max_acceleration": 1.5}}}}})
     assert c.wheel_separation == 0.3 and c.linear.max_velocity is None and c.linear.max_acceleration == 1.5
 
 
@@ -114,8 +115,6 @@ def test_bad_files(tmp_path):
     lst.write_text("- 1\n- 2\n")
     with pytest.raises(BadValue, match="mapping"):
         RobotConfig.load(lst)
-    cfg, warning = RobotConfig.load_or_default(broken)
-    assert cfg == RobotConfig() and "defaults" in warning and str(broken) in warning
     empty = tmp_path / "empty.yaml"
     empty.write_text("")
-    assert RobotConfig.load_or_default(empty) == (RobotConfig(source=str(empty)), None)
+    assert RobotConfig.load(empty) == RobotConfig(source=str(empty))

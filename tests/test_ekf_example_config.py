@@ -1,6 +1,6 @@
 """docs/examples/ekf.yaml on the motion this robot really makes: a spin in place with the drive controller's
 ramps. With robot_localization's default process noise (vyaw 0.02 per s) the Mahalanobis gate of 6 rejected about
-half the odometry twists while the spin accelerated (the BRIEF §9 trap: too low a threshold, or too little
+half the odometry twists while the spin accelerated (the classic trap: too low a threshold, or too little
 process noise, rejects real manoeuvres) and the fused heading ended 2.9 rad off. The example's process noise is
 sized from the robot's acceleration limits instead; this test keeps it honest."""
 import math

@@ -113,8 +113,13 @@ def test_gaps_missing_config_and_deprecated_names_are_warned():
     ({"odom0": 5}, "odom0"),
     ({"odom0": "o", "odom0_config": VEC, "odom0_pose_rejection_threshold": -1.0}, "odom0_pose_rejection_threshold"),
     ({"initial_state": [0.0] * 3}, "initial_state"),
-    ({"odom_frame": 3}, "odom_frame must be a string, not 3"),
-    ({"smooth_lagged_data": 1}, "smooth_lagged_data must be true or false, not 1"),
+    ({"odom_frame": 3}, "x.yaml: odom_frame: expected a string, got 3"),
+    ({"smooth_lagged_data": 1}, "x.yaml: smooth_lagged_data: expected true/false, got 1"),
+    ({"two_d_mode": "yes"}, "x.yaml: two_d_mode: expected true/false, got 'yes'"),
+    ({"odom0": "o", "odom0_config": [False] * 3 + ["yes"] + [False] * 11}, "x.yaml: odom0_config[3]: expected "
+                                                                           "true/false, got 'yes'"),
+    ({"process_noise_covariance": [0.1] * 14 + ["1e-9x"]}, "process_noise_covariance[14]: expected a number, "
+                                                           "got '1e-9x'"),
 ])
 def test_wrong_types_are_clear_errors(params, key):
     with pytest.raises(ConfigError) as e:

@@ -152,9 +152,13 @@ def test_bad_input_is_a_message_and_an_exit_code(recording, case):
         proc = run_fuse(path, "--config", bad, "--out", out)
         assert proc.returncode == 7 and "not valid YAML" in proc.stderr
     elif case == "type":
-        bad = config_file(d, "type.yaml", extra="frequency: fast\n")
+        bad = config_file(d, "type.yaml", extra="gravitational_acceleration: fast\n")
         proc = run_fuse(path, "--config", bad, "--out", out)
-        assert proc.returncode == 7 and "frequency must be a number" in proc.stderr
+        assert proc.returncode == 7
+        assert "ekf_filter_node: gravitational_acceleration: expected a number, got 'fast' (line 19)" in proc.stderr
+        twice = config_file(d, "twice.yaml", extra="frequency: 50.0\n")          # frequency is set above too
+        proc = run_fuse(path, "--config", twice, "--out", out)
+        assert proc.returncode == 7 and "duplicate key 'frequency' (line 3 and line 19)" in proc.stderr
     elif case == "topic_type":
         bad = config_file(d, "swap.yaml", extra="twist0: imu\ntwist0_config: [false, false, false, false, false, "
                                                 "false, true, false, false, false, false, false, false, false, "

@@ -21,6 +21,8 @@ DOC = (ROOT / "docs" / "protocol.md").read_text()
 WIRE_FINGERPRINTS = {
     1: "a8b17d20ad4b1bfc7e6ea6edc662fd03b0ca8c8a91a74a3c395839ad460b7834",
     2: "8a732d5cd12bb52436cbec53f7d65ac73b35d20a694a7973b076ca3fa4629e95",   # STOP_LINK, STOP_LINK_ACK
+    # FAULT_ENCODER_LEFT/RIGHT, NACK_BUSY, DIAG frame_timeouts, the frame gap (FRAME_GAP_*)
+    3: "3ec9af07d75fb1be09d7642bc773f8fea179581af0e442b9cb3c7ee03bc6716a",
 }
 
 

@@ -2,8 +2,9 @@
 is the one place where rad and rad/s become counts and counts/s.
 
 Lifecycle: configure() (open, HELLO: protocol version and parameter schema must match) -> activate() (zero
-commands, zero encoders, enable) -> read()/write() once per loop period -> deactivate() (zero, disable) ->
-cleanup() (close). As a context manager it configures on entry and always leaves the board disabled on exit.
+commands, zero encoders, enable) -> read()/write() once per loop period -> deactivate() (command zero, let the
+board's acceleration ramp brake the wheels to rest, then disable; bounded in time) -> cleanup() (close). As a
+context manager it configures on entry and always leaves the board disabled on exit.
 
 One exchange per cycle (BRIEF §11 "update_rate vs serial budget"): write() sends SET_VEL and returns at once; the
 board answers with STATE, and the next read() returns that STATE. In a 100 Hz loop the reply has long arrived
@@ -93,6 +94,9 @@ def fault_text(code: int) -> str:
 
 _OPTIONS = {"counts_per_rev", "max_misses", "margin", "clock_sync", "sim", "link", "telemetry_queue"}
 
+REST_SPEED = 0.25           # rad/s: both wheels below this (the board's estimate, twice in a row) are at rest
+BRAKE_MARGIN_S = 0.25       # on top of the braking time max_wheel_speed / max_accel: filter lag, round trips
+
 
 class Board:
     """Board(port, baud=115200, config=None, **options). port: any pyserial URL or "sim" (a private virtual
@@ -135,6 +139,9 @@ class Board:
         self._active_since = 0.0            # host time of the last activate()
         self._asked = False                 # write() was called since the last read()
         self._undelivered = False           # a state from activate()/reconnect() not yet returned by read()
+        self._ramp: tuple[float, float, float] | None = None    # the board's max_wheel_speed (rad/s), max_accel
+        #                                                           (rad/s^2), deadman_ms (s): the braking bound
+        self.last_stop: dict | None = None  # how the last deactivate() stopped (seconds, braked, ...)
 
     # ---- lifecycle ----
     def configure(self) -> BoardInfo:
@@ -185,6 +192,7 @@ class Board:
     def activate(self) -> BoardState:
         """Zero the command, zero the encoders, enable; returns the first STATE. BoardFault if FAULT is latched."""
         self._require(configured=True)
+        self._read_ramp()
         self._exchange_zero(tolerate_nack=True)     # a stale setpoint must never be executed on enable
         # The board answers in order: a STATE that comes before ZERO_ACK or ENABLE_ACK answers a SET_VEL sent
         # earlier (possibly by someone else just before) and carries positions from before the zero: drop it, so
@@ -414,25 +422,92 @@ class Board:
         self._pending = (now, now + wait)
 
     def deactivate(self) -> None:
-        """Send zero and disable (both tried even if one fails); raises if the board never acknowledged."""
+        """Stop braked, then disable: command zero and let the board's acceleration ramp bring the wheels to rest
+        (both STATE velocities below REST_SPEED twice in a row) before cutting the outputs, so a robot stopped at
+        speed (Ctrl-C, an error, a lost link) is braked along its path instead of coasting or skidding on locked
+        wheels. Bounded (braking_bound()): the board's deadman_ms + max_wheel_speed / max_accel + BRAKE_MARGIN_S,
+        then disable anyway. While replies are missing (a failing link) it keeps commanding zero until the bound:
+        the board's own deadman ramps the same way once SET_VELs stop reaching it, and a disable that got through
+        before that ramp is done would cut it short. An exception
+        during the stop (a second Ctrl-C) disables at once. Raises LinkLost if the board never acknowledged the
+        disable. last_stop tells how it went."""
         problems = []
-        if self.link is not None and self.link.is_open:
-            try:
-                self._exchange_zero(tolerate_nack=True)
-            except UserError as e:
-                problems.append(str(e))
-            try:
-                self.link.request(P.pack_enable(False), P.ENABLE_ACK)
-                problems = []   # disabled: that is what matters
-            except UserError as e:
-                problems.append(str(e))
-        else:
-            problems.append("the port is closed")
-        self.active = False
-        self._pending = None
+        self.last_stop = None
+        try:
+            if self.link is not None and self.link.is_open:
+                try:
+                    self.last_stop = self._brake()
+                except UserError as e:
+                    problems.append(str(e))
+            else:
+                problems.append("the port is closed")
+        finally:
+            # also on KeyboardInterrupt/SystemExit inside the stop: the outputs go off now
+            if self.link is not None and self.link.is_open:
+                try:
+                    self.link.request(P.pack_enable(False), P.ENABLE_ACK)
+                    problems = []   # disabled: that is what matters
+                except UserError as e:
+                    problems.append(str(e))
+            self.active = False
+            self._pending = None
         if problems:
             raise LinkLost("could not confirm the board is disabled: " + "; ".join(problems)
                            + " (its deadman stops the motors on its own)")
+
+    def braking_bound(self) -> float:
+        """Seconds deactivate() waits at most for the wheels to come to rest: the board's deadman delay (when the
+        host's zero commands do not reach it, its deadman starts the ramp that late) plus its ramp from the top
+        speed, plus BRAKE_MARGIN_S."""
+        top, acc, deadman = self._ramp if self._ramp is not None else _table_ramp()
+        return deadman + top / acc + BRAKE_MARGIN_S
+
+    def _read_ramp(self) -> None:
+        # the board's own top speed, ramp and deadman, for the braking bound (the table's defaults if it does not
+        # answer)
+        try:
+            self._ramp = (float(self.get_param("max_wheel_speed")), float(self.get_param("max_accel")),
+                          self.get_param("deadman_ms") / 1000.0)
+        except UserError:
+            self._ramp = None
+
+    def _brake(self) -> dict:
+        """SET_VEL 0 once per loop period until both wheels are at rest or the bound passed. -> last_stop."""
+        t0 = time.monotonic()
+        bound = self.braking_bound()
+        period = min(self.config.period, 0.02)
+        speed0 = None
+        rest = 0
+        replies = 0
+        while True:
+            try:
+                payload = self.link.request(P.pack_set_vel(0, 0), P.STATE)
+            except NoReplyError:
+                payload = None      # keep commanding zero: the board brakes on its deadman anyway
+            except NackError:
+                payload = None
+            now = time.monotonic()
+            if payload is not None:
+                replies += 1
+                state = self._accept_state(payload, now, check=False)
+                fastest = max(abs(state.velocity[0]), abs(state.velocity[1]))
+                if speed0 is None:
+                    speed0 = fastest
+                if not state.status & P.ST_ENABLED:
+                    return self._stopped(t0, now, speed0, replies, "the board had turned its outputs off")
+                rest = rest + 1 if fastest < REST_SPEED else 0
+                if rest >= 2:
+                    return self._stopped(t0, now, speed0, replies, "at rest")
+            else:
+                rest = 0
+            if now - t0 >= bound:
+                return self._stopped(t0, now, speed0, replies, f"not confirmed at rest within {bound:.2f} s")
+            time.sleep(max(0.0, period - (time.monotonic() - now)))
+
+    def _stopped(self, t0: float, now: float, speed0: float | None, replies: int, how: str) -> dict:
+        self._pending = None
+        return {"seconds": now - t0, "braked": how == "at rest", "how": how, "speed_rad_s": speed0,
+                "replies": replies}
 
     def cleanup(self) -> None:
         if self.link is not None:
@@ -508,7 +583,18 @@ class Board:
                 raise BadValue(f"the board rejected {name}={value}: allowed [{p[PARAMS.MIN]}, {p[PARAMS.MAX]}] "
                                f"{p[PARAMS.UNIT]}") from None
             raise
-        return P.unpack_param_value(payload)[1]
+        applied = P.unpack_param_value(payload)[1]
+        if name in ("max_wheel_speed", "max_accel", "deadman_ms") and self._ramp is not None:
+            # the braking bound of deactivate() follows the board's ramp and deadman
+            top, acc, deadman = self._ramp
+            if name == "max_wheel_speed":
+                top = float(applied)
+            elif name == "max_accel":
+                acc = float(applied)
+            else:
+                deadman = applied / 1000.0
+            self._ramp = (top, acc, deadman)
+        return applied
 
     def save_params(self) -> None:
         self._require(configured=True)
@@ -598,6 +684,11 @@ class Board:
         return {"cycles": self.cycles, "misses": self.misses, "total_misses": self.total_misses,
                 "late_replies": self.late_replies,
                 "epoch": self.epoch, "link": self.link.stats() if self.link else None}
+
+
+def _table_ramp() -> tuple[float, float, float]:
+    d = PARAMS.defaults()
+    return float(d["max_wheel_speed"]), float(d["max_accel"]), d["deadman_ms"] / 1000.0
 
 
 def _param(name: str):

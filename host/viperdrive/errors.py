@@ -28,6 +28,10 @@ class PortError(UserError):
     exit_code = EXIT_PORT
 
 
+class BoardBusy(PortError):
+    """Another client holds the board's link (the virtual board serves one link client at a time)."""
+
+
 class NoReplyError(UserError):
     exit_code = EXIT_NO_REPLY
 

@@ -335,8 +335,11 @@ def _odometry_dict(t, state, P, frame, child):
 
 
 def fuse(input_path, config: FilterConfig, out_csv, mcap_out=None,
-         progress: Callable[[int, int | None], None] | None = None, uncertainty_limit: float = 1.0) -> FuseSummary:
-    """Run the filter over an MCAP file; write the CSV (and optionally an MCAP of nav_msgs/Odometry)."""
+         progress: Callable[[int, int | None], None] | None = None, uncertainty_limit: float = 1.0,
+         observer=None) -> FuseSummary:
+    """Run the filter over an MCAP file; write the CSV (and optionally an MCAP of nav_msgs/Odometry). `observer`
+    (e.g. viperdrive.lint.RecordingScan) sees every decoded sensor message, message(name, kind, msg, stamp), and
+    the static transforms at the end, static(frames): what the config lint checks, without a second pass."""
     path = Path(input_path)
     outputs = [Path(o) for o in (out_csv, mcap_out) if o is not None]
     if len(outputs) == 2 and outputs[0].resolve() == outputs[1].resolve():
@@ -349,7 +352,12 @@ def fuse(input_path, config: FilterConfig, out_csv, mcap_out=None,
             raise FuseError(f"{o}: is the parameter file; choose another output file")
     f, reader, summary, damaged = _open_reader(path)
     try:
-        return _Fusion(path, config, reader, summary, damaged, progress, uncertainty_limit).run(out_csv, mcap_out)
+        fusion = _Fusion(path, config, reader, summary, damaged, progress, uncertainty_limit)
+        fusion.observer = observer
+        result = fusion.run(out_csv, mcap_out)
+        if observer is not None:
+            observer.static(fusion.frames)
+        return result
     finally:
         f.close()
 
@@ -357,6 +365,7 @@ def fuse(input_path, config: FilterConfig, out_csv, mcap_out=None,
 class _Fusion:
     def __init__(self, path, config: FilterConfig, reader, summary, damaged, progress, uncertainty_limit):
         self.path, self.config, self.reader, self.progress = path, config, reader, progress
+        self.observer = None
         self.damaged = bool(damaged)
         self.result = result = FuseSummary(input=str(path), uncertainty_limit=uncertainty_limit)
         result.config_notes = config.notes()
@@ -553,6 +562,8 @@ class _Fusion:
                 else:
                     self._count_gap(tally, gap, self.timeouts[name])
             last_stamp[name] = t
+            if self.observer is not None:
+                self.observer.message(name, inp.cfg.kind, decoded, t)
             if self.result.start is None or t < self.result.start:
                 self.result.start = t
             self.offset = min(self.offset, log_t - t)

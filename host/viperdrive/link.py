@@ -8,6 +8,10 @@
   baud rate and both frame sizes plus a margin for the board's slow-task period. Frames that arrive meanwhile
   (STATE, TELEMETRY_DATA) are kept for poll(), never dropped silently.
 - Counters (stats()): frames, CRC/length errors, garbage bytes, resyncs, timeouts, NACKs, round-trip percentiles.
+- A partial frame whose bytes stopped arriving for longer than the frame gap (protocol.frame_gap_us at the baud,
+  at least HOST_FRAME_GAP_MIN_US) is dropped and counted (frame_timeouts): a board that reset mid-frame cannot
+  hold back the frames that follow.
+- A NACK_BUSY from the far end (the virtual board's answer to a second client) raises BoardBusy at once.
 - Clock sync through TIME (sync_clock()): NTP-style offset, drift by regression over bursts, u32 wrap handled, so
   board_to_host() maps a board ticks_us stamp to time.monotonic().
 - reconnect(): after the port disappears (USB re-plug) wait for it to come back and reopen cleanly.
@@ -26,7 +30,7 @@ import time
 
 import serial
 
-from .errors import LinkLost, NoReplyError, PortError, UserError
+from .errors import BoardBusy, LinkLost, NoReplyError, PortError, UserError
 from .stats import percentile
 from viperdrive.shared import protocol as P
 
@@ -47,6 +51,13 @@ REPLY_SIZES = {
 }
 # Extra time some commands need on the board itself (s): saving parameters writes flash.
 COMMAND_EXTRA_S = {P.SAVE_PARAMS: 1.0, P.HELLO: 0.1}
+# The host sees bytes through USB and the OS: a USB-serial adapter holds a partial packet for its latency timer
+# (16 ms by default on FTDI chips), and the virtual board is a process a loaded machine deschedules for tens of ms
+# (48 ms seen), so a frame may reach the host in two pieces that far apart. 100 ms is longer than the host loop's
+# miss budget (6 cycles at 100 Hz = 60 ms): a frame that was only delayed is never dropped before the loop would
+# have given up on it anyway, and what the gap is for (a board that reset mid-frame takes 0.5 s or more to speak
+# again) is still caught.
+HOST_FRAME_GAP_MIN_US = 100000
 
 
 class NackError(UserError):
@@ -70,7 +81,7 @@ class Link:
         self.exclusive = exclusive
         self._ser = None
         self._lock = threading.RLock()
-        self.parser = P.Parser()
+        self.parser = P.Parser(P.frame_gap_us(self.baud, HOST_FRAME_GAP_MIN_US))
         self._inbox: collections.deque = collections.deque()
         self._inbox_size = inbox_size
         self._rtts: collections.deque = collections.deque(maxlen=2000)
@@ -199,24 +210,35 @@ class Link:
             data = self._ser.read(65536)
         except (serial.SerialException, OSError) as e:
             raise self._lost(e, "reading") from None
-        if not data:
-            return []
-        self.counts["bytes_rx"] += len(data)
         p = self.parser
-        out = []
-        buf = p.buf
+        out: list[tuple[int, bytes]] = []
+        now = int(time.monotonic() * 1e6)
+        if not data:
+            # nothing arrived since the last read: a partial frame older than the frame gap is dropped
+            self._collect(p.expire(now), out)
+            return out
+        p.mark(now)
+        self.counts["bytes_rx"] += len(data)
         for b in data:
-            cmd = p.feed_byte(b)
-            while cmd >= 0:
-                # a frame after discarded bytes: the parser lost sync and found it again
-                if p.garbage_bytes > self._garbage_at_frame:
-                    self.counts["resyncs"] += 1
-                self._garbage_at_frame = p.garbage_bytes
-                if cmd == P.NACK:
-                    self.counts["nacks"] += 1
-                out.append((cmd, bytes(buf[3:3 + p.payload_len])))
-                cmd = p.poll()
+            self._collect(p.feed_byte(b), out)
         return out
+
+    def _collect(self, cmd: int, out: list) -> None:
+        # the frame cmd completed and every further one the parser holds; caller holds the lock
+        p = self.parser
+        while cmd >= 0:
+            # a frame after discarded bytes: the parser lost sync and found it again
+            if p.garbage_bytes > self._garbage_at_frame:
+                self.counts["resyncs"] += 1
+            self._garbage_at_frame = p.garbage_bytes
+            payload = bytes(p.buf[3:3 + p.payload_len])
+            if cmd == P.NACK:
+                self.counts["nacks"] += 1
+                if len(payload) == 2 and payload[1] == P.NACK_BUSY:
+                    raise BoardBusy(f"busy: another client holds the virtual board at {self.url}; close that "
+                                    f"program first (the virtual board serves one link client at a time)")
+            out.append((cmd, payload))
+            cmd = p.poll()
 
     def _stash(self, frames) -> None:
         for f in frames:
@@ -337,6 +359,7 @@ class Link:
             "url": self.url, "baud": self.baud, "open": self.is_open,
             "frames_rx": p.frames, "frames_tx": c["frames_tx"], "bytes_rx": c["bytes_rx"], "bytes_tx": c["bytes_tx"],
             "crc_errors": p.crc_errors, "length_errors": p.length_errors, "garbage_bytes": p.garbage_bytes,
+            "frame_timeouts": p.timeouts,
             "resyncs": c["resyncs"], "timeouts": c["timeouts"], "nacks": c["nacks"], "io_errors": c["io_errors"],
             "reconnects": c["reconnects"], "inbox_dropped": c["inbox_dropped"], "late_replies": c["late_replies"],
             "stale_dropped": c["stale_dropped"],

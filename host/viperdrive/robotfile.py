@@ -42,12 +42,12 @@ def _append_key_line(text: str, key: str, sep: str, value) -> str:
     return f"{text}{nl}{key}{sep}{_fmt(value)}\n"
 
 
-def _edit_yaml(text: str, key: str, value) -> str | None:
+def _edit_yaml(text: str, key: str, value, layout: str = "viperdrive") -> str | None:
     edited = _replace_key_line(text, key, ": ", value)
     if edited is None or edited[1]:
         return edited and edited[0]
-    if re.search(r"^\S[^\n]*:\s*$", text, re.M) and "ros__parameters" in text:
-        return None     # a diff_drive_controller file: where the key goes is the user's layout
+    if layout != "viperdrive":
+        return None     # a ros2_control / ROS 1 file: where the key goes is the user's layout
     return _append_key_line(text, key, ": ", value)
 
 
@@ -65,8 +65,9 @@ def _edit_toml(text: str, key: str, value) -> str | None:
     return head + text[head_end:]
 
 
-def update_values(path, values: dict) -> None:
-    """Set top-level keys of a robot file. BadValue (nothing written) when the file cannot be edited safely."""
+def update_values(path, values: dict, node: str | None = None) -> None:
+    """Set keys of a robot file (in a ROS file: of its diff-drive controller `node`, chosen as RobotConfig.load
+    chooses it). BadValue (nothing written) when the file cannot be edited safely."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -75,10 +76,10 @@ def update_values(path, values: dict) -> None:
     suffix = p.suffix.lower()
     if suffix not in (".yaml", ".yml", ".toml"):
         raise BadValue(f"robot file {p}: unknown format {suffix!r}")
-    RobotConfig.load(p)     # refuse to touch a file that does not load now (it would hide the first problem)
-    new = text
+    before = RobotConfig.load(p, node=node)     # refuse to touch a file that does not load now (it would hide
+    new = text                                  # the first problem)
     for key, value in values.items():
-        edited = _edit_toml(new, key, value) if suffix == ".toml" else _edit_yaml(new, key, value)
+        edited = _edit_toml(new, key, value) if suffix == ".toml" else _edit_yaml(new, key, value, before.layout)
         if edited is None:
             raise BadValue(f"robot file {p}: cannot place {key} automatically (nested or repeated); set "
                            f"{key} = {_fmt(value)} by hand")
@@ -87,7 +88,7 @@ def update_values(path, values: dict) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(new)
-        check = RobotConfig.load(tmp)
+        check = RobotConfig.load(tmp, node=node)
         for key, value in values.items():
             got = check.get(key)
             if not (isinstance(got, (int, float)) and math.isclose(got, float(_fmt(value)), rel_tol=1e-12)):

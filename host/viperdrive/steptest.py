@@ -14,11 +14,18 @@ import numpy as np
 
 from .errors import BadValue, UserError
 from viperdrive.shared import protocol as P
+from viperdrive.shared import stepmetrics
 
 WHEELS = ("left", "right")
 HOST_PERIOD = 0.04      # s between SET_VELs during an experiment (deadman_ms >= 100 by the parameter table)
 # the parameters an experiment may change temporarily (restored afterwards, whatever happens)
 RAMP_PARAM = "max_accel"
+LIFTED_RAMP = 5000.0    # rad/s^2: the setpoint jumps to the step within one period at any step the table allows
+# With the ramp lifted the setpoint jumps within one period, so the kA feedforward (kA dw/dt) becomes an impulse of
+# kA x step x control_hz duty (6.6 duty for a 10 rad/s step of the default robot, whose ramp asks for 0.04). It
+# saturates the output and the back-calculation turns it into an integrator kick: the step would measure that
+# artefact of lifting the ramp rather than the loop. A lifted ramp therefore lifts kA with it (both restored).
+LIFTED = {RAMP_PARAM: LIFTED_RAMP, "ka": 0.0}
 
 
 @dataclass(frozen=True)
@@ -36,45 +43,20 @@ class StepMetrics:
         return asdict(self)
 
 
-def step_metrics(t, y, t_step: float, t_end: float, step: float, band: float = 0.05) -> StepMetrics:
-    """Metrics of a step from 0 to `step` at t_step, held until t_end; t (s) and y (rad/s) are the samples."""
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
+def step_metrics(t, y, t_step: float, t_end: float, step: float, band: float = stepmetrics.BAND) -> StepMetrics:
+    """Metrics of a step from 0 to `step` at t_step, held until t_end; t (s) and y (rad/s) are the samples. The
+    figures are viperdrive.shared.stepmetrics' (the board's REPL tuning uses the same definition)."""
     if step == 0:
         raise BadValue("the step must be nonzero")
-    sign = 1.0 if step > 0 else -1.0
-    a = abs(step)
-    win = (t >= t_step) & (t <= t_end)
-    if win.sum() < 5:
-        raise UserError(f"only {int(win.sum())} telemetry samples during the step: make --duration longer")
-    tw, yw = t[win], y[win] * sign            # as if the step were positive
-
-    def first_cross(level):
-        idx = np.nonzero(yw >= level)[0]
-        if not len(idx):
-            return None
-        i = idx[0]
-        if i == 0:
-            return float(tw[0])
-        # linear interpolation between the samples around the crossing
-        f = (level - yw[i - 1]) / (yw[i] - yw[i - 1])
-        return float(tw[i - 1] + f * (tw[i] - tw[i - 1]))
-
-    t10, t90 = first_cross(0.1 * a), first_cross(0.9 * a)
-    rise = None if t10 is None or t90 is None else t90 - t10
-    peak = float(yw.max())
-    overshoot = max(0.0, (peak - a) / a * 100.0)
-    outside = np.nonzero(np.abs(yw - a) > band * a)[0]
-    if not len(outside):
-        settling = 0.0
-    elif outside[-1] == len(yw) - 1:
-        settling = None                        # still outside at the end: it never settled
-    else:
-        settling = float(tw[outside[-1] + 1] - t_step)
-    tail = yw[tw >= t_step + 0.8 * (t_end - t_step)]
-    final = float(tail.mean()) if len(tail) else float(yw[-1])
-    sse = a - final
-    return StepMetrics(step, rise, overshoot, settling, sse * sign, 100.0 * sse / a, peak * sign, band)
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = int(((t >= t_step) & (t <= t_end)).sum())
+    if n < 5:
+        raise UserError(f"only {n} telemetry samples during the step: make --duration longer")
+    m = stepmetrics.step_metrics(t.tolist(), y.tolist(), 0.0, step, band, t_step, t_end)
+    sse = step - m["final"]
+    return StepMetrics(step, m["rise_s"], m["overshoot_pct"], m["settling_s"], sse, 100.0 * sse / step, m["peak"],
+                       band)
 
 
 @dataclass
@@ -85,6 +67,7 @@ class Recording:
     measured: dict
     output: dict
     integrator: dict
+    status: np.ndarray | None = None    # the STATE status bits of each record (ST_SATURATED: either wheel)
     t_step: float = math.nan
     t_end: float = math.nan
 
@@ -153,7 +136,7 @@ def _to_recording(records: list, k: float) -> Recording:
         raise UserError(f"only {len(records)} telemetry records arrived: is the link too slow for --rate?")
     t_us = np.array([r["t_us"] for r in records], dtype=np.int64)
     t = np.cumsum(np.concatenate([[0], (np.diff(t_us) & 0xFFFFFFFF)])) * 1e-6   # u32 board clock, unwrapped
-    rec = Recording(t, {}, {}, {}, {})
+    rec = Recording(t, {}, {}, {}, {}, np.array([r["status"] for r in records], dtype=np.int64))
     for side, s in (("left", "l"), ("right", "r")):
         rec.setpoint[side] = np.array([r[f"setpoint_{s}"] for r in records]) * k
         rec.measured[side] = np.array([r[f"measured_{s}"] for r in records]) * k
@@ -165,10 +148,10 @@ def _to_recording(records: list, k: float) -> Recording:
 def run_step(board, wheels, step: float, duration: float, rate_hz: int, pre: float = 0.3, post: float = 0.4,
              keep_ramp: bool = False, progress=None) -> Recording:
     """Hold zero for `pre` s, step the wheels to `step` rad/s for `duration` s, back to zero for `post` s.
-    The board's acceleration ramp is lifted for the test (restored after) unless keep_ramp: a ramped setpoint
-    measures the ramp, not the loop."""
+    The board's acceleration ramp (and with it the kA feedforward, see LIFTED) is lifted for the test (restored
+    after) unless keep_ramp: a ramped setpoint measures the ramp, not the loop."""
     k = 2 * math.pi / board.counts_per_rev
-    changes = {} if keep_ramp else {RAMP_PARAM: 5000.0}
+    changes = {} if keep_ramp else dict(LIFTED)
 
     def setpoints(now):
         on = pre <= now < pre + duration

@@ -33,7 +33,10 @@ def counts_per_s(c, rad_s):
 
 
 def compare(hz, cpr, bits, ms, es, n, seed, edge=False, **kw):
-    """Run the viper controller and the float law on the same random inputs; max |duty difference| in Q15."""
+    """Run the viper controller and the float law on the same random inputs; max |duty difference| in Q15.
+    The continuous part of the law: kS (a step at sp = 0, which the two number formats reach in different
+    periods) is off unless asked for; test_discontinuous_terms_match_away_from_their_switch_points covers it."""
+    kw.setdefault("ks", 0.0)
     hal, c = make(hz, cpr, bits, ms, es, edge=edge, **kw)
     f = control_float.FloatLaw(hz, cpr, bits, ms, es, edge=edge)
     f.configure(values(**kw))
@@ -120,7 +123,8 @@ def test_antiwindup_leaves_saturation_quickly():
     # time; the same law without it (float reference with the back-calculation gain zeroed) is still saturated
     # 10 s later: it drives "on the integral".
     hz = 500
-    kw = {"stall_speed": 0.0, "track_err_max": 500.0, "max_accel": 5000.0}
+    # (the encoder check off: a saturated output at a speed kV explains with half the duty is what it latches)
+    kw = {"stall_speed": 0.0, "track_err_max": 500.0, "max_accel": 5000.0, "enc_ms": 0}
     hal, c = make(hz=hz, **kw)
     c.enable(True)
     sp = int(counts_per_s(c, 10.0))
@@ -183,7 +187,7 @@ def test_no_derivative_kick_on_setpoint_step():
     v = c.values
     rpc = TWO_PI / 4096
     err_rad = w["setpoint"] * rpc
-    expect = v["kp"] * err_rad + v["kv"] * err_rad + v["ka"] * 0 + v["ki"] * 0
+    expect = v["kp"] * err_rad + v["ks"] + v["kv"] * err_rad + v["ka"] * 0 + v["ki"] * 0
     print("output right after a 5 rad/s step: %.4f duty (P + FF = %.4f, D = 0)" % (w["output"], expect))
     assert c.st[fx.W_DF] == 0
     assert abs(w["output"] - expect) < 0.002, (w["output"], expect)
@@ -387,7 +391,7 @@ def test_clamped_period_back_calculation():
     # one period moves I by (ki*e + (out - u)/Tt)*dt with u = kv*sp + I (kp = 0)
     hz = 500
     ki, kv, kt, maxd = 0.6, 0.5, 0.01, 0.8
-    hal, c = make(hz=hz, kp=0.0, kv=kv, ki=ki, kt=kt, max_duty=maxd, max_accel=5000.0, **STILL)
+    hal, c = make(hz=hz, kp=0.0, ks=0.0, kv=kv, ki=ki, kt=kt, max_duty=maxd, max_accel=5000.0, **STILL)
     c.enable(True)
     sp = 1956                                   # counts/s: 3.0 rad/s
     hold(hal, c, sp, -sp, 20)                   # in saturation, I has wound to its back-calculated level
@@ -683,6 +687,15 @@ def test_products_fit_32_bits_for_documented_ranges():
                 for q in ((acc >> 15) * 32768, (acc & 0x7FFF) * 32768 + 16384, (16383 << 16)):
                     worst = max(worst, q)
                     assert q < lim, (hz, cpr, pick, acc, q)
+                # encoder plausibility: the duties multiplied are |out| less kS + deadband (>= 0), and only when
+                # positive: 0 < x <= max_duty <= 2**16; times 1/kV or 1/kV/enc_ratio, multipliers below 2**14
+                if words[fx.K_ENC_N]:
+                    assert words[fx.K_ENC_0] >= 0 and words[fx.K_ENC_M] >= 0
+                    for mul in (words[fx.K_ENC_IV], words[fx.K_ENC_IR]):
+                        assert 0 < mul < (1 << 14) and 0 <= words[fx.K_ENC_SH] <= 30, (hz, cpr, pick, mul)
+                        q = words[fx.K_MAXD] * mul
+                        assert q < lim, (hz, cpr, pick, q)
+                        worst = max(worst, q)
                 # raw speed: |d| <= 2**20 before d*hz, hz <= 1000
                 assert fx.V_MAX_COUNTS * hz < (1 << 30)
                 assert 4 * (fx.V_MAX_COUNTS << fx.VQ) <= (1 << 30)

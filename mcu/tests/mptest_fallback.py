@@ -62,6 +62,9 @@ def test_fallback_latches_stall_fault():
     hal, a = make()
     a.ctrl.configure(dict(a.params.values, stall_ms=100, max_accel=5000.0))
     assert a.enable(True)
+    # one period at rest first: the new gains switch in bumplessly against the last period's terms, and a
+    # setpoint step taken in the same period would be cancelled by that transfer
+    hal.fire(1)
     for _ in range(200):
         a.ctrl.set_velocity(8000, 8000)     # wheels held: saturated, no motion
         hal.fire(1)

@@ -228,3 +228,44 @@ def test_telemetry_stream():
     assert data[-1][2] > 0 and data[-1][6] < 0 and data[-1][10] & P.ST_ENABLED
     assert P.unpack_telemetry_ack(h.one(P.pack_telemetry(0), P.TELEMETRY_ACK)) == 0
     assert not [c for c, _ in h.xfer(b"", periods=20) if c == P.TELEMETRY_DATA]
+
+
+def test_a_frame_left_half_sent_is_dropped_after_the_frame_gap():
+    # a client died after sync + length (LEN 64): without the gap the board waits for 66 more bytes and the next
+    # client's HELLOs vanish into it; with it, one empty read 2 ms later drops it and the next HELLO is answered
+    hal, a = make()
+    h = Host(hal, a)
+    assert h.xfer(bytes((P.SYNC, 0x40))) == []
+    assert a.link.parser.pending() == 2
+    hal.fire(2)                     # 4 ms of silence on the line, then a pass that reads nothing
+    a.service()
+    assert a.link.parser.pending() == 0
+    v = P.unpack_info(h.one(P.pack_hello(), P.INFO))[0]
+    d = P.unpack_diag(h.one(P.pack_get_diag(), P.DIAG))
+    assert v == P.PROTOCOL_VERSION and d["frame_timeouts"] == 1 and d["garbage_bytes"] == 2, d
+
+
+def test_a_frame_split_by_a_slow_pass_is_not_dropped():
+    # the board's slow loop busy for 50 ms between two reads of one frame (bytes kept in the UART buffer): the
+    # second read returns the rest, which proves no silence, so the frame is whole
+    hal, a = make()
+    h = Host(hal, a)
+    frame = P.pack_set_vel(100, 100)
+    hal.stream.inject(frame[:5])
+    a.service()
+    hal.fire(25)
+    hal.stream.inject(frame[5:])
+    a.service()
+    assert [c for c, _ in h.parser.feed(hal.stream.take())] == [P.STATE]
+    assert a.link.parser.timeouts == 0
+
+
+def test_a_new_peer_restarts_the_parser():
+    # the virtual board's TCP link counts new clients in `reconnects`: a partial frame of the old one is dropped
+    # at once, without waiting for the gap
+    hal, a = make()
+    h = Host(hal, a)
+    assert h.xfer(bytes((P.SYNC, 0x40))) == []
+    hal.stream.reconnects = 1
+    v = P.unpack_info(h.one(P.pack_hello(), P.INFO))[0]
+    assert v == P.PROTOCOL_VERSION and a.link.parser.timeouts == 1

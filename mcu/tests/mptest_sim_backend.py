@@ -287,6 +287,52 @@ def test_link_server_serves_one_client_and_a_reconnect():
         srv.close()
 
 
+def test_link_server_tells_a_second_client_it_is_busy():
+    srv = net.LinkServer("127.0.0.1", 0, busy_frame=b"BUSY")
+    try:
+        a = _client(srv.port)
+        a.send(b"first")
+        assert _wait_recv(srv) == b"first"
+        b = _client(srv.port)
+        got = b""
+        for _ in range(200):
+            srv.recv()
+            try:
+                b.setblocking(False)
+                got += b.recv(16)
+            except OSError:
+                pass
+            if got:
+                break
+            time.sleep_ms(2)
+        assert got == b"BUSY" and srv.busy_rejects == 1
+        b.send(b"hello?")                   # every chunk it sends is answered the same way
+        again = b""
+        for _ in range(200):
+            srv.recv()
+            try:
+                again += b.recv(16)
+            except OSError:
+                pass
+            if again:
+                break
+            time.sleep_ms(2)
+        assert again == b"BUSY"
+        a.send(b"still mine")               # the holder is not disturbed
+        assert _wait_recv(srv) == b"still mine" and srv.generation == 1
+        b.close()
+        # the holder closes and reconnects at once: its FIN comes before the new SYN, so the new connection is the
+        # line's next client, not a busy one
+        a.close()
+        c = _client(srv.port)
+        c.send(b"back")
+        assert _wait_recv(srv) == b"back"
+        assert srv.generation == 2 and srv.busy_rejects == 1
+        c.close()
+    finally:
+        srv.close()
+
+
 def test_control_server_answers_json_lines():
     def handler(req):
         if req.get("cmd") == "boom":

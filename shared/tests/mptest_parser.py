@@ -135,3 +135,48 @@ def test_counter_wrap_allocates_nothing():
     assert got_frames == frames
     assert p.bytes_in == len(stream) - 101 and p.frames == frames - 3
     assert (p.bytes_in - p.frame_bytes - p.garbage_bytes - p.pending()) % 0x40000000 == 0
+
+
+def test_mark_and_expire_allocate_nothing():
+    # the board's stale-frame path under the lock: partial frames dropped after a silence, a complete frame held
+    # behind a broken one recovered, the tick difference across the wrap
+    p = P.Parser(gap_us=2000)
+    half = bytes((P.SYNC, 0x40))
+    broken = bytes((P.SYNC, 0x30, P.SET_VEL, 1, 2, 3)) + P.pack_set_vel(5, 6)
+    hello = P.pack_hello()
+    chunks = (half, broken, hello)
+    frames = 0
+    err = None
+    now = 0x3FFFFFFF - 50000
+    micropython.heap_lock()
+    try:
+        for _k in range(200):
+            j = 0
+            while j < 3:
+                chunk = chunks[j]
+                j += 1
+                p.mark(now)
+                i = 0
+                n = len(chunk)
+                while i < n:
+                    cmd = p.feed_byte(chunk[i])
+                    i += 1
+                    while cmd >= 0:
+                        frames += 1
+                        cmd = p.poll()
+                now = (now + 1000) & 0x3FFFFFFF
+                cmd = p.expire(now)
+                now = (now + 2500) & 0x3FFFFFFF
+                cmd = p.expire(now)
+                while cmd >= 0:
+                    frames += 1
+                    cmd = p.poll()
+    except MemoryError as e:
+        err = e
+    finally:
+        micropython.heap_unlock()
+    assert err is None, "allocation in mark/expire: %r" % (err,)
+    # per round: the SET_VEL behind the broken frame and the HELLO; the half frame and the broken one time out
+    assert frames == 400, frames
+    assert p.timeouts == 400, p.timeouts
+    assert p.bytes_in == p.frame_bytes + p.garbage_bytes + p.pending()

@@ -4,6 +4,9 @@ import binascii
 
 from shared import protocol as P
 
+# every DIAG field numbered in order: u32 fields 1000 x their position, u8 fields their position
+DIAG_SAMPLE = {name: (i + 1 if t == "B" else 1000 * (i + 1)) for i, (name, t) in enumerate(P.DIAG_FIELDS)}
+
 GOLDEN = (
     ("HELLO", lambda: P.pack_hello(), "aa01003e2e"),
     ("SET_VEL 1000 -1000", lambda: P.pack_set_vel(1000, -1000), "aa0901e803000018fcffff2d8c"),
@@ -33,6 +36,12 @@ GOLDEN = (
      "aa2090070088130000640000005a000000b80bc8009cffffffa1ffffff48f46aff0154fc"),
     ("STOP_LINK", lambda: P.pack_stop_link(), "aa010cb2ef"),
     ("STOP_LINK_ACK 500 ms", lambda: P.pack_stop_link_ack(500), "aa038cf401039e"),
+    # protocol v3
+    ("NACK busy", lambda: P.pack_nack(P.HELLO, P.NACK_BUSY), "aa03ff000798a0"),
+    ("FAULT_CLEARED encoder right", lambda: P.pack_fault_cleared(P.FAULT_ENCODER_RIGHT), "aa028809e4a1"),
+    ("DIAG", lambda: P.pack_diag(DIAG_SAMPLE),
+     "aa3c89e8030000d0070000b80b0000a00f00008813000070170000581b0000401f00002823000010270000f82a0000e02e00000d"
+     "b0360000983a000010115d5b"),
 )
 
 
@@ -86,6 +95,10 @@ def test_golden_payloads_unpack():
     assert P.unpack_telemetry_data(payload(22)) == (7, 5000, 100, 90, 3000, 200, -100, -95, -3000, -150, 1)
     assert payload(23) == b"" and binascii.unhexlify(GOLDEN[23][2])[2] == P.STOP_LINK == 0x0C
     assert P.unpack_stop_link_ack(payload(24)) == 500 and P.STOP_LINK_ACK == P.STOP_LINK | P.REPLY
+    assert P.unpack_nack(payload(25)) == (P.HELLO, P.NACK_BUSY) and P.NACK_BUSY == 7
+    assert P.unpack_fault_cleared(payload(26)) == P.FAULT_ENCODER_RIGHT == 9
+    d = P.unpack_diag(payload(27))
+    assert d == DIAG_SAMPLE and d["frame_timeouts"] == 10000 and d["fault_code"] == 13
 
 
 def test_diag_round_trip():

@@ -192,10 +192,100 @@ def test_reset_drops_a_partial_frame_as_garbage():
     assert p.pending() == 10
     p.reset()
     check_counters(p)
-    assert p.pending() == 0 and p.garbage_bytes == 10
+    assert p.pending() == 0 and p.garbage_bytes == 10 and p.timeouts == 1
     # the tail of the dropped frame is garbage now, the next frame is whole
     out = feed_all(p, ST[10:] + SV)
     assert out == [(P.SET_VEL, SV[3:-2])] and p.garbage_bytes == len(ST)
+
+
+def test_reset_counts_a_dropped_partial_frame_as_a_timeout():
+    p = P.Parser()
+    p.reset()                       # nothing held: nothing counted
+    assert p.timeouts == 0
+    feed_all(p, bytes((P.SYNC, 0x40)))
+    p.reset()
+    assert p.timeouts == 1 and p.garbage_bytes == 2 and p.pending() == 0
+
+
+def read(p, now, data=b""):
+    """What a reader does per read at ticks `now`: mark + feed when the read returned bytes, expire when it did
+    not. -> the frames that came out."""
+    out = []
+    if not data:
+        cmd = p.expire(now)
+        while cmd >= 0:
+            out.append((cmd, p.payload()))
+            cmd = p.poll()
+        check_counters(p)
+        return out
+    p.mark(now)
+    out.extend(p.feed(data))
+    check_counters(p)
+    return out
+
+
+def test_a_frame_left_half_sent_is_dropped_after_the_gap():
+    # a client died after sync + length (LEN 64: the parser would wait for 66 more bytes); the next one sends HELLO
+    p = P.Parser(gap_us=2000)
+    assert read(p, 1000, bytes((P.SYNC, 0x40))) == []
+    assert read(p, 2500) == [] and p.pending() == 2         # 1.5 ms of silence: still waiting
+    assert read(p, 3001) == [] and p.pending() == 0         # 2.001 ms: dropped
+    assert p.timeouts == 1 and p.garbage_bytes == 2 and p.crc_errors == 0
+    assert read(p, 500000, HELLO) == [(P.HELLO, b"")]
+    # without the gap the same HELLO disappears into the stale frame (what 13 `viperdrive info` runs saw)
+    q = P.Parser(gap_us=0)
+    assert read(q, 1000, bytes((P.SYNC, 0x40))) == [] and read(q, 9000000) == []
+    assert read(q, 9500000, HELLO) == [] and q.pending() == 7
+
+
+def test_a_late_read_that_finds_the_rest_drops_nothing():
+    # only an empty read proves silence: a reader that comes back late and finds the rest of the frame waiting
+    # has not seen a gap (it may have arrived right after the first part)
+    p = P.Parser(gap_us=2000)
+    read(p, 0, ST[:7])
+    assert read(p, 10000000, ST[7:]) == [(P.STATE, ST[3:-2])]
+    assert p.timeouts == 0 and p.garbage_bytes == 0
+
+
+def test_expire_keeps_a_complete_frame_held_behind_the_stale_one():
+    # a corrupted LEN (0x30: 52 bytes claimed) holds back a whole SET_VEL that came right after it; after the
+    # silence the broken candidate is dropped and the SET_VEL comes out of expire()
+    p = P.Parser(gap_us=2000)
+    broken = bytes((P.SYNC, 0x30, P.SET_VEL, 1, 2, 3))
+    assert read(p, 0, broken + SV) == []
+    assert read(p, 1000) == []
+    assert read(p, 2100) == [(P.SET_VEL, SV[3:-2])]
+    assert p.timeouts == 1 and p.garbage_bytes == len(broken) and p.pending() == 0
+    # a partial candidate inside the stale bytes is dropped too: each counts
+    p = P.Parser(gap_us=2000)
+    read(p, 0, bytes((P.SYNC, 0x30, 7, 7, P.SYNC, 0x09, P.SET_VEL)))
+    assert read(p, 5000) == [] and p.timeouts == 2 and p.pending() == 0
+    assert read(p, 6000, SV) == [(P.SET_VEL, SV[3:-2])]
+
+
+def test_new_bytes_after_the_silence_never_complete_a_stale_candidate():
+    # sync + LEN 1 + CMD + one CRC byte, silence, then the last CRC byte: the frame's bytes stopped arriving, so
+    # it is dropped before the late byte is looked at (even though the CRC would match)
+    p = P.Parser(gap_us=2000)
+    assert read(p, 0, HELLO[:4]) == []
+    assert read(p, 3000) == [] and p.timeouts == 1
+    assert read(p, 3100, HELLO[4:] + HELLO) == [(P.HELLO, b"")]
+
+
+def test_gap_times_wrap_like_ticks_us():
+    # tick differences are modulo 2**30 (ticks_us on 32-bit ports): a silence across the wrap is measured right
+    p = P.Parser(gap_us=2000)
+    top = 0x3FFFFFFF
+    read(p, top - 500, bytes((P.SYNC, 0x40)))
+    assert read(p, 1000) == [] and p.pending() == 2         # 1.5 ms after, across the wrap
+    assert read(p, 1600) == [] and p.pending() == 0 and p.timeouts == 1
+
+
+def test_frame_gap_is_a_few_byte_times_with_a_floor():
+    assert P.frame_gap_us(115200) == P.FRAME_GAP_MIN_US == 2000
+    assert P.frame_gap_us(9600) == 8 * 10 * 1000000 // 9600       # 8.3 ms: 8 byte times at 9600 baud
+    assert P.frame_gap_us(921600, 20000) == 20000
+    assert P.Parser().gap_us == 2000
 
 
 def test_counters_are_cumulative_across_many_errors():

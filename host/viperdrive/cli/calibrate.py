@@ -154,8 +154,7 @@ def _write(args, board, config, board_values: dict, file_values: dict) -> None:
     for k, v in board_values.items():
         print(f"  board parameter {k}: {board.get_param(k):.6g} -> {v:.6g}")
     path = config.source
-    where = path or (f"{args.config} (unreadable, not touched)" if getattr(args, "config", None)
-                     else "(none: --config not given)")
+    where = path or "(none: --config not given)"
     for k, v in file_values.items():
         print(f"  robot file {where} {k}: {config.get(k):.6g} -> {v:.6g}")
     if not confirm(args, "write these values?"):
@@ -167,14 +166,10 @@ def _write(args, board, config, board_values: dict, file_values: dict) -> None:
         board.save_params()
         print("board: parameters set and saved")
     if file_values:
-        if path is None and getattr(args, "config", None):
-            # load_config fell back to the defaults: overwriting the user's (unreadable) file would lose it
-            print(f"robot file {args.config} could not be read (see the warning above): not touched; put "
-                  + ", ".join(f"{k} = {v:.6g}" for k, v in file_values.items()) + " in it by hand")
-        elif path is None:
+        if path is None:
             note(args, "no robot file given (--config): put these keys in yours by hand")
         else:
-            update_values(path, file_values)
+            update_values(path, file_values, node=getattr(args, "node", None))
             print(f"robot file {path}: updated")
 
 

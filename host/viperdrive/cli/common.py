@@ -14,7 +14,6 @@ import select
 import signal
 import sys
 import time
-from pathlib import Path
 
 from ..board import Board, fault_text
 from ..config import RobotConfig
@@ -38,6 +37,14 @@ FAULT_HINTS = {
                              "wheels off the ground",
     P.FAULT_WATCHDOG: "the firmware stopped making progress and the watchdog reset the board; `viperdrive info` "
                       "shows its loop timing",
+    P.FAULT_ENCODER_LEFT: "the left wheel needed far more duty than its measured speed explains: check the left "
+                          "encoder (connector, supply, disk) and that nothing drags on the wheel; an uncalibrated kv "
+                          "far below the motor's looks the same (`viperdrive calibrate feedforward`, or enc_ms 0 "
+                          "turns the check off)",
+    P.FAULT_ENCODER_RIGHT: "the right wheel needed far more duty than its measured speed explains: check the right "
+                           "encoder (connector, supply, disk) and that nothing drags on the wheel; an uncalibrated kv "
+                           "far below the motor's looks the same (`viperdrive calibrate feedforward`, or enc_ms 0 "
+                           "turns the check off)",
 }
 
 
@@ -51,8 +58,7 @@ def add_board_options(parser: argparse.ArgumentParser, data_output: bool = False
                         "that looks like a MicroPython board) or 'sim' (a private virtual board). Default: "
                         f"${PORT_ENV}, else the robot file's port, else auto")
     g.add_argument("--baud", type=int, default=None, help="serial baud rate (default: the robot file's, else 115200)")
-    g.add_argument("--config", default=None, metavar="ROBOT_FILE",
-                   help="robot file (YAML or TOML, docs/host.md); a corrupt one falls back to the defaults")
+    add_robot_file_options(g)
     add_output_options(parser, data_output)
 
 
@@ -73,33 +79,25 @@ def note(args, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def _parse_robot_file(path: Path) -> str | None:
-    """None when the file parses as YAML/TOML; otherwise why it is corrupt (unreadable syntax or encoding)."""
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None     # RobotConfig.load gives the precise error (missing, unreadable)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return f"not UTF-8 text ({e.reason} at byte {e.start})"
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".toml":
-            import tomllib
-            tomllib.loads(text)
-        elif suffix in (".yaml", ".yml"):
-            import yaml
-            yaml.safe_load(text)
-    except Exception as e:  # tomllib.TOMLDecodeError, yaml.YAMLError
-        return f"not valid {suffix[1:].upper()} ({' '.join(str(e).split())})"
-    return None
+def add_robot_file_options(parser, help_text: str | None = None) -> None:
+    """--config ROBOT_FILE, --node NAME and --strict (every command that reads a robot file)."""
+    parser.add_argument("--config", default=None, metavar="ROBOT_FILE",
+                        help=help_text or "robot file (viperdrive YAML/TOML, a ros2_control or ROS 1 "
+                        "diff_drive_controller YAML; docs/host.md). One that exists but cannot be read stops the "
+                        "command")
+    parser.add_argument("--node", default=None, metavar="NAME",
+                        help="the diff-drive controller's node in a robot file with several (name or /ns/name; "
+                             "default: the one of type diff_drive_controller/DiffDriveController, else the one with "
+                             "diff-drive parameters)")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse a ROS robot file with keys diff_drive_controller does not declare (default: a "
+                             "note)")
 
 
 def load_config(args) -> RobotConfig:
-    """The robot file of --config. Corrupt (cannot be parsed at all) -> the defaults and a warning; missing, or a
-    key with a bad value -> BadValue naming the key and the reason (exit code 7): driving on silently wrong
-    geometry is worse than stopping."""
+    """The robot file of --config (--node, --strict). Anything wrong with it (missing, unreadable, not UTF-8,
+    invalid YAML/TOML, a duplicate key, a bad value) is a BadValue naming file, node, key and reason (exit code 7):
+    driving on the built-in defaults instead of the file's limits is worse than stopping."""
     cached = getattr(args, "_config", None)
     if cached is not None:
         return cached
@@ -107,17 +105,17 @@ def load_config(args) -> RobotConfig:
     if path is None:
         config = RobotConfig()
     else:
-        corrupt = _parse_robot_file(Path(path))
-        if corrupt is not None:
-            warn(args, f"robot file {path} is corrupt: {corrupt}; using the built-in defaults")
-            config = RobotConfig()
-        else:
-            try:
-                config = RobotConfig.load(path)
-            except BadValue as e:
-                raise BadValue(f"invalid robot file: {e}") from None
-            for key in config.ignored:
-                note(args, f"robot file {path}: {key} is read but has no meaning here (ignored)")
+        try:
+            config = RobotConfig.load(path, node=getattr(args, "node", None), strict=getattr(args, "strict", False))
+        except BadValue as e:
+            text = str(e)
+            raise BadValue("invalid robot file: " + (text[len("robot file "):] if text.startswith("robot file ")
+                                                     else text)) from None
+        where = f"robot file {path}" + (f" ({config.node})" if config.node else "")
+        if config.ignored:
+            note(args, f"{where}: read, no meaning here (ignored): {', '.join(config.ignored)}")
+        for text in config.notes:
+            note(args, f"{where}: note: {text}")
     args._config = config
     return config
 
@@ -128,24 +126,9 @@ def port_spec(args, config: RobotConfig | None = None) -> str:
         return args.port
     if os.environ.get(PORT_ENV):
         return os.environ[PORT_ENV]
-    if config is not None and config.source:
-        try:
-            if "port" in _flat_keys(Path(config.source)):
-                return config.port
-        except OSError:
-            pass
+    if config is not None and config.source and "port" in config.explicit:
+        return config.port
     return "auto"
-
-
-def _flat_keys(path: Path) -> set[str]:
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() == ".toml":
-        import tomllib
-        data = tomllib.loads(text)
-    else:
-        import yaml
-        data = yaml.safe_load(text) or {}
-    return set(data) if isinstance(data, dict) else set()
 
 
 def baud_of(args, config: RobotConfig) -> int:

@@ -23,8 +23,9 @@ def register(parser) -> None:
     parser.add_argument("input", metavar="INPUT.mcap", help="recording with nav_msgs/Odometry, sensor_msgs/Imu, "
                         "geometry_msgs/PoseWithCovarianceStamped or TwistWithCovarianceStamped messages")
     parser.add_argument("--config", required=True, metavar="EKF.yaml",
-                        help="robot_localization parameter file, used unchanged (nested or flat)")
-    parser.add_argument("--node", default=None, help="node name in the parameter file when it configures several")
+                        help="robot_localization parameter file, used unchanged (ROS 2 or ROS 1 layout)")
+    parser.add_argument("--node", default=None, help="the EKF/UKF node of the parameter file when it configures "
+                        "several (name or /ns/name)")
     parser.add_argument("--out", required=True, metavar="FUSED.csv", help="CSV of the estimates (t, state, variances)")
     parser.add_argument("--mcap-out", default=None, metavar="OUT.mcap",
                         help="also write nav_msgs/Odometry on /odometry/filtered")
@@ -72,6 +73,7 @@ def run(args) -> int:
     from ..ekf import load_config
     from ..errors import EXIT_ERROR, BadValue
     from ..fuse import fuse, progress_bar
+    from ..lint import RecordingScan, lint
 
     cfg = load_config(args.config, node=args.node)
     for cat, key, text in cfg.report:
@@ -81,14 +83,22 @@ def run(args) -> int:
     if args.strict and unknown:
         raise BadValue(f"{args.config}: unknown parameters (--strict): {', '.join(unknown)}")
     show = args.progress if args.progress is not None else sys.stderr.isatty()
+    scan = RecordingScan(cfg)
     log, handler = _log_to_stderr()
     try:
         summary = fuse(args.input, cfg, args.out, mcap_out=args.mcap_out,
-                       progress=progress_bar(sys.stderr) if show else None, uncertainty_limit=args.uncertainty_limit)
+                       progress=progress_bar(sys.stderr) if show else None, uncertainty_limit=args.uncertainty_limit,
+                       observer=scan)
     finally:
         log.removeHandler(handler)
         log.propagate = True
     print(summary.text())
+    findings = lint(cfg, scan)
+    if findings:
+        print(f"config lint ({len(findings)}; `viperdrive check-config` explains the rules; nothing above was "
+              f"changed by them):")
+        for f in findings:
+            print(f"  {f.rule}: {f}")
     if unknown:
         print(f"unknown parameters in {args.config} (ignored): {', '.join(unknown)}")
     if summary.rows == 0:

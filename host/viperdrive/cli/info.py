@@ -81,7 +81,8 @@ def print_info(d: dict) -> None:
           f"{jitter:.0f} us), step {g['exec_avg_us']} us avg / {g['exec_max_us']} us max "
           f"({100 * g['exec_max_us'] / period:.1f} % of the period), overruns {g['overruns']}")
     print(f"link board  frames ok {g['frames_ok']}, CRC errors {g['crc_errors']}, length errors "
-          f"{g['length_errors']}, garbage bytes {g['garbage_bytes']}, NACKs {g['nacks']}, deadman trips "
+          f"{g['length_errors']}, garbage bytes {g['garbage_bytes']}, frame timeouts {g['frame_timeouts']}, "
+          f"NACKs {g['nacks']}, deadman trips "
           f"{g['deadman_trips']}")
     rtt = f"{h['rtt_p50_ms']} ms median, {h['rtt_max_ms']} ms max" if h["rtt_n"] else "n/a"
     print(f"link host   frames rx {h['frames_rx']} tx {h['frames_tx']}, CRC errors {h['crc_errors']}, timeouts "

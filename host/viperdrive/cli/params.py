@@ -92,8 +92,8 @@ def read_param_file(path: str) -> dict:
             import tomllib
             data = tomllib.loads(text)
         elif p.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-            data = yaml.safe_load(text)
+            from ..rosparams import parse_yaml
+            data = parse_yaml(text, str(p)).data
         else:
             data = json.loads(text)
     except Exception as e:

@@ -17,8 +17,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                                        "else auto")
     parser.add_argument("--baud", type=int, default=None, help="serial baud rate (default: the robot file's, else "
                                                                "115200)")
-    parser.add_argument("--config", metavar="ROBOT_FILE", help="robot file (.yaml/.toml) with limits, geometry and "
-                                                               "the ros2 section (frame ids, publish_rate, ...)")
+    from .common import add_robot_file_options
+    add_robot_file_options(parser, "robot file (viperdrive .yaml/.toml, a ros2_control or ROS 1 diff_drive_controller "
+                                   "YAML) with limits, geometry and the ros2 section (frame ids, publish_rate, ...)")
     parser.add_argument("--namespace", default="", help="ROS namespace of the topics, e.g. robot1 -> "
                                                         "/robot1/cmd_vel (default: none)")
     parser.add_argument("--stamped", choices=("auto", "true", "false"), default=None,
@@ -49,12 +50,11 @@ def run(args) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from ..board import Board
-    from ..config import RobotConfig
     from ..ports import resolve_port
     from ..ros2.bridge import Ros2Bridge
-    from .common import baud_of, port_spec
+    from .common import baud_of, load_config, port_spec
 
-    config = RobotConfig.load(args.config) if args.config else RobotConfig()
+    config = load_config(args)
     if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
         # nan compares false with everything: "<= 0" alone would let it through and the bridge never stop
         raise BadValue(f"--duration must be a finite number of seconds > 0, not {args.duration}")

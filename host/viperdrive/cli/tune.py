@@ -1,7 +1,9 @@
 """`viperdrive tune`: the wheel velocity loop. A step test on one wheel or both (--step rad/s --duration s) prints
 rise time, overshoot, settling time and steady-state error and writes a PNG of setpoint, measurement and output from
 the board's own telemetry. --set kp=... applies gains live first, --save stores them on the board, --autotune runs
-the relay experiment (viperdrive.calibrate.relay_autotune) and proposes PI gains. Lift the robot (wheels free)."""
+the relay experiment (viperdrive.calibrate.relay_autotune) and proposes PI gains, --design computes gains from the
+identified motor model for a requested response and A/B-tests them (cli/tune_design.py). Lift the robot (wheels
+free)."""
 from __future__ import annotations
 
 import argparse
@@ -12,8 +14,10 @@ from ..calibrate import RULES, relay_autotune
 from ..errors import BadValue, UserError
 from .common import Progress, add_board_options, check_no_fault, note, open_board, print_json
 from .params import parse_assignments
+from . import tune_design
 
-HELP = "step-test the wheel speed loop (rise, overshoot, settling, error, PNG); --set/--save gains; --autotune"
+HELP = ("step-test the wheel speed loop (rise, overshoot, settling, error, PNG); --set/--save gains; --autotune; "
+        "--design gains from the motor model")
 
 GAINS = ("kp", "ki", "kd")
 
@@ -35,6 +39,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--relay-time", type=float, default=2.0, metavar="S", help="relay experiment length (2)")
     parser.add_argument("--rule", choices=sorted(RULES), default="tyreus-luyben", help="tuning rule for --autotune")
     parser.add_argument("--yes", action="store_true", help="apply --autotune's gains without asking")
+    tune_design.add_options(parser)
     add_board_options(parser, data_output=True)
 
 
@@ -47,6 +52,8 @@ def run(args) -> int:
     if not 0.05 <= args.relay <= 1.0:
         raise BadValue(f"--relay {args.relay} must be a duty in [0.05, 1.0]")
     wheels = ("left", "right") if args.wheel == "both" else (args.wheel,)
+    if args.design:
+        return tune_design.run(args, wheels)
     result: dict = {"wheels": {}}
     with open_board(args) as board:
         limit = board.config.max_wheel_speed / max(board.config.left_radius, board.config.right_radius)

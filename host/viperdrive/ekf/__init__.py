@@ -1,4 +1,4 @@
-"""State estimation (BRIEF §9): robot_localization's 15-variable EKF with its YAML configuration, sensor inputs,
+"""State estimation: robot_localization's 15-variable EKF with its YAML configuration, sensor inputs,
 and the small one-angle filters.
 
     from viperdrive.ekf import Ekf, EkfConfig, Measurement, SensorConfig, SensorInput, load_config

@@ -1,4 +1,4 @@
-"""The filter: robot_localization's 15-variable omnidirectional EKF, with a 2-D mode (BRIEF §9).
+"""The filter: robot_localization's 15-variable omnidirectional EKF, with a 2-D mode.
 
 State (full order, robot_localization's): x, y, z, roll, pitch, yaw (world frame), vx, vy, vz, vroll, vpitch, vyaw
 (body frame), ax, ay, az (body frame). In 2-D mode the filter runs on the 8 planar variables (x, y, yaw, vx, vy,

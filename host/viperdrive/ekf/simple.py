@@ -1,4 +1,4 @@
-"""Small filters for one angle (BRIEF §9): a 1-D Kalman filter with gyro bias, and a complementary filter."""
+"""Small filters for one angle: a 1-D Kalman filter with gyro bias, and a complementary filter."""
 from __future__ import annotations
 
 import numpy as np

@@ -308,8 +308,8 @@ class VirtualBoard:
         return self._ok({"cmd": "truth"})
 
     def fault(self, kind: str, **kw) -> dict:
-        """Inject a fault: cut_link(on), corrupt(rate), garbage(n), stall(wheel, on), lift(on),
-        encoder_drop(rate), battery(volts), freeze_control(on)."""
+        """Inject a fault: cut_link(on), corrupt(rate), garbage(n), inject(hex: exact bytes toward the board),
+        stall(wheel, on), lift(on), encoder_drop(rate, wheel="both"), battery(volts), freeze_control(on)."""
         return self._ok({"cmd": "fault", "kind": kind, **kw})
 
     def push(self, wheel: str, torque: float, duration: float | None = None) -> dict:

@@ -1,0 +1,112 @@
+"""The robot file at the command line (issue 17 item 8, issue 12): a file that exists and cannot be read stops every
+command that takes it, before anything moves; a good one's limits are the ones the robot drives with; a ros2_control
+file with several nodes drives the robot with its controller's values. On a shared virtual board."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from cli_helpers import VIPERDRIVE, SharedSim, run_cli
+
+DATA = Path(__file__).resolve().parent / "data" / "ros"
+RADIUS = 0.0325         # the virtual board's default robot
+
+
+@pytest.fixture(scope="module")
+def sim():
+    s = SharedSim()
+    yield s
+    s.close()
+
+
+def _still(sim) -> dict:
+    t = sim.control({"cmd": "truth"})
+    assert abs(t["w_left"]) < 1e-6 and abs(t["w_right"]) < 1e-6
+    return t
+
+
+COMMANDS = [
+    ("drive", "--script", "square", "--duration", "2"),
+    ("tune", "--duration", "0.5", "--yes"),
+    ("calibrate", "wheelbase", "--yes"),
+    ("log", "record", "{tmp}/out.mcap", "--script", "spin", "--duration", "1"),
+    ("ros2", "--duration", "1"),
+    ("info",),
+    ("params", "get", "kp"),
+]
+
+
+@pytest.mark.parametrize("fixture, words", [
+    ("robot_tab.yaml", ["not valid YAML: found character '\\t' that cannot start any token: YAML does not allow a "
+                        "tab for indentation; indent with spaces (line 5, column 1)"]),
+    ("robot_duplicate.yaml", ["duplicate key 'max_wheel_speed' (line 3 and line 5)"]),
+])
+def test_a_corrupt_robot_file_stops_every_command_before_anything_moves(sim, tmp_path, fixture, words):
+    # before: the robot drove with the built-in 0.55 m/s wheel limit instead of the file's 0.2 (a warning only)
+    bad = tmp_path / fixture
+    shutil.copy(DATA / fixture, bad)
+    before = _still(sim)
+    for cmd in COMMANDS:
+        args = [a.replace("{tmp}", str(tmp_path)) for a in cmd]
+        r = run_cli(*args, "--port", sim.url, "--config", bad, timeout=60)
+        assert r.returncode == 7, (cmd, r.stdout, r.stderr)
+        assert r.stderr.startswith(f"viperdrive {cmd[0]}: error: invalid robot file: {bad}: "), (cmd, r.stderr)
+        for w in words:
+            assert w in r.stderr, (cmd, r.stderr)
+        assert "Traceback" not in r.stderr and "defaults" not in r.stderr
+    after = _still(sim)
+    assert (after["x"], after["y"], after["theta"]) == (before["x"], before["y"], before["theta"])
+    assert not (tmp_path / "out.mcap").exists()
+
+
+def test_unreadable_and_missing_robot_files_are_errors_too(sim, tmp_path):
+    # (not UTF-8 and invalid TOML: test_cli_errors.py::test_corrupt_robot_file_is_an_error_not_the_defaults)
+    folder = tmp_path / "robot_dir.yaml"
+    folder.mkdir()
+    r = run_cli("drive", "--script", "spin", "--port", sim.url, "--config", folder)
+    assert r.returncode == 7 and f"invalid robot file: {folder} cannot be read: Is a directory" in r.stderr
+    r = run_cli("drive", "--script", "spin", "--port", sim.url, "--config", tmp_path / "nope.yaml")
+    assert r.returncode == 7 and "does not exist" in r.stderr
+    _still(sim)
+
+
+def _peak_rim_speed(sim, argv, seconds) -> tuple[float, subprocess.CompletedProcess]:
+    proc = subprocess.Popen([VIPERDRIVE, *map(str, argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, stdin=subprocess.DEVNULL)
+    peak = 0.0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        t = sim.control({"cmd": "truth"})
+        peak = max(peak, abs(t["w_left"]) * RADIUS, abs(t["w_right"]) * RADIUS)
+        time.sleep(0.02)
+    out, err = proc.communicate(timeout=30)
+    return peak, subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_the_files_wheel_limit_is_the_one_driven_with(sim, tmp_path):
+    good = tmp_path / "robot.yaml"
+    good.write_text((DATA / "robot_tab.yaml").read_text().replace("\t", "    "))      # the tab fixed
+    peak, r = _peak_rim_speed(sim, ["drive", "--script", "square", "--side", "1.0", "--speed", "0.5",
+                                    "--duration", "2.5", "--port", sim.url, "--config", good], 4.0)
+    assert r.returncode == 0, r.stderr
+    # the file's linear.x.max_velocity 0.15 m/s (under its max_wheel_speed 0.2), not the script's 0.5 or the
+    # built-in 0.55 the corrupt file used to fall back to (measured: 0.151 m/s; 0.516 with the defaults)
+    assert 0.12 < peak < 0.15 * 1.06, peak
+
+
+def test_a_ros2_control_file_drives_with_its_controllers_values(sim, tmp_path):
+    f = tmp_path / "controllers.yaml"
+    text = (DATA / "ros2_control_two_controllers.yaml").read_text()
+    f.write_text(text.replace("0.40", "0.152").replace("0.05", "0.0325"))      # the virtual robot's geometry
+    r = run_cli("drive", "--script", "spin", "--port", sim.url, "--config", f)
+    assert r.returncode == 7
+    assert "2 diff-drive controllers (base_controller, base_controller_slow): choose one with --node" in r.stderr
+    peak, r = _peak_rim_speed(sim, ["drive", "--script", "square", "--side", "1.0", "--speed", "0.5",
+                                    "--duration", "2.5", "--port", sim.url, "--config", f,
+                                    "--node", "base_controller_slow"], 4.0)
+    assert r.returncode == 0, r.stderr
+    assert 0.15 < peak < 0.2 * 1.06, peak        # base_controller_slow's linear.x.max_velocity 0.2
+    assert "base_controller_slow" in r.stderr and "update_rate" in r.stderr      # the notes say what was read
