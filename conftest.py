@@ -34,7 +34,14 @@ def pytest_addoption(parser):
                           "the PICO_SUBSET of make test runs there")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    # every emulated-Pico item on one xdist worker (make test runs several): one flash (the session's pico_image)
+    # and one rig at a time instead of one per worker. tryfirst: before xdist reads the group marks.
+    for item in items:
+        cs = getattr(item, "callspec", None)
+        if item.path.name == "test_pico_rig.py" or (cs is not None and cs.params.get("sim") == "pico"):
+            item.add_marker(pytest.mark.xdist_group("pico"))
     # the emulated-Pico checks that cost several boots run in `make hil-pico` (--pico-all), not in `make test`
     if config.getoption("--pico-all"):
         return

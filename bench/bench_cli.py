@@ -7,19 +7,26 @@
                        closing error of the host odometry and of the simulated robot's true pose
     cli_tune           `tune --json`: telemetry rate and samples, rise/settling time of the default gains
     cli_monitor        `monitor --duration 3`: telemetry records received vs requested (50/s), lost
+    cli_interrupt      SIGTERM to `tune` (step test) and `tune --autotune` 0.8 s into the test: ms until the board
+                       de-energized (the host's disable, not the 2 s deadman), s until the command exited (every
+                       changed parameter put back by then)
+    cli_killed_record  `drive --record` SIGKILLed 3.5 s after its first chunk: s of data kept, s lost before the kill
 """
 from __future__ import annotations
 
 import json
 import math
 import re
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from cli_helpers import SharedSim, run_cli  # noqa: E402
+from cli_helpers import VIPERDRIVE, SharedSim, run_cli, signal_while_energized  # noqa: E402
 
 
 def timed(*args, n=3):
@@ -32,6 +39,33 @@ def timed(*args, n=3):
         if r.returncode != 0:
             raise SystemExit(f"bench_cli: viperdrive {' '.join(map(str, args))} failed: {r.stderr}")
     return statistics.median(times), r
+
+
+def _killed_recording(sim, d: Path) -> tuple[float, float]:
+    from mcap.reader import NonSeekingReader
+    out, script = d / "k.mcap", d / "s.txt"
+    script.write_text("twist 0.05 0 30\n")
+    proc = subprocess.Popen([VIPERDRIVE, "drive", "--script", str(script), "--record", str(out), "--port", sim.url,
+                             "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stamps():
+        got = []
+        try:
+            with open(out, "rb") as f:
+                for _s, _c, m in NonSeekingReader(f).iter_messages(log_time_order=False):
+                    got.append(m.log_time)
+        except Exception:  # noqa: BLE001 -- the cut
+            pass
+        return got
+
+    while not (out.exists() and stamps()):
+        time.sleep(0.05)
+    time.sleep(3.5)
+    killed = time.time_ns()
+    proc.kill()
+    proc.wait()
+    got = stamps()
+    return (got[-1] - got[0]) / 1e9, (killed - got[-1]) / 1e9
 
 
 def main() -> int:
@@ -66,6 +100,16 @@ def main() -> int:
         r = run_cli("monitor", "--port", sim.url, "--duration", "3", timeout=60)
         m = re.search(r"monitor: (\d+) telemetry records at (\d+)/s requested, (\d+) lost", r.stdout)
         print(f"cli_monitor seconds=3 received={m.group(1)} requested_per_s={m.group(2)} lost={m.group(3)}")
+
+        for name, argv in (("step", ["tune", "--duration", "5"]),
+                           ("autotune", ["tune", "--autotune", "--yes", "--wheel", "left", "--relay-time", "5"])):
+            proc, _, off, t_exit = signal_while_energized(sim, argv, signal.SIGTERM, after_s=0.8)
+            print(f"cli_interrupt test={name} signal=SIGTERM off_ms={off * 1000:.0f} exit_s={t_exit:.2f} "
+                  f"exit_code={proc.returncode}")
+
+        with tempfile.TemporaryDirectory() as d:
+            kept, lost = _killed_recording(sim, Path(d))
+        print(f"cli_killed_record after_first_chunk_s=3.5 kept_s={kept:.2f} lost_s={lost:.2f}")
     finally:
         sim.close()
     return 0

@@ -165,13 +165,23 @@ class App:
         reason = self.params.set(pid, value)
         if reason is not None:
             return reason
+        self._apply_params()
+        return None
+
+    def _apply_params(self):
         v = self.params.values
         self.ctrl.configure(v)
         self.odometry.configure(v["wheel_radius"], v["wheel_separation"], self.cpr)
-        return None
 
     def save_params(self):
         self.params.save(self.params_path)
+
+    def load_params(self):
+        """LOAD_PARAMS: every live value back to what a reset would load (the parameter file; defaults where it is
+        missing or bad), applied like SET_PARAM. -> True when every value came from the file."""
+        ok = self.params.load(self.params_path)
+        self._apply_params()
+        return ok
 
     def set_telemetry(self, rate_hz):
         """Stream rate in records/s (0: off), at most the control rate. -> the rate applied, None if refused."""
@@ -212,6 +222,10 @@ class App:
             flags |= protocol.DIAG_PARAMS_DEFAULTED
         if getattr(self.hal, "soft", False):
             flags |= protocol.DIAG_TIMER_SOFT
+        if self.params.unsaved():
+            # a test killed before it could put its values back (SIGKILL), or a set without save: a reset, or
+            # LOAD_PARAMS, would change the live values
+            flags |= protocol.DIAG_PARAMS_UNSAVED
         d["uptime_ms"] = (self.hal.ticks_ms() - self._t_start) & 0x3FFFFFFF
         d["free_heap"] = min(self.hal.free_heap(), 0xFFFFFFFF)
         d["reset_cause"] = self.reset_cause

@@ -199,10 +199,15 @@ def validate(d):
 def load(path="board.json"):
     """The validated config from the JSON file at path; ValueError naming the file or the bad key."""
     try:
-        with open(path) as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise ValueError("board config: cannot read %s (%s)" % (path, e)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeError:
+        # a text-mode read would raise a UnicodeError without a message on MicroPython
+        raise ValueError("board config: %s is not a JSON file (not UTF-8 text)" % path) from None
     try:
         d = json.loads(text)
     except ValueError as e:

@@ -12,14 +12,14 @@ from shared import params, protocol
 _LENGTHS = {
     protocol.HELLO: 0, protocol.SET_VEL: 8, protocol.ENABLE: 1, protocol.ZERO: 0, protocol.TIME: 4,
     protocol.GET_PARAM: 1, protocol.SAVE_PARAMS: 0, protocol.CLEAR_FAULT: 0, protocol.GET_DIAG: 0,
-    protocol.TELEMETRY: 2, protocol.GET_ODOM: 0, protocol.STOP_LINK: 0,
+    protocol.TELEMETRY: 2, protocol.GET_ODOM: 0, protocol.STOP_LINK: 0, protocol.LOAD_PARAMS: 0,
 }
 _TYPE_SIZE = {"f": 4, "H": 2}
 
 
 class Link:
     """handler: the App (or anything with its methods: info, set_velocity, state, enable, fault, zero, get_param,
-    set_param, save_params, clear_fault, diag, set_telemetry, odom, ticks_us, stop_link).
+    set_param, save_params, load_params, clear_fault, diag, set_telemetry, odom, ticks_us, stop_link).
 
     After STOP_LINK (stopped = True) the link interprets nothing more: the bytes that follow belong to the REPL.
 
@@ -151,6 +151,8 @@ class Link:
                 self.nack(cmd, protocol.NACK_STORAGE)
                 return
             self.send(protocol.pack_save_ack())
+        elif cmd == protocol.LOAD_PARAMS:
+            self.send(protocol.pack_load_ack(h.load_params()))
         elif cmd == protocol.CLEAR_FAULT:
             self.send(protocol.pack_fault_cleared(h.clear_fault()))
         elif cmd == protocol.GET_DIAG:

@@ -4,18 +4,21 @@
 # rename is not atomic): it falls back to defaults and says so, it never stops the board from booting.
 import json
 import os
+import struct
 
 from shared import params as table
 
 
 class Params:
-    """values: {name: value} for every parameter in the table; defaulted: the last load fell back to defaults.
+    """values: {name: value} for every parameter in the table; defaulted: the last load fell back to defaults;
+    stored: the values a reset would load (those of the last load or save), for unsaved().
 
     Values are floats for "f" parameters and ints for "H" parameters, always inside the table's [min, max].
     """
 
     def __init__(self):
         self.values = table.defaults()
+        self.stored = dict(self.values)
         self.defaulted = False
         self.problems = []      # what the last load() replaced by defaults, as text (for the REPL and logs)
 
@@ -28,6 +31,7 @@ class Params:
         Never raises.
         """
         self.values = table.defaults()
+        self.stored = dict(self.values)     # what a reset gives when the file cannot be read: the defaults
         self.problems = []
         try:
             with open(path) as f:
@@ -55,6 +59,7 @@ class Params:
                 self.problems.append("%s: %s: default %s" % (name, reason, p[table.DEFAULT]))
                 continue
             self.values[name] = value
+        self.stored = dict(self.values)
         self.defaulted = bool(self.problems)
         return not self.defaulted
 
@@ -76,6 +81,21 @@ class Params:
             except OSError:
                 pass
             os.rename(tmp, path)
+        self.stored = dict(self.values)
+
+    def unsaved(self):
+        """True when a live value differs from the stored one (a reset would change it): DIAG_PARAMS_UNSAVED.
+        Compared as the wire has them (f32, u16): a value the host read and set back counts as unchanged even on
+        a port whose floats are doubles. Slow path (allocates): GET_DIAG only."""
+        for p in table.TABLE:
+            name = p[table.NAME]
+            a, b = self.values[name], self.stored[name]
+            if p[table.TYPE] == "f":
+                if struct.pack("<f", a) != struct.pack("<f", b):
+                    return True
+            elif a != b:
+                return True
+        return False
 
     def set(self, pid, value):
         """Validate value for parameter id pid and apply it: None, or the reason it was refused (NACK 3/6)."""

@@ -43,8 +43,8 @@ TABLE = (
     # encoder plausibility (docs/firmware.md, "Encoder plausibility"): a wheel measured moving as commanded whose
     # duty beyond kS + deadband predicts more than enc_ratio times its measured speed, and exceeds
     # kS + deadband + kV*|speed| by more than enc_margin, for enc_ms: FAULT_ENCODER_LEFT/RIGHT
-    (21, "enc_ratio", "f", "ratio", 1.1, 10.0, 1.75, "encoder check: duty-predicted / measured speed above this"),
-    (22, "enc_margin", "f", "duty", 0.0, 1.0, 0.25, "encoder check: and duty above kS + kV*|speed| by this"),
+    (21, "enc_ratio", "f", "ratio", 1.1, 10.0, 1.4, "encoder check: duty-predicted / measured speed above this"),
+    (22, "enc_margin", "f", "duty", 0.0, 1.0, 0.15, "encoder check: and duty above kS + kV*|speed| by this"),
     (23, "enc_ms", "H", "ms", 0, 10000, 500, "encoder check: both this long: FAULT (0: check off)"),
 )
 

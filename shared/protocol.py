@@ -14,7 +14,8 @@ except ImportError:  # CPython (Blinka's micropython module may be absent)
     def const(x):  # type: ignore[misc]  # mypy (make typecheck) sees the stubs' generic const
         return x
 
-PROTOCOL_VERSION = const(3)     # 2: STOP_LINK / STOP_LINK_ACK added; 3: FAULT_ENCODER_*, NACK_BUSY, DIAG frame_timeouts
+PROTOCOL_VERSION = const(3)     # 2: STOP_LINK / STOP_LINK_ACK; 3: FAULT_ENCODER_*, NACK_BUSY, DIAG frame_timeouts,
+#                                 LOAD_PARAMS / LOAD_ACK, DIAG_PARAMS_UNSAVED
 
 SYNC = const(0xAA)
 MAX_LEN = const(64)             # LEN upper bound: CMD + PAYLOAD
@@ -36,6 +37,7 @@ GET_DIAG = const(0x09)
 TELEMETRY = const(0x0A)
 GET_ODOM = const(0x0B)
 STOP_LINK = const(0x0C)        # hand the board back to its REPL (docs/protocol.md)
+LOAD_PARAMS = const(0x0D)      # live parameters back to the saved ones (what a reset would load)
 
 # board -> host replies (CMD | 0x80)
 INFO = const(0x80)
@@ -51,6 +53,7 @@ DIAG = const(0x89)
 TELEMETRY_ACK = const(0x8A)
 ODOM = const(0x8B)
 STOP_LINK_ACK = const(0x8C)
+LOAD_ACK = const(0x8D)
 # unsolicited board -> host frames (0x90..0xFE): sent without a request
 TELEMETRY_DATA = const(0x90)
 NACK = const(0xFF)
@@ -59,9 +62,11 @@ COMMAND_NAMES = {
     HELLO: "HELLO", SET_VEL: "SET_VEL", ENABLE: "ENABLE", ZERO: "ZERO", TIME: "TIME",
     GET_PARAM: "GET_PARAM", SET_PARAM: "SET_PARAM", SAVE_PARAMS: "SAVE_PARAMS", CLEAR_FAULT: "CLEAR_FAULT",
     GET_DIAG: "GET_DIAG", TELEMETRY: "TELEMETRY", GET_ODOM: "GET_ODOM", STOP_LINK: "STOP_LINK",
+    LOAD_PARAMS: "LOAD_PARAMS",
     INFO: "INFO", STATE: "STATE", ENABLE_ACK: "ENABLE_ACK", ZERO_ACK: "ZERO_ACK", TIME_ACK: "TIME_ACK",
     PARAM: "PARAM", PARAM_SET: "PARAM_SET", SAVE_ACK: "SAVE_ACK", FAULT_CLEARED: "FAULT_CLEARED",
     DIAG: "DIAG", TELEMETRY_ACK: "TELEMETRY_ACK", ODOM: "ODOM", STOP_LINK_ACK: "STOP_LINK_ACK",
+    LOAD_ACK: "LOAD_ACK",
     TELEMETRY_DATA: "TELEMETRY_DATA",
     NACK: "NACK",
 }
@@ -125,7 +130,9 @@ RESET_NAMES = {RESET_POWER_ON: "power on", RESET_WATCHDOG: "watchdog", RESET_SOF
 # GET_DIAG flags
 DIAG_PARAMS_DEFAULTED = const(0x01)  # the parameter file was missing or corrupt: defaults are in use
 DIAG_TIMER_SOFT = const(0x02)        # the control loop runs from a soft timer/thread, not a hard IRQ
-DIAG_FLAG_NAMES = ((DIAG_PARAMS_DEFAULTED, "PARAMS_DEFAULTED"), (DIAG_TIMER_SOFT, "TIMER_SOFT"))
+DIAG_PARAMS_UNSAVED = const(0x04)    # a live parameter differs from the saved one (what a reset would load)
+DIAG_FLAG_NAMES = ((DIAG_PARAMS_DEFAULTED, "PARAMS_DEFAULTED"), (DIAG_TIMER_SOFT, "TIMER_SOFT"),
+                   (DIAG_PARAMS_UNSAVED, "PARAMS_UNSAVED"))
 
 
 def status_names(status):
@@ -582,6 +589,21 @@ def pack_save_ack():
 
 def pack_clear_fault():
     return encode(CLEAR_FAULT)
+
+
+# LOAD_PARAMS
+def pack_load_params():
+    return encode(LOAD_PARAMS)
+
+
+def pack_load_ack(from_file):
+    """from_file: 1 when every value came from the saved file, 0 when defaults stood in (file missing or bad)."""
+    return encode(LOAD_ACK, bytes((1 if from_file else 0,)))
+
+
+def unpack_load_ack(payload):
+    """-> True when every value came from the saved file."""
+    return _unpack(FMT_U8, payload)[0] == 1
 
 
 def pack_fault_cleared(code):

@@ -59,10 +59,15 @@ def load_description(path):
     """Parse and validate a robot description JSON file -> dict (see sim/robots/default.json)."""
     import json
     try:
-        with open(path) as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise DescriptionError("robot description %s: cannot read (%s)" % (path, e)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeError:
+        # MicroPython's text-mode read raises a UnicodeError without a message: say what it is
+        raise DescriptionError("robot description %s: not a JSON file (not UTF-8 text)" % path) from None
     try:
         desc = json.loads(text)
     except ValueError as e:

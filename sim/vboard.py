@@ -423,7 +423,8 @@ def main(argv):
         vb = VirtualBoard(opts)
         vb.boot(protocol.RESET_POWER_ON)
     except (plant_mod.DescriptionError, net.NetError, ValueError, OSError) as e:
-        print("vboard: error: %s" % e, file=sys.stderr)
+        # some MicroPython exceptions carry no message (a UnicodeError): then at least its type
+        print("vboard: error: %s" % (str(e) or type(e).__name__), file=sys.stderr)
         sys.exit(2)
     if vb.control is not None:
         print("control on %s:%d" % (vb.control.host, vb.control.port))

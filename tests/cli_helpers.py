@@ -67,6 +67,57 @@ class SharedSim:
                 self.proc.wait()
 
 
+def cut_link_during(sim: SharedSim, proc: subprocess.Popen, after_s: float = 0.0, timeout: float = 30.0):
+    """Cut the virtual board's link `after_s` s from now and wait for `proc` to end; the link is restored
+    whatever happens. -> proc.communicate()'s (stdout, stderr)."""
+    try:
+        time.sleep(after_s)
+        sim.control({"cmd": "fault", "kind": "cut_link", "on": True})
+        return proc.communicate(timeout=timeout)
+    finally:
+        sim.control({"cmd": "fault", "kind": "cut_link", "on": False})
+        if proc.poll() is None:
+            proc.kill()
+
+
+def until_energized(sim, proc, timeout=30.0) -> None:
+    """Wait until the virtual board's outputs are on (the command under test has enabled it)."""
+    deadline = time.monotonic() + timeout
+    while not sim.control({"cmd": "truth"})["energized"]:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+
+
+def signal_while_energized(sim, argv, sig, after_s):
+    """Run `viperdrive ARGV` on the shared board; `after_s` s after the board energized, send `sig`. -> (process,
+    stderr, seconds from the signal to the board de-energized, seconds from the signal to the exit)."""
+    proc = subprocess.Popen([VIPERDRIVE, *map(str, argv), "--port", sim.url], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        until_energized(sim, proc)
+        time.sleep(after_s)
+        assert sim.control({"cmd": "truth"})["energized"], (proc.poll(), proc.stderr.read() if proc.poll() else "")
+        t_sig = time.monotonic()
+        proc.send_signal(sig)
+        off = None
+        while proc.poll() is None or off is None:
+            if off is None and not sim.control({"cmd": "truth"})["energized"]:
+                off = time.monotonic() - t_sig
+            assert time.monotonic() - t_sig < 20, "no exit within 20 s of the signal"
+            time.sleep(0.005)
+        t_exit = time.monotonic() - t_sig
+        _, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc, err, off, t_exit
+
+
+def no_traceback(r) -> None:
+    """A CompletedProcess printed no Python traceback (no traceback is a user interface)."""
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr[-3000:]
+
+
 def _controlling_tty():  # runs in the child: a new session whose controlling terminal is the pty (^C -> SIGINT)
     import fcntl
     import termios

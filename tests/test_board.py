@@ -74,7 +74,9 @@ def test_one_exchange_per_cycle(responder):
         for _ in range(10):
             board.write(1.0, 1.0)
             assert board.read().fresh
-        assert board.link.stats()["rtt_n"] == n_rtt + 10 and responder.set_vel_count - before == 30
+        # an exchange whose reply was already waiting when the host looked (the host process was descheduled for
+        # over 1 ms: a loaded machine) only bounds the round trip and is not recorded: most, never more, are timed
+        assert n_rtt + 5 <= board.link.stats()["rtt_n"] <= n_rtt + 10 and responder.set_vel_count - before == 30
 
 
 def test_write_clamps_jointly_before_converting(responder):

@@ -12,17 +12,10 @@ import socket
 import struct
 
 import pytest
-from cli_helpers import VIPERDRIVE, PtyProcess, SharedSim, run_cli
+from cli_helpers import VIPERDRIVE, PtyProcess, run_cli
 
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
-
-
-@pytest.fixture(scope="module")
-def sim():
-    s = SharedSim()
-    yield s
-    s.close()
 
 
 @pytest.fixture(autouse=True)

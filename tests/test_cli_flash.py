@@ -9,8 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
-import pytest
-from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, SharedSim, run_cli
+from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, run_cli
 
 from viperdrive.shared import protocol as P
 
@@ -92,7 +91,8 @@ def test_dry_run_with_arch_compiles_everything_but_main_and_boot():
     assert r.returncode == 0, r.stderr
     commands = [shlex.split(c) for c in _split_commands(r.stdout.replace("\\\n  +", "+"))]
     files = expected_files("esp32", mpy=True)
-    stage = Path("/tmp/viperdrive-flash/xtensawin")
+    stage = Path("STAGE/xtensawin")            # a private mkdtemp folder at run time (flashing.private_stage)
+    assert "# STAGE: a private temporary folder (tempfile.mkdtemp)" in r.stdout
     compiled = [(s, d) for s, d in files if d.endswith(".mpy")]
     assert commands[:len(compiled)] == [
         [MPY_CROSS, "-march=xtensawin", "-s", d[:-4] + ".py", "-o", str(stage / d), str(s)] for s, d in compiled]
@@ -153,13 +153,6 @@ def test_flash_gives_up_on_a_board_without_a_repl():
         os.close(master)
     assert r.returncode == 4
     assert "the board did not give mpremote its REPL" in r.stderr and "hold the repl pin" in r.stderr
-
-
-@pytest.fixture(scope="module")
-def sim():
-    s = SharedSim()
-    yield s
-    s.close()
 
 
 def test_flash_stops_the_link_of_the_virtual_board_first(sim):
@@ -227,12 +220,21 @@ def test_flash_copies_through_real_mpremote_to_a_micropython_board(tmp_path):
 def test_flash_mpy_detects_the_arch_and_copies_compiled_modules(tmp_path):
     from mp_serial_board import SerialMicroPythonBoard
     board = SerialMicroPythonBoard(tmp_path / "fs")     # the unix port: sys.implementation._mpy says x64
+    # another user got there first: the fixed build folder an older flash used is theirs (a link to their folder)
+    tmp = tmp_path / "tmp"
+    theirs = tmp_path / "theirs"
+    tmp.mkdir()
+    theirs.mkdir()
+    (tmp / "viperdrive-flash").symlink_to(theirs)
     try:
-        r = run_cli("flash", "--board", "sim", "--port", board.device, "--mpy", "--no-verify", timeout=120)
+        r = run_cli("flash", "--board", "sim", "--port", board.device, "--mpy", "--no-verify", timeout=120,
+                    env={"TMPDIR": str(tmp)})
         files = board.files()
     finally:
         board.close()
     assert r.returncode == 0, r.stderr
+    assert list(theirs.iterdir()) == []                 # nothing built where another user could swap it
+    assert sorted(p.name for p in tmp.iterdir()) == ["viperdrive-flash"]    # the private folder is gone again
     assert "board .mpy architecture: x64" in r.stderr
     mpys = {k: v for k, v in files.items() if k.endswith(".mpy")}
     assert set(files) - set(mpys) == {"main.py", "boot.py", "board.json"}

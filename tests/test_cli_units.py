@@ -171,8 +171,18 @@ def test_script_parser_reads_every_segment_and_names_bad_lines():
     assert math.isclose(segs[3].nominal_duration(), 2.0)
     with pytest.raises(BadValue, match=r"line 2: 'jump 3': unknown segment"):
         paths.parse_script("forward 1\njump 3\n")
-    with pytest.raises(BadValue, match="line 1.*must be > 0"):
+    with pytest.raises(BadValue, match=r"line 1.*the radius 0 m is outside \(0, 1000\] m"):
         paths.parse_script("arc 0 90\n")
+    # every number finite and in range: a typo is refused, it does not drive (or wait) for ever
+    for line, what in (("forward 1e308", r"the distance 1e\+308 m is outside \[0, 1000\] m"),
+                       ("forward nan", "must be finite"), ("wait inf", "must be finite"),
+                       ("wait 1e6", r"the duration 1e\+06 s is outside \[0, 86400\] s"),
+                       ("twist 0.1 0 -1", r"the duration -1 s is outside"), ("turn 90 0", r"the rate 0 rad/s"),
+                       ("turn 1e9", "the angle"), ("arc 0.3 90 20", r"the speed 20 m/s is outside \(0, 10\]")):
+        with pytest.raises(BadValue, match="line 1: .*" + what):
+            paths.parse_script(line + "\n")
+    with pytest.raises(BadValue, match=r"script square .*the distance nan m"):
+        paths.builtin("square", side=float("nan"))
     with pytest.raises(BadValue, match="twist takes 3 numbers"):
         paths.parse_script("twist 1 2\n")
     with pytest.raises(BadValue, match="no segments"):

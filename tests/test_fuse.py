@@ -175,7 +175,7 @@ def test_bad_input_is_a_message_and_an_exit_code(recording, case):
         assert path.read_bytes() == before                   # bad input loses nothing
     else:
         proc = run_fuse(path, "--config", cfg, "--out", out, "--uncertainty-limit", "-1")
-        assert proc.returncode == 2 and "positive" in proc.stderr
+        assert proc.returncode == 2 and "argument --uncertainty-limit: -1 is outside (0, 1e+06] m" in proc.stderr
         return
     assert proc.stderr.startswith("viperdrive fuse") or "error:" in proc.stderr
 

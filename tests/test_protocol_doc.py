@@ -21,8 +21,9 @@ DOC = (ROOT / "docs" / "protocol.md").read_text()
 WIRE_FINGERPRINTS = {
     1: "a8b17d20ad4b1bfc7e6ea6edc662fd03b0ca8c8a91a74a3c395839ad460b7834",
     2: "8a732d5cd12bb52436cbec53f7d65ac73b35d20a694a7973b076ca3fa4629e95",   # STOP_LINK, STOP_LINK_ACK
-    # FAULT_ENCODER_LEFT/RIGHT, NACK_BUSY, DIAG frame_timeouts, the frame gap (FRAME_GAP_*)
-    3: "3ec9af07d75fb1be09d7642bc773f8fea179581af0e442b9cb3c7ee03bc6716a",
+    # FAULT_ENCODER_LEFT/RIGHT, NACK_BUSY, DIAG frame_timeouts, the frame gap (FRAME_GAP_*), LOAD_PARAMS, LOAD_ACK,
+    # DIAG_PARAMS_UNSAVED
+    3: "bec16b4d80a95f1d4a0ba6bfeaf77bd39c6fa18eb0e59395a58f4d6cd291bf2d",
 }
 
 
@@ -80,6 +81,7 @@ def test_every_command_and_reply_is_documented_with_its_code_and_frame_size():
         "SAVE_PARAMS": P.pack_save_params(), "CLEAR_FAULT": P.pack_clear_fault(), "GET_DIAG": P.pack_get_diag(),
         "TELEMETRY": P.pack_telemetry(50), "GET_ODOM": P.pack_get_odom(),
         "STOP_LINK": P.pack_stop_link(), "STOP_LINK_ACK": P.pack_stop_link_ack(500),
+        "LOAD_PARAMS": P.pack_load_params(), "LOAD_ACK": P.pack_load_ack(True),
         "STATE": P.pack_state(1, 2, 3, 4, 5), "ENABLE_ACK": P.pack_enable_ack(True), "ZERO_ACK": P.pack_zero_ack(),
         "TIME_ACK": P.pack_time_ack(1, 2, 3), "SAVE_ACK": P.pack_save_ack(),
         "FAULT_CLEARED": P.pack_fault_cleared(1), "DIAG": P.pack_diag({n: 0 for n, _ in P.DIAG_FIELDS}),
@@ -130,7 +132,7 @@ def test_diag_and_telemetry_layouts_are_documented():
     assert diag == expect
     assert f"Payload {struct.calcsize(P.FMT_DIAG)} bytes" in DOC
     for code in ("RESET_POWER_ON", "RESET_WATCHDOG", "RESET_SOFT", "RESET_OTHER", "DIAG_PARAMS_DEFAULTED",
-                 "DIAG_TIMER_SOFT"):
+                 "DIAG_TIMER_SOFT", "DIAG_PARAMS_UNSAVED"):
         assert f"{getattr(P, code)} {code}" in DOC or f"0x{getattr(P, code):02x} {code}" in DOC, code
     tele = [(int(c[0]), c[1]) for c in table_rows("### TELEMETRY_DATA")]
     wire = {"H": "u16", "I": "u32", "i": "i32", "h": "i16", "B": "u8"}

@@ -265,7 +265,8 @@ def test_a_latched_board_fault_is_an_error_in_diagnostics_with_its_name(tmp_path
     board = [(t, st) for t, sts in rec["diagnostics"] for st in sts if st[1] == "viperdrive /robot_f: board"]
     before = [st for t, st in board if st[0] == 0]
     after = [st for t, st in board if st[0] == 2]
-    assert before and before[0][3]["status"] == "ENABLED"
+    # (SATURATED may be set too while the wheels accelerate)
+    assert before and "ENABLED" in before[0][3]["status"].split() and "FAULT" not in before[0][3]["status"]
     assert after, [st[2] for _, st in board]
     assert after[-1][2].startswith("FAULT latched: left wheel") and after[-1][3]["status"] == "FAULT"
     assert "not commanding" in after[-1][2] and "clear the fault" in after[-1][3]["board_down"]

@@ -1,6 +1,7 @@
 """cmd_vel input of the bridge on a real Cyclone DDS: Twist/TwistStamped choice, auto-detection from discovery,
 and the warnings for "nobody publishes" and "somebody publishes the other type" (the silent mismatch)."""
 import logging
+import os
 import random
 import time
 
@@ -12,6 +13,7 @@ from viperdrive.ros2.bridge import (
     TWIST,
     TWIST_STAMPED,
     CmdVelInput,
+    PublisherFilter,
     RateLimitedWarning,
     _covariance,
     frame_with_prefix,
@@ -208,3 +210,37 @@ def test_bridge_parameters_from_the_robot_file():
     finally:
         bridge.shutdown()       # never started: nothing to disable, the participant is closed
     assert bridge.node._closed
+
+
+def test_allow_publisher_takes_the_named_participants_and_refuses_the_others(nodes, caplog):
+    """--allow-publisher on real DDS: by the host name a participant declares, and by its GUID prefix."""
+    import socket
+    bridge_node, teleop = nodes
+    here = socket.gethostname()
+    guid = teleop.participant.guid.hex
+    w = teleop.publisher("cmd_vel", msgs.Twist, qos.default_qos())
+
+    def commands(allow):
+        cmd = CmdVelInput(bridge_node, stamped="false", warn=_quiet_warn(), allow=allow)
+        deadline = time.monotonic() + 5
+        while not w.get_matched_subscriptions() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        got = []
+        for _ in range(20):
+            w.write(msgs.Twist(linear=msgs.Vector3(0.1, 0.0, 0.0), angular=msgs.Vector3(0.0, 0.0, 0.0)))
+            time.sleep(0.02)
+            got += cmd.poll(time.time() - time.monotonic())
+        status = cmd.status()
+        from viperdrive.ros2.node import delete_entity
+        delete_entity(cmd.reader)
+        return got, cmd, status
+
+    for allow in ([f"host={here}"], [guid[:12]], [guid[:8] + ":" + guid[8:16], "host=elsewhere"]):
+        got, cmd, _ = commands(PublisherFilter(allow))
+        assert len(got) >= 10 and cmd.refused == 0, (allow, len(got), cmd.refused)
+    got, cmd, status = commands(PublisherFilter(["host=elsewhere", "ffffffffffff"]))
+    assert got == [] and cmd.refused >= 15
+    assert status["refused_from"].startswith(f"GUID {guid[:24]} (host {here}, pid {os.getpid()}")
+    for bad in (["host="], ["xyz"], ["0123456789abcdef0123456789abcdef00"], []):
+        with pytest.raises(BadValue, match="--allow-publisher"):
+            PublisherFilter(bad)

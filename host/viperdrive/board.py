@@ -600,6 +600,12 @@ class Board:
         self._require(configured=True)
         self.link.request(P.pack_save_params(), P.SAVE_ACK)
 
+    def load_params(self) -> bool:
+        """LOAD_PARAMS: every live parameter back to the saved one (what a reset would load), applied at once.
+        Returns True when the board had a saved value for each, False when defaults stood in."""
+        self._require(configured=True)
+        return P.unpack_load_ack(self.link.request(P.pack_load_params(), P.LOAD_ACK))
+
     def diag(self) -> dict:
         """GET_DIAG decoded, plus fault/reset/flag names and this side's link counters."""
         self._require(configured=True)

@@ -13,6 +13,7 @@ import) is removed on the board.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import re
@@ -224,8 +225,18 @@ def detect_command(port: str) -> list[str]:
     return [mpremote_exe(), "connect", port, "exec", DETECT_CODE]
 
 
-def default_stage(arch: str | None) -> Path:
-    return Path(tempfile.gettempdir()) / "viperdrive-flash" / (arch or "py")
+# Where .mpy files are built: a private folder made by tempfile.mkdtemp (mode 0700, a fresh random name) for each
+# flash, removed afterwards (private_stage()). A fixed name such as /tmp/viperdrive-flash could be created or
+# replaced beforehand by another user of the machine, who would then choose what is copied to the board.
+# A dry run prints this placeholder instead of creating a folder.
+STAGE_PLACEHOLDER = Path("STAGE")
+
+
+@contextlib.contextmanager
+def private_stage():
+    """A fresh private build folder (mkdtemp) for one flash; removed with everything in it on the way out."""
+    with tempfile.TemporaryDirectory(prefix="viperdrive-flash-") as d:
+        yield Path(d)
 
 
 ARCH_PLACEHOLDER = "ARCH"      # dry run of --mpy without --arch: the arch the board will report
@@ -234,7 +245,8 @@ ARCH_PLACEHOLDER = "ARCH"      # dry run of --mpy without --arch: the arch the b
 def flash_plan(port: str, board_config: str | Path | None, arch: str | None = None, backend: str | None = None,
                stage: Path | None = None, mpy: bool | None = None) -> FlashPlan:
     """The plan for one board. board_config None: keep the board's board.json (backend must then be given).
-    mpy (default: arch given) precompiles; arch ARCH_PLACEHOLDER stands for the one detected later."""
+    mpy (default: arch given) precompiles; arch ARCH_PLACEHOLDER stands for the one detected later. The .mpy files
+    are built in stage: give a private_stage() folder (None: STAGE_PLACEHOLDER/ARCH, for printing only)."""
     cfg_path = None
     if board_config is not None:
         cfg_path, cfg = load_board_config(str(board_config))
@@ -249,7 +261,7 @@ def flash_plan(port: str, board_config: str | Path | None, arch: str | None = No
     else:
         arch = None
     files = firmware_files(backend, mpy=mpy)
-    return FlashPlan(port, cfg_path, files, arch, stage or default_stage(arch))
+    return FlashPlan(port, cfg_path, files, arch, stage if stage is not None else STAGE_PLACEHOLDER / (arch or "py"))
 
 
 def _tuple(names) -> str:

@@ -27,6 +27,7 @@ from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
 from .ekf.core import SensorStatus
 from .errors import UserError
+from .logs import MCAP_MAGIC, McapDamage, guarded
 from .transforms import SE3, quat_from_euler, quat_from_xyzw, quat_multiply, quat_to_xyzw
 
 CSV_VARIABLES = STATE_NAMES[:12]
@@ -280,7 +281,7 @@ def measurements_of(inp: SensorInput, kind: str, msg, t: float, frames: FrameCon
     return inp.imu(t, *parts)
 
 
-MCAP_MAGIC = b"\x89MCAP0\r\n"
+
 
 
 def _open_reader(path: Path):
@@ -444,8 +445,8 @@ class _Fusion:
         try:
             try:
                 # a damaged file is streamed in file order (sorting would need the whole, unreadable, file first)
-                for schema, channel, message in self.reader.iter_messages(topics=wanted,
-                                                                          log_time_order=not self.damaged):
+                for schema, channel, message in guarded(self.reader.iter_messages(topics=wanted,
+                                                                                  log_time_order=not self.damaged)):
                     topic = _norm_topic(channel.topic)
                     if topic == TF_STATIC:
                         self._static_transform(decoders, schema, channel, message)
@@ -483,7 +484,7 @@ class _Fusion:
                         continue
                     for name in names:
                         self._message(name, decoded, log_t, last_stamp)
-            except (McapError, EOFError, struct.error, ValueError) as e:
+            except (McapError, EOFError, struct.error, ValueError, McapDamage) as e:
                 result.warnings.append(f"the recording ends in damaged data after {n} messages "
                                        f"({type(e).__name__}: {e}): fused what came before")
             if batch_cycle is not None:
@@ -524,8 +525,12 @@ class _Fusion:
 
     def _read_static_transforms(self, decoders):
         """Sensor mounts: every /tf_static message, before the sensors (they are valid for the whole run)."""
-        for schema, channel, message in self.reader.iter_messages(topics=[TF_STATIC, TF_STATIC.lstrip("/")]):
-            self._static_transform(decoders, schema, channel, message)
+        try:
+            for schema, channel, message in guarded(self.reader.iter_messages(topics=[TF_STATIC,
+                                                                                      TF_STATIC.lstrip("/")])):
+                self._static_transform(decoders, schema, channel, message)
+        except McapDamage as e:
+            self.result.warnings.append(f"{TF_STATIC}: not all of it could be read (damaged data: {e})")
 
     def _static_transform(self, decoders, schema, channel, message):
         decode = decoders.decoder_for(channel.message_encoding, schema)

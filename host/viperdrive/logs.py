@@ -12,6 +12,11 @@ Topics written by McapRecorder (ros2msg schemas, all from viperdrive.rosmsg_defs
                                                                    measurement, output, integrator per wheel)
 
 Stamps are wall-clock (UNIX epoch) nanoseconds, mapped from the host's monotonic clock once at the start.
+
+A recording survives its process being killed: the open chunk is closed and handed to the kernel every
+FLUSH_PERIOD_S (1 s), so a SIGKILL (or a crash) loses at most the last second; the file then has no summary or
+footer. `read_mcap_partial` reads such a file up to its last complete chunk and says what was cut; `log plot`
+uses it.
 """
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ TOPICS = {
 
 JOINT_NAMES = ("left_wheel_joint", "right_wheel_joint")
 Q15 = 32768.0
+FLUSH_PERIOD_S = 1.0    # close the open chunk and write it out this often: what a SIGKILL can cost at most
 
 
 def _stamp(ns: int) -> dict:
@@ -78,6 +84,8 @@ class McapRecorder:
         self.counts: dict[str, int] = defaultdict(int)
         self._closed = False
         self._overruns: int | None = None
+        self._next_flush = self._mono0 + FLUSH_PERIOD_S
+        self.flushes = 0
 
     def ns(self, mono: float) -> int:
         return self._wall0 + int(round((mono - self._mono0) * 1e9))
@@ -87,6 +95,18 @@ class McapRecorder:
         self._writer.write_message(topic, self._schemas[TOPICS[topic]], msg, log_time=t, publish_time=t,
                                    sequence=self.counts[topic])
         self.counts[topic] += 1
+        now = time.monotonic()
+        if now >= self._next_flush:
+            self.flush()
+            self._next_flush = now + FLUSH_PERIOD_S
+
+    def flush(self) -> None:
+        """End the open chunk and hand everything written so far to the kernel: a killed process keeps it (the
+        file is then readable up to here by read_mcap_partial). ~1 ms per second of a 100 Hz drive."""
+        if self._closed:
+            return
+        self._writer._writer.flush()        # mcap.writer.Writer.flush (mcap >= 1.2); mcap_ros2 does not wrap it
+        self.flushes += 1
 
     def _header(self, mono: float, frame: str) -> dict:
         return {"stamp": _stamp(self.ns(mono)), "frame_id": frame}
@@ -163,45 +183,123 @@ class McapRecorder:
 
 # ------------------------------------------------------------------------------------------ reading
 
+class McapDamage(Exception):
+    """The MCAP reader stopped on damaged or missing bytes (its own, zstd's, lz4's or struct's exception inside)."""
+
+
+def guarded(records):
+    """Iterate an mcap reader's records; any exception the reader raises on damaged bytes (McapError, ZstdError,
+    OverflowError, struct.error, ...: there is no common base) becomes McapDamage, while exceptions of the code
+    that consumes the records stay what they are."""
+    it = iter(records)
+    while True:
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        except Exception as e:  # noqa: BLE001 -- the reader's failures on damaged bytes have no common type
+            raise McapDamage(f"{type(e).__name__}: {e}") from e
+        yield item
+
+
 def read_mcap(path) -> dict[str, list[tuple[float, object]]]:
-    """{topic: [(seconds since the first message, decoded ROS 2 message), ...]} of a viperdrive MCAP file."""
-    from mcap.exceptions import McapError
-    from mcap.reader import make_reader
+    """{topic: [(seconds since the first message, decoded ROS 2 message), ...]} of a complete viperdrive MCAP file;
+    BadValue for a damaged or cut one (read_mcap_partial takes what it holds)."""
+    data, damage = read_mcap_partial(path)
+    if damage is not None:
+        raise BadValue(f"{path} is not a complete MCAP file: {damage}")
+    return data
+
+
+def read_mcap_partial(path) -> tuple[dict[str, list[tuple[float, object]]], str | None]:
+    """Like read_mcap, also for a file cut short (a killed recording: no summary, no footer) or damaged: every
+    message before the damage, and what was cut as text (None: the file is complete). BadValue when nothing at
+    all can be read."""
+    from mcap.reader import NonSeekingReader, make_reader
     from mcap_ros2.decoder import DecoderFactory
     p = Path(path)
     if not p.is_file():
-        raise BadValue(f"{p} does not exist")
+        raise BadValue(f"{p} does not exist" if not p.exists() else f"{p} is not a file")
+    size = p.stat().st_size
     out: dict[str, list] = defaultdict(list)
-    t0 = None
+    first: list[float] = []
+
+    def take(decoded) -> None:
+        for _schema, channel, message, ros_msg in guarded(decoded):
+            t = message.log_time * 1e-9
+            if not first:
+                first.append(t)
+            out[channel.topic].append((t - first[0], ros_msg))
+
     try:
-        with open(p, "rb") as f:
+        f = open(p, "rb")
+    except OSError as e:
+        raise BadValue(f"{p} cannot be read: {e.strerror or e}") from None
+    with f:
+        if f.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
+            raise BadValue(f"{p} is not a readable MCAP file (no MCAP magic at the start"
+                           + (": the file is empty, a recording killed before its first second?)" if size == 0
+                              else ")"))
+        f.seek(0)
+        summary_ok = False
+        try:
             reader = make_reader(f, decoder_factories=[DecoderFactory()])
-            for _schema, channel, message, ros_msg in reader.iter_decoded_messages(log_time_order=True):
-                t = message.log_time * 1e-9
-                if t0 is None:
-                    t0 = t
-                out[channel.topic].append((t - t0, ros_msg))
-    except (McapError, ValueError, KeyError, EOFError, OSError) as e:
-        raise BadValue(f"{p} is not a readable MCAP file: {e}") from None
-    except Exception as e:  # the decoder raises its own types on corrupt records
-        raise BadValue(f"{p} is not a readable MCAP file ({type(e).__name__}: {e})") from None
-    return dict(out)
+            summary_ok = reader.get_summary() is not None
+            take(reader.iter_decoded_messages(log_time_order=True))
+            if summary_ok:
+                return dict(out), None
+            first_problem = "no summary (the file has no index)"
+        except McapDamage as e:
+            first_problem = f"damaged data ({e})"
+        except Exception:  # noqa: BLE001 -- no summary/footer: the reader raises its own types
+            first_problem = "no summary or footer (the recording was killed, or is still being written)"
+        # stream it from the start, in file order, up to the first damaged or missing byte
+        out.clear()
+        first.clear()
+        f.seek(0)
+        try:
+            # file order: log_time_order would read the whole stream before yielding, and lose it at the damage
+            take(NonSeekingReader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
+                log_time_order=False))
+            stop = "every chunk in it is readable"
+        except McapDamage as e:
+            cause = e.__cause__
+            if type(cause).__name__ == "EndOfFile":
+                stop = f"it ends inside a record at byte {size}"
+            else:
+                stop = f"the data stops being readable near byte {min(f.tell(), size)} ({e})"
+        n = sum(len(msgs) for msgs in out.values())      # take() stopped inside: count what it kept
+        if n == 0:
+            raise BadValue(f"{p} is not a readable MCAP file: it holds no readable message ({size} bytes: "
+                           f"{first_problem}; {stop})")
+        span = max((msgs[-1][0] for msgs in out.values()), default=0.0)
+        return dict(out), (f"{first_problem}; {stop}. Read {n} messages covering {span:.1f} s; what came after "
+                           f"the last complete chunk is lost (a viperdrive recording writes a chunk every "
+                           f"{FLUSH_PERIOD_S:g} s)")
+
+
+MCAP_MAGIC = b"\x89MCAP0\r\n"
 
 
 # ------------------------------------------------------------------------------------------ plotting
 
-def plot_mcap(path, out_dir=None) -> list[Path]:
+def plot_mcap(path, out_dir=None, data=None) -> list[Path]:
     """PNGs of a recording: <stem>_path.png (odometry x/y), <stem>_wheels.png (wheel speeds: commanded setpoint and
     measured), <stem>_pid.png (controller output and its integrator part per wheel). Returns the files written;
-    a plot whose topic is empty is left out."""
+    a plot whose topic is empty is left out. data: what read_mcap/read_mcap_partial returned (default: read_mcap)."""
+    p = Path(path)
+    out_dir = Path(out_dir) if out_dir is not None else p.parent
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BadValue(f"--out-dir {out_dir} is a file, not a folder: name a folder (it is created if missing)")
+    if data is None:
+        data = read_mcap(p)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot create the folder {out_dir}: {e.strerror or e}") from None
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    p = Path(path)
-    data = read_mcap(p)
-    out_dir = Path(out_dir) if out_dir is not None else p.parent
-    out_dir.mkdir(parents=True, exist_ok=True)
     written = []
 
     odom = data.get("/odom", [])
@@ -261,6 +359,10 @@ def plot_mcap(path, out_dir=None) -> list[Path]:
 
 def _save(fig, path: Path, plt) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=100)
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
     return path

@@ -22,6 +22,17 @@ from .odometry import wrap_pi
 
 BUILTINS = ("square", "spin", "figure8")
 
+# The bounds of every number a script (file or built-in sizing) may hold: far beyond any robot this drives, tight
+# enough that a typo (1e308, a missing decimal point) is refused instead of driving for ever. The CLI's --side,
+# --speed, --turn-rate and --duration take the same ranges (viperdrive.cli.options).
+LIMITS = {
+    "distance_m": 1000.0,       # |forward|, arc radius, square side
+    "angle_deg": 36000.0,       # |turn|, |arc| (100 turns)
+    "speed_m_s": 10.0,          # cruise speed (the robot's own limit applies on top)
+    "rate_rad_s": 50.0,         # turn rate
+    "duration_s": 86400.0,      # wait, twist, and any --duration: one day
+}
+
 
 @dataclass(frozen=True)
 class Segment:
@@ -54,6 +65,16 @@ class Segment:
 
 
 def builtin(name: str, side: float = 0.5, speed: float = 0.2, turn_rate: float = 1.0) -> list[Segment]:
+    segments = _builtin(name, side, speed, turn_rate)
+    for seg in segments:
+        problem = _out_of_range(seg)
+        if problem:
+            raise BadValue(f"script {name} (side {side:g} m, speed {speed:g} m/s, turn rate {turn_rate:g} rad/s): "
+                           f"{problem}")
+    return segments
+
+
+def _builtin(name: str, side: float, speed: float, turn_rate: float) -> list[Segment]:
     if name == "square":
         return [s for _ in range(4) for s in (Segment("forward", side, speed), Segment("turn", math.pi / 2,
                                                                                        turn_rate))]
@@ -94,20 +115,45 @@ def parse_script(text: str, speed: float = 0.2, turn_rate: float = 1.0, source: 
             s = Segment("turn", math.radians(nums[0]), nums[1] if len(nums) > 1 else turn_rate)
         elif kind == "arc":
             s = Segment("arc", math.radians(nums[1]), nums[0], nums[2] if len(nums) > 2 else speed)
-            if s.b <= 0:
-                raise BadValue(f"{where}: the radius must be > 0")
         elif kind == "twist":
             s = Segment("twist", nums[0], nums[1], nums[2])
         else:
             s = Segment("wait", nums[0])
-        if kind in ("forward", "turn", "arc") and (s.b if kind != "arc" else s.c) <= 0:
-            raise BadValue(f"{where}: the speed must be > 0")
-        if kind in ("twist", "wait") and (s.c if kind == "twist" else s.a) < 0:
-            raise BadValue(f"{where}: the duration must be >= 0")
+        problem = _out_of_range(s)
+        if problem:
+            raise BadValue(f"{where}: {problem}")
         out.append(s)
     if not out:
         raise BadValue(f"{source}: no segments")
     return out
+
+
+def _out_of_range(s: Segment) -> str | None:
+    """Why a segment's numbers are outside LIMITS (written `not lo < x <= hi`: NaN fails every comparison)."""
+    L = LIMITS
+    speed = s.b if s.kind in ("forward", "turn") else s.c if s.kind == "arc" else None
+    checks = []
+    if s.kind == "forward":
+        checks.append(("the distance", abs(s.a), 0.0, L["distance_m"], "m", True))
+        checks.append(("the speed", speed, 0.0, L["speed_m_s"], "m/s", False))
+    elif s.kind == "turn":
+        checks.append(("the angle", abs(math.degrees(s.a)), 0.0, L["angle_deg"], "deg", True))
+        checks.append(("the rate", speed, 0.0, L["rate_rad_s"], "rad/s", False))
+    elif s.kind == "arc":
+        checks.append(("the radius", s.b, 0.0, L["distance_m"], "m", False))
+        checks.append(("the angle", abs(math.degrees(s.a)), 0.0, L["angle_deg"], "deg", True))
+        checks.append(("the speed", speed, 0.0, L["speed_m_s"], "m/s", False))
+    elif s.kind == "twist":
+        checks.append(("v", abs(s.a), 0.0, L["speed_m_s"], "m/s", True))
+        checks.append(("w", abs(s.b), 0.0, L["rate_rad_s"], "rad/s", True))
+        checks.append(("the duration", s.c, 0.0, L["duration_s"], "s", True))
+    else:
+        checks.append(("the duration", s.a, 0.0, L["duration_s"], "s", True))
+    for what, x, lo, hi, unit, lo_closed in checks:
+        inside = (lo <= x <= hi) if lo_closed else (lo < x <= hi)
+        if not inside:
+            return f"{what} {x:g} {unit} is outside {'[' if lo_closed else '('}{lo:g}, {hi:g}] {unit}"
+    return None
 
 
 def load_script(spec: str, side: float, speed: float, turn_rate: float) -> list[Segment]:

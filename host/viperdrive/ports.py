@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .errors import PortError
+from .errors import PortError, UserError
 
 # USB vendor id -> (vendor, kind). kind "board": the MCU's own USB (a MicroPython/CircuitPython board);
 # "bridge": a USB-UART bridge chip, what ESP32 dev kits and many STM32/ESP8266 boards carry.
@@ -162,6 +162,28 @@ def is_url(spec: str) -> bool:
     return "://" in spec
 
 
+NETWORK_SCHEMES = ("socket", "rfc2217")      # pyserial URLs that name HOST:PORT
+
+
+def check_url(spec: str) -> None:
+    """A socket:// or rfc2217:// URL must name a host and a port 1..65535 (pyserial itself fails with a Python
+    comparison error on a missing port); UserError (exit 2) otherwise."""
+    from urllib.parse import urlsplit
+    scheme = spec.split("://", 1)[0].lower()
+    if scheme not in NETWORK_SCHEMES:
+        return
+    try:
+        parts = urlsplit(spec)
+        port = parts.port
+    except ValueError as e:          # a port that is not a number, or outside 0..65535
+        raise UserError(f"--port {spec}: {e}; write {scheme}://HOST:PORT, e.g. {scheme}://127.0.0.1:5799",
+                        exit_code=2) from None
+    if not parts.hostname or port is None or not 1 <= port <= 65535:
+        missing = "host" if not parts.hostname else "port (1..65535)"
+        raise UserError(f"--port {spec}: the URL has no {missing}; write {scheme}://HOST:PORT, e.g. "
+                        f"{scheme}://127.0.0.1:5799", exit_code=2)
+
+
 def resolve_port(spec: str | None, baud: int = 115200, sim_options: dict | None = None,
                  ports: list[SerialPortInfo] | None = None) -> ResolvedPort:
     """Turn a --port value into something to open. `ports` (default: the OS's list) is consulted for "auto" and
@@ -177,6 +199,7 @@ def resolve_port(spec: str | None, baud: int = 115200, sim_options: dict | None 
         found = choose_auto(list_serial_ports() if ports is None else ports)
         return ResolvedPort(spec, found.device, found.one_line())
     if is_url(spec):
+        check_url(spec)
         return ResolvedPort(spec, spec, spec)
     if os.name == "posix" and not os.path.exists(spec):
         present = list_serial_ports() if ports is None else ports

@@ -7,12 +7,13 @@ telemetry stream: the metrics come from TELEMETRY_DATA records stamped by the bo
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .errors import BadValue, UserError
+from .errors import BadValue, LinkLost, UserError
 from viperdrive.shared import protocol as P
 from viperdrive.shared import stepmetrics
 
@@ -81,36 +82,96 @@ def telemetry_rate(control_hz: int, baud: int, share: float = 0.6) -> int:
     return control_hz // div
 
 
-class TemporaryParams:
-    """Set parameters for an experiment; the old values come back on exit, also after an error or Ctrl-C."""
+class ParamGuard:
+    """The live parameters a command changes, put back when it does not finish.
 
-    def __init__(self, board, values: dict):
+    set(name, value, keep=False): set now, remembering the value from before (the first one, if set twice).
+    Leaving the block normally puts back the temporary values (keep=False: an experiment's test values) and keeps
+    the others (the gains the user asked for); leaving it by an exception (an error, Ctrl-C, SIGTERM, a lost link)
+    first disables the board, then puts back every value. A value that cannot be put back (the link is gone) is
+    named in `failed`; the board's DIAG flag PARAMS_UNSAVED then shows it, and `viperdrive params restore`
+    (Board.load_params) brings back the saved values. A SIGKILL runs no code: the flag is the only trace.
+
+    shield: a context manager factory under which the restoring runs (the CLI defers Ctrl-C/SIGTERM there, so a
+    second signal cannot cut the restore short); warn(text): told about values left changed."""
+
+    def __init__(self, board, shield=None, warn=None):
         self.board = board
-        self.values = values
-        self.saved: dict = {}
+        self.shield = shield
+        self.warn = warn
+        self.original: dict = {}
+        self.kept: set = set()
+        self.failed: dict = {}
+
+    def set(self, name: str, value, keep: bool = False):
+        if name not in self.original:
+            self.original[name] = self.board.get_param(name)
+        if keep:
+            self.kept.add(name)
+        return self.board.set_param(name, value)
 
     def __enter__(self):
-        for name, value in self.values.items():
-            self.saved[name] = self.board.get_param(name)
-            self.board.set_param(name, value)
         return self
 
-    def __exit__(self, *exc):
-        for name, value in self.saved.items():
+    def __exit__(self, exc_type, exc, tb):
+        names = [n for n in self.original if exc_type is not None or n not in self.kept]
+        if self.shield is None:
+            self._restore(names, exc_type is not None)
+        else:
+            with self.shield():
+                self._restore(names, exc_type is not None)
+        if self.failed and exc_type is None:
+            raise LinkLost(self.failed_text()) from None
+        return False
+
+    def _restore(self, names, failing: bool) -> None:
+        if failing and getattr(self.board, "active", False):
+            # outputs off before anything else: restoring takes a round trip per parameter (if this fails, the
+            # board's deadman stops the motors; the parameters still need putting back)
+            _quietly(self.board.deactivate)
+        for name in names:
             try:
-                self.board.set_param(name, value)
-            except UserError:
-                pass
+                self.board.set_param(name, self.original[name])
+            except UserError as e:
+                self.failed[name] = (self.original[name], str(e))
+        self.original = {n: v for n, v in self.original.items() if n not in names}
+        if self.failed and self.warn is not None and failing:
+            self.warn(self.failed_text())
+
+    def failed_text(self) -> str:
+        what = ", ".join(f"{n} (was {v:.6g})" for n, (v, _) in self.failed.items())
+        why = next(iter(self.failed.values()))[1]
+        return (f"could not put back {what}: {why}. The board keeps the changed values live until `viperdrive params "
+                f"restore` (or a reset) brings back the saved ones; `viperdrive info` shows the flag PARAMS_UNSAVED")
 
 
-def _run_experiment(board, rate_hz: int, duration: float, setpoints, progress=None, tail: float = 0.0) -> list:
-    """Stream telemetry at rate_hz, enable the board, send setpoints(t) = (left, right) rad/s every host period
-    for `duration` s, disable; return the raw telemetry records. `tail` s more are read after the disable (the
-    step test's return to zero). Telemetry is switched off again whatever happens."""
+class TemporaryParams(ParamGuard):
+    """Set parameters for an experiment; the old values come back on exit, also after an error or Ctrl-C."""
+
+    def __init__(self, board, values: dict, shield=None, warn=None):
+        super().__init__(board, shield=shield, warn=warn)
+        self.values = values
+
+    def __enter__(self):
+        try:
+            for name, value in self.values.items():
+                self.set(name, value)
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+
+def run_experiment(board, rate_hz: int, duration: float, setpoints, progress=None, tail: float = 0.0,
+                   period: float = HOST_PERIOD, activate=None) -> list:
+    """Stream telemetry at rate_hz, enable the board (activate(), default board.activate), send setpoints(t) =
+    (left, right) rad/s every `period` s for `duration` s, disable; return the raw telemetry records. `tail` s
+    more are read after the disable (the step test's return to zero). Ended by an exception (Ctrl-C, SIGTERM, a
+    lost link), the board is disabled first, then the telemetry switched off; the exception goes on."""
     records: list = []
     board.telemetry(rate_hz)
     try:
-        board.activate()
+        (activate or board.activate)()
         t0 = time.monotonic()
         while True:
             now = time.monotonic() - t0
@@ -121,14 +182,27 @@ def _run_experiment(board, rate_hz: int, duration: float, setpoints, progress=No
             records.extend(board.telemetry_frames())
             if progress is not None:
                 progress.update(now)
-            time.sleep(HOST_PERIOD)
+            time.sleep(period)
         board.deactivate()
         if tail:
             time.sleep(tail)
         records.extend(board.telemetry_frames())
-    finally:
-        board.telemetry(0)
+    except BaseException:
+        # Ctrl-C, SIGTERM, a lost link: outputs off first (the board must not wait for its deadman), then on
+        if board.active:
+            _quietly(board.deactivate)
+        _quietly(board.telemetry, 0)
+        raise
+    board.telemetry(0)
     return records
+
+
+def _quietly(call, *args) -> None:
+    """A clean-up step on the way out of an error: its own failure (the link is gone) must not replace the error."""
+    try:
+        call(*args)
+    except UserError:
+        pass
 
 
 def _to_recording(records: list, k: float) -> Recording:
@@ -146,10 +220,11 @@ def _to_recording(records: list, k: float) -> Recording:
 
 
 def run_step(board, wheels, step: float, duration: float, rate_hz: int, pre: float = 0.3, post: float = 0.4,
-             keep_ramp: bool = False, progress=None) -> Recording:
+             keep_ramp: bool = False, progress=None, shield=None, warn=None) -> Recording:
     """Hold zero for `pre` s, step the wheels to `step` rad/s for `duration` s, back to zero for `post` s.
     The board's acceleration ramp (and with it the kA feedforward, see LIFTED) is lifted for the test (restored
-    after) unless keep_ramp: a ramped setpoint measures the ramp, not the loop."""
+    after, whatever happens: ParamGuard, with shield and warn) unless keep_ramp: a ramped setpoint measures the
+    ramp, not the loop."""
     k = 2 * math.pi / board.counts_per_rev
     changes = {} if keep_ramp else dict(LIFTED)
 
@@ -157,8 +232,8 @@ def run_step(board, wheels, step: float, duration: float, rate_hz: int, pre: flo
         on = pre <= now < pre + duration
         return (step if on and "left" in wheels else 0.0, step if on and "right" in wheels else 0.0)
 
-    with TemporaryParams(board, changes):
-        records = _run_experiment(board, rate_hz, pre + duration + post, setpoints, progress, tail=0.05)
+    with TemporaryParams(board, changes, shield=shield, warn=warn):
+        records = run_experiment(board, rate_hz, pre + duration + post, setpoints, progress, tail=0.05)
     rec = _to_recording(records, k)
     # the step instant on the board's clock: the first record whose setpoint is nonzero
     w0 = wheels[0]
@@ -174,7 +249,8 @@ def run_step(board, wheels, step: float, duration: float, rate_hz: int, pre: flo
     return rec
 
 
-def run_relay(board, wheel: str, amplitude: float, duration: float, rate_hz: int, progress=None) -> Recording:
+def run_relay(board, wheel: str, amplitude: float, duration: float, rate_hz: int, progress=None, shield=None,
+              warn=None) -> Recording:
     """Relay experiment on one wheel, on the board itself (the oscillation is too fast for the host): a pure P
     controller at the highest gain, clamped at +-amplitude duty, IS a relay (its linear band, amplitude/kp, is the
     hysteresis). Feedforward, integral, derivative and deadband compensation are off for the test; every changed
@@ -190,8 +266,8 @@ def run_relay(board, wheel: str, amplitude: float, duration: float, rate_hz: int
         kick = 2.0 if now < 0.05 else 0.0
         return (kick if wheel == "left" else 0.0, kick if wheel == "right" else 0.0)
 
-    with TemporaryParams(board, changes):
-        records = _run_experiment(board, rate_hz, duration, setpoints, progress)
+    with TemporaryParams(board, changes, shield=shield, warn=warn):
+        records = run_experiment(board, rate_hz, duration, setpoints, progress)
     return _to_recording(records, k)
 
 
@@ -222,5 +298,9 @@ def plot_step(rec: Recording, wheels, metrics: dict, path, title: str = "") -> N
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=100)
+    except OSError as e:
+        raise UserError(f"cannot write the plot {path}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)

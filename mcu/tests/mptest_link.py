@@ -157,6 +157,41 @@ def test_save_params_and_storage_error():
     assert abs(a2.params.values["ki"] - 1.25) < 1e-6
 
 
+def _unsaved(h):
+    return bool(P.unpack_diag(h.one(P.pack_get_diag(), P.DIAG))["flags"] & P.DIAG_PARAMS_UNSAVED)
+
+
+def test_params_unsaved_flag_and_load_params():
+    """DIAG_PARAMS_UNSAVED while a live value differs from the saved one; LOAD_PARAMS brings the saved ones back
+    (the way to undo a killed host's test values)."""
+    path = TMP + "-unsaved.json"
+    _rm(path)
+    hal, a = make(params_path=path)
+    h = Host(hal, a)
+    assert not _unsaved(h)                                    # defaults, no file: a reset gives the same
+    _, kp0 = P.unpack_param_value(h.one(P.pack_get_param(0), P.PARAM))
+    h.one(P.pack_set_param(0, 0.07), P.PARAM_SET)
+    assert _unsaved(h)
+    h.one(P.pack_set_param(0, kp0), P.PARAM_SET)                # the value read back (f32) and set again
+    assert not _unsaved(h)                                    # is no difference, doubles or not
+    h.one(P.pack_set_param(0, 0.07), P.PARAM_SET)
+    h.one(P.pack_set_param(12, 150), P.PARAM_SET)
+    h.one(P.pack_save_params(), P.SAVE_ACK)
+    assert not _unsaved(h)                                    # saved: live == stored
+    h.one(P.pack_set_param(0, 10.0), P.PARAM_SET)               # a relay test's values, then the host dies
+    h.one(P.pack_set_param(9, 0.9), P.PARAM_SET)               # max_duty
+    assert _unsaved(h)
+    assert P.unpack_load_ack(h.one(P.pack_load_params(), P.LOAD_ACK)) is True
+    assert not _unsaved(h)
+    assert abs(a.params.values["kp"] - 0.07) < 1e-6 and a.params.values["deadman_ms"] == 150
+    assert abs(a.ctrl.values["kp"] - 0.07) < 1e-6 and a.ctrl.values["max_duty"] == params.by_id(9)[params.DEFAULT]
+    h.nack(P.encode(P.LOAD_PARAMS, b"\x00"), P.NACK_BAD_LENGTH)
+    # no file at all: LOAD_PARAMS gives the defaults (as a reset would) and says so
+    _rm(path)
+    assert P.unpack_load_ack(h.one(P.pack_load_params(), P.LOAD_ACK)) is False
+    assert a.params.values["deadman_ms"] == 100 and not _unsaved(h)
+
+
 def test_corrupt_params_file_boots_on_defaults():
     path = TMP + "-corrupt.json"
     with open(path, "w") as f:

@@ -42,6 +42,9 @@ GOLDEN = (
     ("DIAG", lambda: P.pack_diag(DIAG_SAMPLE),
      "aa3c89e8030000d0070000b80b0000a00f00008813000070170000581b0000401f00002823000010270000f82a0000e02e00000d"
      "b0360000983a000010115d5b"),
+    ("LOAD_PARAMS", lambda: P.pack_load_params(), "aa010d93ff"),
+    ("LOAD_ACK from file", lambda: P.pack_load_ack(True), "aa028d0119df"),
+    ("LOAD_ACK defaults", lambda: P.pack_load_ack(False), "aa028d0038cf"),
 )
 
 
@@ -99,6 +102,9 @@ def test_golden_payloads_unpack():
     assert P.unpack_fault_cleared(payload(26)) == P.FAULT_ENCODER_RIGHT == 9
     d = P.unpack_diag(payload(27))
     assert d == DIAG_SAMPLE and d["frame_timeouts"] == 10000 and d["fault_code"] == 13
+    assert payload(28) == b"" and binascii.unhexlify(GOLDEN[28][2])[2] == P.LOAD_PARAMS == 0x0D
+    assert P.unpack_load_ack(payload(29)) is True and P.unpack_load_ack(payload(30)) is False
+    assert P.LOAD_ACK == P.LOAD_PARAMS | P.REPLY
 
 
 def test_diag_round_trip():

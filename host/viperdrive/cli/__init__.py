@@ -44,8 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    from .common import sigterm_as_interrupt
     try:
-        return int(args._run(args) or 0)
+        # SIGTERM (a service manager, `kill`) ends every command the way Ctrl-C does: its clean-up runs (board
+        # disabled, parameters put back), exit 130
+        with sigterm_as_interrupt():
+            return int(args._run(args) or 0)
     except UserError as e:
         print(f"viperdrive {args.command}: error: {e}", file=sys.stderr)
         return e.exit_code

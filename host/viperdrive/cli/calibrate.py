@@ -20,36 +20,43 @@ import numpy as np
 from .. import calibrate as cal
 from .. import steptest
 from ..errors import BadValue, BoardFault, UserError
-from ..paths import ScriptFollower, Segment
+from ..paths import LIMITS, ScriptFollower, Segment
 from ..robotfile import update_values
-from .common import (Progress, add_board_options, explain_fault, fault_message, load_config, note, open_board,
-                     sigterm_as_interrupt)
+from .common import (Progress, activate, add_board_options, explain_fault, fault_message, load_config, note,
+                     open_board, param_guard, sigterm_as_interrupt, warn_unsaved)
 from .drive import DriveSession
+from .options import int_range, positive, seconds
 
 HELP = "guided calibration: wheelbase (spin test), umbmark (squares), feedforward (kS, kV, kA)"
+RUNS_MAX = 20           # runs per direction
+RUN_MAX_S = 600.0       # one spin run
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
     p = sub.add_parser("wheelbase", help="effective wheel separation from spins in place, both directions")
-    p.add_argument("--rate", type=float, default=1.0, metavar="RAD_S", help="turn rate (1.0 rad/s)")
-    p.add_argument("--time", type=float, default=10.0, metavar="S", help="spin time per run (10 s = 10 rad)")
-    p.add_argument("--runs", type=int, default=1, help="runs per direction (1)")
+    p.add_argument("--rate", type=positive(LIMITS["rate_rad_s"], "rad/s"), default=1.0, metavar="RAD_S",
+                   help="turn rate (1.0 rad/s)")
+    p.add_argument("--time", type=seconds(RUN_MAX_S), default=10.0, metavar="S",
+                   help="spin time per run (10 s = 10 rad)")
+    p.add_argument("--runs", type=int_range(1, RUNS_MAX), default=1, help="runs per direction (1)")
     p.add_argument("--measured", metavar="DEG,DEG,...",
                    help="the real turns in degrees, in run order (ccw, cw, ccw, cw, ...), instead of prompts")
     _common(p)
     p = sub.add_parser("umbmark", help="UMBmark: squares both ways -> wheel diameter ratio and wheelbase")
-    p.add_argument("--side", type=float, default=4.0, help="square side, m (Borenstein & Feng: 4 m)")
-    p.add_argument("--runs", type=int, default=5, help="runs per direction (5; at least 3)")
-    p.add_argument("--speed", type=float, default=0.2, help="leg speed, m/s (0.2)")
-    p.add_argument("--turn-rate", type=float, default=1.0, help="corner turn rate, rad/s (1.0)")
+    p.add_argument("--side", type=positive(LIMITS["distance_m"], "m"), default=4.0,
+                   help="square side, m (Borenstein & Feng: 4 m)")
+    p.add_argument("--runs", type=int_range(1, RUNS_MAX), default=5, help="runs per direction (5; at least 3)")
+    p.add_argument("--speed", type=positive(LIMITS["speed_m_s"], "m/s"), default=0.2, help="leg speed, m/s (0.2)")
+    p.add_argument("--turn-rate", type=positive(LIMITS["rate_rad_s"], "rad/s"), default=1.0,
+                   help="corner turn rate, rad/s (1.0)")
     p.add_argument("--measured", metavar="X,Y;X,Y;...",
                    help="real end positions in run order (cw first, then ccw, alternating) instead of prompts")
     _common(p)
     p = sub.add_parser("feedforward", help="kS, kV, kA from ramps and steps with the wheels off the ground")
-    p.add_argument("--max-speed", type=float, default=None, metavar="RAD_S",
+    p.add_argument("--max-speed", type=positive(1000.0, "rad/s"), default=None, metavar="RAD_S",
                    help="top of the ramps (default 80 %% of max_wheel_speed)")
-    p.add_argument("--ramp-time", type=float, default=2.0, metavar="S", help="seconds per ramp (2)")
+    p.add_argument("--ramp-time", type=seconds(60.0), default=2.0, metavar="S", help="seconds per ramp (2)")
     _common(p)
 
 
@@ -140,6 +147,8 @@ def drive(args, s: DriveSession, segments: list[Segment], label: str) -> ScriptF
 
 def run(args) -> int:
     config = load_config(args)
+    # the measurements are checked before the port is opened: a typo costs nothing
+    args.measured_values = _measurements(args)
     with sigterm_as_interrupt(), open_board(args, config) as board:
         if args.what == "wheelbase":
             return _wheelbase(args, board, config)
@@ -160,10 +169,13 @@ def _write(args, board, config, board_values: dict, file_values: dict) -> None:
     if not confirm(args, "write these values?"):
         print("nothing written")
         return
-    for k, v in board_values.items():
-        board.set_param(k, v)
     if board_values:
-        board.save_params()
+        warn_unsaved(board, args)
+        # set and saved as one step: interrupted in between, the old live values come back
+        with param_guard(board, args) as guard:
+            for k, v in board_values.items():
+                guard.set(k, v, keep=True)
+            board.save_params()
         print("board: parameters set and saved")
     if file_values:
         if path is None:
@@ -180,13 +192,25 @@ def _parse_list(text: str, n: int, what: str) -> list[str]:
     return items
 
 
-def _wheelbase(args, board, config) -> int:
-    if args.rate <= 0 or args.time <= 0 or args.runs < 1:
-        raise UserError("--rate and --time must be > 0, --runs >= 1", exit_code=2)
+def _measurements(args) -> list | None:
+    """--measured as numbers (wheelbase: degrees per run; umbmark: (x, y) per run); BadValue for anything wrong."""
+    if getattr(args, "measured", None) is None or args.what == "feedforward":
+        return None
     n = 2 * args.runs
-    measured = None
-    if args.measured is not None:
-        measured = [abs(_number(x, "--measured")) for x in _parse_list(args.measured, n, "turns (degrees)")]
+    if args.what == "wheelbase":
+        return [abs(_number(x, "--measured")) for x in _parse_list(args.measured, n, "turns (degrees)")]
+    measured = []
+    for p in _parse_list(args.measured, n, "end positions x,y"):
+        xy = p.split(",")
+        if len(xy) != 2:
+            raise BadValue(f"--measured: {p!r} is not X,Y")
+        measured.append((_number(xy[0], "--measured x"), _number(xy[1], "--measured y")))
+    return measured
+
+
+def _wheelbase(args, board, config) -> int:
+    n = 2 * args.runs
+    measured = args.measured_values
     b_old = config.effective_separation
     print(f"wheelbase: spin in place at {args.rate:g} rad/s for {args.time:g} s, {args.runs} run(s) each way. "
           f"Mark the robot's heading on the floor before each run; count the full turns.")
@@ -223,18 +247,8 @@ def _square(side, speed, turn_rate, clockwise: bool) -> list[Segment]:
 
 
 def _umbmark(args, board, config) -> int:
-    if args.side <= 0 or args.speed <= 0 or args.turn_rate <= 0 or args.runs < 1:
-        raise UserError("--side, --speed, --turn-rate must be > 0, --runs >= 1", exit_code=2)
     n = 2 * args.runs
-    measured = None
-    if args.measured is not None:
-        pts = _parse_list(args.measured, n, "end positions x,y")
-        measured = []
-        for p in pts:
-            xy = p.split(",")
-            if len(xy) != 2:
-                raise BadValue(f"--measured: {p!r} is not X,Y")
-            measured.append((_number(xy[0], "--measured x"), _number(xy[1], "--measured y")))
+    measured = args.measured_values
     print(f"UMBmark: {args.runs} clockwise and {args.runs} counter-clockwise squares of {args.side:g} m. Mark the "
           f"start position and heading; after each run measure where the robot stopped, in metres, x along the "
           f"first leg and y to its left.")
@@ -287,8 +301,9 @@ def _smooth(x, n: int):
 def _feedforward(args, board, config) -> int:
     limit = config.max_wheel_speed / max(config.left_radius, config.right_radius)
     top = args.max_speed if args.max_speed is not None else 0.8 * limit
-    if not 0 < top <= limit or args.ramp_time <= 0:
-        raise UserError(f"--max-speed must be in (0, {limit:.2f}] rad/s and --ramp-time > 0", exit_code=2)
+    if not 0 < top <= limit:
+        raise UserError(f"--max-speed {top:g} rad/s is above the robot's max_wheel_speed ({limit:.2f} rad/s at the "
+                        f"wheel)", exit_code=2)
     print("feedforward: lift the robot so the wheels turn freely. Ramps up and down both ways, then steps.")
     args.measured = None
     wait_enter(args, "wheels off the ground?")
@@ -302,32 +317,21 @@ def _feedforward(args, board, config) -> int:
         t += 1.0
     total = t
     k = 2 * math.pi / board.counts_per_rev
-    records: list = []
     bar = Progress(total, "feedforward run", quiet=args.quiet, unit="s")
-    with steptest.TemporaryParams(board, {steptest.RAMP_PARAM: 5000.0}):
-        board.telemetry(rate)
+
+    def setpoints(now):
+        for a, b, s0, s1 in plan:
+            if a <= now < b:
+                sp = s0 + (s1 - s0) * (now - a) / (b - a)
+                return sp, sp
+        return 0.0, 0.0
+
+    guard = param_guard(board, args)
+    with steptest.TemporaryParams(board, {steptest.RAMP_PARAM: 5000.0}, shield=guard.shield, warn=guard.warn):
         try:
-            from .common import activate
-            activate(board, args)
-            t0 = time.monotonic()
-            while True:
-                now = time.monotonic() - t0
-                if now >= total:
-                    break
-                sp = 0.0
-                for a, b, s0, s1 in plan:
-                    if a <= now < b:
-                        sp = s0 + (s1 - s0) * (now - a) / (b - a)
-                        break
-                board.write(sp, sp)
-                board.read()
-                records += board.telemetry_frames()
-                bar.update(now)
-                time.sleep(steptest.HOST_PERIOD / 2)
-            board.deactivate()
-            records += board.telemetry_frames()
+            records = steptest.run_experiment(board, rate, total, setpoints, progress=bar,
+                                              period=steptest.HOST_PERIOD / 2, activate=lambda: activate(board, args))
         finally:
-            board.telemetry(0)
             bar.close()
     rec = steptest._to_recording(records, k)
     fits = {}

@@ -18,7 +18,8 @@ import time
 from ..board import Board, fault_text
 from ..config import RobotConfig
 from ..errors import BadValue, BoardFault, NoReplyError, UserError
-from ..ports import resolve_port
+from ..ports import check_url, is_url, resolve_port
+from .options import BAUD
 from viperdrive.shared import protocol as P
 
 PORT_ENV = "VIPERDRIVE_PORT"
@@ -57,7 +58,7 @@ def add_board_options(parser: argparse.ArgumentParser, data_output: bool = False
                    help="device path, pyserial URL (socket://HOST:PORT, rfc2217://...), 'auto' (the one USB device "
                         "that looks like a MicroPython board) or 'sim' (a private virtual board). Default: "
                         f"${PORT_ENV}, else the robot file's port, else auto")
-    g.add_argument("--baud", type=int, default=None, help="serial baud rate (default: the robot file's, else 115200)")
+    g.add_argument("--baud", type=BAUD, default=None, help="serial baud rate (default: the robot file's, else 115200)")
     add_robot_file_options(g)
     add_output_options(parser, data_output)
 
@@ -121,7 +122,15 @@ def load_config(args) -> RobotConfig:
 
 
 def port_spec(args, config: RobotConfig | None = None) -> str:
-    """--port, else $VIPERDRIVE_PORT, else the robot file's port (when the file names one), else auto."""
+    """--port, else $VIPERDRIVE_PORT, else the robot file's port (when the file names one), else auto. A network
+    URL without HOST:PORT is a usage error here already (flash and repl hand the URL to mpremote)."""
+    spec = _port_spec(args, config)
+    if is_url(spec):
+        check_url(spec)
+    return spec
+
+
+def _port_spec(args, config: RobotConfig | None) -> str:
     if getattr(args, "port", None):
         return args.port
     if os.environ.get(PORT_ENV):
@@ -132,7 +141,10 @@ def port_spec(args, config: RobotConfig | None = None) -> str:
 
 
 def baud_of(args, config: RobotConfig) -> int:
-    baud = getattr(args, "baud", None) or config.baud
+    """--baud (checked by argparse), else the robot file's baud."""
+    baud = getattr(args, "baud", None)
+    if baud is None:
+        baud = config.baud
     if not 300 <= baud <= 12_000_000:
         raise UserError(f"--baud {baud} is outside 300..12000000", exit_code=2)
     return int(baud)
@@ -403,6 +415,52 @@ class LiveView:
             self._last_plain = now
             self.stream.write("\n".join(lines) + "\n\n")
             self.stream.flush()
+
+
+class deferred_signals:
+    """Ctrl-C and SIGTERM wait while the block runs (putting a board's parameters back must not be cut short by a
+    second Ctrl-C); one that came is raised as KeyboardInterrupt when the block ends, unless the block is already
+    on its way out of an exception (which then stays the error)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.pending = None
+        self._old: dict = {}
+
+    def _handler(self, signum, frame):
+        self.pending = signum
+
+    def __enter__(self):
+        try:
+            self._old = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+        except ValueError:      # not the main thread: nothing to defer
+            self._old = {}
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        if self.pending is not None and exc_type is None:
+            raise KeyboardInterrupt
+        return False
+
+
+def param_guard(board, args):
+    """A steptest.ParamGuard for a command: the restoring runs under deferred_signals and failures are warned."""
+    from ..steptest import ParamGuard
+    return ParamGuard(board, shield=deferred_signals, warn=lambda text: warn(args, text))
+
+
+def warn_unsaved(board, args) -> bool:
+    """Warn when the board's live parameters already differ from its saved ones before this command changed any
+    (a test that was killed, or `params set` without --save): a save now would store them. -> the flag."""
+    if "PARAMS_UNSAVED" not in board.diag()["flag_names"]:
+        return False
+    warn(args, "the board's live parameters differ from its saved ones (flag PARAMS_UNSAVED: an earlier command "
+               "was killed before it put its test values back, or `params set` without --save); saving now stores "
+               "them. `viperdrive params restore` brings back the saved values first")
+    return True
 
 
 @contextlib.contextmanager

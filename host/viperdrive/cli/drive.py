@@ -17,6 +17,7 @@ from ..odometry import Odometry
 from ..paths import BUILTINS, ScriptFollower, load_script
 from .common import (LiveView, TerminalKeys, activate, add_board_options, explain_fault, fault_message, load_config,
                      note, open_board, sigterm_as_interrupt)
+from .options import script_options, seconds
 from viperdrive.shared import protocol as P
 
 HELP = "drive with the keyboard (arrows/WASD, space stop, q quit) or a script (square, spin, figure8, FILE)"
@@ -28,11 +29,9 @@ ANGULAR_STEPS = (0.1, 0.25, 0.5)        # rad/s per keypress
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--script", metavar="FILE|" + "|".join(BUILTINS),
                         help="drive a path instead of the keyboard (script format: docs/cli.md)")
-    parser.add_argument("--side", type=float, default=0.5, help="square side / figure-8 loop diameter, m (0.5)")
-    parser.add_argument("--speed", type=float, default=0.2, help="script cruise speed, m/s (0.2)")
-    parser.add_argument("--turn-rate", type=float, default=1.0, help="script turn rate in place, rad/s (1.0)")
+    script_options(parser)
     parser.add_argument("--record", metavar="OUT.mcap", help="record the run as MCAP (see `viperdrive log`)")
-    parser.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    parser.add_argument("--duration", type=seconds(), default=None, metavar="S", help="stop after S seconds")
     add_board_options(parser)
 
 
@@ -155,8 +154,6 @@ def run(args) -> int:
     config = load_config(args)
     segments = None
     if args.script:
-        if args.speed <= 0 or args.turn_rate <= 0 or args.side <= 0:
-            raise UserError("--speed, --turn-rate and --side must be > 0", exit_code=2)
         segments = load_script(args.script, args.side, args.speed, args.turn_rate)
     keys = None
     if segments is None:

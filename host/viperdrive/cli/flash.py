@@ -19,6 +19,7 @@ from ..board import Board
 from ..errors import EXIT_NO_REPLY, LinkLost, NoReplyError, PortError, UserError, VersionMismatch
 from ..link import Link, NackError
 from ..ports import choose_auto, is_url, list_serial_ports, resolve_port
+from .options import seconds
 from .common import Progress, add_board_options, baud_of, load_config, note, port_spec
 
 HELP = "copy the firmware and a board config to a board (mpremote), optionally as .mpy; reset; verify with HELLO"
@@ -38,9 +39,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                                        "implies --mpy. armv6m: RP2040, armv7emsp: STM32F4/RP2350, xtensawin: ESP32")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--no-verify", action="store_true", help="skip the HELLO check after the reset")
-    parser.add_argument("--mpremote-timeout", type=float, default=20.0, metavar="S",
+    parser.add_argument("--mpremote-timeout", type=seconds(600.0), default=20.0, metavar="S",
                         help="give up when mpremote has said nothing for this long (default %(default)s s)")
-    parser.add_argument("--verify-timeout", type=float, default=15.0, metavar="S",
+    parser.add_argument("--verify-timeout", type=seconds(600.0), default=15.0, metavar="S",
                         help="how long to wait for the board to come back after the reset (default %(default)s s)")
     add_board_options(parser)
 
@@ -78,6 +79,9 @@ def run(args) -> int:
                          f"for {flashing.ARCH_PLACEHOLDER} below:")
             lines.append(flashing.shell_line(flashing.detect_command(port)))
         plan = flashing.flash_plan(port, board_config, arch=arch, backend=args.backend, mpy=mpy)
+        if mpy:
+            lines.append(f"# {flashing.STAGE_PLACEHOLDER}: a private temporary folder (tempfile.mkdtemp), removed "
+                         f"after the copy")
         for cmd in plan.commands():
             lines.append(flashing.shell_line(cmd))
         if not args.no_verify:
@@ -90,10 +94,11 @@ def run(args) -> int:
     if mpy and arch is None:
         arch = _detect_arch(port, args.mpremote_timeout)
         note(args, f"board .mpy architecture: {arch}")
-    plan = flashing.flash_plan(port, board_config, arch=arch, backend=args.backend)
-    if mpy:
-        _compile(plan, args)
-    _copy(plan, args)
+    with flashing.private_stage() as stage:
+        plan = flashing.flash_plan(port, board_config, arch=arch, backend=args.backend, stage=stage)
+        if mpy:
+            _compile(plan, args)
+        _copy(plan, args)
     _reset(plan, args)
     if args.no_verify:
         return 0

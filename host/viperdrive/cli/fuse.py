@@ -3,20 +3,9 @@ from __future__ import annotations
 
 import sys
 
+from .options import positive
+
 HELP = "fuse odometry/IMU/pose/twist from an MCAP recording with an EKF (robot_localization config) into CSV/MCAP"
-
-
-def _positive(text: str) -> float:
-    import argparse
-    import math
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (v > 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"must be a positive number of metres, not {text}")
-    return v
 
 
 def register(parser) -> None:
@@ -30,7 +19,7 @@ def register(parser) -> None:
     parser.add_argument("--mcap-out", default=None, metavar="OUT.mcap",
                         help="also write nav_msgs/Odometry on /odometry/filtered")
     parser.add_argument("--strict", action="store_true", help="refuse a parameter file with unknown keys")
-    parser.add_argument("--uncertainty-limit", type=_positive, default=1.0, metavar="M",
+    parser.add_argument("--uncertainty-limit", type=positive(1e6, "m"), default=1.0, metavar="M",
                         help="report how long dead reckoning from the final estimate stays below this 1-sigma "
                              "position error (default 1.0 m)")
     prog = parser.add_mutually_exclusive_group()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..board import fault_text
-from .common import FAULT_HINTS, add_board_options, note, open_board, print_json, read_status
+from .common import FAULT_HINTS, add_board_options, note, open_board, print_json, read_status, warn
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
 
@@ -14,6 +14,8 @@ HELP = "show the board: firmware, protocol, status, faults in words, loop timing
 FLAG_MEANING = {
     "PARAMS_DEFAULTED": "the parameter file was missing or corrupt: defaults in use (`viperdrive params save`)",
     "TIMER_SOFT": "the control loop runs from a soft timer/thread, not a hard IRQ",
+    "PARAMS_UNSAVED": "live parameters differ from the saved ones (a reset would change them): "
+                      "`viperdrive params restore` brings back the saved values, `viperdrive params save` keeps these",
 }
 
 
@@ -54,6 +56,11 @@ def run(args) -> int:
             return 0
         if not args.quiet:
             print_info(d)
+        if "PARAMS_UNSAVED" in d["flags"]:
+            # the trace a killed tune/calibrate leaves (its test values, e.g. max_accel 5000, are still live)
+            warn(args, "live parameters differ from the saved ones (flag PARAMS_UNSAVED: a command killed before it "
+                       "put its test values back, or `params set` without --save). `viperdrive params restore` "
+                       "brings back the saved values; `viperdrive params save` keeps the live ones")
         if cleared is not None:
             print(f"cleared: {fault_text(cleared)}" if cleared else "no fault was latched")
         elif d["fault_code"]:

@@ -9,11 +9,12 @@ import argparse
 import time
 
 from ..errors import BoardFault, UserError
-from ..logs import McapRecorder, plot_mcap, read_mcap
+from ..logs import McapRecorder, plot_mcap, read_mcap, read_mcap_partial
 from ..paths import BUILTINS, ScriptFollower, load_script
 from .common import Progress, add_board_options, add_output_options, load_config, note, open_board, print_json
-from .common import explain_fault, sigterm_as_interrupt
+from .common import explain_fault, sigterm_as_interrupt, warn
 from .drive import DriveSession
+from .options import int_range, script_options, seconds
 
 HELP = "record a run to MCAP (odometry, joint states, commands, diagnostics, telemetry) or plot one to PNG"
 
@@ -22,13 +23,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("record", help="record OUT.mcap from the board")
     p.add_argument("out", metavar="OUT.mcap")
-    p.add_argument("--duration", type=float, default=None, metavar="S",
+    p.add_argument("--duration", type=seconds(), default=None, metavar="S",
                    help="seconds to record (default: until the script ends, else until Ctrl-C)")
     p.add_argument("--script", metavar="FILE|" + "|".join(BUILTINS), help="drive this path while recording")
-    p.add_argument("--side", type=float, default=0.5, help="square side / figure-8 loop diameter, m (0.5)")
-    p.add_argument("--speed", type=float, default=0.2, help="script cruise speed, m/s (0.2)")
-    p.add_argument("--turn-rate", type=float, default=1.0, help="script turn rate, rad/s (1.0)")
-    p.add_argument("--telemetry", type=int, default=20, metavar="HZ",
+    script_options(p, turn_help="script turn rate, rad/s (1.0)")
+    p.add_argument("--telemetry", type=int_range(1, 1000, "Hz"), default=20, metavar="HZ",
                    help="control telemetry records per second (default %(default)s; each costs ~3 ms of a 115200 "
                         "baud line)")
     add_board_options(p)
@@ -40,11 +39,14 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     if args.action == "plot":
-        files = plot_mcap(args.file, args.out_dir)
+        data, damage = read_mcap_partial(args.file)
+        if damage is not None:
+            warn(args, f"{args.file}: {damage}; plotting what it holds")
+        files = plot_mcap(args.file, args.out_dir, data=data)
         if not files:
             raise UserError(f"{args.file} has no /odom, /joint_states or /viperdrive/telemetry messages to plot")
         if args.json:
-            print_json({"png": [str(f) for f in files]})
+            print_json({"png": [str(f) for f in files], "damage": damage})
         else:
             for f in files:
                 print(f)
@@ -54,10 +56,6 @@ def run(args) -> int:
 
 def _record(args) -> int:
     config = load_config(args)
-    if args.duration is not None and args.duration <= 0:
-        raise UserError("--duration must be > 0", exit_code=2)
-    if not 0 < args.telemetry <= 1000:
-        raise UserError("--telemetry must be in 1..1000 Hz", exit_code=2)
     segments = load_script(args.script, args.side, args.speed, args.turn_rate) if args.script else None
     if segments is None and args.duration is None:
         note(args, "recording until Ctrl-C")

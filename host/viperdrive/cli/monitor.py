@@ -12,6 +12,7 @@ import time
 
 from ..errors import UserError
 from .common import LiveView, TerminalKeys, add_board_options, open_board, sigterm_as_interrupt
+from .options import host_port, int_range, seconds
 from viperdrive.shared import protocol as P
 
 HELP = "live view of setpoints, speeds, PWM, pose, status bits, link statistics and loop jitter (--foxglove)"
@@ -35,10 +36,11 @@ STATUS_SCHEMA = {
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rate", type=int, default=50, metavar="HZ",
+    parser.add_argument("--rate", type=int_range(1, 1000, "Hz"), default=50, metavar="HZ",
                         help="telemetry records per second from the board (default %(default)s)")
-    parser.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    parser.add_argument("--duration", type=seconds(), default=None, metavar="S", help="stop after S seconds")
     parser.add_argument("--foxglove", nargs="?", const="127.0.0.1:8765", default=None, metavar="HOST:PORT",
+                        type=host_port,
                         help="serve the data to Foxglove on this WebSocket (default 127.0.0.1:8765; port 0: any)")
     add_board_options(parser)
 
@@ -158,8 +160,6 @@ def view_lines(m: MonitorState, d: dict, url: str, paused: bool, fox: str | None
 
 
 def run(args) -> int:
-    if not 1 <= args.rate <= 1000:
-        raise UserError("--rate must be in 1..1000", exit_code=2)
     keys = TerminalKeys()
     fox = None
     with sigterm_as_interrupt(), open_board(args) as board:

@@ -12,10 +12,10 @@ import math
 from pathlib import Path
 
 from ..errors import BadValue, UserError
-from .common import add_board_options, note, open_board, print_json
+from .common import add_board_options, note, open_board, param_guard, print_json, warn
 from viperdrive.shared import params as PARAMS
 
-HELP = "list, get, set, save the board's parameters; diff them against a file"
+HELP = "list, get, set, save the board's parameters; restore the saved ones; diff them against a file"
 
 NAMES = [p[PARAMS.NAME] for p in PARAMS.TABLE]
 
@@ -33,6 +33,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_board_options(p, data_output=True)
     p = sub.add_parser("save", help="store the current parameters in the board's flash (survive a reset)")
     add_board_options(p)
+    p = sub.add_parser("restore", help="put every live parameter back to the saved one (what a reset would load), "
+                                       "e.g. after a killed tune left its test values live")
+    add_board_options(p, data_output=True)
     p = sub.add_parser("diff", help="compare the board's parameters with FILE; exit 1 when they differ")
     p.add_argument("file", metavar="FILE")
     add_board_options(p, data_output=True)
@@ -153,13 +156,16 @@ def run(args) -> int:
             return 0
         if action == "set":
             applied = {}
-            for n, v in values.items():
-                before = board.get_param(n)
-                applied[n] = board.set_param(n, v)
-                if not args.json:
-                    print(f"{n}: {_fmt(before)} -> {_fmt(applied[n])} {param_spec(n)[PARAMS.UNIT]}")
+            # all of them (and the save) or none: interrupted half way, the values already set come back
+            with param_guard(board, args) as guard:
+                for n, v in values.items():
+                    before = board.get_param(n)
+                    applied[n] = guard.set(n, v, keep=True)
+                    if not args.json:
+                        print(f"{n}: {_fmt(before)} -> {_fmt(applied[n])} {param_spec(n)[PARAMS.UNIT]}")
+                if args.save:
+                    board.save_params()
             if args.save:
-                board.save_params()
                 note(args, "saved on the board")
             elif not args.json:
                 note(args, "applied live; `viperdrive params save` keeps them across a reset")
@@ -170,6 +176,8 @@ def run(args) -> int:
             board.save_params()
             note(args, "parameters saved on the board")
             return 0
+        if action == "restore":
+            return _restore(args, board)
         if action == "diff":
             board_values = {n: board.get_param(n) for n in NAMES}
             diffs = {n: {"board": board_values[n], "file": v} for n, v in wanted.items()
@@ -184,3 +192,23 @@ def run(args) -> int:
                 note(args, f"the board matches {args.file} ({len(wanted)} parameters compared)")
             return 1 if diffs else 0
     raise AssertionError(action)
+
+
+def _restore(args, board) -> int:
+    """LOAD_PARAMS, with what changed (each value before and after) and whether the board had saved values."""
+    before = {n: board.get_param(n) for n in NAMES}
+    from_file = board.load_params()
+    after = {n: board.get_param(n) for n in NAMES}
+    changed = {n: {"live": before[n], "restored": after[n]} for n in NAMES if not _same(before[n], after[n])}
+    flags = board.diag()["flag_names"]
+    if args.json:
+        print_json({"changed": changed, "from_file": from_file, "flags": flags})
+        return 0
+    for n, d in changed.items():
+        print(f"{n}: {_fmt(d['live'])} -> {_fmt(d['restored'])} {param_spec(n)[PARAMS.UNIT]}")
+    if not from_file:
+        warn(args, "the board has no (complete) saved parameter file: defaults stood in (flag PARAMS_DEFAULTED); "
+                   "`viperdrive params save` stores the values you want")
+    note(args, f"restored the saved parameters ({len(changed)} changed)" if changed
+         else "the live parameters were the saved ones already")
+    return 0

@@ -1,11 +1,13 @@
 """`viperdrive ros2`: the board as a ROS 2 robot base over DDS (no ROS installation needed; docs/ros2.md)."""
 import argparse
 import logging
-import math
 import signal
 import sys
 
-from ..errors import EXIT_FAULT, EXIT_LINK_LOST, BadValue
+from ..errors import EXIT_FAULT, EXIT_LINK_LOST
+from .options import BAUD, int_range, seconds
+
+DOMAIN_ID_MAX = 232     # viperdrive.ros2.node.DOMAIN_ID_MAX (not imported here: it loads cyclonedds)
 
 HELP = "run the ROS 2 bridge: cmd_vel in; odom, joint_states, tf, diagnostics out (DDS, no ROS install)"
 
@@ -15,7 +17,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                                        "one USB device that looks like a MicroPython board) or 'sim' (a private "
                                        "virtual board). Default: $VIPERDRIVE_PORT, else the robot file's port, "
                                        "else auto")
-    parser.add_argument("--baud", type=int, default=None, help="serial baud rate (default: the robot file's, else "
+    parser.add_argument("--baud", type=BAUD, default=None, help="serial baud rate (default: the robot file's, else "
                                                                "115200)")
     from .common import add_robot_file_options
     add_robot_file_options(parser, "robot file (viperdrive .yaml/.toml, a ros2_control or ROS 1 diff_drive_controller "
@@ -25,9 +27,19 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stamped", choices=("auto", "true", "false"), default=None,
                         help="cmd_vel type: TwistStamped (true), Twist (false), or whichever a publisher offers "
                              "(auto; default: the robot file's ros2.use_stamped_vel, else auto)")
-    parser.add_argument("--domain-id", type=int, default=None, help="DDS domain (default: ROS_DOMAIN_ID, else 0)")
-    parser.add_argument("--duration", type=float, default=None, metavar="S",
+    parser.add_argument("--domain-id", type=int_range(0, DOMAIN_ID_MAX), default=None,
+                        help="DDS domain (default: ROS_DOMAIN_ID, else 0)")
+    parser.add_argument("--duration", type=seconds(), default=None, metavar="S",
                         help="stop after S seconds (tests, demos); default: until Ctrl-C or SIGTERM")
+    parser.add_argument("--localhost", action="store_true",
+                        help="DDS on the loopback interface only: no participant on another machine can reach the "
+                             "bridge (ROS nodes on this machine need the same Cyclone settings: --print-dds-config "
+                             "--localhost prints them). Default: every interface, as ROS 2 itself")
+    parser.add_argument("--allow-publisher", action="append", default=None, metavar="GUID_PREFIX|host=NAME",
+                        help="take cmd_vel only from these participants (repeatable): a participant GUID prefix in "
+                             "hex, or host=NAME (the host name the participant declares). Others are refused and "
+                             "named in a warning. Not authentication: a participant chooses its own GUID and host "
+                             "name. Default: any participant")
     parser.add_argument("--print-dds-config", action="store_true",
                         help="print the Cyclone DDS configuration this environment gives (ROS_DOMAIN_ID, "
                              "ROS_LOCALHOST_ONLY, ROS_AUTOMATIC_DISCOVERY_RANGE, ROS_STATIC_PEERS, CYCLONEDDS_URI) "
@@ -36,16 +48,23 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from ..ros2.node import Discovery, cyclone_config, resolve_domain_id
+    from ..ros2.bridge import PublisherFilter
+    from ..ros2.node import Discovery, check_security, cyclone_config, resolve_domain_id
 
+    discovery = Discovery.loopback_only() if args.localhost else Discovery.from_env()
     if args.print_dds_config:
-        d = Discovery.from_env()
+        d = discovery
         print(f"domain id: {resolve_domain_id(args.domain_id)}")
         print(f"discovery range: {d.range}" + (" (Humble localhost-only: 127.0.0.1)" if d.humble_localhost_only
                                                else "") + (f", static peers: {';'.join(d.static_peers)}"
                                                            if d.static_peers else ""))
         print(f"cyclone config: {cyclone_config(d) or '(Cyclone defaults)'}")
+        print(f"reach: {d.exposure(resolve_domain_id(args.domain_id))}")
         return 0
+    # refused before the port is opened: security asked for but not available (Enforce), a bad --allow-publisher
+    check_security()
+    if args.allow_publisher:
+        PublisherFilter(args.allow_publisher)
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -55,20 +74,18 @@ def run(args) -> int:
     from .common import baud_of, load_config, port_spec
 
     config = load_config(args)
-    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
-        # nan compares false with everything: "<= 0" alone would let it through and the bridge never stop
-        raise BadValue(f"--duration must be a finite number of seconds > 0, not {args.duration}")
     # the same port choice as every other board command: --port, $VIPERDRIVE_PORT, the robot file's, else auto
     baud = baud_of(args, config)
     port = resolve_port(port_spec(args, config), baud)
     try:
-        return _serve(args, Board(port.url, baud=baud, config=config), config, Ros2Bridge)
+        return _serve(args, Board(port.url, baud=baud, config=config), config, Ros2Bridge, discovery)
     finally:
         port.close()        # stops a private virtual board
 
 
-def _serve(args, board, config, Ros2Bridge) -> int:
-    bridge = Ros2Bridge(board, config, namespace=args.namespace, stamped=args.stamped, domain_id=args.domain_id)
+def _serve(args, board, config, Ros2Bridge, discovery) -> int:
+    bridge = Ros2Bridge(board, config, namespace=args.namespace, stamped=args.stamped, domain_id=args.domain_id,
+                        discovery=discovery, allow_publishers=args.allow_publisher)
 
     def on_signal(signum, _frame):
         bridge.stop("SIGTERM" if signum == signal.SIGTERM else "interrupted (Ctrl-C)")

@@ -10,8 +10,8 @@ import sys
 import threading
 import time
 
-from ..errors import UserError
 from ..sim import _die_with_parent, startup_error, vboard_command
+from .options import int_range
 
 HELP = "run the virtual board: the real firmware on MicroPython with a simulated robot, served on TCP"
 
@@ -21,7 +21,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="serve the board's serial link here (port 0: a free port; default %(default)s)")
     parser.add_argument("--control", default=None, metavar="HOST:PORT",
                         help="serve the sim control endpoint (JSON lines: truth, faults, push) here")
-    parser.add_argument("--baud", type=int, default=115200,
+    parser.add_argument("--baud", type=int_range(300, 20_000_000), default=115200,
                         help="emulated serial byte rate, 10 bits per byte both ways (default %(default)s)")
     parser.add_argument("--robot", default=None, metavar="FILE",
                         help="robot description JSON (default: sim/robots/default.json)")
@@ -29,7 +29,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="board config JSON (default: mcu/boards/sim.json)")
     parser.add_argument("--params", default=None, metavar="FILE",
                         help="the firmware's parameter file (default: a temporary one, gone on exit)")
-    parser.add_argument("--seed", type=int, default=None, help="noise seed (default: the robot file's)")
+    parser.add_argument("--seed", type=int_range(0, 2**31 - 1), default=None,
+                        help="noise seed (default: the robot file's)")
     parser.add_argument("--repl", action="store_true",
                         help="MicroPython REPL with the firmware loop in the background instead of the link")
     pico = parser.add_argument_group("emulated Pico (docs/pico-rig.md)")
@@ -48,8 +49,6 @@ def register(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     if args.pico:
         return _run_pico(args)
-    if not 300 <= args.baud <= 20_000_000:
-        raise UserError(f"--baud {args.baud} outside 300..20000000", exit_code=2)
     import tempfile
     tmp = tempfile.TemporaryDirectory(prefix="viperdrive-sim-") if args.params is None else None
     params = args.params if tmp is None else f"{tmp.name}/params.json"

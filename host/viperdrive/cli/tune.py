@@ -7,12 +7,14 @@ free)."""
 from __future__ import annotations
 
 import argparse
-import math
+from pathlib import Path
 
 from .. import steptest
 from ..calibrate import RULES, relay_autotune
 from ..errors import BadValue, UserError
-from .common import Progress, add_board_options, check_no_fault, note, open_board, print_json
+from .common import (Progress, add_board_options, check_no_fault, note, open_board, param_guard, print_json,
+                     warn_unsaved)
+from .options import finite_float, seconds
 from .params import parse_assignments
 from . import tune_design
 
@@ -20,13 +22,18 @@ HELP = ("step-test the wheel speed loop (rise, overshoot, settling, error, PNG);
         "--design gains from the motor model")
 
 GAINS = ("kp", "ki", "kd")
+STEP_MAX = 1000.0       # rad/s; the robot's max_wheel_speed is checked once the board is open
+TEST_MAX_S = 60.0       # a step or relay experiment longer than a minute is a typo, not a test
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wheel", choices=("left", "right", "both"), default="both", help="default both")
-    parser.add_argument("--step", type=float, default=10.0, metavar="RAD_S", help="step size, rad/s (10)")
-    parser.add_argument("--duration", type=float, default=1.0, metavar="S", help="how long the step is held (1.0)")
-    parser.add_argument("--band", type=float, default=5.0, metavar="PCT", help="settling band, %% of the step (5)")
+    parser.add_argument("--step", type=finite_float(-STEP_MAX, STEP_MAX, "rad/s", nonzero=True), default=10.0,
+                        metavar="RAD_S", help="step size, rad/s (10; negative: backwards)")
+    parser.add_argument("--duration", type=seconds(TEST_MAX_S), default=1.0, metavar="S",
+                        help="how long the step is held (1.0)")
+    parser.add_argument("--band", type=finite_float(0.0, 100.0, "%", lo_open=True, hi_open=True), default=5.0,
+                        metavar="PCT", help="settling band, %% of the step (5)")
     parser.add_argument("--png", default="tune_step.png", metavar="FILE", help="plot file (default %(default)s)")
     parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE", dest="assign",
                         help="apply parameters live before the test, e.g. --set kp=0.05 ki=0.8")
@@ -35,8 +42,10 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="keep the board's max_accel ramp during the step (default: lifted for the test)")
     parser.add_argument("--autotune", action="store_true",
                         help="relay experiment first; propose PI gains (applied with --yes or on confirmation)")
-    parser.add_argument("--relay", type=float, default=0.9, metavar="DUTY", help="relay amplitude, duty (0.9)")
-    parser.add_argument("--relay-time", type=float, default=2.0, metavar="S", help="relay experiment length (2)")
+    parser.add_argument("--relay", type=finite_float(0.05, 1.0, "duty"), default=0.9, metavar="DUTY",
+                        help="relay amplitude, duty (0.9)")
+    parser.add_argument("--relay-time", type=seconds(TEST_MAX_S), default=2.0, metavar="S",
+                        help="relay experiment length (2)")
     parser.add_argument("--rule", choices=sorted(RULES), default="tyreus-luyben", help="tuning rule for --autotune")
     parser.add_argument("--yes", action="store_true", help="apply --autotune's gains without asking")
     tune_design.add_options(parser)
@@ -45,34 +54,37 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     assignments = parse_assignments(args.assign) if args.assign else {}
-    if args.duration <= 0 or not math.isfinite(args.step) or args.step == 0:
-        raise UserError("--step must be nonzero and --duration > 0", exit_code=2)
-    if not 0 < args.band < 100:
-        raise UserError("--band must be in (0, 100) %", exit_code=2)
-    if not 0.05 <= args.relay <= 1.0:
-        raise BadValue(f"--relay {args.relay} must be a duty in [0.05, 1.0]")
+    png_dir = Path(args.png).resolve().parent
+    if not png_dir.is_dir():
+        # found out before the robot moves, not after the test
+        raise BadValue(f"--png {args.png}: the folder {png_dir} does not exist")
     wheels = ("left", "right") if args.wheel == "both" else (args.wheel,)
     if args.design:
         return tune_design.run(args, wheels)
     result: dict = {"wheels": {}}
-    with open_board(args) as board:
+    # every parameter the command changes goes through the guard: the test values (max_accel, the relay's) come
+    # back whatever happens; --set and the autotune gains stay when the command succeeds and come back when it
+    # does not (an error, Ctrl-C, SIGTERM, a lost link), with the board disabled first
+    with open_board(args) as board, param_guard(board, args) as guard:
         limit = board.config.max_wheel_speed / max(board.config.left_radius, board.config.right_radius)
         if abs(args.step) > limit:
             raise BadValue(f"--step {args.step} rad/s is above the robot's max_wheel_speed "
                            f"({board.config.max_wheel_speed} m/s = {limit:.2f} rad/s at the wheel)")
         check_no_fault(board, args)
+        if args.save:
+            warn_unsaved(board, args)
         rate = steptest.telemetry_rate(board.info.control_hz, board.baud)
         for name, value in assignments.items():
             was = board.get_param(name)
-            applied = board.set_param(name, value)
+            applied = guard.set(name, value, keep=True)
             note(args, f"{name} = {applied:.6g} (was {was:.6g})")
         if args.autotune:
-            result["autotune"] = _autotune(args, board, wheels[0], rate)
+            result["autotune"] = _autotune(args, board, guard, wheels[0], rate)
         gains = {g: board.get_param(g) for g in GAINS}
         result["gains"] = gains
         bar = Progress(0.3 + args.duration + 0.4, "step test", quiet=args.quiet or args.json, unit="s")
         rec = steptest.run_step(board, wheels, args.step, args.duration, rate, keep_ramp=args.keep_ramp,
-                                progress=bar)
+                                progress=bar, shield=guard.shield, warn=guard.warn)
         bar.close()
         metrics = {w: steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, args.step,
                                             band=args.band / 100.0) for w in wheels}
@@ -108,11 +120,12 @@ def run(args) -> int:
 RELAY_ATTEMPTS = 3      # a disturbance during one run (a bump, a loaded host) spoils it: repeat before refusing
 
 
-def _autotune(args, board, wheel: str, rate: int) -> dict:
+def _autotune(args, board, guard, wheel: str, rate: int) -> dict:
     for attempt in range(1, RELAY_ATTEMPTS + 1):
         bar = Progress(args.relay_time, f"relay experiment ({wheel} wheel)", quiet=args.quiet or args.json,
                        unit="s")
-        rec = steptest.run_relay(board, wheel, args.relay, args.relay_time, rate, progress=bar)
+        rec = steptest.run_relay(board, wheel, args.relay, args.relay_time, rate, progress=bar, shield=guard.shield,
+                                 warn=guard.warn)
         bar.close()
         steady = rec.t >= 0.3 * rec.t[-1]       # the first part is the start-up transient
         hysteresis = args.relay / 10.0          # relay band of the saturated P controller: amplitude / kp_max
@@ -134,7 +147,7 @@ def _autotune(args, board, wheel: str, rate: int) -> dict:
         print(f"after:  kp {res.kp:.5g} ki {res.ki:.5g} kd {res.kd:.5g}")
     if args.yes or _confirm("apply these gains now?"):
         for name, value in (("kp", res.kp), ("ki", res.ki), ("kd", res.kd)):
-            board.set_param(name, _clip(name, value))
+            guard.set(name, _clip(name, value), keep=True)
         out["applied"] = True
     check_no_fault(board, args)
     return out

@@ -24,8 +24,8 @@ import threading
 import time
 from collections import deque
 
-from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsPublication
-from cyclonedds.core import InstanceState
+from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsParticipant, BuiltinTopicDcpsPublication
+from cyclonedds.core import InstanceState, Policy
 from cyclonedds.util import duration
 
 from ..board import BoardDeenergized
@@ -36,7 +36,7 @@ from ..odometry import Odometry
 from ..shared import protocol
 from ..stats import percentile
 from . import msgs, qos
-from .node import RosNode, dds_topic_name, delete_entity, take_valid
+from .node import RANGE_OFF, RosNode, dds_topic_name, delete_entity, take_valid
 
 log = logging.getLogger("viperdrive.ros2")
 
@@ -92,6 +92,57 @@ def frame_with_prefix(prefix: str, frame: str) -> str:
     return f"{p}/{frame}" if p else frame
 
 
+class PublisherFilter:
+    """Which participants may command the robot (`--allow-publisher`): each spec is a participant GUID prefix in
+    hex (`0110b041de55`, separators `:`/`-`/`.` ignored; `ddsls` and the bridge's warnings show the GUIDs) or
+    `host=NAME` (the host name a Cyclone DDS participant declares, property `__Hostname`). A sample is taken when
+    its writer's participant matches any spec.
+
+    Not authentication: every participant chooses its own GUID and declares its own host name, so this keeps out
+    the stray teleop of a colleague on the same network and domain, not someone who means harm. Keeping others
+    out for real needs --localhost, a network of its own, or DDS Security (not in this cyclonedds wheel:
+    docs/ros2.md)."""
+
+    HOST = "host="
+
+    def __init__(self, specs):
+        self.prefixes: list[str] = []
+        self.hosts: list[str] = []
+        for spec in specs:
+            text = str(spec).strip()
+            if text.startswith(self.HOST):
+                host = text[len(self.HOST):].strip()
+                if not host:
+                    raise BadValue(f"--allow-publisher {spec!r}: write host=NAME")
+                self.hosts.append(host.lower())
+                continue
+            hexs = "".join(c for c in text if c not in ":-.").lower()
+            if len(hexs) < 2 or len(hexs) > 32 or any(c not in "0123456789abcdef" for c in hexs):
+                raise BadValue(f"--allow-publisher {spec!r}: give a participant GUID prefix in hex (e.g. "
+                               f"0110b041de55) or host=NAME")
+            self.prefixes.append(hexs)
+        if not self.prefixes and not self.hosts:
+            raise BadValue("--allow-publisher: name at least one GUID prefix or host=NAME")
+
+    def allows(self, participant_guid_hex: str, properties: dict | None) -> bool:
+        if any(participant_guid_hex.startswith(p) for p in self.prefixes):
+            return True
+        host = (properties or {}).get("__Hostname")
+        return host is not None and host.lower() in self.hosts
+
+    def describe(self) -> str:
+        return ", ".join([f"GUID {p}..." for p in self.prefixes] + [f"host {h}" for h in self.hosts])
+
+
+def participant_text(guid_hex: str, properties: dict | None) -> str:
+    """'GUID 0110b041de554351 (host vm, pid 3588, python)' for logs and diagnostics."""
+    props = properties or {}
+    extra = [f"host {props['__Hostname']}" if "__Hostname" in props else "",
+             f"pid {props['__Pid']}" if "__Pid" in props else "", props.get("__ProcessName", "")]
+    extra = [e for e in extra if e]
+    return f"GUID {guid_hex[:24]}" + (f" ({', '.join(extra)})" if extra else "")
+
+
 class CmdVelInput:
     """The cmd_vel subscription with the Twist/TwistStamped choice and the mismatch warnings.
 
@@ -102,7 +153,8 @@ class CmdVelInput:
     Twist/TwistStamped mismatch: the robot would not move).
     """
 
-    def __init__(self, node: RosNode, name: str = "cmd_vel", stamped: str = "auto", warn=None, on_reader=None):
+    def __init__(self, node: RosNode, name: str = "cmd_vel", stamped: str = "auto", warn=None, on_reader=None,
+                 allow: PublisherFilter | None = None):
         if stamped not in STAMPED_CHOICES:
             raise BadValue(f"--stamped must be one of {', '.join(STAMPED_CHOICES)}, not {stamped!r}")
         self.node = node
@@ -119,6 +171,13 @@ class CmdVelInput:
         self.on_reader = on_reader              # called after the reader was (re)created
         self._own_participant = node.participant.guid
         self._discovery = BuiltinDataReader(node.participant, BuiltinTopicDcpsPublication)
+        self.allow = allow
+        self.refused = 0                        # samples from participants --allow-publisher does not name
+        self.refused_from: dict = {}            # participant text -> samples refused
+        self._verdicts: dict = {}               # publication handle -> (allowed, participant text)
+        self._participants: dict = {}           # participant GUID hex -> its declared properties
+        self._participant_reader = (BuiltinDataReader(node.participant, BuiltinTopicDcpsParticipant)
+                                    if allow is not None else None)
         if stamped != "auto":
             self._use(TWIST_STAMPED if stamped == "true" else TWIST, "fixed by --stamped " + stamped)
 
@@ -164,6 +223,8 @@ class CmdVelInput:
         out = []
         if self.reader is not None:
             for s in take_valid(self.reader, 32):
+                if self.allow is not None and not self._allowed(s):
+                    continue
                 if self.type_name == TWIST_STAMPED:
                     out.append((s.twist.linear.x, s.twist.angular.z,
                                 ros_time_to_monotonic(s.header.stamp, wall_minus_mono)))
@@ -172,6 +233,37 @@ class CmdVelInput:
         self.samples += len(out)
         self._warnings(types)
         return out
+
+    def _allowed(self, sample) -> bool:
+        """Is the sample's writer in a participant --allow-publisher names? Unknown writers are refused (fail
+        closed); the verdict is cached per publication handle."""
+        handle = sample.sample_info.publication_handle
+        verdict = self._verdicts.get(handle)
+        if verdict is None:
+            for ps in self._participant_reader.take(64):
+                key = ps.key.hex
+                if ps.sample_info.instance_state != InstanceState.Alive:
+                    self._participants.pop(key, None)
+                else:
+                    self._participants[key] = {p.key: p.value for p in ps.qos if isinstance(p, Policy.Property)}
+            endpoint = self.reader.get_matched_publication_data(handle)
+            if endpoint is None:
+                return False
+            guid = endpoint.participant_key.hex
+            props = self._participants.get(guid)
+            if props is None and not self.allow.prefixes:
+                # its participant's data (the host name) not seen yet: refused, decided again on the next sample
+                self.refused += 1
+                return False
+            verdict = (self.allow.allows(guid, props), participant_text(guid, props))
+            self._verdicts[handle] = verdict
+        ok, who = verdict
+        if not ok:
+            self.refused += 1
+            self.refused_from[who] = self.refused_from.get(who, 0) + 1
+            self.warn("cmd_vel_refused:" + who, f"cmd_vel: REFUSED a command on {self.ros_name} from {who}: not in "
+                                                f"--allow-publisher ({self.allow.describe()})")
+        return ok
 
     def _warnings(self, types: set) -> None:
         other = [t for t in types if t != self.type_name]
@@ -184,9 +276,14 @@ class CmdVelInput:
             self.warn("cmd_vel_none", f"cmd_vel: no publisher matched on {self.ros_name}{waiting}")
 
     def status(self) -> dict:
-        return {"topic": self.ros_name, "type": self.type_name or "(none yet)", "stamped": self.stamped,
-                "matched_publishers": self.matched(), "offered_types": sorted(self.offered_types()),
-                "samples": self.samples, "type_switches": self.switches}
+        d = {"topic": self.ros_name, "type": self.type_name or "(none yet)", "stamped": self.stamped,
+             "matched_publishers": self.matched(), "offered_types": sorted(self.offered_types()),
+             "samples": self.samples, "type_switches": self.switches,
+             "allowed_publishers": self.allow.describe() if self.allow is not None else "any"}
+        if self.allow is not None:
+            d["refused_samples"] = self.refused
+            d["refused_from"] = "; ".join(f"{who}: {n}" for who, n in self.refused_from.items()) or "-"
+        return d
 
 
 class Ros2Bridge:
@@ -200,7 +297,7 @@ class Ros2Bridge:
     """
 
     def __init__(self, board, config, namespace: str = "/", stamped: str | None = None, domain_id=None,
-                 discovery=None, env=None, drive=None, odometry_factory=None):
+                 discovery=None, env=None, drive=None, odometry_factory=None, allow_publishers=None):
         self.board = board
         self.config = config
         ros = dict(config.ros2)
@@ -225,6 +322,7 @@ class Ros2Bridge:
         self.drive = drive if drive is not None else DriveController(config)
         self._odometry_factory = odometry_factory if odometry_factory is not None else Odometry
         self.odometry = None
+        self.allow = PublisherFilter(allow_publishers) if allow_publishers else None
         self.node = RosNode(namespace, domain_id=domain_id, discovery=discovery, env=env)
         self.warn = RateLimitedWarning()
         self.cmd = None
@@ -260,7 +358,7 @@ class Ros2Bridge:
         self.w_joints = n.publisher("joint_states", msgs.JointState, qos.default_qos())
         self.w_tf = n.publisher("/tf", msgs.TFMessage, qos.tf_qos()) if self.enable_odom_tf else None
         self.w_diag = n.publisher("/diagnostics", msgs.DiagnosticArray, qos.default_qos())
-        self.cmd = CmdVelInput(n, "cmd_vel", self.stamped, warn=self.warn, on_reader=self.announce)
+        self.cmd = CmdVelInput(n, "cmd_vel", self.stamped, warn=self.warn, on_reader=self.announce, allow=self.allow)
         self.announce()
 
     def announce(self) -> None:
@@ -290,6 +388,27 @@ class Ros2Bridge:
         self._next_diag = self._next_publish + DIAGNOSTICS_PERIOD_S
         log.info("board active; node on domain %d, namespace %s, cmd_vel %s", self.node.domain_id,
                  self.node.namespace, self.stamped)
+        self.log_exposure()
+
+    def exposure(self) -> tuple[bool, str]:
+        """(reachable by others, the sentence): who can reach this node and who may drive the robot."""
+        node = self.node
+        where = node.discovery.exposure(node.domain_id)
+        local = node.discovery.loopback or node.discovery.humble_localhost_only or node.discovery.range == RANGE_OFF
+        if self.allow is None:
+            who = f"it obeys {node.topic_name('cmd_vel')} from ANY participant that can reach it"
+            if not local:
+                who += " (--allow-publisher limits that)"
+        else:
+            who = (f"{node.topic_name('cmd_vel')} is taken only from {self.allow.describe()} (declared by the "
+                   f"publishers themselves, not authenticated)")
+        return (not local and self.allow is None), f"{where}; {who}"
+
+    def log_exposure(self) -> None:
+        open_to_all, text = self.exposure()
+        (log.warning if open_to_all else log.info)("%s", text)
+        if self.node.security_warning:
+            log.warning("%s", self.node.security_warning)
 
     def stop(self, reason: str = "stop requested") -> None:
         """Ask run() to return after the current tick (safe from a signal handler)."""
@@ -504,6 +623,9 @@ class Ros2Bridge:
         wrong = [t for t in c.get("offered_types", []) if t != c.get("type")]
         if wrong and c.get("type") != "(none yet)":
             cmd_level, cmd_msg = msgs.DIAG_WARN, f"publisher of {', '.join(wrong)} ignored (type mismatch)"
+        if c.get("refused_samples"):
+            cmd_level = msgs.DIAG_WARN
+            cmd_msg = f"{c['refused_samples']} commands refused (not in --allow-publisher); {cmd_msg}"
         statuses.append(msgs.DiagnosticStatus(
             level=cmd_level, name=f"{who}: cmd_vel", message=cmd_msg, hardware_id=hw,
             values=[msgs.KeyValue(str(k), _fmt(v)) for k, v in c.items()]

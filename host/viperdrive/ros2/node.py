@@ -109,6 +109,7 @@ class Discovery:
     range: str = RANGE_SUBNET
     static_peers: tuple = ()
     humble_localhost_only: bool = False     # ROS_LOCALHOST_ONLY=1 on a Humble-era rmw: bind to 127.0.0.1
+    loopback: bool = False                  # --localhost: the loopback interface only, unicast discovery
 
     @classmethod
     def from_env(cls, env=None) -> "Discovery":
@@ -131,13 +132,47 @@ class Discovery:
     def localhost(cls) -> "Discovery":
         return cls(RANGE_LOCALHOST)
 
+    @classmethod
+    def loopback_only(cls) -> "Discovery":
+        """`viperdrive ros2 --localhost`: Cyclone uses the loopback interface alone (its locators are 127.0.0.1,
+        no multicast, discovery by unicast to the localhost ports), so a participant on another machine does not
+        match it, even one that knows this machine's address. ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST does not do
+        that: it only turns multicast off and still advertises (and answers on) the LAN address."""
+        return cls(RANGE_LOCALHOST, (), loopback=True)
+
+    def exposure(self, domain_id: int) -> str:
+        """Who can reach a participant with these settings, in words (the bridge's start-up line)."""
+        if self.loopback or self.humble_localhost_only:
+            return (f"DDS domain {domain_id} on the loopback interface only: participants on other machines cannot "
+                    f"reach it")
+        if self.range == RANGE_OFF:
+            return f"DDS domain {domain_id} with discovery OFF: no other process can reach it"
+        if self.range == RANGE_LOCALHOST:
+            return (f"DDS domain {domain_id}, discovery range LOCALHOST: no multicast, but it still advertises and "
+                    f"answers on every network interface, so a participant elsewhere that knows this machine's "
+                    f"address can reach it (--localhost prevents that)")
+        if self.range == RANGE_SYSTEM_DEFAULT:
+            return (f"DDS domain {domain_id} with Cyclone's own defaults (and CYCLONEDDS_URI): every network "
+                    f"interface unless your configuration says otherwise")
+        return (f"DDS domain {domain_id} on every network interface with multicast discovery: any participant on "
+                f"the network can find it (--localhost keeps it on this machine)")
+
 
 def _xml_attr(value: str) -> str:
     return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+LOOPBACK_XML = ('<CycloneDDS><Domain><General><Interfaces><NetworkInterface address="127.0.0.1"/></Interfaces>'
+                '<AllowMulticast>false</AllowMulticast></General><Discovery><ParticipantIndex>auto</ParticipantIndex>'
+                '<MaxAutoParticipantIndex>32</MaxAutoParticipantIndex><Peers><Peer address="localhost"/></Peers>'
+                '</Discovery></Domain></CycloneDDS>')
+
+
 def discovery_xml(discovery: Discovery, pid: int | None = None) -> str:
-    """The Cyclone XML fragment rmw_cyclonedds_cpp generates for these settings ('' when it adds none)."""
+    """The Cyclone XML fragment rmw_cyclonedds_cpp generates for these settings ('' when it adds none); for
+    --localhost (Discovery.loopback_only) our own: the loopback interface, no multicast, localhost peers."""
+    if discovery.loopback:
+        return LOOPBACK_XML
     if discovery.humble_localhost_only:
         # Humble: the node binds to the loopback interface. Peers find each other by multicast on lo, so lo
         # needs the MULTICAST flag (`ip link set lo multicast on`), as with ROS 2 itself.
@@ -244,6 +279,33 @@ def ros_discovery_qos() -> Qos:
                Policy.DataRepresentation(use_cdrv0_representation=True))
 
 
+# DDS Security (SROS2) needs Cyclone built with security and its three plugin libraries (libdds_security_auth,
+# _ac, _crypto). The cyclonedds wheel this package pins ships neither: its RECORD lists libddsc and libcycloneddsidl
+# only, libddsc holds none of the plugin-loading property names, and a participant given SROS2's dds.sec.*
+# properties is refused with DDS_RETCODE_ERROR before any library is looked for (tests/test_ros2_exposure.py).
+SECURITY_UNAVAILABLE = (
+    "DDS Security (SROS2 keystore and enclave) is not available: the cyclonedds wheel this package pins ships no "
+    "security plugins (libdds_security_auth/_ac/_crypto) and its libddsc is built without security, so it "
+    "refuses a participant with the dds.sec.* properties (docs/ros2.md)")
+
+
+def check_security(env=None) -> str | None:
+    """What rcl does with ROS_SECURITY_ENABLE / ROS_SECURITY_STRATEGY, given that security is unavailable here:
+    "true" with strategy Enforce is an error (BadValue: running unsecured would ignore the keystore the user set
+    up); with Permissive (rcl's default) the node runs WITHOUT security and the returned warning says so; unset
+    or anything but "true": None."""
+    env = os.environ if env is None else env
+    if env.get("ROS_SECURITY_ENABLE", "") != "true":
+        return None
+    strategy = env.get("ROS_SECURITY_STRATEGY", "") or "Permissive"
+    if strategy == "Enforce":
+        raise BadValue(f"ROS_SECURITY_ENABLE=true with ROS_SECURITY_STRATEGY=Enforce, but {SECURITY_UNAVAILABLE}. "
+                       f"Refusing to run unsecured; keep others out with --localhost (or a network of its own), or "
+                       f"unset ROS_SECURITY_ENABLE to run without security knowingly")
+    return (f"ROS_SECURITY_ENABLE=true (strategy {strategy}) but {SECURITY_UNAVAILABLE}: running WITHOUT security, "
+            f"as rcl does in Permissive mode; ROS_SECURITY_STRATEGY=Enforce refuses instead")
+
+
 class RosNode:
     """One DDS participant that a ROS 2 graph takes for a ROS 2 process.
 
@@ -255,6 +317,7 @@ class RosNode:
     def __init__(self, namespace: str = "/", domain_id: int | None = None, discovery: Discovery | None = None,
                  env=None):
         env = os.environ if env is None else env
+        self.security_warning = check_security(env)
         self.namespace = normalize_namespace(namespace)
         self.domain_id = resolve_domain_id(domain_id, env)
         self.discovery = Discovery.from_env(env) if discovery is None else discovery

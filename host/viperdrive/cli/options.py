@@ -1,0 +1,125 @@
+"""Typed argparse converters for every numeric option: a value is a finite number inside its range, or argparse's
+usage error (exit 2) naming the option, e.g.
+
+    viperdrive drive: error: argument --speed: nan is not a finite number; give a number in (0, 10] m/s
+
+`x <= 0` lets NaN through (every comparison with NaN is false), so the checks here are written the other way
+round (`not lo <= x`). Every `add_argument` of a number in the CLI uses one of these; tests/test_cli_fuzz.py walks
+the parsers and fails on a numeric option that does not, then tries nan, inf, -inf, 0, a negative value and
+1e308 on each.
+
+Not a command (no register/run): discovery skips it.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+
+from ..paths import LIMITS
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+class Number:
+    """argparse `type=`: text -> float (or int) inside [lo, hi] (open ends with lo_open / hi_open); nonzero
+    refuses 0. `describe()` is the range as text for help and errors."""
+
+    numeric = True      # what the fuzz test looks for
+
+    def __init__(self, lo: float | None = None, hi: float | None = None, unit: str = "", *, lo_open: bool = False,
+                 hi_open: bool = False, integer: bool = False, nonzero: bool = False):
+        self.lo, self.hi, self.unit = lo, hi, unit
+        self.lo_open, self.hi_open = lo_open, hi_open
+        self.integer = integer
+        self.nonzero = nonzero
+        # argparse names the type in its own "invalid ... value" message
+        self.__name__ = "integer" if integer else "number"
+
+    def range_text(self) -> str:
+        """'(0, 10] m/s', '300..12000000', '>= 0 s'."""
+        if self.lo is not None and self.hi is not None:
+            if self.integer:
+                rng = f"{self.lo}..{self.hi}"
+            else:
+                rng = f"{'(' if self.lo_open else '['}{_fmt(self.lo)}, {_fmt(self.hi)}{')' if self.hi_open else ']'}"
+        elif self.lo is not None:
+            rng = f"{'>' if self.lo_open else '>='} {_fmt(self.lo)}"
+        elif self.hi is not None:
+            rng = f"{'<' if self.hi_open else '<='} {_fmt(self.hi)}"
+        else:
+            rng = "any finite value"
+        return rng + (f" {self.unit}" if self.unit else "")
+
+    def describe(self) -> str:
+        kind = "a whole number" if self.integer else "a number"
+        return f"{kind} in {self.range_text()}{', not 0' if self.nonzero else ''}"
+
+    def __call__(self, text: str):
+        s = str(text).strip()
+        try:
+            value = int(s, 10) if self.integer else float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {self.describe()}") from None
+        if not self.integer and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text} is not a finite number; give {self.describe()}")
+        ok = True
+        if self.lo is not None:
+            ok = ok and (value > self.lo if self.lo_open else value >= self.lo)
+        if self.hi is not None:
+            ok = ok and (value < self.hi if self.hi_open else value <= self.hi)
+        if not ok:
+            raise argparse.ArgumentTypeError(f"{text} is outside {self.range_text()}")
+        if self.nonzero and value == 0:
+            raise argparse.ArgumentTypeError(f"{text} is not allowed: give {self.describe()}")
+        return value
+
+    def __repr__(self) -> str:
+        return f"Number({self.describe()})"
+
+
+def finite_float(lo: float | None = None, hi: float | None = None, unit: str = "", **kw) -> Number:
+    """A finite float in [lo, hi] (lo_open=True / hi_open=True for open ends)."""
+    return Number(lo, hi, unit, **kw)
+
+
+def int_range(lo: int, hi: int, unit: str = "") -> Number:
+    """A whole number in lo..hi."""
+    return Number(lo, hi, unit, integer=True)
+
+
+def positive(hi: float, unit: str) -> Number:
+    """A finite float in (0, hi]."""
+    return Number(0.0, hi, unit, lo_open=True)
+
+
+# shared by several commands (one definition, one range)
+def seconds(hi: float = LIMITS["duration_s"]) -> Number:
+    """A duration in (0, hi] s: 0 would end before it starts, infinity never ends."""
+    return positive(hi, "s")
+
+
+BAUD = int_range(300, 12_000_000)
+
+
+def host_port(text: str) -> str:
+    """argparse `type=` for HOST:PORT (port 0..65535, 0: any free one); the text back, checked."""
+    host, sep, port = str(text).strip().rpartition(":")
+    try:
+        n = int(port, 10)
+    except ValueError:
+        n = -1
+    if not sep or not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: write HOST:PORT with a port in 0..65535, e.g. 127.0.0.1:8765")
+    return f"{host}:{n}"
+
+
+def script_options(parser: argparse.ArgumentParser, turn_help: str = "script turn rate in place, rad/s (1.0)") -> None:
+    """--side, --speed, --turn-rate of the built-in scripts (drive, log record): the ranges of a script file's own
+    values (viperdrive.paths.LIMITS)."""
+    parser.add_argument("--side", type=positive(LIMITS["distance_m"], "m"), default=0.5,
+                        help="square side / figure-8 loop diameter, m (0.5)")
+    parser.add_argument("--speed", type=positive(LIMITS["speed_m_s"], "m/s"), default=0.2,
+                        help="script cruise speed, m/s (0.2)")
+    parser.add_argument("--turn-rate", type=positive(LIMITS["rate_rad_s"], "rad/s"), default=1.0, help=turn_help)
