@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+from ..errors import UserError
 from ..sim import _die_with_parent, startup_error, vboard_command
 from .options import int_range
 
