@@ -12,7 +12,7 @@ import time
 
 from ..errors import UserError
 from ..sim import _die_with_parent, startup_error, vboard_command
-from .options import int_range
+from .options import int_range, positive
 
 HELP = "run the virtual board: the real firmware on MicroPython with a simulated robot, served on TCP"
 
@@ -43,7 +43,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     pico.add_argument("--pty", action="store_true", help="--pico: also relay the USB CDC port to a pseudo-terminal")
     pico.add_argument("--hold-repl-pin", action="store_true",
                       help="--pico: hold the board config's repl_pin at its active level (boots into REPL mode)")
-    pico.add_argument("--max-rate", type=float, default=None, metavar="R",
+    pico.add_argument("--max-rate", type=positive(100.0, "chip s per wall s"), default=None, metavar="R",
                       help="--pico: at most R chip seconds per wall second (default 1)")
 
 
@@ -111,8 +111,6 @@ def _run_pico(args) -> int:
         raise UserError("--repl and --params are options of the virtual board; the emulated Pico keeps its "
                         "parameters in its flash (--flash) and gives its REPL on the port (`viperdrive repl`)",
                         exit_code=2)
-    if args.max_rate is not None and not args.max_rate > 0:
-        raise UserError(f"--max-rate must be > 0, got {args.max_rate}", exit_code=2)
     rig = PicoRig(flash=args.flash, robot=args.robot, board=args.board, seed=args.seed,
                   hold_repl_pin=args.hold_repl_pin, max_rate=args.max_rate, pty=args.pty,
                   listen=args.listen, control=args.control)
