@@ -42,6 +42,10 @@ def pytest_collection_modifyitems(config, items):
         cs = getattr(item, "callspec", None)
         if item.path.name == "test_pico_rig.py" or (cs is not None and cs.params.get("sim") == "pico"):
             item.add_marker(pytest.mark.xdist_group("pico"))
+        elif _uses_module_fixture(item):
+            # a module-scoped fixture (a bridge, a recording) is built once per worker that runs one of its
+            # tests, and its tests may build on each other's state: keep such a module on one worker, in order
+            item.add_marker(pytest.mark.xdist_group("module:" + item.path.name))
     # the emulated-Pico checks that cost several boots run in `make hil-pico` (--pico-all), not in `make test`
     if config.getoption("--pico-all"):
         return
@@ -49,6 +53,13 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = [i for i in items if not i.get_closest_marker("pico_all")]
+
+
+def _uses_module_fixture(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs)
 
 
 # ---- the emulated Pico (docs/pico-rig.md): one flash through the real CLI and mpremote per session ----
