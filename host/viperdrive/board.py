@@ -418,7 +418,7 @@ class Board:
             return
         now = time.monotonic()
         wait = self.link.timeout_for(len(frame), P.STATE)
-        wait = min(wait, 0.8 * self.config.period)
+        wait = min(wait, 0.8 * self.config.period * self.link.time_scale)   # an emulated chip's period is longer
         self._pending = (now, now + wait)
 
     def deactivate(self) -> None:

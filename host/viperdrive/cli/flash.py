@@ -105,6 +105,11 @@ def run(args) -> int:
     return _verify(port, args)
 
 
+def _time_scale(port: str) -> float:
+    from ..link import _board_time_scale
+    return _board_time_scale(port)
+
+
 def _protocol_version() -> int:
     from viperdrive.shared import protocol
     return protocol.PROTOCOL_VERSION
@@ -157,7 +162,8 @@ def _stop_link(port: str, args) -> None:
     note(args, f"{what} left link mode (STOP_LINK): it resets into REPL mode"
                + (f" within {reset_s:g} s" if reset_s else ""))
     if reset_s:
-        time.sleep(reset_s + REPL_BOOT_S)
+        # an emulated chip slower than real time (the Pico rig) takes longer in wall time: its measured scale
+        time.sleep((reset_s + REPL_BOOT_S) * _time_scale(port))
         _wait_for_port(port, args.verify_timeout)
 
 
@@ -261,9 +267,12 @@ def _reset(plan: flashing.FlashPlan, args) -> None:
 def _verify(port: str, args) -> int:
     config = load_config(args)
     baud = baud_of(args, config)
-    deadline = time.monotonic() + args.verify_timeout
+    # --verify-timeout is board time: an emulated chip (its boot compiles the .py files) slower than real time takes
+    # longer in wall time, by its measured scale, sampled as it goes (the rig's speed changes while it boots)
+    left = args.verify_timeout
     last = "no reply"
-    while time.monotonic() < deadline:
+    t = time.monotonic()
+    while left > 0:
         board = Board(port, baud, config=config, clock_sync=False)
         try:
             info = board.configure()
@@ -272,6 +281,9 @@ def _verify(port: str, args) -> int:
         except (PortError, NoReplyError, LinkLost) as e:      # re-enumerating after the reset, still booting
             last = str(e)
             time.sleep(0.5)
+            now = time.monotonic()
+            left -= (now - t) / _time_scale(port)
+            t = now
             continue
         finally:
             board.cleanup()
