@@ -26,6 +26,7 @@ Template syntax: the template is the module as it will read, with these macros (
   out = GAIN(x0, K_X, md)   ... the multiplier is already loaded in the local md: no load, md is used.
 
 A statement macro stands alone on its line (a trailing comment goes onto the first line of its expansion).
+A `#` starts a line's comment, where nothing is expanded (the template has no `#` inside a string).
 Lines starting with `#@` are comments of the template only and are dropped.
 """
 from __future__ import annotations
