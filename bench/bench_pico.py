@@ -4,6 +4,7 @@ heap, boot time with .py and with .mpy, and the rig's speed with each way of run
 time, cycle-counted by the emulator (Cortex-M0+ cycle counts, no XIP cache misses: a lower bound for a real Pico).
 
     python bench/bench_pico.py            # ~6 min; prints `pico_* key=value` lines (make bench)
+    python bench/bench_pico.py --quick    # only the control-step lines (two flashes), the step layouts included
 """
 from __future__ import annotations
 
@@ -66,6 +67,27 @@ def drive_window(rig: PicoRig, seconds: float, speed: float = 8.0) -> tuple[dict
     return d, rig.stats(), rate
 
 
+def step_layouts(rig: PicoRig, tmp: Path) -> None:
+    """The step as shipped vs split into functions (bench/split_step.py), on the chip in one process
+    (bench/pico_step_layouts.py, REPL mode): prints its pico_control_step_layout line."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from split_step import split_source
+
+    from viperdrive.executables import require
+    src = tmp / "fixedstep_split.py"
+    src.write_text(split_source((ROOT / "mcu" / "fixedstep.py").read_text()))
+    mpy = tmp / "fixedstep_split.mpy"
+    subprocess.run([require("mpy-cross"), "-march=armv6m", "-o", str(mpy), str(src)], check=True)
+    mpremote = require("mpremote")
+    r = subprocess.run([mpremote, "connect", rig.url, "cp", str(mpy), ":fixedstep_split.mpy", "+", "run",
+                        str(ROOT / "bench" / "pico_step_layouts.py")], capture_output=True, text=True, timeout=900)
+    found = [ln for ln in r.stdout.splitlines() if ln.startswith("pico_control_step_layout ")]
+    if r.returncode != 0 or not found:
+        print(f"bench_pico: step layouts failed: {r.stdout[-800:]} {r.stderr[-800:]}", file=sys.stderr)
+    else:
+        print(found[0], flush=True)
+
+
 def line(name: str, **kv) -> None:
     print(name + " " + " ".join(f"{k}={v}" for k, v in kv.items()), flush=True)
 
@@ -114,6 +136,7 @@ def main(argv: list[str]) -> int:
         else:
             line("pico_tick_parts", hz=500, **{k: round(float(v), 1) for k, v in parts.items()},
                  note="chip_us_per_call_net_of_the_call")
+        step_layouts(rig, tmp)
     if quick:
         return 0
     # boot with plain .py files: the board compiles every module at import
