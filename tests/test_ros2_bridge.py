@@ -27,15 +27,15 @@ HERE = Path(__file__).resolve().parent
 VIPERDRIVE = Path(sys.executable).parent / "viperdrive"
 CMD_VEL_TIMEOUT = 0.3
 DEADMAN_S = 0.1                 # the firmware's default deadman_ms (shared/params.py)
-WHEEL_ACCEL = 1.0               # max_wheel_acceleration, m/s^2 at the rim (the host ramp to zero)
+WHEEL_ACCEL = 1.0               # max_rim_acceleration, m/s^2 at the rim (the host ramp to zero)
 SEPARATION = 0.152
 RADIUS = 0.0325
 
 ROBOT_FILE = f"""
 wheel_separation: {SEPARATION}
 wheel_radius: {RADIUS}
-max_wheel_speed: 0.55
-max_wheel_acceleration: {WHEEL_ACCEL}
+max_rim_speed: 0.55
+max_rim_acceleration: {WHEEL_ACCEL}
 cmd_vel_timeout: {CMD_VEL_TIMEOUT}
 update_rate: 100
 ros2:

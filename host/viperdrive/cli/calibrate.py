@@ -55,7 +55,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     _common(p)
     p = sub.add_parser("feedforward", help="kS, kV, kA from ramps and steps with the wheels off the ground")
     p.add_argument("--max-speed", type=positive(1000.0, "rad/s"), default=None, metavar="RAD_S",
-                   help="top of the ramps (default 80 %% of max_wheel_speed)")
+                   help="top of the ramps (default 80 %% of max_rim_speed, in wheel rad/s)")
     p.add_argument("--ramp-time", type=seconds(60.0), default=2.0, metavar="S", help="seconds per ramp (2)")
     _common(p)
 
@@ -114,7 +114,7 @@ def drive(args, s: DriveSession, segments: list[Segment], label: str) -> ScriptF
     """Activate, drive the segments (closed on odometry), come to rest, disable. Returns the follower (its turned
     and travelled totals) with the session's odometry holding the end pose."""
     s.start()
-    follower = ScriptFollower(segments, s.config.max_wheel_acceleration, s.config.effective_separation)
+    follower = ScriptFollower(segments, s.config.max_rim_acceleration, s.config.effective_separation)
     total = sum(seg.nominal_duration() for seg in segments)
     bar = Progress(total, label, quiet=args.quiet, unit="s")
     t0 = time.monotonic()
@@ -299,11 +299,11 @@ def _smooth(x, n: int):
 
 
 def _feedforward(args, board, config) -> int:
-    limit = config.max_wheel_speed / max(config.left_radius, config.right_radius)
+    limit = min(config.wheel_speed_limits)
     top = args.max_speed if args.max_speed is not None else 0.8 * limit
     if not 0 < top <= limit:
-        raise UserError(f"--max-speed {top:g} rad/s is above the robot's max_wheel_speed ({limit:.2f} rad/s at the "
-                        f"wheel)", exit_code=2)
+        raise UserError(f"--max-speed {top:g} rad/s is above the robot's max_rim_speed ({config.max_rim_speed} m/s "
+                        f"= {limit:.2f} rad/s at the wheel)", exit_code=2)
     print("feedforward: lift the robot so the wheels turn freely. Ramps up and down both ways, then steps.")
     args.measured = None
     wait_enter(args, "wheels off the ground?")
