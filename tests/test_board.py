@@ -73,7 +73,8 @@ def test_positions_continue_across_the_int32_counter_wrap(responder):
     assert states[-1].counts[0] < 0 < states[-1].counts[1]
     left = [s.position[0] for s in states]
     right = [s.position[1] for s in states]
-    assert all(b >= a for a, b in zip(left, left[1:])) and all(b <= a for a, b in zip(right, right[1:]))
+    assert all(b >= a for a, b in zip(left[:-1], left[1:], strict=True))
+    assert all(b <= a for a, b in zip(right[:-1], right[1:], strict=True))
     turned = (left[-1] - left[0], right[-1] - right[0])
     raw = ((states[-1].counts[0] - first.counts[0]) % 2**32, (first.counts[1] - states[-1].counts[1]) % 2**32)
     assert turned == pytest.approx((raw[0] / K, -raw[1] / K), abs=1e-9)

@@ -529,8 +529,8 @@ def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) 
                              f"{kw['update_rate']:g} Hz")
             notes.extend(f"{cm.node}: {k}: {t}" for k, t in cm.notes)
     notes.extend(f"{k}: {t}" for k, t in p.notes)
-    explicit = frozenset(RENAMED_KEYS.get(k, k) for k in flat if k not in vendor) | (frozenset(["update_rate"]) if update_rate else
-                                                                 frozenset())
+    explicit = (frozenset(RENAMED_KEYS.get(k, k) for k in flat if k not in vendor)
+                | (frozenset(["update_rate"]) if update_rate else frozenset()))
     return cls(linear=AxisLimits(**axes["linear"]), angular=AxisLimits(**axes["angular"]),
                odometry=OdometryNoise(**noise), ros2=ros2, source=p.source or None, ignored=tuple(ignored),
                node=p.node, layout=layout, notes=tuple(notes), explicit=explicit, **kw)
