@@ -141,7 +141,7 @@ def requests(st_a, c_a):
     c = ptr32(c_a)
     req = int(st[G_REQ])
     if req & (REQ_ENABLE | REQ_DISABLE | REQ_CLEAR):
-        # every enable/disable/clear starts the PID from rest (bumpless start, BRIEF 5) and drops commands
+        # every enable/disable/clear starts the PID from rest (bumpless start: no old integrator) and drops commands
         w = 0
         while w < 2:
             b = w * WS
