@@ -77,11 +77,11 @@ def wheels_sign(twist):
     return tuple(int(math.copysign(1, x)) for x in twist)
 
 
-def test_envelope_brief_example():
+def test_envelope_of_the_default_robot():
     b, vmax = 0.152, 0.55
     w0 = k.max_angular(0.0, vmax, b)
     assert math.isclose(w0, 2 * 0.55 / 0.152)
-    # BRIEF §2: at v = 0.5 only ~12 % of the standstill angular authority is left
+    # the default robot (b = 0.152 m, V_MAX = 0.55 m/s): at v = 0.5 only ~12 % of the standstill authority is left
     assert math.isclose(k.max_angular(0.5, vmax, b) / w0, 0.05 / 0.55, rel_tol=1e-12)
     assert 0.09 < k.max_angular(0.5, vmax, b) / w0 < 0.13
     assert k.max_angular(0.6, vmax, b) == 0.0

@@ -285,8 +285,9 @@ def test_sigterm_is_a_clean_stop_too(tmp_path):
 
 
 def test_killed_bridge_the_board_deadman_stops_the_wheels(tmp_path):
-    """SIGKILL: no shutdown code runs on the host, so only the board can stop the robot (BRIEF §6). The virtual
-    board's ground truth shows the wheels stop within the deadman plus the board's own ramp to zero."""
+    """SIGKILL: no shutdown code runs on the host, so only the board can stop the robot (its deadman,
+    docs/firmware.md "Safety chain"). The virtual board's ground truth shows the wheels stop within the deadman plus
+    the board's own ramp to zero."""
     from viperdrive.sim import VirtualBoard
     with VirtualBoard() as vb:
         bridge = Bridge(tmp_path, "--namespace", "robot_k", port=vb.url)
