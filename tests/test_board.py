@@ -6,7 +6,7 @@ import time
 import pytest
 
 from board_responder import Responder
-from viperdrive.board import Board, fault_text
+from viperdrive.board import Board, count_delta, fault_text
 from viperdrive.config import RobotConfig
 from viperdrive.errors import BadValue, BoardFault, LinkLost, VersionMismatch
 from viperdrive.link import Link
@@ -58,6 +58,12 @@ def test_lifecycle_end_to_end(responder):
         board.deactivate()
         assert responder.enabled is False and responder.last_set_vel == (0, 0)
     assert board.link is None or not board.link.is_open
+
+
+def test_count_delta_across_the_wrap():
+    assert count_delta(-(2**31) + 5, 2**31 - 5) == 10
+    assert count_delta(2**31 - 5, -(2**31) + 5) == -10
+    assert count_delta(5, 65530, bits=16) == 11 and count_delta(100, 32768 + 100, bits=16) == -32768
 
 
 def test_positions_continue_across_the_int32_counter_wrap(responder):

@@ -10,7 +10,6 @@ from wpimath import geometry as wpig
 from wpimath import kinematics as wpik
 
 from viperdrive.config import RobotConfig
-from viperdrive.board import count_delta
 from viperdrive.odometry import (
     Odometry,
     integrate_arc,
@@ -88,11 +87,6 @@ def test_quarter_arc_matches_closed_form_from_any_start_position():
     assert y == pytest.approx(rad * (1 - math.cos(th_end)), abs=1e-5)
     assert th == pytest.approx(th_end, abs=1e-5)
 
-
-def test_count_delta_across_the_wrap():
-    assert count_delta(-(2**31) + 5, 2**31 - 5) == 10
-    assert count_delta(2**31 - 5, -(2**31) + 5) == -10
-    assert count_delta(5, 65530, bits=16) == 11 and count_delta(100, 32768 + 100, bits=16) == -32768
 
 
 def _path_error(step, h, total=4.0):
