@@ -298,7 +298,7 @@ def test_sim_port_lifecycle_drive_and_odometry_vs_truth():
         stats = loop.run(cycles=150, on_cycle=lambda s, k: ctl.command(0.15, 0.8))
         truth = vb.truth()
         x, y, th = odom.pose
-        # host odometry from the board's counts follows the simulated robot (same geometry as the plant)
+        # host odometry from the board's positions (rad) follows the simulated robot (same geometry as the plant)
         assert math.hypot(x - truth["x"], y - truth["y"]) < 0.02
         assert abs(th - truth["theta"]) < 0.05
         assert x > 0.1 and y > 0.0 and th > 0.4            # forward and turning left (CCW, REP-103)

@@ -103,7 +103,7 @@ def test_a_file_with_the_old_key_name_still_limits_the_robot_with_a_note(sim, tm
     old = tmp_path / "robot.yaml"
     old.write_text("# written for viperdrive before 0.1\nmax_wheel_speed: 0.15   # m/s at the rim\n")
     peak, r = _peak_rim_speed(sim, ["drive", "--script", "square", "--side", "1.0", "--speed", "0.5",
-                                    "--duration", "2.5", "--port", sim.url, "--config", old], 4.0)
+                                    "--duration", "2.5", "--port", sim.url, "--config", old], 20.0)
     assert r.returncode == 0, r.stderr
     assert (f"robot file {old}: note: max_wheel_speed: renamed max_rim_speed in viperdrive 0.1 (same value, m/s "
             f"at the rim); read as max_rim_speed: rename the key in the file") in r.stderr
