@@ -99,7 +99,7 @@ def test_over_envelope_command_scales_both_wheels_keeping_the_ratio(board, clock
     board.activate()
     samples = run(board, 2.5, twist=(v, w), clock=clock)
     vl, vr = mean_velocity(samples, 2.0)
-    vmax = cfg.max_wheel_speed / cfg.wheel_radius
+    vmax = cfg.wheel_speed_limits[1]         # the right wheel is the faster one here (w > 0)
     print(f"v=0.5 w=3.0: left {vl:.2f} right {vr:.2f} rad/s, ratio {vr / vl:.3f} (unsaturated {ratio:.3f}), "
           f"limit {vmax:.2f} rad/s")
     assert vr <= vmax * 1.05 and abs(vr - vmax) < 0.1 * vmax    # scaled down to the limit

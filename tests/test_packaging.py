@@ -74,3 +74,10 @@ def test_pyproject_declares_every_subpackage():
     on_disk = set(subpackages()) | {"viperdrive.shared"}
     assert not on_disk - declared, f"add to [tool.setuptools].packages in pyproject.toml: {sorted(on_disk - declared)}"
     assert not declared - on_disk, f"declared but missing: {sorted(declared - on_disk)}"
+
+
+def test_license_is_declared_and_shipped():
+    meta = importlib.metadata.metadata("viperdrive")
+    assert meta["License-Expression"] == "MIT" and "LICENSE" in meta.get_all("License-File")
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License\n\nCopyright (c) 2026 the viperdrive authors\n")

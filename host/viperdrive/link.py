@@ -1,4 +1,4 @@
-"""Link: the host end of the serial line (BRIEF §7). Any pyserial URL, frames from viperdrive.shared.protocol.
+"""Link: the host end of the serial line (docs/protocol.md). Any pyserial URL, frames from viperdrive.shared.protocol.
 
 - open(): serial.serial_for_url for /dev/tty*, socket://, loop://, rfc2217://; a failure becomes a PortError that
   says what to do (the ports that exist, the dialout group, which process holds a busy port).

@@ -72,22 +72,24 @@ def run(args) -> int:
     board_config = None if args.keep_board_config else args.board
     arch = args.arch
     if args.dry_run:
+        # paths as a reader can run them from here (flashing.PathDisplay), not this machine's absolute ones
+        display = flashing.PathDisplay()
         lines = [f"# first: if {port} answers HELLO at {baud_of(args, load_config(args))} baud (viperdrive link mode), "
                  f"send STOP_LINK and wait for the board's reset into REPL mode (Board.stop_link())"]
         if mpy and arch is None:
             lines.append("# ask the board for its .mpy architecture (sys.implementation._mpy >> 10), then use it "
                          f"for {flashing.ARCH_PLACEHOLDER} below:")
-            lines.append(flashing.shell_line(flashing.detect_command(port)))
+            lines.append(flashing.shell_line(flashing.detect_command(port, display)))
         plan = flashing.flash_plan(port, board_config, arch=arch, backend=args.backend, mpy=mpy)
         if mpy:
             lines.append(f"# {flashing.STAGE_PLACEHOLDER}: a private temporary folder (tempfile.mkdtemp), removed "
                          f"after the copy")
-        for cmd in plan.commands():
+        for cmd in plan.commands(display):
             lines.append(flashing.shell_line(cmd))
         if not args.no_verify:
             lines.append(f"# then: HELLO on {port} at {baud_of(args, load_config(args))} baud must answer protocol "
                          f"v{_protocol_version()} (viperdrive info --port {port})")
-        print("\n".join(lines))
+        print("\n".join(display.preamble() + lines))
         return 0
 
     _stop_link(port, args)
