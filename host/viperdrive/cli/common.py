@@ -10,7 +10,6 @@ import contextlib
 import json
 import math
 import os
-import signal
 import sys
 import time
 
@@ -19,6 +18,7 @@ from ..config import RobotConfig
 from ..errors import BadValue, BoardFault, NoReplyError, UserError
 from ..ports import check_url, is_url, resolve_port
 from .options import BAUD
+from .signals import deferred_signals, sigterm_as_interrupt  # noqa: F401 -- re-exported
 from .terminal import KEY_NAMES, LiveView, Progress, TerminalKeys  # noqa: F401 -- re-exported
 from viperdrive.shared import protocol as P
 
@@ -258,35 +258,6 @@ def finite_or_none(x):
 # ------------------------------------------------------------------------------------------ terminal
 
 
-class deferred_signals:
-    """Ctrl-C and SIGTERM wait while the block runs (putting a board's parameters back must not be cut short by a
-    second Ctrl-C); one that came is raised as KeyboardInterrupt when the block ends, unless the block is already
-    on its way out of an exception (which then stays the error)."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self):
-        self.pending = None
-        self._old: dict = {}
-
-    def _handler(self, signum, frame):
-        self.pending = signum
-
-    def __enter__(self):
-        try:
-            self._old = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
-        except ValueError:      # not the main thread: nothing to defer
-            self._old = {}
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        for s, h in self._old.items():
-            signal.signal(s, h)
-        if self.pending is not None and exc_type is None:
-            raise KeyboardInterrupt
-        return False
-
-
 def param_guard(board, args):
     """A steptest.ParamGuard for a command: the restoring runs under deferred_signals and failures are warned."""
     from ..steptest import ParamGuard
@@ -304,17 +275,3 @@ def warn_unsaved(board, args) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def sigterm_as_interrupt():
-    """SIGTERM (a service manager, `kill`) takes the same way out as Ctrl-C: the board gets disabled."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:      # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
