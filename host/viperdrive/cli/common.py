@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import math
 import os
 import sys
 import time
@@ -18,6 +16,7 @@ from ..config import RobotConfig
 from ..errors import BadValue, BoardFault, NoReplyError, UserError
 from ..ports import check_url, is_url, resolve_port
 from .options import BAUD
+from .output import finite_or_none, note, print_json, warn  # noqa: F401 -- re-exported
 from .signals import deferred_signals, sigterm_as_interrupt  # noqa: F401 -- re-exported
 from .terminal import KEY_NAMES, LiveView, Progress, TerminalKeys  # noqa: F401 -- re-exported
 from viperdrive.shared import protocol as P
@@ -67,17 +66,6 @@ def add_output_options(parser: argparse.ArgumentParser, data_output: bool = True
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or chatter on stderr")
     if data_output:
         parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-
-
-def warn(args, message: str) -> None:
-    """A warning on stderr (shown even with --quiet: it is about the result, not progress)."""
-    print(f"viperdrive {getattr(args, 'command', '')}: warning: {message}".replace("  ", " "), file=sys.stderr)
-
-
-def note(args, message: str) -> None:
-    """Chatter on stderr, silenced by --quiet."""
-    if not getattr(args, "quiet", False):
-        print(message, file=sys.stderr, flush=True)
 
 
 def add_robot_file_options(parser, help_text: str | None = None) -> None:
@@ -236,23 +224,6 @@ def read_status(board: Board, timeout: float = 1.0) -> int:
 
 
 # ------------------------------------------------------------------------------------------ output
-
-def print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, sort_keys=False, default=_json_default))
-
-
-def _json_default(o):
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    if hasattr(o, "item"):
-        return o.item()
-    if isinstance(o, (set, tuple)):
-        return list(o)
-    return str(o)
-
-
-def finite_or_none(x):
-    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
 # ------------------------------------------------------------------------------------------ terminal
