@@ -1,159 +1,29 @@
-"""What every board command shares: --port/--baud/--config, --quiet/--json, opening the board with errors that say
-what to do, progress bars on stderr, and the terminal helpers of the live commands (drive, monitor).
+"""The names every board command once imported from here, each now in the module of its one concern:
 
-Not a command (the leading underscore is not needed: it has no register/run, so discovery skips it).
+- cli/options.py: numeric option types, --port/--baud/--config/--node/--strict, --quiet/--json, and what they
+  resolve to (load_config reads the robot file once per command, port_spec, baud_of)
+- cli/boardopen.py: open_board, the latched faults in words (FAULT_HINTS, fault_message, check_no_fault,
+  activate, explain_fault), read_status, param_guard, warn_unsaved
+- cli/output.py: print_json, warn, note
+- cli/terminal.py: Progress, TerminalKeys, LiveView
+- cli/signals.py: sigterm_as_interrupt, deferred_signals
+
+`from viperdrive.cli.common import ...` keeps working; new code imports from the module itself.
+Not a command (no register/run): discovery skips it.
 """
 from __future__ import annotations
 
-import contextlib
-import sys
-import time
+from .boardopen import (FAULT_HINTS, activate, check_no_fault, explain_fault, fault_message, open_board, param_guard,
+                        read_status, warn_unsaved)
+from .options import (BAUD, PORT_ENV, add_board_options, add_output_options, add_robot_file_options, baud_of,
+                      load_config, port_spec)
+from .output import finite_or_none, note, print_json, warn
+from .signals import deferred_signals, sigterm_as_interrupt
+from .terminal import KEY_NAMES, LiveView, Progress, TerminalKeys
 
-from ..board import Board, fault_text
-from ..config import RobotConfig
-from ..errors import BoardFault, NoReplyError, UserError
-from ..ports import resolve_port
-from .options import (PORT_ENV, add_board_options, add_output_options, add_robot_file_options,  # noqa: F401
-                      baud_of, load_config, port_spec)
-from .output import finite_or_none, note, print_json, warn  # noqa: F401 -- re-exported
-from .signals import deferred_signals, sigterm_as_interrupt  # noqa: F401 -- re-exported
-from .terminal import KEY_NAMES, LiveView, Progress, TerminalKeys  # noqa: F401 -- re-exported
-from viperdrive.shared import protocol as P
-
-
-# what to do about each latched fault (protocol.FAULT_*), in words
-FAULT_HINTS = {
-    P.FAULT_STALL_LEFT: "free the left wheel (something blocks it, or its motor/driver has no power)",
-    P.FAULT_STALL_RIGHT: "free the right wheel (something blocks it, or its motor/driver has no power)",
-    P.FAULT_TRACKING_LEFT: "the left wheel cannot follow its setpoint: check motor power and motor_sign/encoder_sign "
-                           "in board.json (a mirrored motor or encoder runs away), then the gains",
-    P.FAULT_TRACKING_RIGHT: "the right wheel cannot follow its setpoint: check motor power and motor_sign/"
-                            "encoder_sign in board.json (a mirrored motor or encoder runs away), then the gains",
-    P.FAULT_OVERSPEED_LEFT: "the left wheel ran above 1.5 x max_wheel_speed: check motor_sign/encoder_sign with the "
-                            "wheels off the ground",
-    P.FAULT_OVERSPEED_RIGHT: "the right wheel ran above 1.5 x max_wheel_speed: check motor_sign/encoder_sign with the "
-                             "wheels off the ground",
-    P.FAULT_WATCHDOG: "the firmware stopped making progress and the watchdog reset the board; `viperdrive info` "
-                      "shows its loop timing",
-    P.FAULT_ENCODER_LEFT: "the left wheel needed far more duty than its measured speed explains: check the left "
-                          "encoder (connector, supply, disk) and that nothing drags on the wheel; an uncalibrated kv "
-                          "far below the motor's looks the same (`viperdrive calibrate feedforward`, or enc_ms 0 "
-                          "turns the check off)",
-    P.FAULT_ENCODER_RIGHT: "the right wheel needed far more duty than its measured speed explains: check the right "
-                           "encoder (connector, supply, disk) and that nothing drags on the wheel; an uncalibrated kv "
-                           "far below the motor's looks the same (`viperdrive calibrate feedforward`, or enc_ms 0 "
-                           "turns the check off)",
-}
-
-
-# ------------------------------------------------------------------------------------------ options
-
-
-# ------------------------------------------------------------------------------------------ the board
-
-@contextlib.contextmanager
-def open_board(args, config: RobotConfig | None = None, clock_sync: bool = True):
-    """Resolve --port, open, HELLO (protocol and schema checked). Yields a configured Board; on the way out the
-    board is always left disabled (also on Ctrl-C and errors) and a private virtual board is stopped."""
-    config = config if config is not None else load_config(args)
-    baud = baud_of(args, config)
-    spec = port_spec(args, config)
-    port = resolve_port(spec, baud)
-    try:
-        board = Board(port.url, baud, config=config, clock_sync=clock_sync)
-        try:
-            board.configure()
-        except NoReplyError as e:
-            raise NoReplyError(
-                f"no reply from the board on {port.description} at {baud} baud ({e}). Check --baud (a UART link "
-                f"runs at board.json's link.baud), that the viperdrive firmware is flashed (`viperdrive flash`), "
-                f"and that the board is not in REPL mode (repl_mode file or repl pin held at boot)") from None
-        args._port_description = port.description
-        try:
-            yield board
-        except BaseException:
-            board.__exit__(*sys.exc_info())
-            raise
-        else:
-            board.__exit__(None, None, None)
-    finally:
-        port.close()
-
-
-def fault_message(code: int, args=None) -> str:
-    hint = FAULT_HINTS.get(code, "find the cause")
-    where = f" --port {args.port}" if args is not None and getattr(args, "port", None) else ""
-    return (f"the board is in FAULT: {fault_text(code)}. {hint[0].upper() + hint[1:]}; then clear it with "
-            f"`viperdrive info --clear-fault{where}`")
-
-
-def explain_fault(board: Board, args, original: BoardFault) -> BoardFault:
-    """The CLI's words for a board that went down while active (Board raises BoardDeenergized): the latched fault
-    decoded with how to clear it, else the board's own account (a restart, its long-silence disable)."""
-    try:
-        code = board.diag()["fault_code"]
-    except UserError:
-        return original
-    if code:
-        return BoardFault(fault_message(code, args))
-    return original
-
-
-def check_no_fault(board: Board, args=None) -> None:
-    """BoardFault (exit 6) with the fault in words and how to clear it, when one is latched."""
-    code = board.diag()["fault_code"]
-    if code != P.FAULT_NONE:
-        raise BoardFault(fault_message(code, args))
-
-
-def activate(board: Board, args=None):
-    """Board.activate() with the CLI's fault message."""
-    check_no_fault(board, args)
-    try:
-        return board.activate()
-    except BoardFault:
-        code = board.diag()["fault_code"]
-        raise BoardFault(fault_message(code, args)) from None
-
-
-def read_status(board: Board, timeout: float = 1.0) -> int:
-    """The board's status byte without commanding anything: from one TELEMETRY_DATA record (a zero SET_VEL would
-    count as a fresh command and hold off the deadman of a board whose host went away)."""
-    board.telemetry(board.info.control_hz)
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            frames = board.telemetry_frames()
-            if frames:
-                return frames[-1]["status"]
-            board.link.wait_readable(0.01)
-    finally:
-        board.telemetry(0)
-        time.sleep(0.02)
-        board.telemetry_frames()        # drop what was still on its way
-    raise NoReplyError("the board sent no telemetry record to read its status from")
-
-
-# ------------------------------------------------------------------------------------------ output
-
-
-# ------------------------------------------------------------------------------------------ terminal
-
-
-def param_guard(board, args):
-    """A steptest.ParamGuard for a command: the restoring runs under deferred_signals and failures are warned."""
-    from ..steptest import ParamGuard
-    return ParamGuard(board, shield=deferred_signals, warn=lambda text: warn(args, text))
-
-
-def warn_unsaved(board, args) -> bool:
-    """Warn when the board's live parameters already differ from its saved ones before this command changed any
-    (a test that was killed, or `params set` without --save): a save now would store them. -> the flag."""
-    if "PARAMS_UNSAVED" not in board.diag()["flag_names"]:
-        return False
-    warn(args, "the board's live parameters differ from its saved ones (flag PARAMS_UNSAVED: an earlier command "
-               "was killed before it put its test values back, or `params set` without --save); saving now stores "
-               "them. `viperdrive params restore` brings back the saved values first")
-    return True
-
-
+__all__ = [
+    "BAUD", "FAULT_HINTS", "KEY_NAMES", "LiveView", "PORT_ENV", "Progress", "TerminalKeys", "activate",
+    "add_board_options", "add_output_options", "add_robot_file_options", "baud_of", "check_no_fault",
+    "deferred_signals", "explain_fault", "fault_message", "finite_or_none", "load_config", "note", "open_board",
+    "param_guard", "port_spec", "print_json", "read_status", "sigterm_as_interrupt", "warn", "warn_unsaved",
+]
