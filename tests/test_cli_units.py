@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from viperdrive import flashing, paths, robotfile, rosmsg_defs, steptest
-from viperdrive.cli.common import Progress, TerminalKeys
+from viperdrive.cli.terminal import Progress, TerminalKeys
 from viperdrive.config import RobotConfig
 from viperdrive.errors import BadValue, PortError, UserError
 from viperdrive.ports import SerialPortInfo, choose_auto, resolve_port

@@ -22,10 +22,12 @@ from .. import steptest
 from ..errors import BadValue, BoardFault, UserError
 from ..paths import LIMITS, ScriptFollower, Segment
 from ..robotfile import update_values
-from .common import (Progress, activate, add_board_options, explain_fault, fault_message, load_config, note,
-                     open_board, param_guard, sigterm_as_interrupt, warn_unsaved)
+from .boardopen import activate, explain_fault, fault_message, open_board, param_guard, warn_unsaved
 from .drive import DriveSession
-from .options import int_range, positive, seconds
+from .options import add_board_options, int_range, load_config, positive, seconds
+from .output import note
+from .signals import sigterm_as_interrupt
+from .terminal import Progress
 
 HELP = "guided calibration: wheelbase (spin test), umbmark (squares), feedforward (kS, kV, kA)"
 RUNS_MAX = 20           # runs per direction

@@ -25,7 +25,7 @@ def run(args) -> int:
     from ..ekf.config import is_filter_node
     from ..errors import EXIT_ERROR
     from ..rosparams import ParamError, parse_yaml, ros1_nodes, ros2_entries
-    from .common import print_json
+    from .output import print_json
 
     from pathlib import Path
 

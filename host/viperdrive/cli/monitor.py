@@ -11,8 +11,10 @@ import math
 import time
 
 from ..errors import UserError
-from .common import LiveView, TerminalKeys, add_board_options, open_board, sigterm_as_interrupt
-from .options import host_port, int_range, seconds
+from .boardopen import open_board
+from .options import add_board_options, host_port, int_range, seconds
+from .signals import sigterm_as_interrupt
+from .terminal import LiveView, TerminalKeys
 from viperdrive.shared import protocol as P
 
 HELP = "live view of setpoints, speeds, PWM, pose, status bits, link statistics and loop jitter (--foxglove)"
