@@ -117,33 +117,7 @@ class RobotConfig:
         """Read a .yaml/.yml or .toml robot file (a viperdrive file, a ros2_control or ROS 1 diff_drive_controller
         file). BadValue (exit code 7) for anything wrong with it: a file that exists and cannot be read is an error,
         never a reason to fall back to the built-in defaults."""
-        p = Path(path)
-        try:
-            raw = p.read_bytes()
-        except FileNotFoundError:
-            raise BadValue(f"robot file {p} does not exist") from None
-        except OSError as e:
-            raise BadValue(f"robot file {p} cannot be read: {e.strerror or e}") from None
-        suffix = p.suffix.lower()
-        if suffix not in (".toml", ".yaml", ".yml"):
-            raise BadValue(f"robot file {p}: unknown format {suffix or '(no suffix)'!r}; use .yaml, .yml or .toml")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise BadValue(f"robot file {p} is not UTF-8 text ({e.reason} at byte {e.start}; corrupt?)") from None
-        if suffix == ".toml":
-            try:
-                doc = Document(tomllib.loads(text), str(p))
-            except tomllib.TOMLDecodeError as e:
-                raise BadValue(f"robot file {p} is not valid TOML: {_one_line(e)}") from None
-        else:
-            try:
-                doc = parse_yaml(text, str(p))
-            except ParamError as e:
-                raise BadValue(f"robot file {e}") from None
-            if doc.data is None:
-                doc.data = {}
-        return cls.from_document(doc, node=node, strict=strict)
+        return cls.from_document(read_robot_file(path), node=node, strict=strict)
 
     def with_values(self, **changes) -> RobotConfig:
         """A copy with top-level fields replaced and validated (e.g. with_values(port="sim"))."""
@@ -179,6 +153,45 @@ class RobotConfig:
                 raise KeyError(dotted)
             node = node[part]
         return node
+
+
+def read_robot_file(path) -> Document:
+    """A robot file's text, read once and parsed by its suffix (.yaml/.yml: YAML 1.2 as ROS reads it, .toml), not
+    yet validated (RobotConfig.from_document does that). BadValue (exit code 7) when it is missing, unreadable, not
+    UTF-8 or not valid YAML/TOML."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise BadValue(f"robot file {p} does not exist") from None
+    except OSError as e:
+        raise BadValue(f"robot file {p} cannot be read: {e.strerror or e}") from None
+    suffix = p.suffix.lower()
+    if suffix not in (".toml", ".yaml", ".yml"):
+        raise BadValue(f"robot file {p}: unknown format {suffix or '(no suffix)'!r}; use .yaml, .yml or .toml")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadValue(f"robot file {p} is not UTF-8 text ({e.reason} at byte {e.start}; corrupt?)") from None
+    return parse_robot_file(text, p)
+
+
+def parse_robot_file(text: str, path) -> Document:
+    """The text of the robot file `path` (its suffix says TOML or YAML) as a Document; BadValue naming the file and
+    the line when it is not valid. An empty YAML file is an empty mapping."""
+    p = Path(path)
+    if p.suffix.lower() == ".toml":
+        try:
+            return Document(tomllib.loads(text), str(p))
+        except tomllib.TOMLDecodeError as e:
+            raise BadValue(f"robot file {p} is not valid TOML: {_one_line(e)}") from None
+    try:
+        doc = parse_yaml(text, str(p))
+    except ParamError as e:
+        raise BadValue(f"robot file {e}") from None
+    if doc.data is None:
+        doc.data = {}
+    return doc
 
 
 # ---- validation table: key -> (kind, min, max, allow None, what) ----

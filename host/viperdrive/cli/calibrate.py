@@ -183,7 +183,7 @@ def _write(args, board, config, board_values: dict, file_values: dict) -> None:
         if path is None:
             note(args, "no robot file given (--config): put these keys in yours by hand")
         else:
-            update_values(path, file_values, node=getattr(args, "node", None))
+            update_values(path, file_values, node=getattr(args, "node", None), config=config)
             print(f"robot file {path}: updated")
 
 
