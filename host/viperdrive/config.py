@@ -46,10 +46,18 @@ class OdometryNoise:
     planar_variance: float = 1e-6           # z, roll, pitch (and vy, vz, wx, wy): zero by the planar model
 
 
-def _default_ros2() -> dict[str, Any]:
-    return {"odom_frame_id": "odom", "base_frame_id": "base_link", "tf_frame_prefix": "", "publish_rate": 50.0,
-            "enable_odom_tf": True, "pose_covariance_diagonal": None, "twist_covariance_diagonal": None,
-            "use_stamped_vel": None}
+@dataclass(frozen=True)
+class Ros2Settings:
+    """The ROS 2 bridge's settings: the robot file's `ros2` section (diff_drive_controller keeps the same keys at
+    the top level of its parameters). These defaults are the only ones: the bridge reads every value from here."""
+    odom_frame_id: str = "odom"
+    base_frame_id: str = "base_link"
+    tf_frame_prefix: str = ""                   # "" = none; prefix + "/" + frame id otherwise
+    publish_rate: float = 50.0                  # Hz of odom, joint_states and tf
+    enable_odom_tf: bool = True                 # publish odom -> base_link on /tf
+    pose_covariance_diagonal: tuple[float, ...] | None = None       # 6 values; None: the propagated covariance
+    twist_covariance_diagonal: tuple[float, ...] | None = None
+    use_stamped_vel: bool | None = None         # cmd_vel as TwistStamped (True), Twist (False); None: detect
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,7 @@ class RobotConfig:
     port: str = "/dev/ttyACM0"
     baud: int = 115200
     odometry: OdometryNoise = OdometryNoise()
-    ros2: dict = field(default_factory=_default_ros2)
+    ros2: Ros2Settings = Ros2Settings()
     source: str | None = None                   # the file it came from (None: defaults / a dict)
     ignored: tuple = ()                         # diff_drive_controller keys read but without meaning here
     # where the values came from (not part of equality: the same robot from another layout is the same robot)
@@ -137,10 +145,8 @@ class RobotConfig:
             if isinstance(value, AxisLimits):
                 out[f.name] = {"x" if f.name == "linear" else "z": {g.name: getattr(value, g.name)
                                                                     for g in fields(value)}}
-            elif isinstance(value, OdometryNoise):
-                out[f.name] = {g.name: getattr(value, g.name) for g in fields(value)}
-            elif isinstance(value, dict):
-                out[f.name] = dict(value)
+            elif isinstance(value, (OdometryNoise, Ros2Settings)):
+                out[f.name] = {g.name: _plain(getattr(value, g.name)) for g in fields(value)}
             else:
                 out[f.name] = value
         return out
@@ -470,15 +476,16 @@ def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) 
     kw: dict[str, Any] = {}
     axes: dict[str, dict] = {"linear": {}, "angular": {}}
     noise: dict[str, Any] = {}
-    ros2 = _default_ros2()
+    ros2: dict[str, Any] = {}
+    ros2_keys = [f.name for f in fields(Ros2Settings)]
     for key, value in flat.items():
         spec = _SPECS.get(key)
         if spec is None:
             if key.startswith("ros2."):
                 sub = key[5:]
-                if sub not in ros2:
-                    raise BadValue(f"{prefix}unknown key {key!r}{_suggest(sub, list(ros2), 'ros2.')}; "
-                                   f"known ros2 keys: {', '.join(sorted(ros2))}")
+                if sub not in ros2_keys:
+                    raise BadValue(f"{prefix}unknown key {key!r}{_suggest(sub, ros2_keys, 'ros2.')}; "
+                                   f"known ros2 keys: {', '.join(sorted(ros2_keys))}")
                 if ros and key[5:] in _DDC_DOUBLES:
                     p.check_ros2_double(key[5:], value)
                 ros2[sub] = _check_ros2(p, key, sub, value)
@@ -526,8 +533,8 @@ def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) 
     explicit = frozenset(k for k in flat if k not in vendor) | (frozenset(["update_rate"]) if update_rate else
                                                                  frozenset())
     return cls(linear=AxisLimits(**axes["linear"]), angular=AxisLimits(**axes["angular"]),
-               odometry=OdometryNoise(**noise), ros2=ros2, source=p.source or None, ignored=tuple(ignored),
-               node=p.node, layout=layout, notes=tuple(notes), explicit=explicit, **kw)
+               odometry=OdometryNoise(**noise), ros2=Ros2Settings(**ros2), source=p.source or None,
+               ignored=tuple(ignored), node=p.node, layout=layout, notes=tuple(notes), explicit=explicit, **kw)
 
 
 def _check(p: Params, key: str, value, spec):
@@ -569,7 +576,7 @@ def _check_ros2(p: Params, key: str, sub: str, value):
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
                            for v in value)):
             raise BadValue(f"{where}={value!r} must be a list of 6 finite numbers >= 0 (or null: computed){at}")
-        return [float(v) for v in value]
+        return tuple(float(v) for v in value)
     if sub in ("enable_odom_tf",):
         return p.as_bool(key, value)
     if sub == "use_stamped_vel":
@@ -579,6 +586,11 @@ def _check_ros2(p: Params, key: str, sub: str, value):
     if not isinstance(value, str):
         raise BadValue(f"{where}={value!r} must be a string{at}")
     return value
+
+
+def _plain(value):
+    """A value as a robot file holds it (a tuple as a list)."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _suggest(key: str, known: list[str], prefix: str = "") -> str:

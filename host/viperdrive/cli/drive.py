@@ -166,7 +166,7 @@ def run(args) -> int:
     recorder = None
     if args.record:
         from ..logs import McapRecorder
-        recorder = McapRecorder(args.record, config.ros2["odom_frame_id"], config.ros2["base_frame_id"])
+        recorder = McapRecorder(args.record, config.ros2.odom_frame_id, config.ros2.base_frame_id)
     try:
         with sigterm_as_interrupt(), open_board(args, config) as board:
             session = DriveSession(board, config, recorder, telemetry_hz=20 if recorder else 0)

@@ -61,7 +61,7 @@ def _record(args) -> int:
     segments = load_script(args.script, args.side, args.speed, args.turn_rate) if args.script else None
     if segments is None and args.duration is None:
         note(args, "recording until Ctrl-C")
-    recorder = McapRecorder(args.out, config.ros2["odom_frame_id"], config.ros2["base_frame_id"])
+    recorder = McapRecorder(args.out, config.ros2.odom_frame_id, config.ros2.base_frame_id)
     interrupted = False
     try:
         with sigterm_as_interrupt(), open_board(args, config) as board:

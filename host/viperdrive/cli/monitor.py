@@ -169,7 +169,7 @@ def run(args) -> int:
         m = MonitorState(board.counts_per_rev, board.info.control_hz)
         if args.foxglove:
             cfg = board.config
-            fox = FoxgloveOut(args.foxglove, cfg.ros2["odom_frame_id"], cfg.ros2["base_frame_id"])
+            fox = FoxgloveOut(args.foxglove, cfg.ros2.odom_frame_id, cfg.ros2.base_frame_id)
             print(f"foxglove: serving on {fox.url}", flush=True)
         view = LiveView()
         paused = False
