@@ -26,7 +26,7 @@ import numpy as np
 from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
 from .ekf.core import SensorStatus
-from .errors import UserError
+from .errors import FuseError
 from .logs import MCAP_MAGIC, McapDamage, guarded
 from .transforms import SE3, quat_from_euler, quat_from_xyzw, quat_multiply, quat_to_xyzw
 
@@ -40,10 +40,6 @@ TYPE_OF_KIND = {
     "pose": rosmsg_defs.POSE_WITH_COVARIANCE_STAMPED,
     "twist": rosmsg_defs.TWIST_WITH_COVARIANCE_STAMPED,
 }
-
-
-class FuseError(UserError):
-    """The input or output file cannot be used."""
 
 
 @dataclass
@@ -279,9 +275,6 @@ def measurements_of(inp: SensorInput, kind: str, msg, t: float, frames: FrameCon
     parts = fc.imu(name, msg.header.frame_id, q, None if q is None else _cov(oc, 3), gyro,
                    None if gyro is None else _cov(gc, 3), acc, None if acc is None else _cov(ac, 3))
     return inp.imu(t, *parts)
-
-
-
 
 
 def _open_reader(path: Path):
