@@ -27,7 +27,7 @@ from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
 from .ekf.core import SensorStatus
 from .errors import FuseError
-from .logs import MCAP_MAGIC, McapDamage, guarded
+from .logs import McapDamage, _open_reader, guarded
 from .transforms import SE3, quat_from_euler, quat_from_xyzw, quat_multiply, quat_to_xyzw
 
 CSV_VARIABLES = STATE_NAMES[:12]
@@ -275,34 +275,6 @@ def measurements_of(inp: SensorInput, kind: str, msg, t: float, frames: FrameCon
     parts = fc.imu(name, msg.header.frame_id, q, None if q is None else _cov(oc, 3), gyro,
                    None if gyro is None else _cov(gc, 3), acc, None if acc is None else _cov(ac, 3))
     return inp.imu(t, *parts)
-
-
-def _open_reader(path: Path):
-    """(file, reader, summary or None, damaged text or ""). A file with the MCAP magic but no readable summary
-    (a recording cut short) is streamed from the start so every message before the damage is used."""
-    from mcap.exceptions import McapError
-    from mcap.reader import NonSeekingReader, make_reader
-
-    if not path.exists():
-        raise FuseError(f"{path}: no such file")
-    if path.is_dir():
-        raise FuseError(f"{path}: is a directory (give the .mcap file inside a ros2 bag folder)")
-    try:
-        f = open(path, "rb")
-    except OSError as e:
-        raise FuseError(f"{path}: cannot open: {e.strerror}") from None
-    magic = f.read(len(MCAP_MAGIC))
-    f.seek(0)
-    if magic != MCAP_MAGIC:
-        f.close()
-        raise FuseError(f"{path}: not a readable MCAP file (no MCAP magic at the start)")
-    try:
-        reader = make_reader(f)
-        summary = reader.get_summary()
-        return f, reader, summary, ""
-    except (McapError, ValueError, EOFError, OSError, struct.error) as e:
-        f.seek(0)
-        return f, NonSeekingReader(f), None, f"{type(e).__name__}: {e}"
 
 
 def _norm_topic(topic: str) -> str:

@@ -21,12 +21,13 @@ uses it.
 from __future__ import annotations
 
 import math
+import struct
 import time
 from collections import defaultdict
 from pathlib import Path
 
 from . import rosmsg_defs
-from .errors import BadValue, UserError
+from .errors import BadValue, FuseError, UserError
 
 JOINT_STATE = rosmsg_defs.JOINT_STATE
 DIAGNOSTIC_ARRAY = rosmsg_defs.DIAGNOSTIC_ARRAY
@@ -276,6 +277,34 @@ def read_mcap_partial(path) -> tuple[dict[str, list[tuple[float, object]]], str 
         return dict(out), (f"{first_problem}; {stop}. Read {n} messages covering {span:.1f} s; what came after "
                            f"the last complete chunk is lost (a viperdrive recording writes a chunk every "
                            f"{FLUSH_PERIOD_S:g} s)")
+
+
+def _open_reader(path: Path):
+    """(file, reader, summary or None, damaged text or ""). A file with the MCAP magic but no readable summary
+    (a recording cut short) is streamed from the start so every message before the damage is used."""
+    from mcap.exceptions import McapError
+    from mcap.reader import NonSeekingReader, make_reader
+
+    if not path.exists():
+        raise FuseError(f"{path}: no such file")
+    if path.is_dir():
+        raise FuseError(f"{path}: is a directory (give the .mcap file inside a ros2 bag folder)")
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise FuseError(f"{path}: cannot open: {e.strerror}") from None
+    magic = f.read(len(MCAP_MAGIC))
+    f.seek(0)
+    if magic != MCAP_MAGIC:
+        f.close()
+        raise FuseError(f"{path}: not a readable MCAP file (no MCAP magic at the start)")
+    try:
+        reader = make_reader(f)
+        summary = reader.get_summary()
+        return f, reader, summary, ""
+    except (McapError, ValueError, EOFError, OSError, struct.error) as e:
+        f.seek(0)
+        return f, NonSeekingReader(f), None, f"{type(e).__name__}: {e}"
 
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
