@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import struct
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +25,7 @@ from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
 from .ekf.core import SensorStatus
 from .errors import FuseError
-from .logs import McapDamage, _open_reader, guarded
+from .logs import McapDamage, _open_reader, _OutputFile, guarded
 from .transforms import SE3, quat_from_euler, quat_from_xyzw, quat_multiply, quat_to_xyzw
 
 CSV_VARIABLES = STATE_NAMES[:12]
@@ -584,50 +582,6 @@ class _Fusion:
             result.rows += 1
             result.dead_reckoning_rows += dead
             self.last_row_t = ekf.time
-
-
-class _OutputFile:
-    """An output file written beside its target under a temporary name and renamed over it only by
-    `close(keep=True)`: a run that fails or produces nothing leaves an existing file exactly as it was (and creates
-    none). A target that exists but is not a regular file (/dev/null, a pipe) is written directly: there is nothing
-    in it to protect, and renaming over a device would replace the device."""
-
-    def __init__(self, path, mode: str, **kwargs):
-        target = Path(path)
-        self.target = target.resolve() if target.is_symlink() else target     # update the file the link points to
-        self.existed = self.target.exists()
-        self.tmp: Path | None = None
-        try:
-            if self.existed and not self.target.is_file():
-                self.file = open(self.target, mode, **kwargs)
-            else:
-                fd, tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".part",
-                                           dir=self.target.parent)
-                self.tmp = Path(tmp)
-                self.file = os.fdopen(fd, mode, **kwargs)
-        except OSError as e:
-            raise FuseError(f"{path}: cannot write: {e.strerror}") from None
-
-    def close(self, keep: bool) -> None:
-        if self.file is None:
-            return
-        self.file.close()
-        self.file = None
-        if self.tmp is None:
-            return
-        if not keep:
-            self.tmp.unlink(missing_ok=True)
-            return
-        # mkstemp makes the file 0600; give it the mode the replaced file had, or a new file's usual one
-        mode = self.target.stat().st_mode & 0o7777 if self.existed else 0o666 & ~_umask()
-        os.chmod(self.tmp, mode)
-        os.replace(self.tmp, self.target)
-
-
-def _umask() -> int:
-    mask = os.umask(0)      # the only portable way to read it is to set it; put it straight back
-    os.umask(mask)
-    return mask
 
 
 class _Outputs:

@@ -21,7 +21,9 @@ uses it.
 from __future__ import annotations
 
 import math
+import os
 import struct
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -180,6 +182,52 @@ class McapRecorder:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# ------------------------------------------------------------------------------------------ files written whole
+
+class _OutputFile:
+    """An output file written beside its target under a temporary name and renamed over it only by
+    `close(keep=True)`: a run that fails or produces nothing leaves an existing file exactly as it was (and creates
+    none). A target that exists but is not a regular file (/dev/null, a pipe) is written directly: there is nothing
+    in it to protect, and renaming over a device would replace the device."""
+
+    def __init__(self, path, mode: str, **kwargs):
+        target = Path(path)
+        self.target = target.resolve() if target.is_symlink() else target     # update the file the link points to
+        self.existed = self.target.exists()
+        self.tmp: Path | None = None
+        try:
+            if self.existed and not self.target.is_file():
+                self.file = open(self.target, mode, **kwargs)
+            else:
+                fd, tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".part",
+                                           dir=self.target.parent)
+                self.tmp = Path(tmp)
+                self.file = os.fdopen(fd, mode, **kwargs)
+        except OSError as e:
+            raise FuseError(f"{path}: cannot write: {e.strerror}") from None
+
+    def close(self, keep: bool) -> None:
+        if self.file is None:
+            return
+        self.file.close()
+        self.file = None
+        if self.tmp is None:
+            return
+        if not keep:
+            self.tmp.unlink(missing_ok=True)
+            return
+        # mkstemp makes the file 0600; give it the mode the replaced file had, or a new file's usual one
+        mode = self.target.stat().st_mode & 0o7777 if self.existed else 0o666 & ~_umask()
+        os.chmod(self.tmp, mode)
+        os.replace(self.tmp, self.target)
+
+
+def _umask() -> int:
+    mask = os.umask(0)      # the only portable way to read it is to set it; put it straight back
+    os.umask(mask)
+    return mask
 
 
 # ------------------------------------------------------------------------------------------ reading
