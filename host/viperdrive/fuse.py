@@ -23,10 +23,11 @@ import numpy as np
 
 from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
+from .ekf.sensors import measurements_of
 from .ekf.core import SensorStatus
 from .errors import FuseError
 from .logs import McapDamage, _open_reader, _OutputFile, guarded
-from .transforms import FrameContext, StaticFrames, _quat, _vec, quat_from_euler, quat_to_xyzw
+from .transforms import FrameContext, StaticFrames, quat_from_euler, quat_to_xyzw
 
 CSV_VARIABLES = STATE_NAMES[:12]
 CSV_COLUMNS = ("t",) + CSV_VARIABLES + tuple(f"var_{n}" for n in CSV_VARIABLES)
@@ -104,46 +105,6 @@ class FuseSummary:
 
 def _stamp(header) -> float:
     return header.stamp.sec + header.stamp.nanosec * 1e-9
-
-
-def _cov(values, n) -> np.ndarray:
-    a = np.asarray(values, dtype=float)
-    if a.size != n * n:
-        raise ValueError(f"covariance has {a.size} elements, expected {n * n}")
-    return a.reshape(n, n)
-
-
-def measurements_of(inp: SensorInput, kind: str, msg, t: float, frames: FrameContext | None = None):
-    """Filter measurements from one decoded ROS 2 message of the sensor's kind, put into the filter's frames."""
-    fc = frames or FrameContext("", "")
-    name = inp.cfg.name
-    if kind in ("odom", "pose"):
-        p = msg.pose
-        pos, q, pcov = fc.world_pose(name, msg.header.frame_id, _vec(p.pose.position), _quat(p.pose.orientation),
-                                     _cov(p.covariance, 6))
-    if kind == "odom":
-        child = msg.child_frame_id
-        pos, q, pcov = fc.body_pose(name, child, pos, q, pcov)
-        tw = msg.twist
-        lin, ang, tcov = fc.body_twist(name, child, _vec(tw.twist.linear), _vec(tw.twist.angular),
-                                       _cov(tw.covariance, 6))
-        return inp.odometry(t, pos, q, pcov, lin, ang, tcov)
-    if kind == "pose":
-        return inp.pose(t, pos, q, pcov)
-    if kind == "twist":
-        tw = msg.twist
-        lin, ang, tcov = fc.body_twist(name, msg.header.frame_id, _vec(tw.twist.linear), _vec(tw.twist.angular),
-                                       _cov(tw.covariance, 6))
-        return inp.twist(t, lin, ang, tcov)
-    # imu: covariance[0] == -1 marks a part the IMU does not provide (sensor_msgs/Imu convention)
-    oc, gc, ac = list(msg.orientation_covariance), list(msg.angular_velocity_covariance), \
-        list(msg.linear_acceleration_covariance)
-    q = None if oc[0] == -1 else _quat(msg.orientation)
-    gyro = None if gc[0] == -1 else _vec(msg.angular_velocity)
-    acc = None if ac[0] == -1 else _vec(msg.linear_acceleration)
-    parts = fc.imu(name, msg.header.frame_id, q, None if q is None else _cov(oc, 3), gyro,
-                   None if gyro is None else _cov(gc, 3), acc, None if acc is None else _cov(ac, 3))
-    return inp.imu(t, *parts)
 
 
 def _norm_topic(topic: str) -> str:
