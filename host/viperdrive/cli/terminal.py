@@ -14,11 +14,13 @@ import time
 
 class Progress:
     """A progress bar on stderr. On a terminal it redraws one line (at most 10 times a second); elsewhere (a pipe, a
-    CI log) it prints plain lines, one per tenth of the way, so logs stay readable. quiet: nothing at all."""
+    CI log) it prints plain lines, one per tenth of the way, so logs stay readable. quiet: nothing at all.
+    total None: not known yet (update(done, total=...) gives it once it is); until then a terminal shows the count
+    and a log only the closing line."""
 
-    def __init__(self, total: float, label: str, quiet: bool = False, stream=None, unit: str = "",
+    def __init__(self, total: float | None, label: str, quiet: bool = False, stream=None, unit: str = "",
                  width: int = 30):
-        self.total = max(float(total), 1e-12)
+        self.total = None if total is None else max(float(total), 1e-12)
         self.label = label
         self.quiet = quiet
         self.stream = stream if stream is not None else sys.stderr
@@ -32,16 +34,26 @@ class Progress:
         self._t0 = time.monotonic()
 
     def _fmt(self, v: float) -> str:
-        if self.unit == "files":
+        if self.unit in ("files", "messages"):
             return f"{int(v)}"
-        return f"{v:.1f}" if self.total < 100 else f"{v:.0f}"
+        return f"{v:.1f}" if self.total is not None and self.total < 100 else f"{v:.0f}"
 
-    def update(self, done: float, note: str = "") -> None:
+    def update(self, done: float, note: str = "", total: float | None = None) -> None:
         if self.quiet or self._closed:
+            return
+        if total is not None:
+            self.total = max(float(total), 1e-12)
+        now = time.monotonic()
+        if self.total is None:
+            self.done = max(done, 0.0)
+            if self.tty and now - self._last_draw >= 0.1:
+                self._last_draw = now
+                text = f"{self.label} {self._fmt(self.done)}{(' ' + self.unit) if self.unit else ''} {note}"
+                self.stream.write("\r\x1b[2K" + text[:200])
+                self.stream.flush()
             return
         self.done = min(max(done, 0.0), self.total)
         frac = self.done / self.total
-        now = time.monotonic()
         if self.tty:
             if now - self._last_draw < 0.1 and frac < 1.0:
                 return
