@@ -458,23 +458,4 @@ class _Outputs:
             self._csv_file = self._mcap_file = None
 
 
-def progress_bar(stream) -> Callable[[int, int | None], None]:
-    """A one-line progress display for a terminal (carriage return, no scrolling)."""
-    width = 30
-
-    def show(n, total):
-        if total:
-            frac = min(1.0, n / total)
-            bar = "#" * int(frac * width)
-            stream.write(f"\rfuse [{bar:<{width}}] {frac * 100:5.1f}% {n}/{total} messages")
-        else:
-            stream.write(f"\rfuse {n} messages")
-        if total and n >= total:
-            stream.write("\n")
-        stream.flush()
-
-    return show
-
-
-__all__ = ["CSV_COLUMNS", "FuseError", "FuseSummary", "OUTPUT_TOPIC", "SensorTally", "fuse", "measurements_of",
-           "progress_bar"]
+__all__ = ["CSV_COLUMNS", "FuseError", "FuseSummary", "OUTPUT_TOPIC", "SensorTally", "fuse", "measurements_of"]
