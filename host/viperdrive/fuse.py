@@ -9,6 +9,11 @@ the filter time, as robot_localization stamps /odometry/filtered.
 
 Arrival times are mapped onto the stamp clock by the smallest observed (log time - stamp), so recordings made with
 a clock offset (sim time, another machine) still line up; only the differences in latency matter.
+
+This module is the scheduler and its summary. What it uses lives with what it belongs to: the recording's TF tree
+and the frame conversion in viperdrive.transforms (StaticFrames, FrameContext), the message adapters in
+viperdrive.ekf.sensors (measurements_of), the reader of damaged recordings and the outputs written whole in
+viperdrive.logs; progress goes to a callback (the CLI draws it with its Progress).
 """
 from __future__ import annotations
 
@@ -23,8 +28,8 @@ import numpy as np
 
 from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
-from .ekf.sensors import measurements_of
 from .ekf.core import SensorStatus
+from .ekf.sensors import measurements_of
 from .errors import FuseError
 from .logs import McapDamage, _open_reader, _OutputFile, guarded
 from .transforms import FrameContext, StaticFrames, quat_from_euler, quat_to_xyzw

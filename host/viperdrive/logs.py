@@ -16,7 +16,8 @@ Stamps are wall-clock (UNIX epoch) nanoseconds, mapped from the host's monotonic
 A recording survives its process being killed: the open chunk is closed and handed to the kernel every
 FLUSH_PERIOD_S (1 s), so a SIGKILL (or a crash) loses at most the last second; the file then has no summary or
 footer. `read_mcap_partial` reads such a file up to its last complete chunk and says what was cut; `log plot`
-uses it.
+uses it. `viperdrive fuse` and the config lint open a recording with `_open_reader`, which streams a damaged one
+from the start, and write their outputs with `_OutputFile`, which replaces its target only when complete.
 """
 from __future__ import annotations
 

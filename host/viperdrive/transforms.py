@@ -8,6 +8,9 @@ Conventions, fixed here and nowhere else:
   orientation in quaternions or matrices.
 - A transform named a_T_b maps coordinates in frame b to frame a: p_a = a_T_b @ p_b. Its inverse is b_T_a, computed
   by transpose (R^T, -R^T p), never by a general matrix inverse.
+
+Frame trees (the end of the module): StaticFrames, a recording's static transforms (/tf_static) with cached
+target_T_source lookups, and FrameContext, which puts sensor readings into a filter's world and body frames with it.
 """
 from __future__ import annotations
 
