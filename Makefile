@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # MicroPython rp2 stubs go to their own folder: in the venv's site-packages they would shadow CPython modules.
 RP2_STUBS := micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
 
-.PHONY: all setup test lint typecheck pytest bench demo clean debs
+.PHONY: all setup test lint typecheck pytest bench demo clean debs hil-pico node-debs
 
 all: test
 
@@ -27,7 +27,14 @@ $(STUBS_STAMP): $(STAMP)
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --upgrade --target $(STUBS) $(RP2_STUBS)
 	@touch $@
 
-setup: $(STAMP) $(STUBS_STAMP)
+# the emulated Pico rig (sim/pico/): rp2040js pinned by its package-lock, installed like the venv (ignored folder)
+NODE_STAMP := sim/pico/node_modules/.installed
+$(NODE_STAMP): sim/pico/package.json sim/pico/package-lock.json
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory node-debs
+	cd sim/pico && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+setup: $(STAMP) $(STUBS_STAMP) $(NODE_STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -46,6 +53,10 @@ test: setup lint typecheck pytest
 bench: setup
 	$(PY) bench/run_all.py
 
+# every hil check and the users' path on the emulated Pico (make test runs a subset; this takes ~10 min)
+hil-pico: setup
+	$(VENV)/bin/pytest hil_tests tests/test_pico_rig.py -k pico --pico-all -rP $(PYTEST_ARGS)
+
 demo: setup
 	$(PY) -m viperdrive.demo
 
@@ -59,5 +70,14 @@ debs:
 	  echo "make: $(PYTHON) cannot create a venv (no ensurepip). Run: sudo apt-get install python3-venv"; exit 1; \
 	fi
 
+node-debs:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian packages: nodejs npm (the emulated Pico rig)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; \
+	else \
+	  echo "make: the emulated Pico rig needs Node.js and npm. Run: sudo apt-get install nodejs npm"; exit 1; \
+	fi
+
 clean:
+	rm -rf sim/pico/node_modules
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info host/*.egg-info

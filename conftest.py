@@ -29,6 +29,79 @@ def micropython_exe() -> str:
 def pytest_addoption(parser):
     parser.addoption("--port", default=None,
                      help="hil_tests: a real board's serial port or URL; default: a fresh virtual board")
+    parser.addoption("--pico-all", action="store_true",
+                     help="hil_tests: run every check on the emulated Pico too (make hil-pico); without it only "
+                          "the PICO_SUBSET of make test runs there")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    # every emulated-Pico item on one xdist worker (make test runs several): one flash (the session's pico_image)
+    # and one rig at a time instead of one per worker. tryfirst: before xdist reads the group marks.
+    for item in items:
+        cs = getattr(item, "callspec", None)
+        if item.path.name == "test_pico_rig.py" or (cs is not None and cs.params.get("sim") == "pico"):
+            item.add_marker(pytest.mark.xdist_group("pico"))
+        elif _uses_module_fixture(item):
+            # a module-scoped fixture (a bridge, a recording) is built once per worker that runs one of its
+            # tests, and its tests may build on each other's state: keep such a module on one worker, in order
+            item.add_marker(pytest.mark.xdist_group("module:" + item.path.name))
+    # the emulated-Pico checks that cost several boots run in `make hil-pico` (--pico-all), not in `make test`
+    if config.getoption("--pico-all"):
+        return
+    drop = [i for i in items if i.get_closest_marker("pico_all")]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = [i for i in items if not i.get_closest_marker("pico_all")]
+
+
+def _uses_module_fixture(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs)
+
+
+# ---- the emulated Pico (docs/pico-rig.md): one flash through the real CLI and mpremote per session ----
+
+class PicoImage:
+    """A flash image with the firmware put on a blank emulated Pico by `viperdrive flash --board pico --mpy`."""
+
+    def __init__(self, path: Path, output: str, chip_s: float, wall_s: float, diag: dict):
+        self.path = path
+        self.output = output
+        self.chip_s = chip_s
+        self.wall_s = wall_s
+        self.diag = diag            # GET_DIAG right after the flash's reset and HELLO check
+
+    def copy(self, dest: Path) -> Path:
+        import shutil
+        shutil.copyfile(self.path, dest)
+        return dest
+
+
+@pytest.fixture(scope="session")
+def pico_image(tmp_path_factory):
+    from viperdrive.sim.pico import PicoRig, require_images_or_skip
+    import time as _time
+    require_images_or_skip(pytest.skip)
+    path = tmp_path_factory.mktemp("pico") / "flashed.flash"
+    exe = str(Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "viperdrive")
+    if not os.path.exists(exe):
+        import shutil
+        exe = shutil.which("viperdrive") or exe
+    with PicoRig(flash=path) as rig:
+        c0, w0 = rig.clock.now(), _time.monotonic()
+        proc = subprocess.run([exe, "flash", "--board", "pico", "--mpy", "--port", rig.url], capture_output=True,
+                              text=True, timeout=900)
+        chip, wall = rig.clock.now() - c0, _time.monotonic() - w0
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, \
+            f"viperdrive flash onto the emulated Pico failed ({proc.returncode}):\n{out[-3000:]}"
+        from viperdrive.board import Board
+        with Board(rig.url, clock_sync=False) as b:
+            diag = b.diag()
+    return PicoImage(path, out, chip, wall, diag)
 
 
 def pytest_collect_file(file_path: Path, parent):

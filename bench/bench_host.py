@@ -11,6 +11,7 @@ host_reader mode=poll|thread ...      getting one STATE per cycle over a pty (a 
 """
 from __future__ import annotations
 
+import math
 import os
 import queue
 import sys
@@ -73,6 +74,7 @@ def bench_math():
     ctl.command(0.3, 1.0, now=0.0)
     t0 = time.perf_counter()
     cl = cr = 0
+    rad = 2.0 * math.pi / cfg.counts_per_rev     # what Board.read() does to the counts
     for i in range(n):
         now = i * 0.01
         if i % 10 == 0:
@@ -80,7 +82,7 @@ def bench_math():
         left, right = ctl.update(now)
         cl += int(left * 6.5)
         cr += int(right * 6.5)
-        odom.update(cl, cr, left, right, now)
+        odom.update(cl * rad, cr * rad, left, right, now)
     dt = time.perf_counter() - t0
     m = 200000
     t1 = time.perf_counter()

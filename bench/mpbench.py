@@ -10,11 +10,12 @@ from viperdrive import executables
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_workload(script: str, tag: str, heapsize: str = "8M", timeout: float = 300, expect: str | None = None) -> bool:
-    """Run bench/<script> with the repo root as its argument; False (reason on stderr) if it failed or did not
-    print a line starting with `expect`."""
+def run_workload(script: str, tag: str, heapsize: str = "8M", timeout: float = 300, expect: str | None = None,
+                 args: tuple[str, ...] = ()) -> bool:
+    """Run bench/<script> with the repo root (then args) as its arguments; False (reason on stderr) if it failed or
+    did not print a line starting with `expect`."""
     exe = executables.require("micropython", SystemExit)
-    proc = subprocess.run([exe, "-X", f"heapsize={heapsize}", str(ROOT / "bench" / script), str(ROOT)],
+    proc = subprocess.run([exe, "-X", f"heapsize={heapsize}", str(ROOT / "bench" / script), str(ROOT), *args],
                           capture_output=True, text=True, timeout=timeout)
     sys.stdout.write(proc.stdout)
     sys.stdout.flush()

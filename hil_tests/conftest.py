@@ -1,19 +1,54 @@
 """HIL fixtures: `--port` (registered in the repo-root conftest.py) selects a real board; without it every test
-module gets a fresh virtual board. Tests that need the sim control endpoint (ground truth, faults) skip on real
-hardware with the reason."""
+module runs on a fresh virtual board and again on the emulated Pico (stock MicroPython rp2 on an emulated RP2040 in
+the same simulated robot, flashed once per session through `viperdrive flash --mpy`: docs/pico-rig.md). `make test`
+runs PICO_SUBSET on the emulated Pico, `make hil-pico` (--pico-all) every check. Tests that need the sim control
+endpoint (ground truth, faults) skip on real hardware with the reason. Times are the board's: `clock` is the
+emulated chip's clock on the Pico rig (it runs slower than real time), the host's everywhere else."""
 from __future__ import annotations
 
 import pytest
 
 from viperdrive.board import Board
 from viperdrive.config import RobotConfig
+from viperdrive.sim.pico import wait_for_link
+
+# the emulated-Pico checks in `make test` (the whole list takes minutes there; `make hil-pico` runs them all)
+PICO_SUBSET = {
+    "test_straight_command_both_wheels_same_direction_and_speed",
+    "test_positive_angular_z_turns_the_left_wheel_backwards",
+    "test_sender_killed_board_stops_within_deadman_plus_braking",
+    "test_frozen_control_task_watchdog_resets_and_board_comes_back_disabled",
+}
 
 
-@pytest.fixture(scope="module")
+def pytest_collection_modifyitems(config, items):
+    keep, drop = [], []
+    for item in items:
+        cs = getattr(item, "callspec", None)
+        rig = cs.params.get("sim") if cs is not None else None
+        if rig == "pico" and (config.getoption("--port") or not (
+                config.getoption("--pico-all") or item.originalname in PICO_SUBSET)):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(scope="module", params=["vboard", "pico"])
 def sim(request):
-    """The module's VirtualBoard, or None on real hardware."""
+    """The module's VirtualBoard or PicoRig, or None on real hardware."""
     if request.config.getoption("--port"):
         yield None
+        return
+    if request.param == "pico":
+        from viperdrive.sim.pico import PicoRig
+        image = request.getfixturevalue("pico_image")
+        flash = image.copy(request.getfixturevalue("tmp_path_factory").mktemp("pico-hil") / "board.flash")
+        with PicoRig(flash=flash) as rig:
+            wait_for_link(rig.url, rig.clock)
+            yield rig
         return
     from viperdrive.sim import VirtualBoard
     with VirtualBoard() as vb:
@@ -26,6 +61,13 @@ def port(request, sim):
 
 
 @pytest.fixture
+def clock(sim):
+    """The board's clock: chip time on the emulated Pico, the host's elsewhere."""
+    from viperdrive.sim import WALL_CLOCK
+    return WALL_CLOCK if sim is None else sim.clock
+
+
+@pytest.fixture
 def need_sim(sim):
     if sim is None:
         pytest.skip("needs the virtual board's control endpoint (ground truth / fault injection); "
@@ -33,10 +75,18 @@ def need_sim(sim):
     return sim
 
 
+def _is_pico(sim) -> bool:
+    return sim is not None and sim.ERROR_PREFIX.startswith("pico")
+
+
 @pytest.fixture
-def board(port, sim):
-    """A configured Board, left disabled afterwards; on the virtual board a clean power-on state first."""
-    if sim is not None:
+def board(port, sim, clock):
+    """A configured Board, left disabled afterwards; on the virtual board a clean power-on state first (on the
+    emulated Pico a power cycle costs a boot: the ground-truth pose is zeroed and the fault cleared instead)."""
+    if _is_pico(sim):
+        sim.reset("pose")
+        wait_for_link(port, clock)
+    elif sim is not None:
         sim.reset()
     b = Board(port, config=RobotConfig())
     b.configure()

@@ -58,7 +58,7 @@ def test_default_gains_leave_saturation_quickly_after_a_10_s_stall(board, need_s
     need_sim.fault("stall", wheel="both", on=True)
     try:
         with steptest.TemporaryParams(board, room):
-            records = steptest._run_experiment(board, rate, hold + after, setpoints)
+            records = steptest.run_experiment(board, rate, hold + after, setpoints)
     finally:
         need_sim.fault("stall", wheel="both", on=False)
     rec = steptest._to_recording(records, 2 * math.pi / board.counts_per_rev)

@@ -11,6 +11,7 @@ import odometry
 import params_store
 import safety
 import telemetry
+from hal.portable import wrap_delta
 from shared import protocol
 
 FIRMWARE = "viperdrive 0.1"
@@ -23,11 +24,6 @@ TELEMETRY_BURST = 4             # TELEMETRY_DATA frames per service pass at most
 def _ticks_diff(a, b):
     # hal tick counters wrap at 2**30 (small ints on every port)
     return ((a - b + 0x20000000) & 0x3FFFFFFF) - 0x20000000
-
-
-def _wrap32(d):
-    # position counters are int32 and wrap: the difference of two of them, as a signed 32-bit value
-    return ((d + 0x80000000) & 0xFFFFFFFF) - 0x80000000
 
 
 class App:
@@ -115,8 +111,10 @@ class App:
 
     def update_odometry(self):
         pl, pr = self.ctrl.positions()
-        dl = _wrap32(pl - self._last_pos[0])
-        dr = _wrap32(pr - self._last_pos[1])
+        # position counters are int32 and wrap: the firmware's one Python copy of the wrap-safe difference (the
+        # viper step inlines its own, where a call would cost: docs/firmware.md, "Counter wrap")
+        dl = wrap_delta(pl, self._last_pos[0], 32)
+        dr = wrap_delta(pr, self._last_pos[1], 32)
         self._last_pos = (pl, pr)
         self._odom_us = self.hal.ticks_us()
         if dl or dr:

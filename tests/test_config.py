@@ -22,6 +22,37 @@ def test_examples_load():
     assert y.get("linear.x.max_velocity") == 0.5
 
 
+def test_renamed_keys_still_load_with_a_note(tmp_path):
+    """max_wheel_speed / max_wheel_acceleration (m/s, m/s^2 at the rim) became max_rim_speed /
+    max_rim_acceleration at 0.1 ("wheel speed" is rad/s everywhere else): old files load with the same values."""
+    y = tmp_path / "old.yaml"
+    y.write_text("wheel_radius: 0.05\nmax_wheel_speed: 0.3\nmax_wheel_acceleration: 0.7\n")
+    c = RobotConfig.load(y)
+    assert c.max_rim_speed == 0.3 and c.max_rim_acceleration == 0.7
+    assert c.wheel_speed_limits == pytest.approx((6.0, 6.0))
+    assert c == RobotConfig(wheel_radius=0.05, max_rim_speed=0.3, max_rim_acceleration=0.7, source=str(y))
+    assert {"max_rim_speed", "max_rim_acceleration"} <= c.explicit
+    assert ("max_wheel_speed: renamed max_rim_speed in viperdrive 0.1 (same value, m/s at the rim); read as "
+            "max_rim_speed: rename the key in the file") in c.notes
+    assert any(n.startswith("max_wheel_acceleration: renamed max_rim_acceleration") and "m/s^2" in n
+               for n in c.notes)
+    t = tmp_path / "old.toml"
+    t.write_text("max_wheel_speed = 0.25\n")
+    assert RobotConfig.load(t).max_rim_speed == 0.25
+    # in a ROS parameter file it is viperdrive's own key too (not a vendor key to ignore)
+    ros = RobotConfig.from_dict({"diff_drive": {"ros__parameters": {"wheel_separation": 0.3, "wheel_radius": 0.05,
+                                                                    "max_wheel_speed": 0.4}}})
+    assert ros.max_rim_speed == 0.4 and not any("vendor" in n for n in ros.notes)
+    # a bad value names the key as the file writes it; both names at once is an error, not a silent choice
+    y.write_text("max_wheel_speed: 99\n")
+    with pytest.raises(BadValue, match=r"max_wheel_speed=99 is outside \[0.001, 50.0\] m/s \(line 1\)"):
+        RobotConfig.load(y)
+    y.write_text("max_wheel_speed: 0.3\nmax_rim_speed: 0.4\n")
+    with pytest.raises(BadValue, match=r"max_wheel_speed \(line 1\) and max_rim_speed \(line 2\) set the same "
+                                       r"limit \(max_wheel_speed is its name before 0.1\): keep max_rim_speed"):
+        RobotConfig.load(y)
+
+
 def test_round_trip_and_dotted_equals_nested():
     c = RobotConfig.from_dict({"linear.x.max_velocity": 0.3, "wheel_radius": 0.05})
     d = RobotConfig.from_dict({"linear": {"x": {"max_velocity": 0.3}}, "wheel_radius": 0.05})

@@ -13,7 +13,7 @@ B, R = 0.152, 0.0325
 
 
 def make(**kw):
-    base = dict(wheel_separation=B, wheel_radius=R, max_wheel_speed=0.55, max_wheel_acceleration=1.0,
+    base = dict(wheel_separation=B, wheel_radius=R, max_rim_speed=0.55, max_rim_acceleration=1.0,
                 update_rate=100.0, cmd_vel_timeout=0.5)
     base.update(kw)
     return DriveController(RobotConfig(**base))
@@ -30,7 +30,7 @@ opt = st.one_of(st.none(), st.floats(0.05, 5.0))
 @given(v=st.floats(-2.0, 2.0), w=st.floats(-15.0, 15.0), lin_v=opt, lin_a=opt, ang_v=opt, ang_a=opt,
        jerk=st.one_of(st.none(), st.floats(1.0, 50.0)), wheel_a=st.floats(0.2, 5.0), vmax=st.floats(0.1, 1.0))
 def test_curvature_kept_through_saturation_and_ramp(v, w, lin_v, lin_a, ang_v, ang_a, jerk, wheel_a, vmax):
-    d = make(max_wheel_speed=vmax, max_wheel_acceleration=wheel_a,
+    d = make(max_rim_speed=vmax, max_rim_acceleration=wheel_a,
              linear=AxisLimits(lin_v, lin_a, None, jerk), angular=AxisLimits(ang_v, ang_a, None, None))
     dt = d.dt
     prev = (0.0, 0.0)
@@ -62,7 +62,7 @@ def test_curvature_kept_through_saturation_and_ramp(v, w, lin_v, lin_a, ang_v, a
 
 def test_per_axis_limit_scales_both_axes():
     # diff_drive_controller would clamp v to 0.2 and keep w = 2.0: a tighter circle. Here the radius is kept.
-    d = make(linear=AxisLimits(max_velocity=0.2), max_wheel_acceleration=100.0)
+    d = make(linear=AxisLimits(max_velocity=0.2), max_rim_acceleration=100.0)
     d.command(0.4, 2.0, now=0.0)
     for i in range(50):
         d.update(0.01 * (i + 1))
@@ -83,7 +83,7 @@ def hold(d, v, ticks, now):
 
 
 def test_ramp_rate_and_deceleration_limit():
-    d = make(linear=AxisLimits(max_acceleration=0.5, max_deceleration=2.0), max_wheel_acceleration=100.0)
+    d = make(linear=AxisLimits(max_acceleration=0.5, max_deceleration=2.0), max_rim_acceleration=100.0)
     out, now = hold(d, 0.4, 150, 0.0)
     steps = [b - a for a, b in pairwise([0.0] + out)]
     assert max(steps) == pytest.approx(0.5 * 0.01)          # accelerating at 0.5 m/s^2
@@ -96,7 +96,7 @@ def test_ramp_rate_and_deceleration_limit():
 
 def test_jerk_limit_s_curve_without_overshoot():
     j = 5.0
-    d = make(linear=AxisLimits(max_acceleration=1.0, max_jerk=j), max_wheel_acceleration=100.0)
+    d = make(linear=AxisLimits(max_acceleration=1.0, max_jerk=j), max_rim_acceleration=100.0)
     now, vs = 0.0, [0.0]
     for _ in range(300):
         now += 0.01
@@ -112,7 +112,7 @@ def test_jerk_limit_s_curve_without_overshoot():
 
 
 def test_timeout_stops_and_never_replays():
-    d = make(max_wheel_acceleration=100.0)
+    d = make(max_rim_acceleration=100.0)
     assert d.command(0.3, 0.0, now=0.0)
     left, right = d.update(0.01)
     assert left > 0 and right > 0
@@ -126,7 +126,7 @@ def test_timeout_stops_and_never_replays():
 
 
 def test_timeout_zero_disables():
-    d = make(cmd_vel_timeout=0.0, max_wheel_acceleration=100.0)
+    d = make(cmd_vel_timeout=0.0, max_rim_acceleration=100.0)
     d.command(0.2, 0.0, now=0.0)
     assert d.update(100.0)[0] == pytest.approx(0.2 / R)
     assert d.timeouts == 0

@@ -10,7 +10,7 @@ import numpy as np
 from viperdrive.ekf import Ekf, SensorInput, load_config
 
 EXAMPLE = "docs/examples/ekf.yaml"
-WHEEL_ACCEL = 1.0           # m/s^2, the drive controller's default max_wheel_acceleration
+WHEEL_ACCEL = 1.0           # m/s^2, the drive controller's default max_rim_acceleration
 SEPARATION = 0.152          # m, the default robot
 ALPHA = 2 * WHEEL_ACCEL / SEPARATION     # rad/s^2 when both wheels accelerate in opposite directions
 

@@ -33,7 +33,7 @@ def test_round_trip_wheels_twist_wheels(left, right, b, r):
 
 @given(speeds, rates, seps, radii, limits)
 def test_saturation_keeps_curvature_and_respects_limit(v, w, b, r, vmax):
-    left, right = k.twist_to_wheels(v, w, b, r, max_wheel_speed=vmax)
+    left, right = k.twist_to_wheels(v, w, b, r, max_rim_speed=vmax)
     assert max(abs(left), abs(right)) * r <= vmax * (1 + 1e-9)
     v2, w2 = k.wheels_to_twist(left, right, b, r)
     # same arc: (v2, w2) is a non-negative multiple of (v, w) (cross product zero, same direction)
@@ -77,11 +77,11 @@ def wheels_sign(twist):
     return tuple(int(math.copysign(1, x)) for x in twist)
 
 
-def test_envelope_brief_example():
+def test_envelope_of_the_default_robot():
     b, vmax = 0.152, 0.55
     w0 = k.max_angular(0.0, vmax, b)
     assert math.isclose(w0, 2 * 0.55 / 0.152)
-    # BRIEF §2: at v = 0.5 only ~12 % of the standstill angular authority is left
+    # the default robot (b = 0.152 m, V_MAX = 0.55 m/s): at v = 0.5 only ~12 % of the standstill authority is left
     assert math.isclose(k.max_angular(0.5, vmax, b) / w0, 0.05 / 0.55, rel_tol=1e-12)
     assert 0.09 < k.max_angular(0.5, vmax, b) / w0 < 0.13
     assert k.max_angular(0.6, vmax, b) == 0.0
@@ -93,10 +93,10 @@ def test_envelope_brief_example():
 def test_envelope_is_the_saturation_boundary(v, frac, b):
     vmax = 0.55
     w = frac * k.max_angular(v, vmax, b)
-    left, right = k.twist_to_wheels(v, w, b, 1.0, max_wheel_speed=vmax)
+    left, right = k.twist_to_wheels(v, w, b, 1.0, max_rim_speed=vmax)
     v2, w2 = k.wheels_to_twist(left, right, b, 1.0)
     assert math.isclose(v2, v, abs_tol=1e-12) and math.isclose(w2, w, abs_tol=1e-12)   # inside: untouched
-    left, right = k.twist_to_wheels(v, k.max_angular(v, vmax, b) * 1.01 + 1e-3, b, 1.0, max_wheel_speed=vmax)
+    left, right = k.twist_to_wheels(v, k.max_angular(v, vmax, b) * 1.01 + 1e-3, b, 1.0, max_rim_speed=vmax)
     assert math.isclose(max(abs(left), abs(right)), vmax, rel_tol=1e-9)                 # outside: scaled
 
 
@@ -119,7 +119,7 @@ def test_against_wpimath_kinematics_and_desaturate(v, w, b, vmax):
     assert math.isclose(left, ws.left, rel_tol=1e-9, abs_tol=1e-9)
     assert math.isclose(right, ws.right, rel_tol=1e-9, abs_tol=1e-9)
     ws.desaturate(vmax)
-    left, right = k.twist_to_wheels(v, w, b, 1.0, max_wheel_speed=vmax)
+    left, right = k.twist_to_wheels(v, w, b, 1.0, max_rim_speed=vmax)
     assert math.isclose(left, ws.left, rel_tol=1e-9, abs_tol=1e-9)
     assert math.isclose(right, ws.right, rel_tol=1e-9, abs_tol=1e-9)
     back = kin.toChassisSpeeds(wpimath_kin.DifferentialDriveWheelSpeeds(left, right))
@@ -140,7 +140,7 @@ def test_saturation_scale_is_the_factor_desaturate_applies():
 
 def test_functions_with_two_radii_match_the_class():
     kin = k.DifferentialDriveKinematics(0.2, 0.05, left_wheel_radius_multiplier=0.9,
-                                        right_wheel_radius_multiplier=1.2, max_wheel_speed=0.4)
+                                        right_wheel_radius_multiplier=1.2, max_rim_speed=0.4)
     rl, rr = kin.left_radius, kin.right_radius          # 0.045 and 0.06 (to rounding)
     left, right = k.twist_to_wheels(0.3, 2.0, 0.2, rl, 0.4, right_radius=rr)
     assert (left, right) == kin.to_wheels(0.3, 2.0)

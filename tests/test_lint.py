@@ -248,7 +248,7 @@ def test_check_config_on_robot_files_and_errors():
     assert proc.returncode == 0, proc.stderr
     assert "(diff_cont): robot file, ros2_control layout" in proc.stdout
     assert "  wheel_radius: 0.033\n" in proc.stdout and "  update_rate: 50.0\n" in proc.stdout
-    assert "  max_wheel_speed: 0.55  (default)" in proc.stdout
+    assert "  max_rim_speed: 0.55  (default)" in proc.stdout
     proc = run_cli("check-config", data / "ros2_control_two_controllers.yaml")
     assert proc.returncode == 7 and "choose one with --node" in proc.stderr
     proc = run_cli("check-config", data / "ekf_ros2_dual_navsat.yaml", "--node", "ekf_filter_node_map")

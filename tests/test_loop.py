@@ -55,7 +55,7 @@ def test_stop_by_return_value_and_duration():
 
 
 def test_drive_loop_against_responder():
-    cfg = RobotConfig(update_rate=100.0, max_wheel_acceleration=100.0)
+    cfg = RobotConfig(update_rate=100.0, max_rim_acceleration=100.0)
     with Responder(cpr=4096) as r, Board(r.url, config=cfg) as board:
         board.activate()
         ctl = DriveController(cfg)

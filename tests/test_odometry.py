@@ -1,4 +1,5 @@
-"""Odometry: closed-form arcs and circles, integration order, wrap, gyro, covariances; wpimath cross-check."""
+"""Odometry: wheel positions in rad in (as Board.read() gives them), closed-form arcs and circles, integration
+order, gyro, covariances; wpimath cross-check. (The int32 counter wrap is Board's: tests/test_board.py.)"""
 import math
 
 import numpy as np
@@ -11,7 +12,6 @@ from wpimath import kinematics as wpik
 from viperdrive.config import RobotConfig
 from viperdrive.odometry import (
     Odometry,
-    count_delta,
     integrate_arc,
     integrate_euler,
     integrate_midpoint,
@@ -23,12 +23,14 @@ B, R = 0.1853, 0.0325
 CFG = RobotConfig(wheel_separation=B, wheel_radius=R)
 
 
-def drive(odom, v_of_t, w_of_t, duration, dt, cpr, start=(0, 0)):
-    """Feed odom the counts of a robot following v(t), w(t) (wheel travel integrated finely, then rounded)."""
+def drive(odom, v_of_t, w_of_t, duration, dt, cpr, start=(0.0, 0.0)):
+    """Feed odom the wheel positions (rad, whole counts as the board measures them) of a robot following v(t),
+    w(t) (wheel travel integrated finely, then rounded to counts)."""
     sub = 20
     sl = sr = 0.0
     t = 0.0
-    per_rad = cpr / (2 * math.pi * R)
+    per_m = cpr / (2 * math.pi * R)         # counts per metre of rim travel
+    rad = 2 * math.pi / cpr                 # rad per count (Board.read())
     odom.update(start[0], start[1], 0.0, 0.0, 0.0)
     n = int(round(duration / dt))
     for _ in range(n):
@@ -38,10 +40,32 @@ def drive(odom, v_of_t, w_of_t, duration, dt, cpr, start=(0, 0)):
             sl += (v - w * B / 2) * dt / sub
             sr += (v + w * B / 2) * dt / sub
             t += dt / sub
-        cl = (start[0] + int(round(sl * per_rad)) + 2**31) % 2**32 - 2**31
-        cr = (start[1] + int(round(sr * per_rad)) + 2**31) % 2**32 - 2**31
-        odom.update(cl, cr, 0.0, 0.0, t)
+        odom.update(start[0] + round(sl * per_m) * rad, start[1] + round(sr * per_m) * rad, 0.0, 0.0, t)
     return odom.pose
+
+
+def test_update_takes_wheel_positions_in_rad():
+    """A known sequence of wheel angles gives a known pose whatever counts_per_rev is: 1 m straight (each wheel
+    turns 1/R rad), a quarter turn in place (the wheels turn -+ (B/2)(pi/2)/R), 0.5 m straight: (1, 0.5, pi/2).
+    counts_per_rev only sizes the quantization variance (a coarser encoder: more pose variance)."""
+    quarter = (B / 2) * (math.pi / 2) / R
+    seq = [(0.0, 0.0), (1 / R, 1 / R), (1 / R - quarter, 1 / R + quarter),
+           (1 / R - quarter + 0.5 / R, 1 / R + quarter + 0.5 / R)]
+    poses = {}
+    k = CFG.odometry.slip_variance_per_meter
+    for cpr in (4096, 100):
+        odom = Odometry(CFG, counts_per_rev=cpr)
+        odom.update(*seq[0], 0.0, 0.0, 0.0)
+        odom.update(*seq[1], 0.0, 0.0, 0.1)
+        # 1 m along x at heading 0: var_x grows by (var_l + var_r)/4, each wheel k * 1 m + one count's q^2/12
+        q2 = (2 * math.pi * R / cpr) ** 2 / 12
+        assert odom.pose_covariance_xytheta[0, 0] == pytest.approx(q2 + (k + q2) / 2, rel=1e-12)
+        for i, (pl, pr) in enumerate(seq[2:]):
+            odom.update(pl, pr, 0.0, 0.0, 0.2 + 0.1 * i)
+        poses[cpr] = odom.pose
+        assert odom.pose == pytest.approx((1.0, 0.5, math.pi / 2), abs=1e-12)
+        assert odom.distance == pytest.approx(1.5, abs=1e-12)      # |ds| of the spin is 0
+    assert poses[4096] == pytest.approx(poses[100], abs=1e-15)
 
 
 def test_full_circle_closes():
@@ -53,17 +77,16 @@ def test_full_circle_closes():
     assert odom.distance == pytest.approx(0.2 * 4 * math.pi, rel=1e-3)
 
 
-def test_quarter_arc_matches_closed_form_and_wraps_int32():
+def test_quarter_arc_matches_closed_form_from_any_start_position():
     odom = Odometry(CFG, counts_per_rev=1 << 20)
-    start = (2**31 - 1000, 2**31 - 5000)           # both counters cross the int32 overflow on the way
+    start = (2**31 * 2 * math.pi / (1 << 20), -12345.6)     # only the change of the positions is used
     v, w, T = 0.3, 0.6, 2.62                        # ~ a quarter turn, a whole number of 10 ms steps
     x, y, th = drive(odom, lambda t: v, lambda t: w, T, 0.01, 1 << 20, start=start)
     rad, th_end = v / w, w * T
-    assert odom._counts[0] < 0 and odom._counts[1] < 0        # they did wrap
     assert x == pytest.approx(rad * math.sin(th_end), abs=1e-5)
     assert y == pytest.approx(rad * (1 - math.cos(th_end)), abs=1e-5)
     assert th == pytest.approx(th_end, abs=1e-5)
-    assert count_delta(-(2**31) + 5, 2**31 - 5) == 10
+
 
 
 def _path_error(step, h, total=4.0):
@@ -97,12 +120,11 @@ def test_integration_order_euler_first_midpoint_and_arc_second():
 
 def test_gyro_heading_replaces_encoder_turn():
     odom = Odometry(CFG, counts_per_rev=4096)
-    odom.update(0, 0, 0.0, 0.0, 0.0, gyro_yaw=1.0)
+    odom.update(0.0, 0.0, 0.0, 0.0, 0.0, gyro_yaw=1.0)
     # encoders say "turning" (right wheel ahead) but the gyro says straight: slip; trust the gyro
-    per_m = 4096 / (2 * math.pi * R)
-    odom.update(int(0.09 * per_m), int(0.11 * per_m), 0.0, 0.0, 0.1, gyro_yaw=1.0)
+    odom.update(0.09 / R, 0.11 / R, 0.0, 0.0, 0.1, gyro_yaw=1.0)
     x, y, th = odom.pose
-    assert th == 0.0 and y == pytest.approx(0.0, abs=1e-12) and x == pytest.approx(0.1, abs=1e-4)
+    assert th == 0.0 and y == pytest.approx(0.0, abs=1e-12) and x == pytest.approx(0.1, abs=1e-12)
     # heading variance grows by gyro_variance_rate * dt instead of the encoder model
     p = odom.pose_covariance_xytheta
     assert p[2, 2] > 0 and p[2, 2] < 1e-5
@@ -112,7 +134,7 @@ def test_twist_from_board_velocity_with_multipliers():
     cfg = RobotConfig(wheel_separation=0.2, wheel_separation_multiplier=1.1, wheel_radius=0.05,
                       left_wheel_radius_multiplier=0.9, right_wheel_radius_multiplier=1.1)
     odom = Odometry(cfg, counts_per_rev=1000)
-    odom.update(0, 0, 2.0, 4.0, 0.0)
+    odom.update(0.0, 0.0, 2.0, 4.0, 0.0)
     vl, vr = 2.0 * 0.045, 4.0 * 0.055
     assert odom.twist == pytest.approx(((vl + vr) / 2, (vr - vl) / 0.22))
 
@@ -122,7 +144,7 @@ def test_covariance_positive_grows_with_distance_not_at_rest():
     p0 = odom.pose_covariance
     assert lint_covariance(p0) == [] and lint_covariance(odom.twist_covariance) == []
     for i in range(100):                                        # standing still for 1 s
-        odom.update(0, 0, 0.0, 0.0, 0.01 * i)
+        odom.update(0.0, 0.0, 0.0, 0.0, 0.01 * i)
     assert np.allclose(odom.pose_covariance, p0)
     drive(odom, lambda t: 0.3, lambda t: 0.0, 3.0, 0.01, 4096)
     p1 = odom.pose_covariance
@@ -133,7 +155,7 @@ def test_covariance_positive_grows_with_distance_not_at_rest():
     # slip model: along-track variance ~ k * distance / 2 (two wheels averaged)
     k = CFG.odometry.slip_variance_per_meter
     assert p1[0, 0] == pytest.approx(k * 0.9 / 2, rel=0.1)
-    odom.update(odom._counts[0], odom._counts[1], 10.0, 10.0, 4.0)
+    odom.update(*odom._positions, 10.0, 10.0, 4.0)
     tw = odom.twist_covariance
     assert tw[0, 0] > 0 and tw[5, 5] > 0 and lint_covariance(tw) == []
 
@@ -152,14 +174,15 @@ def test_lint_flags_zero_huge_and_not_positive_definite():
 def test_against_wpimath_differential_drive_odometry(steps):
     # wpimath integrates each step as a twist along an arc (Pose2d.exp) with the heading we give it
     odom = Odometry(CFG, counts_per_rev=4096)
-    m = 2 * math.pi * R / 4096
+    rad = 2 * math.pi / 4096                # rad per count, as Board.read() converts
+    m = R * rad
     ref = wpik.DifferentialDriveOdometry(wpig.Rotation2d(0.0), 0.0, 0.0)
     cl = cr = 0
-    odom.update(0, 0, 0.0, 0.0, 0.0)
+    odom.update(0.0, 0.0, 0.0, 0.0, 0.0)
     for i, (dl, dr) in enumerate(steps):
         cl += dl
         cr += dr
-        odom.update(cl, cr, 0.0, 0.0, 0.01 * (i + 1))
+        odom.update(cl * rad, cr * rad, 0.0, 0.0, 0.01 * (i + 1))
         heading = (cr - cl) * m / B
         pose = ref.update(wpig.Rotation2d(heading), cl * m, cr * m)
     x, y, th = odom.pose

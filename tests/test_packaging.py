@@ -96,3 +96,10 @@ def test_moved_names_keep_their_old_import_paths():
     assert fuse.FuseError is errors.FuseError
     assert fuse.StaticFrames is transforms.StaticFrames and fuse.FrameContext is transforms.FrameContext
     assert fuse.measurements_of is sensors.measurements_of
+
+
+def test_license_is_declared_and_shipped():
+    meta = importlib.metadata.metadata("viperdrive")
+    assert meta["License-Expression"] == "MIT" and "LICENSE" in meta.get_all("License-File")
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License\n\nCopyright (c) 2026 the viperdrive authors\n")

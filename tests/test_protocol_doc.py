@@ -62,7 +62,7 @@ def test_byte_budget_table_is_the_scripts_output():
 
 
 def test_byte_budget_numbers():
-    # spot checks of the model itself against hand arithmetic (BRIEF §7: 35 B per cycle ~ 3 ms at 115200)
+    # spot checks of the model itself against hand arithmetic (35 B per cycle at 10 bits per byte: 3.0 ms at 115200)
     bb = load_byte_budget()
     sv_state = [t for t in bb.traffic() if t[0] == "SET_VEL -> STATE"][0]
     assert sv_state[1:] == (13, 22)

@@ -46,7 +46,7 @@ COMMANDS = [
 @pytest.mark.parametrize("fixture, words", [
     ("robot_tab.yaml", ["not valid YAML: found character '\\t' that cannot start any token: YAML does not allow a "
                         "tab for indentation; indent with spaces (line 5, column 1)"]),
-    ("robot_duplicate.yaml", ["duplicate key 'max_wheel_speed' (line 3 and line 5)"]),
+    ("robot_duplicate.yaml", ["duplicate key 'max_rim_speed' (line 3 and line 5)"]),
 ])
 def test_a_corrupt_robot_file_stops_every_command_before_anything_moves(sim, tmp_path, fixture, words):
     # before: the robot drove with the built-in 0.55 m/s wheel limit instead of the file's 0.2 (a warning only)
@@ -96,8 +96,21 @@ def test_the_files_wheel_limit_is_the_one_driven_with(sim, tmp_path):
     peak, r = _peak_rim_speed(sim, ["drive", "--script", "square", "--side", "1.0", "--speed", "0.5",
                                     "--duration", "2.5", "--port", sim.url, "--config", good], 4.0)
     assert r.returncode == 0, r.stderr
-    # the file's linear.x.max_velocity 0.15 m/s (under its max_wheel_speed 0.2), not the script's 0.5 or the
+    # the file's linear.x.max_velocity 0.15 m/s (under its max_rim_speed 0.2), not the script's 0.5 or the
     # built-in 0.55 the corrupt file used to fall back to (measured: 0.151 m/s; 0.516 with the defaults)
+    assert 0.12 < peak < 0.15 * 1.06, peak
+
+
+def test_a_file_with_the_old_key_name_still_limits_the_robot_with_a_note(sim, tmp_path):
+    """max_wheel_speed (m/s at the rim) was renamed max_rim_speed at 0.1: a file that still says max_wheel_speed
+    drives with its value (not the built-in 0.55) and the command says what to rename."""
+    old = tmp_path / "robot.yaml"
+    old.write_text("# written for viperdrive before 0.1\nmax_wheel_speed: 0.15   # m/s at the rim\n")
+    peak, r = _peak_rim_speed(sim, ["drive", "--script", "square", "--side", "1.0", "--speed", "0.5",
+                                    "--duration", "2.5", "--port", sim.url, "--config", old], 20.0)
+    assert r.returncode == 0, r.stderr
+    assert (f"robot file {old}: note: max_wheel_speed: renamed max_rim_speed in viperdrive 0.1 (same value, m/s "
+            f"at the rim); read as max_rim_speed: rename the key in the file") in r.stderr
     assert 0.12 < peak < 0.15 * 1.06, peak
 
 

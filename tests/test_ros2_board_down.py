@@ -26,7 +26,7 @@ NOT_CONFIRMED = "NOT confirmed disabled (the board's deadman stops the wheels)"
 
 
 def config():
-    return RobotConfig.from_dict({"update_rate": 100, "cmd_vel_timeout": 0.5, "max_wheel_acceleration": 1.0,
+    return RobotConfig.from_dict({"update_rate": 100, "cmd_vel_timeout": 0.5, "max_rim_acceleration": 1.0,
                                   "ros2": {"use_stamped_vel": False, "publish_rate": 50}})
 
 

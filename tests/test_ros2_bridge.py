@@ -27,15 +27,15 @@ HERE = Path(__file__).resolve().parent
 VIPERDRIVE = Path(sys.executable).parent / "viperdrive"
 CMD_VEL_TIMEOUT = 0.3
 DEADMAN_S = 0.1                 # the firmware's default deadman_ms (shared/params.py)
-WHEEL_ACCEL = 1.0               # max_wheel_acceleration, m/s^2 at the rim (the host ramp to zero)
+WHEEL_ACCEL = 1.0               # max_rim_acceleration, m/s^2 at the rim (the host ramp to zero)
 SEPARATION = 0.152
 RADIUS = 0.0325
 
 ROBOT_FILE = f"""
 wheel_separation: {SEPARATION}
 wheel_radius: {RADIUS}
-max_wheel_speed: 0.55
-max_wheel_acceleration: {WHEEL_ACCEL}
+max_rim_speed: 0.55
+max_rim_acceleration: {WHEEL_ACCEL}
 cmd_vel_timeout: {CMD_VEL_TIMEOUT}
 update_rate: 100
 ros2:
@@ -285,8 +285,9 @@ def test_sigterm_is_a_clean_stop_too(tmp_path):
 
 
 def test_killed_bridge_the_board_deadman_stops_the_wheels(tmp_path):
-    """SIGKILL: no shutdown code runs on the host, so only the board can stop the robot (BRIEF §6). The virtual
-    board's ground truth shows the wheels stop within the deadman plus the board's own ramp to zero."""
+    """SIGKILL: no shutdown code runs on the host, so only the board can stop the robot (its deadman,
+    docs/firmware.md "Safety chain"). The virtual board's ground truth shows the wheels stop within the deadman plus
+    the board's own ramp to zero."""
     from viperdrive.sim import VirtualBoard
     with VirtualBoard() as vb:
         bridge = Bridge(tmp_path, "--namespace", "robot_k", port=vb.url)

@@ -155,16 +155,16 @@ def test_corrupt_robot_files_are_errors_with_the_line():
     msg = bad_robot("robot_tab.yaml")
     assert "robot_tab.yaml: not valid YAML" in msg and "tab for indentation" in msg and "(line 5" in msg
     msg = bad_robot("robot_duplicate.yaml")
-    assert "duplicate key 'max_wheel_speed' (line 3 and line 5)" in msg
+    assert "duplicate key 'max_rim_speed' (line 3 and line 5)" in msg
     # the same file with spaces loads, with the file's limit (the corrupt one used to fall back to 0.55)
     fixed = (DATA / "robot_tab.yaml").read_text().replace("\t", "    ")
     c = RobotConfig.from_document(parse_yaml(fixed, "fixed.yaml"))
-    assert c.max_wheel_speed == 0.2 and c.linear.max_velocity == 0.15
+    assert c.max_rim_speed == 0.2 and c.linear.max_velocity == 0.15
 
 
 @pytest.mark.parametrize("text, words", [
-    ("max_wheel_speed: .nan\n", ["max_wheel_speed=nan must be a finite number"]),
-    ("max_wheel_speed: .inf\n", ["max_wheel_speed=inf must be a finite number in [0.001, 50.0] m/s", "(line 1)"]),
+    ("max_rim_speed: .nan\n", ["max_rim_speed=nan must be a finite number"]),
+    ("max_rim_speed: .inf\n", ["max_rim_speed=inf must be a finite number in [0.001, 50.0] m/s", "(line 1)"]),
     ("linear:\n  x:\n    max_velocity: .inf\n", ["linear.x.max_velocity=inf must be a finite number",
                                                  "null or .nan: no limit", "(line 3)"]),
     ("cmd_vel_timeout: -1e-3\n", ["cmd_vel_timeout=-0.001 is outside [0.0, 60.0] s"]),

@@ -1,5 +1,6 @@
-"""Planar manipulator kinematics (BRIEF §10): n-link forward kinematics and Jacobian, analytic 2R IK with both elbow
-branches, damped-least-squares IK from the current joint state. Failing to reach is a result, not an exception.
+"""Planar manipulator kinematics (docs/estimation.md, "Arm kinematics"): n-link forward kinematics and Jacobian,
+analytic 2R IK with both elbow branches, damped-least-squares IK from the current joint state. Failing to reach is
+a result, not an exception.
 
 Joint i rotates about z (CCW positive, REP-103); link i has length lengths[i]; all joint angles are relative to the
 previous link, q = 0 is the arm stretched along the base x axis.

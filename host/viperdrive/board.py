@@ -1,12 +1,14 @@
-"""Board: the motor board as a ros2_control-style hardware component (BRIEF §8). SI above, counts below: this
-is the one place where rad and rad/s become counts and counts/s.
+"""Board: the motor board as a ros2_control-style hardware component (docs/host.md, "Board"). SI above, counts
+below: this is the one place where rad and rad/s become counts and counts/s, and counts become rad (positions
+continued across the board's int32 counter wrap, count_delta()).
 
 Lifecycle: configure() (open, HELLO: protocol version and parameter schema must match) -> activate() (zero
 commands, zero encoders, enable) -> read()/write() once per loop period -> deactivate() (command zero, let the
 board's acceleration ramp brake the wheels to rest, then disable; bounded in time) -> cleanup() (close). As a
 context manager it configures on entry and always leaves the board disabled on exit.
 
-One exchange per cycle (BRIEF §11 "update_rate vs serial budget"): write() sends SET_VEL and returns at once; the
+One exchange per cycle (SET_VEL -> STATE takes 30 % of a 115200 baud line at 100 Hz; a second request per cycle
+would use up the 50 % headroom, docs/protocol.md "Byte budget"): write() sends SET_VEL and returns at once; the
 board answers with STATE, and the next read() returns that STATE. In a 100 Hz loop the reply has long arrived
 when read() runs, so read() does not wait; called right after write() it waits for the reply at most until its
 deadline (the per-command timeout, capped at 80 % of the loop period).
@@ -95,7 +97,8 @@ def fault_text(code: int) -> str:
 _OPTIONS = {"counts_per_rev", "max_misses", "margin", "clock_sync", "sim", "link", "telemetry_queue"}
 
 REST_SPEED = 0.25           # rad/s: both wheels below this (the board's estimate, twice in a row) are at rest
-BRAKE_MARGIN_S = 0.25       # on top of the braking time max_wheel_speed / max_accel: filter lag, round trips
+BRAKE_MARGIN_S = 0.25       # on top of the board's braking time max_wheel_speed / max_accel (its parameters,
+#                             rad/s and rad/s^2): filter lag, round trips
 
 
 class Board:
@@ -141,6 +144,8 @@ class Board:
         self._undelivered = False           # a state from activate()/reconnect() not yet returned by read()
         self._ramp: tuple[float, float, float] | None = None    # the board's max_wheel_speed (rad/s), max_accel
         #                                                           (rad/s^2), deadman_ms (s): the braking bound
+        self._unwrap: tuple[int, int, int, int, int] | None = None  # (epoch, raw l, raw r, continued l, continued
+        #                                                               r) counts of the last STATE
         self.last_stop: dict | None = None  # how the last deactivate() stopped (seconds, braked, ...)
 
     # ---- lifecycle ----
@@ -316,7 +321,8 @@ class Board:
     def _accept_state(self, payload: bytes, now: float, check: bool = True) -> BoardState:
         pl, pr, vl, vr, status = P.unpack_state(payload)
         k = TWO_PI / self.counts_per_rev
-        state = BoardState((pl * k, pr * k), (vl * k, vr * k), status, (pl, pr), now, True, 0)
+        cl, cr = self._continued(pl, pr)
+        state = BoardState((cl * k, cr * k), (vl * k, vr * k), status, (pl, pr), now, True, 0)
         self._state = state
         self._undelivered = False
         if check and self.active:
@@ -326,13 +332,25 @@ class Board:
             self._baseline = state
         return state
 
+    def _continued(self, pl: int, pr: int) -> tuple[int, int]:
+        """The raw int32 counts continued across their wrap (so positions in rad never jump at +-2**31 counts);
+        a new epoch (activate's zeroed encoders, a reopen, a restart) starts again from the raw counts."""
+        last = self._unwrap
+        if last is None or last[0] != self.epoch:
+            cl, cr = pl, pr
+        else:
+            cl, cr = last[3] + count_delta(pl, last[1]), last[4] + count_delta(pr, last[2])
+        self._unwrap = (self.epoch, pl, pr, cl, cr)
+        return cl, cr
+
     def _restart_reason(self, state: BoardState) -> tuple[str, bool] | None:
         """(what happened, encoders restarted?) when this STATE shows the board restarted or de-energized."""
         base = self._baseline
         if state.status & P.ST_WDT_RESET and not (base is not None and base.status & P.ST_WDT_RESET):
             return "was reset by its watchdog", True
         if base is not None:
-            jump = max(abs(_delta32(state.counts[0], base.counts[0])), abs(_delta32(state.counts[1], base.counts[1])))
+            jump = max(abs(count_delta(state.counts[0], base.counts[0])),
+                       abs(count_delta(state.counts[1], base.counts[1])))
             if jump > self._max_count_step(state.stamp - base.stamp):
                 # further than the wheels can turn in that time: the encoders restarted (a reboot that came back
                 # enabled, e.g. someone else enabled it): integrating it would throw the pose back
@@ -347,8 +365,7 @@ class Board:
     def _max_count_step(self, dt: float) -> float:
         # generous on purpose (a false alarm stops the robot): three times the top wheel speed, a hand or a slope
         # turning the wheels faster, plus one whole turn; dt gets a period of slack for stamp jitter
-        top = max(self.config.max_wheel_speed / self.config.left_radius,
-                  self.config.max_wheel_speed / self.config.right_radius)
+        top = max(self.config.wheel_speed_limits)
         return 3.0 * top * self.counts_per_rev / TWO_PI * (max(dt, 0.0) + self.config.period) + self.counts_per_rev
 
     def _went_down(self, state: BoardState, what: str, restarted: bool):
@@ -382,12 +399,12 @@ class Board:
         raise self.down
 
     def write(self, left_rad_s: float, right_rad_s: float) -> None:
-        """Send wheel speeds (rad/s). Clamped jointly (same ratio) to max_wheel_speed BEFORE the conversion."""
+        """Send wheel speeds (rad/s). Clamped jointly (same ratio) to the robot file's max_rim_speed (as wheel rad/s:
+        RobotConfig.wheel_speed_limits) BEFORE the conversion."""
         self._require(active=True)
         if not (math.isfinite(left_rad_s) and math.isfinite(right_rad_s)):
             raise BadValue(f"wheel speeds must be finite, got left={left_rad_s} right={right_rad_s}")
-        lim_l = self.config.max_wheel_speed / self.config.left_radius
-        lim_r = self.config.max_wheel_speed / self.config.right_radius
+        lim_l, lim_r = self.config.wheel_speed_limits
         s = 1.0
         if abs(left_rad_s) > lim_l:
             s = min(s, lim_l / abs(left_rad_s))
@@ -418,7 +435,7 @@ class Board:
             return
         now = time.monotonic()
         wait = self.link.timeout_for(len(frame), P.STATE)
-        wait = min(wait, 0.8 * self.config.period)
+        wait = min(wait, 0.8 * self.config.period * self.link.time_scale)   # an emulated chip's period is longer
         self._pending = (now, now + wait)
 
     def deactivate(self) -> None:
@@ -526,6 +543,7 @@ class Board:
         was_active = self.active
         self.active = False
         self.link.reconnect(timeout)
+        self._unwrap = None         # the counts after the gap need not continue the ones before it
         self._hello()
         if self.options.get("clock_sync", True):
             self.link.sync_clock(5)
@@ -711,13 +729,15 @@ def _held(state: BoardState, misses: int) -> BoardState:
     return BoardState(state.position, state.velocity, state.status, state.counts, state.stamp, False, misses)
 
 
-def _delta32(new: int, old: int) -> int:
-    """new - old for int32 encoder counts, across the wrap."""
-    return ((new - old + 2**31) % 2**32) - 2**31
+def count_delta(new: int, old: int, bits: int = 32) -> int:
+    """new - old for a signed counter of `bits` bits (STATE's int32 encoder counts) that may have wrapped between
+    the two readings. The host's one copy; the firmware's is hal/portable.wrap_delta (docs/firmware.md)."""
+    m = 1 << bits
+    return ((new - old + (m >> 1)) % m) - (m >> 1)
 
 
 def _clamp_i32(x: int) -> int:
     return max(-INT32_MAX, min(INT32_MAX, int(x)))
 
 
-__all__ = ["Board", "BoardDeenergized", "BoardInfo", "BoardState", "fault_text", "errors"]
+__all__ = ["Board", "BoardDeenergized", "BoardInfo", "BoardState", "count_delta", "fault_text", "errors"]

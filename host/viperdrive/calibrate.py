@@ -1,7 +1,7 @@
-"""Field calibrations on recorded data (BRIEF §3, §5): effective wheel separation from spin tests, UMBmark,
-motor feedforward identification, relay autotuning. Every function takes arrays, so it works offline and in tests;
-every result is a small dataclass with `ok`, the `problems` that make it untrustworthy, and `summary()`.
-The CLI wires these to the board; this module never talks to hardware.
+"""Field calibrations on recorded data (docs/estimation.md, "Calibration"): effective wheel separation from spin
+tests, UMBmark, motor feedforward identification, relay autotuning. Every function takes arrays, so it works
+offline and in tests; every result is a small dataclass with `ok`, the `problems` that make it untrustworthy, and
+`summary()`. The CLI wires these to the board; this module never talks to hardware.
 """
 from __future__ import annotations
 
@@ -65,11 +65,11 @@ def wheel_separation_from_spin(separation: float, runs) -> SpinResult:
     """Effective wheel separation from spin tests in both directions.
 
     The wheels turn in place by +-s = commanded * b_old / 2; the robot really turns 2 s / b_true, so
-    b_true = b_old * commanded / measured. (BRIEF §3 writes b_old * turned / commanded; that is this formula when
-    "turned" is the odometry's angle and "commanded" the real one. The roles are named explicitly here to avoid
-    exactly that ambiguity.) Each direction is averaged on its own, then the two are averaged, so a direction-
-    dependent effect (one tyre slipping more) does not bias the result. Repeat with the new value until the change
-    is small (usually two iterations)."""
+    b_true = b_old * commanded / measured. (The usual textbook form, b_new = b_old * turned / commanded, is this
+    formula when "turned" is the odometry's angle and "commanded" the real one. The roles are named explicitly
+    here to avoid exactly that ambiguity.) Each direction is averaged on its own, then the two are averaged, so a
+    direction-dependent effect (one tyre slipping more) does not bias the result. Repeat with the new value until
+    the change is small (usually two iterations)."""
     runs = [r if isinstance(r, SpinRun) else SpinRun(*r) for r in runs]
     problems = []
     if separation <= 0:

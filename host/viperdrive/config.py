@@ -62,15 +62,17 @@ class Ros2Settings:
 
 @dataclass(frozen=True)
 class RobotConfig:
-    """Host parameters of one robot. SI units; wheel speeds in m/s at the rim."""
+    """Host parameters of one robot. SI units. A *rim* speed or acceleration is m/s or m/s^2 at the wheel's rim; a
+    *wheel* speed is rad/s of the wheel (as the board's parameter max_wheel_speed and Board.write): docs/host.md,
+    "One unit per name"."""
     wheel_separation: float = 0.152
     wheel_radius: float = 0.0325
     wheel_separation_multiplier: float = 1.0
     left_wheel_radius_multiplier: float = 1.0
     right_wheel_radius_multiplier: float = 1.0
     counts_per_rev: int | None = None           # None: take it from the board's HELLO
-    max_wheel_speed: float = 0.55               # m/s at the wheel, applied to both wheels jointly
-    max_wheel_acceleration: float = 1.0         # m/s^2 at the wheel (below the traction limit), jointly
+    max_rim_speed: float = 0.55                 # m/s at the rim, applied to both wheels jointly
+    max_rim_acceleration: float = 1.0           # m/s^2 at the rim (below the traction limit), jointly
     linear: AxisLimits = AxisLimits()
     angular: AxisLimits = AxisLimits()
     cmd_vel_timeout: float = 0.5                # s; 0 disables
@@ -99,6 +101,11 @@ class RobotConfig:
     @property
     def right_radius(self) -> float:
         return self.wheel_radius * self.right_wheel_radius_multiplier
+
+    @property
+    def wheel_speed_limits(self) -> tuple[float, float]:
+        """max_rim_speed as (left, right) wheel rad/s: the one place the rim limit becomes wheel speeds."""
+        return self.max_rim_speed / self.left_radius, self.max_rim_speed / self.right_radius
 
     @property
     def period(self) -> float:
@@ -210,8 +217,8 @@ _SPECS: dict[str, tuple] = {
     "left_wheel_radius_multiplier": ("f", 0.5, 2.0, False, ""),
     "right_wheel_radius_multiplier": ("f", 0.5, 2.0, False, ""),
     "counts_per_rev": ("i", 1, 10_000_000, True, "counts per wheel revolution"),
-    "max_wheel_speed": ("f", 0.001, 50.0, False, "m/s"),
-    "max_wheel_acceleration": ("f", 0.001, 100.0, False, "m/s^2"),
+    "max_rim_speed": ("f", 0.001, 50.0, False, "m/s"),
+    "max_rim_acceleration": ("f", 0.001, 100.0, False, "m/s^2"),
     "cmd_vel_timeout": ("f", 0.0, 60.0, False, "s"),
     "update_rate": ("f", 1.0, 1000.0, False, "Hz"),
     "port": ("s", None, None, False, ""),
@@ -228,6 +235,10 @@ for _axis, _u in (("linear.x", "m/s"), ("angular.z", "rad/s")):
     _SPECS[f"{_axis}.max_deceleration"] = ("f", 1e-6, 10000.0, True, _u + "^2")
     _SPECS[f"{_axis}.max_jerk"] = ("f", 1e-6, 1e6, True, _u + "^3")
 
+# Robot-file keys renamed at 0.1 (old -> new, same value and unit): still read, with a note saying the new name.
+# "wheel speed" is rad/s everywhere in viperdrive (the board's max_wheel_speed, Board.write); the m/s limit at
+# the rim got a name of its own (docs/host.md, "One unit per name").
+RENAMED_KEYS = {"max_wheel_speed": "max_rim_speed", "max_wheel_acceleration": "max_rim_acceleration"}
 
 _META_FIELDS = ("source", "ignored", "node", "layout", "notes", "explicit")
 
@@ -433,6 +444,13 @@ def _select_ros1(doc: Document, node: str | None):
 def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) -> RobotConfig:
     ros = layout != "viperdrive"
     flat = dict(p.values)
+    for key, name in RENAMED_KEYS.items():
+        if key in flat:
+            if name in flat:
+                raise BadValue(f"{p.where(key)}{p.at(key)} and {name}{p.at(name)} set the same limit ({key} is its "
+                               f"name before 0.1): keep {name}")
+            p.note(key, f"renamed {name} in viperdrive 0.1 (same value, {_SPECS[name][4]} at the rim); read as "
+                        f"{name}: rename the key in the file")
     ignored: list[str] = []
     vendor: list[str] = []
     for key in list(flat):
@@ -479,7 +497,8 @@ def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) 
     ros2: dict[str, Any] = {}
     ros2_keys = [f.name for f in fields(Ros2Settings)]
     for key, value in flat.items():
-        spec = _SPECS.get(key)
+        name = RENAMED_KEYS.get(key, key)      # errors name the key as the file writes it
+        spec = _SPECS.get(name)
         if spec is None:
             if key.startswith("ros2."):
                 sub = key[5:]
@@ -502,7 +521,7 @@ def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) 
         elif key.startswith("odometry."):
             noise[key[9:]] = checked
         else:
-            kw[key] = checked
+            kw[name] = checked
     if vendor:
         listed = ", ".join(v + _suggest(v, sorted(_DDC_GEOMETRY_KEYS | _DDC_DOUBLES | set(_SPECS))) for v in vendor)
         if strict:
@@ -530,8 +549,8 @@ def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) 
                              f"{kw['update_rate']:g} Hz")
             notes.extend(f"{cm.node}: {k}: {t}" for k, t in cm.notes)
     notes.extend(f"{k}: {t}" for k, t in p.notes)
-    explicit = frozenset(k for k in flat if k not in vendor) | (frozenset(["update_rate"]) if update_rate else
-                                                                 frozenset())
+    explicit = (frozenset(RENAMED_KEYS.get(k, k) for k in flat if k not in vendor)
+                | (frozenset(["update_rate"]) if update_rate else frozenset()))
     return cls(linear=AxisLimits(**axes["linear"]), angular=AxisLimits(**axes["angular"]),
                odometry=OdometryNoise(**noise), ros2=Ros2Settings(**ros2), source=p.source or None,
                ignored=tuple(ignored), node=p.node, layout=layout, notes=tuple(notes), explicit=explicit, **kw)

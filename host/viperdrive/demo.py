@@ -71,7 +71,7 @@ class PathRunner:
 
     def cycle(self, v: float, w: float) -> None:
         st = self.board.read()
-        self.odom.update(st.counts[0], st.counts[1], st.velocity[0], st.velocity[1], st.stamp)
+        self.odom.update(st.position[0], st.position[1], st.velocity[0], st.velocity[1], st.stamp)
         tr = self.track
         if tr is not None:
             # sampled between read() and write(): no STATE is in flight, so the extra request (GET_ODOM) cannot
@@ -107,7 +107,7 @@ class PathRunner:
         heading (rad, absolute; None: the present one)."""
         x0, y0 = self.odom.x, self.odom.y
         hold = self.odom.theta if heading is None else heading
-        a = self.config.max_wheel_acceleration
+        a = self.config.max_rim_acceleration
         while True:
             done = math.hypot(self.odom.x - x0, self.odom.y - y0)
             left = distance - done
@@ -123,7 +123,7 @@ class PathRunner:
     def turn_to(self, heading: float, w: float) -> None:
         """Turn in place to an absolute heading (rad), closed on the host odometry (an overshoot of one corner
         is taken out by the next instead of adding up)."""
-        alpha = 2.0 * self.config.max_wheel_acceleration / self.config.effective_separation
+        alpha = 2.0 * self.config.max_rim_acceleration / self.config.effective_separation
         while True:
             err = wrap_pi(heading - self.odom.theta)
             left = abs(err)
@@ -139,7 +139,7 @@ class PathRunner:
         w reversal's heading, w**2 / (2 alpha); for a stop, half of the joint ramp down. Plus ~LAG_S of motion.
         on_reversed(): called once, when the measured turn rate first has the sign of w (a reversal's midpoint)."""
         sep = self.config.effective_separation
-        a = self.config.max_wheel_acceleration
+        a = self.config.max_rim_acceleration
         if stop:
             ramp = (abs(v) + abs(w) * sep / 2.0) / a            # the faster wheel's rim speed down to zero
             lead = abs(w) * (ramp / 2.0 + LAG_S)

@@ -1,7 +1,8 @@
-"""DriveController: Twist in, wheel rad/s out, at a fixed rate (BRIEF §2), the diff_drive_controller equivalent.
+"""DriveController: Twist in, wheel rad/s out, at a fixed rate (a timer's tick, never the command callback), the
+diff_drive_controller equivalent.
 
 Differences from diff_drive_controller, on purpose (docs/host.md):
-- Every limit (per-axis velocity/acceleration/deceleration/jerk AND max_wheel_speed/max_wheel_acceleration at
+- Every limit (per-axis velocity/acceleration/deceleration/jerk AND max_rim_speed/max_rim_acceleration at
   the rim) acts on the pair (v, w) through ONE factor, never per axis. Per-axis clamping bends the path: a
   command (0.5 m/s, 2 rad/s) clamped to 0.3 m/s in v alone drives a tighter circle than the one asked for.
   Here the target is scaled by one factor (same curvature, slower), and the ramp moves (v, w) along the straight
@@ -11,7 +12,8 @@ Differences from diff_drive_controller, on purpose (docs/host.md):
   command whose stamp is older than cmd_vel_timeout is refused at arrival, one that ages out while held is
   dropped (not resumed when the next tick comes), and reset() drops everything (call it on activate).
 - update(now) is called by the fixed-rate loop; dt is the loop period from update_rate, never a difference of
-  timestamps (BRIEF §1). The command callback only stores the latest command.
+  timestamps (a period that wobbles is a scheduling problem to fix there, not a reason to change dt in the
+  formulas). The command callback only stores the latest command.
 """
 from __future__ import annotations
 
@@ -106,7 +108,7 @@ class DriveController:
             s = min(s, c.linear.max_velocity / abs(v))
         if c.angular.max_velocity is not None and abs(w) > c.angular.max_velocity:
             s = min(s, c.angular.max_velocity / abs(w))
-        s = min(s, twist_scale(v, w, self.separation, c.max_wheel_speed))
+        s = min(s, twist_scale(v, w, self.separation, c.max_rim_speed))
         self.scale = s
         # one factor for both: same curvature w/v, slower
         return v * s, w * s
@@ -125,7 +127,7 @@ class DriveController:
         # fraction, so the wheel ratio is kept during the ramp
         alpha = min(1.0, _axis_fraction(c.linear, self.v, dv, self._acc_v, dt),
                     _axis_fraction(c.angular, self.w, dw, self._acc_w, dt),
-                    twist_scale(dv, dw, self.separation, c.max_wheel_acceleration * dt))
+                    twist_scale(dv, dw, self.separation, c.max_rim_acceleration * dt))
         self.ramp = alpha
         step_v = alpha * dv
         step_w = alpha * dw
@@ -136,8 +138,9 @@ class DriveController:
 
     # ---- reporting ----
     def max_angular(self, v: float) -> float:
-        """Angular authority left at linear speed v (BRIEF §2 envelope), including angular.z.max_velocity."""
-        w = max_angular(v, self.config.max_wheel_speed, self.separation)
+        """Angular authority left at linear speed v (the envelope w_max(v) = 2 (V_MAX - |v|) / b), including
+        angular.z.max_velocity."""
+        w = max_angular(v, self.config.max_rim_speed, self.separation)
         if self.config.angular.max_velocity is not None:
             w = min(w, self.config.angular.max_velocity)
         return w

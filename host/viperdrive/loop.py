@@ -1,4 +1,5 @@
-"""Fixed-rate runner on absolute deadlines (BRIEF §1, §8), and the host drive cycle built on it.
+"""Fixed-rate runner on absolute deadlines, and the host drive cycle built on it (the ros2_control cycle at a
+fixed update_rate, 50-100 Hz: docs/host.md, "Loop").
 
 FixedRateLoop: deadline k is t0 + k*period (never "sleep(period) after the work", which drifts by the work's
 duration). A step that ends after the next deadline is an overrun: counted, and the missed deadlines are skipped
@@ -93,7 +94,7 @@ class FixedRateLoop:
             "late_max_us": late[-1] * 1e6 if late else None,
             "exec_mean_us": sum(ex) / len(ex) * 1e6 if ex else None, "exec_p99_us": pct(ex, 0.99),
             "exec_max_us": exec_max * 1e6 if ex else None,
-            # the BRIEF's rule: keep >= 20 % of the period free at the worst case
+            # keep >= 20 % of the period free at the worst case: room for the jitter Linux does not bound
             "margin_pct": (1.0 - exec_max / self.period) * 100.0 if ex else None,
         }
 
@@ -125,7 +126,7 @@ class DriveLoop:
             if self.odometry is not None:
                 self.odometry.rebase()
         if self.odometry is not None and state.fresh:
-            self.odometry.update(state.counts[0], state.counts[1], state.velocity[0], state.velocity[1],
+            self.odometry.update(state.position[0], state.position[1], state.velocity[0], state.velocity[1],
                                  state.stamp)
         left, right = self.controller.update(now)
         self.board.write(left, right)

@@ -1,11 +1,15 @@
-"""Host odometry from the board's encoder counts (BRIEF §4), with covariances a navigation stack can use.
+"""Host odometry from the wheel positions in rad (Board.read()'s BoardState.position), with covariances a
+navigation stack can use. Like wpimath's DifferentialDriveOdometry and diff_drive_controller's update_from_pos,
+it takes wheel positions, not encoder counts: Board is the one place counts become radians (and where the int32
+counter wrap is undone). counts_per_rev enters only the quantization term of the covariances.
 
-Pose: exact-arc integration of each step (midpoint formula when |dtheta| is tiny, where the arc formula divides
-by ~0); the counts' delta is wrap-safe across the int32 overflow. An optional gyro heading replaces the
-encoders' dtheta (its drift is an order of magnitude below wheel slip).
+Pose: per step sl = r_l * dphi_l, sr = r_r * dphi_r, ds = (sl + sr)/2, dtheta = (sr - sl)/b, integrated along the
+exact arc (the midpoint formula when |dtheta| is tiny, where the arc formula divides by ~0). An optional gyro
+heading replaces the encoders' dtheta (its drift is an order of magnitude below wheel slip).
 
-Twist: from the board's own velocity estimate (rad/s per wheel), not from differentiated counts (BRIEF §4: that
-is noise at 100 Hz) and not a lagging rolling mean.
+Twist: from the board's own velocity estimate (rad/s per wheel), not from differentiated positions (at 1024 CPR
+and 100 Hz a wheel moves 0 or 1 count per period at low speed, so a difference quotient jumps between 0 and
+twice the speed: noise, not velocity) and not a lagging rolling mean.
 
 Covariance model (docs/host.md, "Covariance model"), never zero:
 - each wheel's travel in one step has variance q^2/12 (one count of quantization, q = 2*pi*r/cpr; only when the
@@ -34,12 +38,6 @@ ARC_EPS = 1e-6      # rad: below this |dtheta| the arc formula loses digits; the
 wrap_pi = wrap_angle     # angle to [-pi, pi); the name callers of this module use
 
 
-def count_delta(new: int, old: int, bits: int = 32) -> int:
-    """new - old for a signed counter of `bits` bits that may have wrapped between the two readings."""
-    m = 1 << bits
-    return ((new - old + (m >> 1)) % m) - (m >> 1)
-
-
 def integrate_arc(x: float, y: float, theta: float, ds: float, dtheta: float) -> tuple[float, float, float]:
     """Advance (x, y, theta) by a circular arc of length ds turning by dtheta; theta returned wrapped."""
     if abs(dtheta) < ARC_EPS:
@@ -62,11 +60,12 @@ def integrate_euler(x, y, theta, ds, dtheta):
 
 
 class Odometry:
-    """update(counts_l, counts_r, vel_l, vel_r, stamp, gyro_yaw=None) once per loop tick.
+    """update(pos_l, pos_r, vel_l, vel_r, stamp, gyro_yaw=None) once per loop tick.
 
-    counts: the board's raw int32 encoder counts; vel: the board's wheel speed estimate in rad/s (BoardState
-    .velocity); stamp: host monotonic seconds; gyro_yaw: an absolute heading in rad from a gyro (optional; only
-    its change is used). counts_per_rev from the config or the board's HELLO (Board.counts_per_rev).
+    pos: wheel positions in rad (BoardState.position: continuous, only their change is used); vel: the board's
+    wheel speed estimate in rad/s (BoardState.velocity); stamp: host monotonic seconds; gyro_yaw: an absolute
+    heading in rad from a gyro (optional; only its change is used). counts_per_rev (the config's or the board's
+    HELLO, Board.counts_per_rev) sets the size of one count for the quantization variance only.
     """
 
     def __init__(self, config: RobotConfig | None = None, counts_per_rev: int | None = None):
@@ -78,19 +77,20 @@ class Odometry:
         self.counts_per_rev = int(cpr)
         c = self.config
         self.separation = c.effective_separation
-        self.left_per_count = 2.0 * math.pi * c.left_radius / self.counts_per_rev    # m per count
+        # m of rim travel per count: the quantization of the positions (covariances only)
+        self.left_per_count = 2.0 * math.pi * c.left_radius / self.counts_per_rev
         self.right_per_count = 2.0 * math.pi * c.right_radius / self.counts_per_rev
         self._planar = c.odometry.planar_variance
         self.reset()
 
     def reset(self, x: float = 0.0, y: float = 0.0, theta: float = 0.0) -> None:
-        """Set the pose; the next update() takes its counts as the new baseline (no jump)."""
+        """Set the pose; the next update() takes its positions as the new baseline (no jump)."""
         self.x, self.y, self.theta = float(x), float(y), wrap_pi(theta)
         self.v = 0.0
         self.w = 0.0
         self.distance = 0.0
         self.stamp: float | None = None
-        self._counts: tuple[int, int] | None = None
+        self._positions: tuple[float, float] | None = None     # rad, the last update's
         self._gyro: float | None = None
         q2 = max(self.left_per_count, self.right_per_count) ** 2 / 12.0
         # the starting pose is known to one count's quantization, not exactly: P stays positive definite
@@ -98,24 +98,24 @@ class Odometry:
         self._twist_cov = np.diag([q2, q2 / self.separation ** 2])
 
     def rebase(self) -> None:
-        """Forget the count baseline (after the board zeroed its encoders or was re-plugged); pose is kept."""
-        self._counts = None
+        """Forget the position baseline (after the board zeroed its encoders or was re-plugged); pose is kept."""
+        self._positions = None
         self._gyro = None
 
-    def update(self, counts_l: int, counts_r: int, vel_l: float, vel_r: float, stamp: float,
+    def update(self, pos_l: float, pos_r: float, vel_l: float, vel_r: float, stamp: float,
                gyro_yaw: float | None = None) -> tuple[float, float, float]:
-        """Integrate one step; returns the pose (x, y, theta)."""
+        """Integrate one step from the wheel positions (rad); returns the pose (x, y, theta)."""
         c = self.config
         rl, rr = c.left_radius, c.right_radius
-        if self._counts is None:
-            self._counts = (int(counts_l), int(counts_r))
+        if self._positions is None:
+            self._positions = (float(pos_l), float(pos_r))
             self._gyro = gyro_yaw
         else:
-            dl = count_delta(int(counts_l), self._counts[0])
-            dr = count_delta(int(counts_r), self._counts[1])
-            self._counts = (int(counts_l), int(counts_r))
-            sl = dl * self.left_per_count
-            sr = dr * self.right_per_count
+            dl = pos_l - self._positions[0]         # rad turned by each wheel in this step
+            dr = pos_r - self._positions[1]
+            self._positions = (float(pos_l), float(pos_r))
+            sl = dl * rl
+            sr = dr * rr
             ds = (sl + sr) / 2.0
             dth_enc = (sr - sl) / self.separation
             dt = 0.0 if self.stamp is None else max(0.0, stamp - self.stamp)

@@ -1,4 +1,4 @@
-"""Rigid transforms and quaternions (BRIEF §9).
+"""Rigid transforms and quaternions (docs/estimation.md, "Transforms").
 
 Conventions, fixed here and nowhere else:
 - Quaternions are numpy arrays in (w, x, y, z) order (Hamilton, w the scalar part). ROS messages store x, y, z, w:

@@ -3,13 +3,23 @@
 # See hal/__init__.py for the interface and hal/portable.py for the PIO program (as instruction words, tested
 # on the unix port by emulating it) and the Board parts rp2 shares with esp32/stm32 (MachineBoard, DutyU16Bridge).
 # mypy: disable-error-code="name-defined"
+import sys
 from array import array
 
 import machine
 import micropython
 import rp2
+from micropython import const
+
+from shared import protocol
 
 from . import portable
+
+# WATCHDOG.REASON: why the last reset came through the watchdog. Bit 0 TIMER: it bit (nobody fed it). Bit 1 FORCE: a
+# reboot was asked for (machine.reset(), mpremote reset, picotool reboot: the SDK's watchdog_reboot sets
+# CTRL.TRIGGER). The rp2 port's machine.reset_cause() says WDT_RESET for both.
+_WATCHDOG_REASON = const(0x40058008)
+_REASON_TIMER = const(1)
 
 
 _QUAD_WORDS = portable.quadrature_pio_program()
@@ -56,6 +66,25 @@ class _PioEncoder:
         self.sm.active(0)
 
 
+def _duty_registers(mode, pins):
+    """array('i') for _write_duty_registers: the bridge mode, then per wheel (CC word, channel B?, DIR pin mask or
+    IN2's CC word, IN2 channel B?). A pin's PWM is slice (pin >> 1) & 7, channel A (even) or B (odd)."""
+    def cc(pin):
+        return ((pin >> 1) & 7) * 5 + 3, pin & 1
+
+    out = [0 if mode == portable.BRIDGE_PWM_DIR else 1]
+    for w in ("left", "right"):
+        p = pins[w]
+        if mode == portable.BRIDGE_PWM_DIR:
+            word, ch = cc(p["pwm"])
+            out += [word, ch, 1 << p["dir"], 0]
+        else:
+            word, ch = cc(p["in1"])
+            word2, ch2 = cc(p["in2"])
+            out += [word, ch, word2, ch2]
+    return array("i", out)
+
+
 def repl_pin_held(cfg):
     """The REPL boot switch (hal.repl_pin_held): the board config's repl_pin at its active level."""
     return portable.machine_repl_pin_held(machine, cfg)
@@ -64,6 +93,7 @@ def repl_pin_held(cfg):
 class Board(portable.MachineBoard):
     def __init__(self, cfg):
         super().__init__(cfg, 32, machine)      # the PIO counter is the 32-bit Y register
+        self._wd_reason = machine.mem32[_WATCHDOG_REASON]     # read once: the reason of THIS boot
         pins = cfg["pins"]
         mode = portable.bridge_mode(cfg)
         self._left = portable.DutyU16Bridge(machine.PWM, machine.Pin, mode, pins["left"], cfg["pwm_freq"])
@@ -78,6 +108,22 @@ class Board(portable.MachineBoard):
         mv = memoryview(self._raw)
         self._raw_l = mv[0:1]
         self._raw_r = mv[1:2]
+        self._pio = pio
+        self._wd = _duty_registers(mode, pins)
+        if sys.platform == "rp2":
+            # on the chip, one viper call each: the FIFOs and the PWM compare/SIO registers directly. Elsewhere
+            # (the unix port's tests with stand-in machine/rp2 modules) StateMachine.put/get and machine.PWM /
+            # machine.Pin, the same protocol and the same levels (docs/firmware.md, "Timing": on the emulated RP2040
+            # the Python calls were 60 % of the control tick)
+            self.read_counts = self._read_counts_registers
+            self.write_duty = self._write_duty_registers
+
+    def reset_cause(self):
+        code = super().reset_cause()
+        if code == protocol.RESET_WATCHDOG and not self._wd_reason & _REASON_TIMER:
+            # a reboot somebody asked for, not a hang the watchdog caught: no FAULT_WATCHDOG to latch
+            return protocol.RESET_SOFT
+        return code
 
     def read_counts(self, buf):
         # request (nonzero word) -> the program pushes Y within ~10 PIO cycles; get() waits for that word
@@ -86,6 +132,80 @@ class Board(portable.MachineBoard):
         self._enc_l.sm.get(self._raw_l)
         self._enc_r.sm.get(self._raw_r)
         _copy2(buf, self._raw)
+
+    @micropython.viper
+    def _read_counts_registers(self, buf):
+        # read_counts on the chip, one viper call from the control tick: a request word into TXF of both wheels'
+        # machines, then each answer from RXF once FSTAT says it is there. The protocol of sm.put(1)/sm.get(buf),
+        # without their four Python calls in the hard IRQ (on the emulated RP2040 they were most of read_counts:
+        # docs/firmware.md, "Timing"). Bounded: a machine that does not answer leaves buf as it was instead of
+        # hanging the IRQ. The wheels' machines are 0 and 1 of the block (see __init__).
+        pio = int(self._pio)
+        p = ptr32((0x5020 + (pio << 4)) << 16)  # PIO0 0x50200000, PIO1 0x50300000 (built from small ints)
+        p[4] = 1                                # TXF0 (0x010), TXF1 (0x014)
+        p[5] = 1
+        b = ptr32(buf)
+        n = 0
+        while p[1] & 0x100:                     # FSTAT (0x004): RXEMPTY of machine 0
+            n += 1
+            if n > 2000:
+                return
+        b[0] = p[8]                             # RXF0 (0x020)
+        while p[1] & 0x200:                     # RXEMPTY of machine 1
+            n += 1
+            if n > 2000:
+                return
+        b[1] = p[9]                             # RXF1 (0x024)
+
+    @micropython.viper
+    def _write_duty_registers(self, left: int, right: int):
+        # write_duty on the chip: signed Q15 duty -> each bridge's PWM compare value (cc = |q| * (TOP + 1) / 2**15,
+        # rounded: 32767 -> TOP + 1, full on) and, pwm_dir, its DIR pin through SIO GPIO_OUT_SET/CLR; in1_in2
+        # drives IN1 forward or IN2 reverse, the other low (bridge_levels' mapping). Ignored while de-energized.
+        if not self.energized:
+            return
+        w = ptr32(self._wd)
+        pwm = ptr32(0x4005 << 16)               # PWM 0x40050000: slice n at word 5n, CC +3, TOP +4
+        sio = ptr32(0xD000 << 16)               # SIO 0xd0000000: GPIO_OUT_SET word 5, GPIO_OUT_CLR word 6
+        mode = w[0]
+        i = 0
+        while i < 2:
+            q = left
+            if i == 1:
+                q = right
+            if q > 32767:
+                q = 32767
+            if q < -32767:
+                q = -32767
+            mag = q
+            if q < 0:
+                mag = 0 - q
+            o = 1 + 4 * i
+            cc = w[o]
+            val = (mag * ((pwm[cc + 1] & 0xFFFF) + 1) + 16383) >> 15
+            a = val
+            b = 0
+            if mode != 0 and q < 0:
+                a = 0
+                b = val
+            v = pwm[cc]
+            if w[o + 1]:
+                pwm[cc] = (v & 0xFFFF) | (a << 16)
+            else:
+                pwm[cc] = (v & ~0xFFFF) | a
+            if mode == 0:
+                if q >= 0:
+                    sio[5] = w[o + 2]
+                else:
+                    sio[6] = w[o + 2]
+            else:
+                cc2 = w[o + 2]
+                v = pwm[cc2]
+                if w[o + 3]:
+                    pwm[cc2] = (v & 0xFFFF) | (b << 16)
+                else:
+                    pwm[cc2] = (v & ~0xFFFF) | b
+            i += 1
 
     def _start_timer(self, hz):
         return machine.Timer(self.cfg.get("control_timer", -1), mode=machine.Timer.PERIODIC, freq=hz,

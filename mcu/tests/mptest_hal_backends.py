@@ -133,6 +133,8 @@ class FakeMachine:
     UART = FakeUART
     cause = WDT_RESET
     irq_state = 0
+    # RP2040 WATCHDOG.REASON (0x40058008): bit 0 TIMER (the watchdog bit), bit 1 FORCE (a reboot asked for)
+    mem32 = {0x40058008: 1}
 
     def reset_cause(self):
         return FakeMachine.cause
@@ -334,6 +336,40 @@ def test_rp2_outputs_timer_watchdog_reset_cause():
     b.watchdog_feed()
     assert FakeWDT.last.timeout == 400 and FakeWDT.last.feeds == 1
     assert b.reset_cause() == protocol.RESET_WATCHDOG
+
+
+def test_rp2_requested_reboot_is_not_a_watchdog_fault():
+    # machine.reset() (mpremote reset, the last step of `viperdrive flash`) reboots an RP2040 through its watchdog
+    # (CTRL.TRIGGER): the rp2 port then reports WDT_RESET. The emulated Pico showed the board coming back from
+    # every flash with FAULT_WATCHDOG latched. Only WATCHDOG.REASON tells the two apart: FORCE, not TIMER.
+    _install(machine=FakeMachine(), rp2=FakeRp2())
+    import hal
+    FakeMachine.cause = FakeMachine.WDT_RESET
+    FakeMachine.mem32 = {0x40058008: 2}         # FORCE: a reboot asked for
+    try:
+        cfg = boardcfg.load(BOARDS + "pico.json")
+        b = hal.load(cfg)
+        FakeMachine.mem32 = {0x40058008: 1}     # read once, at boot: a later change is not this boot's cause
+        assert b.reset_cause() == protocol.RESET_SOFT
+        FakeMachine.mem32 = {0x40058008: 1}     # TIMER: the watchdog bit
+        b2 = hal.load(cfg)
+        assert b2.reset_cause() == protocol.RESET_WATCHDOG
+    finally:
+        FakeMachine.mem32 = {0x40058008: 1}
+
+
+def test_rp2_duty_register_table_names_each_bridges_pwm_slice_channel_and_dir_pin():
+    # what the chip's viper write_duty writes: PWM slice (pin >> 1) & 7 -> CC at word 5*slice + 3, channel B for
+    # odd pins; pwm_dir: the DIR pin's SIO mask; in1_in2: IN2's CC word and channel
+    _install(machine=FakeMachine(), rp2=FakeRp2())
+    from hal import rp2 as hrp2
+    from hal import portable
+    cfg = boardcfg.load(BOARDS + "pico.json")          # left pwm 6 dir 7, right pwm 8 dir 9
+    t = hrp2._duty_registers(portable.bridge_mode(cfg), cfg["pins"])
+    assert list(t) == [0, 18, 0, 1 << 7, 0, 23, 0, 1 << 9, 0], list(t)
+    cfg = boardcfg.load(BOARDS + "pico_drv8833.json")  # left in1 10 in2 11, right in1 12 in2 13
+    t = hrp2._duty_registers(portable.bridge_mode(cfg), cfg["pins"])
+    assert list(t) == [1, 28, 0, 28, 1, 33, 0, 33, 1], list(t)
 
 
 def test_rp2_in1_in2_and_uart_link():

@@ -1,4 +1,4 @@
-# Board odometry (BRIEF §4): straight line, spin in place, REP-103 sign of a left-backwards turn, a constant
+# Board odometry (mcu/odometry.py): straight line, spin in place, REP-103 sign of a left-backwards turn, a constant
 # arc against the exact circle (midpoint integration vs the naive start-heading version), theta wrapping.
 import math
 

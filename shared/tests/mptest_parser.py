@@ -1,6 +1,6 @@
 # MicroPython only: the board's receive path, Parser.feed_byte() + poll(), allocates nothing in steady state.
 # micropython.heap_lock() turns any allocation into MemoryError, so a clean pass over a long stream of good
-# frames, garbage, bad lengths and bad CRCs is the proof (BRIEF §12). Parser.feed() builds a list and bytes
+# frames, garbage, bad lengths and bad CRCs is the proof (docs/firmware.md). Parser.feed() builds a list and bytes
 # objects on purpose (host convenience); the board never calls it.
 import micropython
 

@@ -4,7 +4,8 @@ before/after is shown, and on confirmation the result goes to the board (paramet
 
 Scripted use: --measured gives the measurements up front, --yes answers the confirmations.
 
-    wheelbase    spin in place at --rate for --time s, both directions (BRIEF §3); measured: the real turn, degrees
+    wheelbase    spin in place at --rate for --time s, both directions (1 rad/s for 10 s: 10 rad, large enough that
+                 a few degrees of measuring error are under 1 %); measured: the real turn, degrees
     umbmark      --side m squares clockwise and counter-clockwise, --runs each (Borenstein & Feng); measured: the
                  real end position x,y (m) relative to the start (x along the first leg, y to its left)
     feedforward  wheels off the ground: ramps and steps both ways; kS, kV, kA by least squares (no measuring)
@@ -57,7 +58,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     _common(p)
     p = sub.add_parser("feedforward", help="kS, kV, kA from ramps and steps with the wheels off the ground")
     p.add_argument("--max-speed", type=positive(1000.0, "rad/s"), default=None, metavar="RAD_S",
-                   help="top of the ramps (default 80 %% of max_wheel_speed)")
+                   help="top of the ramps (default 80 %% of max_rim_speed, in wheel rad/s)")
     p.add_argument("--ramp-time", type=seconds(60.0), default=2.0, metavar="S", help="seconds per ramp (2)")
     _common(p)
 
@@ -116,7 +117,7 @@ def drive(args, s: DriveSession, segments: list[Segment], label: str) -> ScriptF
     """Activate, drive the segments (closed on odometry), come to rest, disable. Returns the follower (its turned
     and travelled totals) with the session's odometry holding the end pose."""
     s.start()
-    follower = ScriptFollower(segments, s.config.max_wheel_acceleration, s.config.effective_separation)
+    follower = ScriptFollower(segments, s.config.max_rim_acceleration, s.config.effective_separation)
     total = sum(seg.nominal_duration() for seg in segments)
     bar = Progress(total, label, quiet=args.quiet, unit="s")
     t0 = time.monotonic()
@@ -301,11 +302,11 @@ def _smooth(x, n: int):
 
 
 def _feedforward(args, board, config) -> int:
-    limit = config.max_wheel_speed / max(config.left_radius, config.right_radius)
+    limit = min(config.wheel_speed_limits)
     top = args.max_speed if args.max_speed is not None else 0.8 * limit
     if not 0 < top <= limit:
-        raise UserError(f"--max-speed {top:g} rad/s is above the robot's max_wheel_speed ({limit:.2f} rad/s at the "
-                        f"wheel)", exit_code=2)
+        raise UserError(f"--max-speed {top:g} rad/s is above the robot's max_rim_speed ({config.max_rim_speed} m/s "
+                        f"= {limit:.2f} rad/s at the wheel)", exit_code=2)
     print("feedforward: lift the robot so the wheels turn freely. Ramps up and down both ways, then steps.")
     args.measured = None
     wait_enter(args, "wheels off the ground?")

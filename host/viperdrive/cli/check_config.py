@@ -95,7 +95,7 @@ def _robot(args, doc, print_json) -> int:
         raise _named(e) from None
     values = {k: cfg.get(k) for k in ("wheel_separation", "wheel_radius", "wheel_separation_multiplier",
                                       "left_wheel_radius_multiplier", "right_wheel_radius_multiplier",
-                                      "update_rate", "cmd_vel_timeout", "max_wheel_speed",
+                                      "update_rate", "cmd_vel_timeout", "max_rim_speed",
                                       "linear.x.max_velocity", "linear.x.max_acceleration",
                                       "angular.z.max_velocity", "angular.z.max_acceleration")}
     if args.json:

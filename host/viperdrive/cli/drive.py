@@ -141,7 +141,7 @@ def status_lines(s: DriveSession, mode: str, extra: list[str] | None = None) -> 
         f"viperdrive drive  {mode}",
         f"command   v {s.v:+.3f} m/s   w {s.w:+.3f} rad/s   (ramped output v {c.v:+.3f}  w {c.w:+.3f})",
         f"wheels    commanded L {wl:+7.2f} R {wr:+7.2f} rad/s   measured L {meas[0]:+7.2f} R {meas[1]:+7.2f} rad/s",
-        f"envelope  |v| <= {cfg.max_wheel_speed:.2f} m/s; at v {c.v:+.2f}: |w| <= {wmax:.2f} rad/s"
+        f"envelope  |v| <= {cfg.max_rim_speed:.2f} m/s; at v {c.v:+.2f}: |w| <= {wmax:.2f} rad/s"
         f"{'  (SATURATED: scaled x%.2f)' % c.scale if c.scale < 0.999 else ''}",
         f"status    {status}   pose x {x:+.3f} m  y {y:+.3f} m  heading {math.degrees(th):+6.1f} deg   "
         f"link misses {s.board.total_misses}",
@@ -215,7 +215,7 @@ def _run_keys(args, s: DriveSession, keys: TerminalKeys) -> int:
             elif key == "c" and s.fault_code:
                 _clear_and_reenable(s)
                 v, w = 0.0, 0.0
-        vmax = s.config.max_wheel_speed
+        vmax = s.config.max_rim_speed
         v = max(-vmax, min(vmax, v))
         wmax = 2 * vmax / s.config.effective_separation
         w = max(-wmax, min(wmax, w))
@@ -268,7 +268,7 @@ def _clear_and_reenable(s: DriveSession) -> None:
 
 
 def _run_script(args, s: DriveSession, segments) -> int:
-    follower = ScriptFollower(segments, s.config.max_wheel_acceleration, s.config.effective_separation)
+    follower = ScriptFollower(segments, s.config.max_rim_acceleration, s.config.effective_separation)
     t_end = None if args.duration is None else time.monotonic() + args.duration
     last_index = -1
     note(args, f"script {args.script}: {len(segments)} segments")

@@ -73,22 +73,24 @@ def run(args) -> int:
     board_config = None if args.keep_board_config else args.board
     arch = args.arch
     if args.dry_run:
+        # paths as a reader can run them from here (flashing.PathDisplay), not this machine's absolute ones
+        display = flashing.PathDisplay()
         lines = [f"# first: if {port} answers HELLO at {baud_of(args, load_config(args))} baud (viperdrive link mode), "
                  f"send STOP_LINK and wait for the board's reset into REPL mode (Board.stop_link())"]
         if mpy and arch is None:
             lines.append("# ask the board for its .mpy architecture (sys.implementation._mpy >> 10), then use it "
                          f"for {flashing.ARCH_PLACEHOLDER} below:")
-            lines.append(flashing.shell_line(flashing.detect_command(port)))
+            lines.append(flashing.shell_line(flashing.detect_command(port, display)))
         plan = flashing.flash_plan(port, board_config, arch=arch, backend=args.backend, mpy=mpy)
         if mpy:
             lines.append(f"# {flashing.STAGE_PLACEHOLDER}: a private temporary folder (tempfile.mkdtemp), removed "
                          f"after the copy")
-        for cmd in plan.commands():
+        for cmd in plan.commands(display):
             lines.append(flashing.shell_line(cmd))
         if not args.no_verify:
             lines.append(f"# then: HELLO on {port} at {baud_of(args, load_config(args))} baud must answer protocol "
                          f"v{_protocol_version()} (viperdrive info --port {port})")
-        print("\n".join(lines))
+        print("\n".join(display.preamble() + lines))
         return 0
 
     _stop_link(port, args)
@@ -104,6 +106,11 @@ def run(args) -> int:
     if args.no_verify:
         return 0
     return _verify(port, args)
+
+
+def _time_scale(port: str) -> float:
+    from ..link import _board_time_scale
+    return _board_time_scale(port)
 
 
 def _protocol_version() -> int:
@@ -158,7 +165,8 @@ def _stop_link(port: str, args) -> None:
     note(args, f"{what} left link mode (STOP_LINK): it resets into REPL mode"
                + (f" within {reset_s:g} s" if reset_s else ""))
     if reset_s:
-        time.sleep(reset_s + REPL_BOOT_S)
+        # an emulated chip slower than real time (the Pico rig) takes longer in wall time: its measured scale
+        time.sleep((reset_s + REPL_BOOT_S) * _time_scale(port))
         _wait_for_port(port, args.verify_timeout)
 
 
@@ -262,9 +270,12 @@ def _reset(plan: flashing.FlashPlan, args) -> None:
 def _verify(port: str, args) -> int:
     config = load_config(args)
     baud = baud_of(args, config)
-    deadline = time.monotonic() + args.verify_timeout
+    # --verify-timeout is board time: an emulated chip (its boot compiles the .py files) slower than real time takes
+    # longer in wall time, by its measured scale, sampled as it goes (the rig's speed changes while it boots)
+    left = args.verify_timeout
     last = "no reply"
-    while time.monotonic() < deadline:
+    t = time.monotonic()
+    while left > 0:
         board = Board(port, baud, config=config, clock_sync=False)
         try:
             info = board.configure()
@@ -273,6 +284,9 @@ def _verify(port: str, args) -> int:
         except (PortError, NoReplyError, LinkLost) as e:      # re-enumerating after the reset, still booting
             last = str(e)
             time.sleep(0.5)
+            now = time.monotonic()
+            left -= (now - t) / _time_scale(port)
+            t = now
             continue
         finally:
             board.cleanup()

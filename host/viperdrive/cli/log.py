@@ -69,7 +69,7 @@ def _record(args) -> int:
             s.start()
             follower = None
             if segments is not None:
-                follower = ScriptFollower(segments, config.max_wheel_acceleration, config.effective_separation)
+                follower = ScriptFollower(segments, config.max_rim_acceleration, config.effective_separation)
             total = args.duration if args.duration is not None else (
                 sum(seg.nominal_duration() for seg in segments) if segments else 0.0)
             bar = Progress(total if total else 1.0, f"recording {args.out}", quiet=args.quiet or not total,

@@ -8,9 +8,11 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
+from ..errors import UserError
 from ..sim import _die_with_parent, startup_error, vboard_command
-from .options import int_range
+from .options import int_range, positive
 
 HELP = "run the virtual board: the real firmware on MicroPython with a simulated robot, served on TCP"
 
@@ -32,9 +34,22 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="noise seed (default: the robot file's)")
     parser.add_argument("--repl", action="store_true",
                         help="MicroPython REPL with the firmware loop in the background instead of the link")
+    pico = parser.add_argument_group("emulated Pico (docs/pico-rig.md)")
+    pico.add_argument("--pico", action="store_true",
+                      help="run the emulated Raspberry Pi Pico instead: stock MicroPython rp2 on an emulated RP2040 "
+                           "in the simulated robot; flash it with `viperdrive flash --board pico --port URL`")
+    pico.add_argument("--flash", default=None, metavar="FILE",
+                      help="--pico: the chip's flash image (kept across runs; default: a temporary blank one)")
+    pico.add_argument("--pty", action="store_true", help="--pico: also relay the USB CDC port to a pseudo-terminal")
+    pico.add_argument("--hold-repl-pin", action="store_true",
+                      help="--pico: hold the board config's repl_pin at its active level (boots into REPL mode)")
+    pico.add_argument("--max-rate", type=positive(100.0, "chip s per wall s"), default=None, metavar="R",
+                      help="--pico: at most R chip seconds per wall second (default 1)")
 
 
 def run(args) -> int:
+    if args.pico:
+        return _run_pico(args)
     import tempfile
     tmp = tempfile.TemporaryDirectory(prefix="viperdrive-sim-") if args.params is None else None
     params = args.params if tmp is None else f"{tmp.name}/params.json"
@@ -88,3 +103,39 @@ def _run_link(cmd: list[str]) -> int:
     if rc != 0 and any(ln.startswith("vboard: error:") for ln in lines):
         raise startup_error(lines, rc)
     return rc
+
+
+def _run_pico(args) -> int:
+    from ..sim.pico import PicoRig
+    if args.repl or args.params:
+        raise UserError("--repl and --params are options of the virtual board; the emulated Pico keeps its "
+                        "parameters in its flash (--flash) and gives its REPL on the port (`viperdrive repl`)",
+                        exit_code=2)
+    rig = PicoRig(flash=args.flash, robot=args.robot, board=args.board, seed=args.seed,
+                  hold_repl_pin=args.hold_repl_pin, max_rate=args.max_rate, pty=args.pty,
+                  listen=args.listen, control=args.control)
+    # SIGTERM ends it like Ctrl-C: the rig process stops, its flash is saved, its speed entry is removed
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with rig:
+        print(f"listening on {rig.url}", flush=True)
+        if rig.pty:
+            print(f"pty {rig.pty}", flush=True)
+        print(f"control on {rig.control_host}:{rig.control_port}", flush=True)
+        print(f"flash image {rig.flash_path}" + ("" if args.flash else " (temporary: gone on exit; keep one with "
+                                                 "--flash FILE)"), flush=True)
+        shown = 0
+        last = time.monotonic()
+        try:
+            while rig.alive:
+                for line in rig.stderr_lines[shown:]:
+                    sys.stderr.write(line + "\n")
+                shown = len(rig.stderr_lines)
+                time.sleep(0.5)
+                if rig.alive and time.monotonic() - last >= 10.0:
+                    last = time.monotonic()
+                    st = rig.stats()
+                    print(f"speed {st['rate']:.2f} chip s per wall s (chip {st['chip_s']:.1f} s, "
+                          f"{st['boots']} boots, {st['watchdog_resets']} watchdog resets)", flush=True)
+        except KeyboardInterrupt:
+            return 130
+    return 0

@@ -23,7 +23,7 @@ HELP = ("step-test the wheel speed loop (rise, overshoot, settling, error, PNG);
         "--design gains from the motor model")
 
 GAINS = ("kp", "ki", "kd")
-STEP_MAX = 1000.0       # rad/s; the robot's max_wheel_speed is checked once the board is open
+STEP_MAX = 1000.0       # rad/s; the robot's max_rim_speed is checked once the board is open
 TEST_MAX_S = 60.0       # a step or relay experiment longer than a minute is a typo, not a test
 
 
@@ -67,10 +67,7 @@ def run(args) -> int:
     # back whatever happens; --set and the autotune gains stay when the command succeeds and come back when it
     # does not (an error, Ctrl-C, SIGTERM, a lost link), with the board disabled first
     with open_board(args) as board, param_guard(board, args) as guard:
-        limit = board.config.max_wheel_speed / max(board.config.left_radius, board.config.right_radius)
-        if abs(args.step) > limit:
-            raise BadValue(f"--step {args.step} rad/s is above the robot's max_wheel_speed "
-                           f"({board.config.max_wheel_speed} m/s = {limit:.2f} rad/s at the wheel)")
+        tune_design.check_step(board.config, args.step)
         check_no_fault(board, args)
         if args.save:
             warn_unsaved(board, args)

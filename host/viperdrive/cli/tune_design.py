@@ -87,16 +87,21 @@ def _ms(x) -> str:
     return "never" if x is None else f"{x * 1e3:.0f} ms"
 
 
+def check_step(config, step: float) -> None:
+    """--step (wheel rad/s) within what the robot file lets both wheels reach: its max_rim_speed at the rim."""
+    limit = min(config.wheel_speed_limits)
+    if abs(step) > limit:
+        raise BadValue(f"--step {step} rad/s is above the robot's max_rim_speed ({config.max_rim_speed} m/s = "
+                       f"{limit:.2f} rad/s at the wheel)")
+
+
 def run(args, wheels) -> int:
     if args.assign or args.autotune:
         raise UserError("--design computes the gains itself: use it without --set and --autotune", exit_code=2)
     req = tuning_design.Request(args.settle, args.overshoot / 100, args.step, args.band / 100)
     result: dict = {}
     with sigterm_as_interrupt(), open_board(args) as board:
-        limit = board.config.max_wheel_speed / max(board.config.left_radius, board.config.right_radius)
-        if abs(args.step) > limit:
-            raise BadValue(f"--step {args.step} rad/s is above the robot's max_wheel_speed "
-                           f"({board.config.max_wheel_speed} m/s = {limit:.2f} rad/s at the wheel)")
+        check_step(board.config, args.step)
         check_no_fault(board, args)
         d = tuning_design.design(model_of(board), req, "pid" if args.pid else "pi")
         result["design"] = d.to_dict()

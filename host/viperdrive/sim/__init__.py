@@ -86,9 +86,9 @@ def vboard_command(*, listen: str = "127.0.0.1:0", control: str | None = "127.0.
     return cmd
 
 
-def startup_error(lines: list[str], rc: int | None) -> UserError:
+def startup_error(lines: list[str], rc: int | None, prefix: str = "vboard: error:") -> UserError:
     """The error to raise when the virtual board exits before it listens, from its stderr lines."""
-    msgs = [ln.split("error:", 1)[1].strip() for ln in lines if ln.startswith("vboard: error:")]
+    msgs = [ln.split("error:", 1)[1].strip() for ln in lines if ln.startswith(prefix)]
     text = msgs[-1] if msgs else ("\n".join(lines[-15:]).strip() or f"exit code {rc}")
     low = text.lower()
     if "listen" in low or "resolve" in low:
@@ -96,6 +96,21 @@ def startup_error(lines: list[str], rc: int | None) -> UserError:
     if "robot description" in low or "board config" in low or "--" in low:
         return BadValue(f"virtual board: {text}")
     return SimError(f"virtual board did not start: {text}")
+
+
+class WallClock:
+    """Time as the board sees it, for tests and tools that measure the board: here the host's own clock."""
+    rate = 1.0                      # board seconds per host second
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+
+WALL_CLOCK = WallClock()
 
 
 class VirtualBoard:
@@ -107,6 +122,8 @@ class VirtualBoard:
     board: the board config file (default mcu/boards/sim.json); params: the firmware's parameter file (default:
     a fresh one in a temporary folder, removed on close); seed: the noise seed (default: the robot file's).
     """
+
+    ERROR_PREFIX = "vboard: error:"
 
     def __init__(self, baud: int = 115200, robot: str | os.PathLike | dict | None = None, listen: str | None = None,
                  control: str | None = None, board: str | os.PathLike | None = None,
@@ -143,9 +160,7 @@ class VirtualBoard:
             path = Path(self._tmp.name) / "robot.json"
             path.write_text(json.dumps(robot))
             robot = path
-        params = self.params if self.params is not None else Path(self._tmp.name) / "params.json"
-        cmd = vboard_command(listen=self.listen, control=self.control_address, baud=self.baud, robot=robot,
-                             board=self.board, params=params, seed=self.seed)
+        cmd = self._command(robot)
         kw = {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, bufsize=1, cwd=self._tmp.name, **kw)
@@ -157,6 +172,22 @@ class VirtualBoard:
             self.close()
             raise
         return self
+
+    def _command(self, robot) -> list[str]:
+        params = self.params if self.params is not None else Path(self._tmp.name) / "params.json"
+        return vboard_command(listen=self.listen, control=self.control_address, baud=self.baud, robot=robot,
+                              board=self.board, params=params, seed=self.seed)
+
+    def _started(self) -> None:
+        """Called once the board listens (a subclass registers itself)."""
+
+    def _stopping(self) -> None:
+        """Called first thing in close()."""
+
+    @property
+    def clock(self) -> WallClock:
+        """The board's time: the virtual board runs in real time (its sim time follows the wall clock)."""
+        return WALL_CLOCK
 
     def _pump_stdout(self):
         assert self.proc is not None and self.proc.stdout is not None
@@ -184,17 +215,19 @@ class VirtualBoard:
             if line is None:
                 rc = self.proc.wait(timeout=5) if self.proc else None
                 time.sleep(0.05)   # let the stderr reader finish
-                raise startup_error(self.stderr_lines, rc)
+                raise startup_error(self.stderr_lines, rc, self.ERROR_PREFIX)
             self.output_lines.append(line)
             if line.startswith("control on "):
                 host, _, port = line[len("control on "):].rpartition(":")
                 self.control_host, self.control_port = host, int(port)
             elif line.startswith("listening on "):
                 self.url = line[len("listening on "):].strip()
+                self._started()
                 return
 
     def close(self) -> None:
         """Stop the virtual board (always kills the process) and remove its temporary files."""
+        self._stopping()
         with self._lock:
             if self._sock is not None:
                 try:

@@ -1,0 +1,350 @@
+"""The emulated Pico rig from the host side: stock MicroPython rp2 on an emulated RP2040 (rp2040js, sim/pico/ run by
+Node) inside the simulated robot. Its USB CDC port is a socket:// URL (and, with pty=True, a pseudo-terminal) that
+pyserial, mpremote and every viperdrive command open like /dev/ttyACM0; its control endpoint speaks the virtual
+board's JSON lines (truth, fault, push, reset, stats) plus `pin`.
+
+    with PicoRig(flash="pico.flash") as rig:       # the flash file keeps MicroPython's filesystem across runs
+        subprocess.run(["viperdrive", "flash", "--board", "pico", "--mpy", "--port", rig.url])
+        rig.truth(); rig.fault("stall", wheel="left", on=True); rig.clock.now()   # chip seconds
+
+The emulator is slower than a real chip (docs/pico-rig.md gives the figures). Host timeouts follow its measured
+speed: every PicoRig registers its link URL (and pty) with its control endpoint in a small file
+(`registry_dir()`), and viperdrive.link.Link asks `time_scale(url)` when it opens a port, so a command run against
+the rig (from this process or another shell) waits wall_s = chip_s / rate, not longer for every other board.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import select
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ..errors import LinkLost, NoReplyError, UserError
+from . import SimError, VirtualBoard, firmware_root
+
+UF2_NAME = "micropython-v1.28.0-RPI_PICO.uf2"
+BOOTROM_NAME = "rp2040-bootrom-b1.bin"
+IMAGE_ORIGINS = {
+    UF2_NAME: "MicroPython v1.28.0 for the Raspberry Pi Pico: micropython.org/download/RPI_PICO (the .uf2)",
+    BOOTROM_NAME: "the RP2040 B1 mask ROM: github.com/raspberrypi/pico-bootrom-rp2040 (b1.bin of its releases)",
+}
+START_TIMEOUT_S = 30.0
+MAX_TIME_SCALE = 50.0           # a rig slower than 1/50 of real time is stuck, not slow
+SPEED_HEADROOM = 2.0            # time_scale = SPEED_HEADROOM / rate (rate: chip s per wall s, measured)
+
+
+class ImagesMissing(SimError):
+    """An emulated-Pico image file is not there; the message names it and where users get it."""
+
+
+def images_dir() -> Path:
+    """$VIPERDRIVE_PICO_IMAGES, else shared/firmware/ next to the checkout (../shared/firmware from the repo root)."""
+    env = os.environ.get("VIPERDRIVE_PICO_IMAGES")
+    if env:
+        return Path(env)
+    return firmware_root().parent / "shared" / "firmware"
+
+
+def find_images(directory: Path | None = None) -> dict[str, Path]:
+    """{"uf2": path, "bootrom": path}; ImagesMissing naming the first missing file and where users get it."""
+    d = Path(directory) if directory is not None else images_dir()
+    out = {}
+    for key, name in (("uf2", UF2_NAME), ("bootrom", BOOTROM_NAME)):
+        p = d / name
+        if not p.is_file():
+            raise ImagesMissing(f"emulated Pico image {p} not found: {IMAGE_ORIGINS[name]}; put it there or point "
+                                f"VIPERDRIVE_PICO_IMAGES at the folder holding it")
+        out[key] = p
+    return out
+
+
+def rig_dir() -> Path:
+    return firmware_root() / "sim" / "pico"
+
+
+def node_exe() -> str:
+    exe = shutil.which("node")
+    if exe is None:
+        raise SimError("the emulated Pico needs Node.js (`node` on PATH; Debian: apt-get install nodejs npm)")
+    return exe
+
+
+def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0", control: str = "127.0.0.1:0",
+                robot: str | os.PathLike | None = None, board: str | os.PathLike | None = None,
+                seed: int | None = None, hold_repl_pin: bool = False, max_rate: float | None = None,
+                pio: str | None = None, images: str | os.PathLike | None = None, quiet: bool = True) -> list[str]:
+    """The node command line of the rig (sim/pico/rig.mjs) with these options."""
+    d = rig_dir()
+    if not (d / "node_modules" / "rp2040js").is_dir():
+        raise SimError(f"rp2040js is not installed in {d}: run `make setup` (npm ci there)")
+    cmd = [node_exe(), str(d / "rig.mjs"), "--listen", listen, "--control", control,
+           "--images", str(Path(images) if images is not None else images_dir())]
+    if flash is not None:
+        cmd += ["--flash", str(Path(flash).resolve())]
+    if robot is not None:
+        cmd += ["--robot", str(Path(robot).resolve())]
+    if board is not None:
+        cmd += ["--board", str(Path(board).resolve())]
+    if seed is not None:
+        cmd += ["--seed", str(int(seed))]
+    if hold_repl_pin:
+        cmd.append("--hold-repl-pin")
+    if max_rate is not None:
+        cmd += ["--max-rate", repr(float(max_rate))]
+    if pio is not None:
+        cmd += ["--pio", pio]
+    if quiet:
+        cmd.append("--quiet")
+    return cmd
+
+
+# ---------------------------------------------------------------------------------------------- speed registry
+
+def registry_dir() -> Path:
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return Path(base) / "viperdrive-rigs"
+
+
+def _key(url: str) -> str:
+    return hashlib.sha1(url.encode()).hexdigest()[:16]
+
+
+def register(url: str, control: str) -> Path:
+    d = registry_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / (_key(url) + ".json")
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"url": url, "control": control, "pid": os.getpid()}))
+    tmp.replace(p)
+    return p
+
+
+def unregister(url: str) -> None:
+    try:
+        (registry_dir() / (_key(url) + ".json")).unlink()
+    except OSError:
+        pass
+
+
+def control_request(address: str, request: dict, timeout: float = 2.0) -> dict:
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall((json.dumps(request) + "\n").encode())
+        f = s.makefile("rb")
+        line = f.readline()
+    if not line:
+        raise ConnectionError("the rig closed the control connection")
+    return json.loads(line)
+
+
+def time_scale(url: str) -> float:
+    """Host seconds per board second for the port `url`: 1/rate of a registered rig (>= 1, at most
+    MAX_TIME_SCALE), 1.0 for anything else (a real board, the virtual board, a rig that is gone)."""
+    p = registry_dir() / (_key(url) + ".json")
+    try:
+        entry = json.loads(p.read_text())
+        pid = int(entry["pid"])
+        os.kill(pid, 0)                 # the process that registered it is alive
+    except ProcessLookupError:
+        unregister(url)                 # left by a rig that was killed: its port may be reused by anything
+        return 1.0
+    except (OSError, ValueError, KeyError, TypeError):
+        return 1.0
+    try:
+        rep = control_request(entry["control"], {"cmd": "time"}, timeout=1.0)
+    except (OSError, ValueError, KeyError, ConnectionError):
+        return 1.0
+    if not isinstance(rep, dict) or not rep.get("ok") or "chip_s" not in rep:
+        return 1.0                      # not a rig's endpoint (a reused port): a real-time board
+    rate = rep.get("rate") or 0.0
+    if not rate > 0:
+        return MAX_TIME_SCALE
+    # the speed is sampled twice a second and halves within that when the host gets busy: twice the measured scale
+    return min(MAX_TIME_SCALE, max(1.0, SPEED_HEADROOM / rate))
+
+
+# ---------------------------------------------------------------------------------------------- chip clock
+
+class ChipClock:
+    """The emulated chip's time (chip seconds since the rig started, across resets), from its control endpoint.
+    sleep() waits until that much chip time has passed; `rate` is the last measured chip s per wall s."""
+
+    def __init__(self, rig: PicoRig):
+        self.rig = rig
+        self.rate = 1.0
+
+    def now(self) -> float:
+        rep = self.rig.control({"cmd": "time"})
+        if rep.get("rate"):
+            self.rate = rep["rate"]
+        return rep["chip_s"]
+
+    def sleep(self, seconds: float) -> None:
+        if not seconds > 0:
+            return
+        end = self.now() + seconds
+        while True:
+            left = end - self.now()
+            if left <= 0:
+                return
+            time.sleep(min(0.05, max(0.0005, 0.8 * left / max(self.rate, 0.02))))
+
+
+# ---------------------------------------------------------------------------------------------- pty relay
+
+class PtyRelay:
+    """A pseudo-terminal whose other end is the rig's socket:// port: programs that only take a device path
+    (or want one) open `path` like /dev/ttyACM0."""
+
+    def __init__(self, url: str):
+        import pty
+        import tty
+        m = re.match(r"socket://([^:]+):(\d+)", url)
+        if not m:
+            raise SimError(f"cannot relay {url}: not a socket:// URL")
+        self.sock = socket.create_connection((m.group(1), int(m.group(2))), timeout=5)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.master, self.slave = pty.openpty()
+        tty.setraw(self.slave)
+        self.path = os.ttyname(self.slave)
+        self._stop = False
+        self.thread = threading.Thread(target=self._run, name="viperdrive-pico-pty", daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        m, s = self.master, self.sock
+        while not self._stop:
+            try:
+                r, _, _ = select.select([m, s], [], [], 0.2)
+                if m in r:
+                    data = os.read(m, 4096)
+                    if data:
+                        s.sendall(data)
+                if s in r:
+                    data = s.recv(4096)
+                    if not data:
+                        return
+                    os.write(m, data)
+            except OSError:
+                if self._stop:
+                    return
+                time.sleep(0.01)        # EIO while no program has the pty open: keep relaying
+
+    def close(self):
+        self._stop = True
+        for fd in (self.master, self.slave):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.sock.close()
+
+
+# ---------------------------------------------------------------------------------------------- the rig
+
+class PicoRig(VirtualBoard):
+    """An emulated Pico rig process. Context manager; `url` is its USB CDC port (socket://), `pty` a
+    pseudo-terminal relaying it (pty=True), control() its endpoint, `clock` its chip time.
+
+    flash: the flash image file (2 MiB; kept across power cycles and runs; None: a fresh one in a temporary
+    folder, removed on close); a missing file starts MicroPython on a blank filesystem. robot: a robot file or
+    dict (default sim/robots/pico_mdd10.json); board: the board config the rig wires (default mcu/boards/pico.json);
+    hold_repl_pin: the board's repl_pin held at its active level from power-on (release: pin(..., None));
+    max_rate: chip seconds per wall second at most (default 1: never faster than a real chip).
+    """
+
+    ERROR_PREFIX = "pico-rig: error:"
+
+    def __init__(self, flash: str | os.PathLike | None = None, robot: str | os.PathLike | dict | None = None,
+                 board: str | os.PathLike | None = None, seed: int | None = None, hold_repl_pin: bool = False,
+                 max_rate: float | None = None, pio: str | None = None, pty: bool = False,
+                 listen: str | None = None, control: str | None = None, images: str | os.PathLike | None = None,
+                 start_timeout: float = START_TIMEOUT_S):
+        super().__init__(robot=robot, listen=listen, control=control, board=board, seed=seed,
+                         start_timeout=start_timeout)
+        self.flash = flash
+        self.hold_repl_pin = hold_repl_pin
+        self.max_rate = max_rate
+        self.pio = pio
+        self.want_pty = pty
+        self.images = images
+        self.pty: str | None = None
+        self._relay: PtyRelay | None = None
+        self._clock = ChipClock(self)
+        find_images(images)     # a missing image is an error before anything starts
+
+    def _command(self, robot) -> list[str]:
+        flash = self.flash if self.flash is not None else Path(self._tmp.name) / "pico.flash"
+        self.flash_path = Path(flash)
+        return rig_command(flash=flash, listen=self.listen, control=self.control_address, robot=robot,
+                           board=self.board, seed=self.seed, hold_repl_pin=self.hold_repl_pin,
+                           max_rate=self.max_rate, pio=self.pio, images=self.images)
+
+    def _started(self) -> None:
+        control = f"{self.control_host}:{self.control_port}"
+        register(self.url, control)
+        if self.want_pty:
+            self._relay = PtyRelay(self.url)
+            self.pty = self._relay.path
+            register(self.pty, control)
+
+    def _stopping(self) -> None:
+        if self.url:
+            unregister(self.url)
+        if self._relay is not None:
+            unregister(self._relay.path)
+            self._relay.close()
+            self._relay = None
+
+    @property
+    def clock(self) -> ChipClock:
+        return self._clock
+
+    def pin(self, pin: int, level: int | None) -> dict:
+        """Drive an input pin from outside (0/1), or release it (None)."""
+        return self._ok({"cmd": "pin", "pin": pin, "level": level})
+
+    def wait_for(self, predicate, chip_seconds: float, poll: float = 0.05):
+        """Poll predicate() until it returns something true or chip_seconds of chip time passed (-> None)."""
+        end = self.clock.now() + chip_seconds
+        while self.clock.now() < end:
+            r = predicate()
+            if r:
+                return r
+            time.sleep(poll)
+        return None
+
+
+def wait_for_link(url: str, clock, chip_seconds: float = 30.0):
+    """HELLO until the board answers (a rig that is still booting), within chip_seconds of its own time."""
+    from ..board import Board
+    end = clock.now() + chip_seconds
+    last = None
+    while clock.now() < end:
+        b = Board(url, clock_sync=False)
+        try:
+            return b.configure()
+        except (NoReplyError, LinkLost) as e:
+            last = e
+        finally:
+            b.cleanup()
+    raise SimError(f"{url}: no HELLO answer within {chip_seconds} s of board time ({last})")
+
+
+def require_images_or_skip(skip) -> dict[str, Path]:
+    """For tests: the images, or `skip(reason)` outside CI (one line: which file, where users get it); under
+    CI=true a missing image is a failure (UserError)."""
+    try:
+        return find_images()
+    except ImagesMissing as e:
+        if os.environ.get("CI", "").lower() == "true":
+            raise UserError(f"CI=true and {e}") from None
+        skip(str(e))
+        raise

@@ -1,0 +1,581 @@
+// The emulated Pico rig: stock MicroPython rp2 on an emulated RP2040 (rp2040js, chip.mjs) inside the simulated
+// robot (plant.mjs, the virtual board's model). docs/pico-rig.md is the manual.
+//
+//   node sim/pico/rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT] [--control HOST:PORT]
+//                         [--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-rate R]
+//                         [--pio lazy|every|timer] [--physics-hz N] [--quiet]
+//
+// Prints "control on HOST:PORT" (with --control), then "listening on socket://HOST:PORT": the chip's USB CDC port,
+// which pyserial, mpremote and every viperdrive command open like /dev/ttyACM0. The flash file keeps the chip's
+// whole 2 MiB flash (MicroPython and its littlefs filesystem) across power cycles of the rig; a missing file starts
+// from the MicroPython UF2 on a blank filesystem.
+import { readFileSync, writeFileSync, existsSync, renameSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Chip, FLASH_SIZE, loadUf2, REASON_TIMER } from './chip.mjs';
+import { Plant, Rng, loadDescription, DescriptionError } from './plant.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..', '..');
+export const UF2_NAME = 'micropython-v1.28.0-RPI_PICO.uf2';
+export const BOOTROM_NAME = 'rp2040-bootrom-b1.bin';
+const USAGE = 'usage: rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT] [--control HOST:PORT] ' +
+  '[--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-rate R] [--pio lazy|every|timer] ' +
+  '[--physics-hz N] [--quiet]';
+const FAULT_KINDS = ['cut_link', 'corrupt', 'garbage', 'stall', 'lift', 'encoder_drop', 'battery', 'freeze_control'];
+const COMMANDS = ['truth', 'fault', 'push', 'reset', 'stats', 'ping', 'pin', 'time'];
+const RESET_NAMES = { 0: 'POWER_ON', 1: 'WATCHDOG' };
+
+class UsageError extends Error {}
+
+function parseArgs(argv) {
+  const o = {
+    images: process.env.VIPERDRIVE_PICO_IMAGES || path.resolve(ROOT, '..', 'shared', 'firmware'),
+    flash: null, listen: '127.0.0.1:0', control: null,
+    robot: path.join(ROOT, 'sim', 'robots', 'pico_mdd10.json'), board: path.join(ROOT, 'mcu', 'boards', 'pico.json'),
+    seed: null, holdReplPin: false, maxRate: 1.0, pio: 'lazy', physicsHz: 4000, quiet: false,
+  };
+  const names = { '--images': 'images', '--flash': 'flash', '--listen': 'listen', '--control': 'control',
+    '--robot': 'robot', '--board': 'board', '--seed': 'seed', '--max-rate': 'maxRate', '--pio': 'pio',
+    '--physics-hz': 'physicsHz' };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '-h' || a === '--help') throw new UsageError(USAGE);
+    if (a === '--hold-repl-pin') { o.holdReplPin = true; continue; }
+    if (a === '--quiet') { o.quiet = true; continue; }
+    const key = names[a];
+    if (!key) throw new UsageError(`unknown option '${a}'\n${USAGE}`);
+    if (i + 1 >= argv.length) throw new UsageError(`${a} needs a value`);
+    o[key] = argv[++i];
+  }
+  for (const k of ['seed', 'maxRate', 'physicsHz']) {
+    if (o[k] === null) continue;
+    const v = Number(o[k]);
+    if (!Number.isFinite(v)) throw new UsageError(`--${k} must be a number, got '${o[k]}'`);
+    o[k] = v;
+  }
+  if (!(o.maxRate > 0)) throw new UsageError('--max-rate must be > 0 (chip seconds per wall second)');
+  if (!(o.physicsHz >= 500 && o.physicsHz <= 100000)) throw new UsageError('--physics-hz outside 500..100000');
+  if (!['lazy', 'every', 'timer'].includes(o.pio)) throw new UsageError(`--pio must be lazy, every or timer`);
+  return o;
+}
+
+function hostPort(spec, what) {
+  const i = spec.lastIndexOf(':');
+  const port = Number(spec.slice(i + 1));
+  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(`${what} must be HOST:PORT, got '${spec}'`);
+  }
+  return [spec.slice(0, i) || '127.0.0.1', port];
+}
+
+/** The two image files, or an error naming the missing one and where users get it. */
+export function findImages(dir) {
+  const uf2 = path.join(dir, UF2_NAME);
+  const rom = path.join(dir, BOOTROM_NAME);
+  for (const [f, what] of [[uf2, 'MicroPython v1.28.0 for RPI_PICO (micropython.org/download/RPI_PICO)'],
+    [rom, 'the RP2040 B1 bootrom (raspberrypi/pico-bootrom-rp2040, b1 release)']]) {
+    if (!existsSync(f)) throw new UsageError(`missing image ${f}: ${what}; set VIPERDRIVE_PICO_IMAGES or --images`);
+  }
+  return { uf2, rom };
+}
+
+function loadBoardConfig(file) {
+  let cfg;
+  try {
+    cfg = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new UsageError(`board config ${file}: ${e.message}`);
+  }
+  if (cfg.backend !== 'rp2') throw new UsageError(`board config ${file}: backend must be "rp2" on the Pico rig`);
+  const pins = cfg.pins || {};
+  for (const w of ['left', 'right']) {
+    const p = pins[w] || {};
+    if (!Number.isInteger(p.enc_a)) throw new UsageError(`board config ${file}: pins.${w}.enc_a missing`);
+  }
+  return cfg;
+}
+
+class Rig {
+  constructor(o) {
+    this.o = o;
+    const img = findImages(o.images);
+    this.bootrom = new Uint32Array(new Uint8Array(readFileSync(img.rom)).buffer);
+    if (this.bootrom.length !== 4096) throw new UsageError(`${img.rom}: not a 16 KiB bootrom`);
+    this.flash = new Uint8Array(FLASH_SIZE).fill(0xff);
+    if (o.flash && existsSync(o.flash)) {
+      const data = readFileSync(o.flash);
+      if (data.length !== FLASH_SIZE) throw new UsageError(`flash file ${o.flash}: ${data.length} bytes, not ${FLASH_SIZE}`);
+      this.flash.set(data);
+      this.flashFrom = o.flash;
+    } else {
+      loadUf2(readFileSync(img.uf2), this.flash);
+      this.flashFrom = img.uf2;
+      this.flashDirty = !!o.flash;
+    }
+    this.cfg = loadBoardConfig(o.board);
+    this.desc = loadDescription(o.robot);
+    this.plant = new Plant(this.desc, o.seed);
+    this.rng = new Rng((this.plant.seed * 2654435761 + 12345) >>> 0);
+    const pins = this.cfg.pins;
+    this.mode = this.cfg.driver === 'pwm_dir' ? 'pwm_dir' : 'in1_in2';
+    this.wheels = ['left', 'right'].map((w) => ({ ...pins[w], enc_b: pins[w].enc_a + 1 }));
+    this.external = new Map();
+    for (const w of this.wheels) {
+      this.external.set(w.enc_a, 0);
+      this.external.set(w.enc_b, 0);
+    }
+    this.replPin = Number.isInteger(this.cfg.repl_pin) ? this.cfg.repl_pin : null;
+    if (o.holdReplPin && this.replPin !== null) {
+      // the REPL button pulls the pin to its active level
+      this.external.set(this.replPin, this.cfg.repl_pull === 'down' ? 1 : 0);
+    }
+    this.edgeQueue = [];            // [chip ns, wheel index, count] in time order
+    this.physicsNs = Math.round(1e9 / o.physicsHz);
+    this.cut = false;
+    this.corruptRate = 0;
+    this.frozen = false;
+    this.client = null;
+    this.clients = 0;
+    this.toHost = [];
+    this.tail = Buffer.alloc(0);
+    this.stats = { boots: 0, watchdog_resets: 0, power_cycles: 0, bytes_to_board: 0, bytes_from_board: 0,
+      dropped_bytes: 0, corrupted_bytes: 0, injected_bytes: 0 };
+    this.lastReason = 0;
+    this.wall0 = performance.now();
+    this.chipBase = 0;              // chip seconds before the current chip instance (resets restart its clock)
+    this.rateWindow = [];
+  }
+
+  // ---- the chip's lifecycle ----
+
+  boot(reason, scratch) {
+    if (this.chip) this.chipBase += this.chip.nanos / 1e9;
+    this.lastReason = reason;
+    this.stats.boots++;
+    this.chip = new Chip(this.bootrom, this.flash, {
+      reason, scratch, pioMode: this.o.pio, external: this.external,
+      onFlashWrite: () => { this.flashDirty = true; },
+      onSerial: (buf) => this.fromBoard(buf),
+      onFatal: (msg) => this.log(`chip halted: ${msg}`),
+    });
+    this.chip.updateInputs();
+    this.nextPhysics = this.physicsNs;
+    this.edgeQueue = [];
+    this.setEncoderPins();
+    this.frozen = false;
+  }
+
+  watchdogReset(reason) {
+    const scratch = Uint32Array.from(this.chip.watchdog.scratchData);
+    this.stats.watchdog_resets++;
+    this.saveFlash();
+    this.boot(reason, scratch);
+  }
+
+  powerCycle() {
+    this.stats.power_cycles++;
+    this.plant.reset();
+    this.cut = false;
+    this.corruptRate = 0;
+    this.saveFlash();
+    this.boot(0, null);
+  }
+
+  saveFlash() {
+    if (!this.o.flash || !this.flashDirty) return;
+    const tmp = this.o.flash + '.tmp';
+    writeFileSync(tmp, this.flash);
+    renameSync(tmp, this.o.flash);
+    this.flashDirty = false;
+  }
+
+  // ---- the robot around the chip ----
+
+  /** Each bridge's signed duty (-1..1) from the emulated pins, and whether any bridge is driving. */
+  bridgeDuties() {
+    const chip = this.chip;
+    const out = [0, 0];
+    let enabled = true;
+    for (let i = 0; i < 2; i++) {
+      const w = this.wheels[i];
+      if (this.mode === 'pwm_dir') {
+        const [pwm] = chip.pinOutput(w.pwm);
+        const [dir] = chip.pinOutput(w.dir);
+        out[i] = dir >= 0.5 ? pwm : -pwm;
+      } else {
+        out[i] = chip.pinOutput(w.in1)[0] - chip.pinOutput(w.in2)[0];
+      }
+      if (Number.isInteger(w.enable) && chip.pinOutput(w.enable)[0] < 0.5) {
+        enabled = false;
+        out[i] = 0;
+      }
+    }
+    return [out, enabled];
+  }
+
+  physicsStep() {
+    const p = this.plant;
+    const [duty, enabled] = this.bridgeDuties();
+    // pwm_dir bridges (MDD10) brake at duty 0 (both low sides on); in1_in2 (DRV8833) coast when both inputs are low
+    const hasEnable = this.wheels.some((w) => Number.isInteger(w.enable));
+    if (hasEnable) p.energized = enabled;
+    else if (this.mode === 'pwm_dir') p.energized = true;
+    else p.energized = duty[0] !== 0 || duty[1] !== 0;
+    this.driving = enabled && (duty[0] !== 0 || duty[1] !== 0);
+    const dt = this.physicsNs / 1e9;
+    const t0 = this.chip.nanos;
+    p.step(dt, Math.round(duty[0] * 32767), Math.round(duty[1] * 32767));
+    const q = this.edgeQueue;
+    for (let i = 0; i < 2; i++) {
+      const e = i === 0 ? p.edges_l : p.edges_r;
+      for (let k = 0; k < e.length; k += 2) q.push([t0 + Math.max(1, Math.round(e[k] * this.physicsNs)), i, e[k + 1]]);
+    }
+    if (q.length > 1) q.sort((a, b) => a[0] - b[0]);
+  }
+
+  setEncoderPins() {
+    const c = [this.plant.count_l, this.plant.count_r];
+    const lv = [];
+    for (let i = 0; i < 2; i++) {
+      const s = [0, 1, 3, 2][c[i] & 3];     // x4 Gray sequence: counting up is A leading B
+      lv.push([this.wheels[i].enc_a, s & 1], [this.wheels[i].enc_b, s >> 1]);
+    }
+    this.chip.setPins(lv);
+  }
+
+  edge(wheel, count) {
+    const w = this.wheels[wheel];
+    const s = [0, 1, 3, 2][count & 3];
+    this.chip.setPins([[w.enc_a, s & 1], [w.enc_b, s >> 1]]);
+  }
+
+  /** Run the chip up to chip time untilNs, with the physics ticks and encoder edges at their instants. */
+  advance(untilNs) {
+    const chip = this.chip;
+    while (chip.nanos < untilNs) {
+      let next = Math.min(untilNs, this.nextPhysics);
+      if (this.edgeQueue.length && this.edgeQueue[0][0] < next) next = this.edgeQueue[0][0];
+      if (next > chip.nanos) {
+        chip.halted = this.frozen || !!chip.fatal;
+        chip.run(next);
+        if (chip.resetRequested) {
+          const reason = chip.resetRequested;
+          this.log(`watchdog reset (reason ${reason === REASON_TIMER ? 'timeout' : 'forced: machine.reset()'})`);
+          this.watchdogReset(reason);
+          return;
+        }
+      }
+      const now = chip.nanos;
+      while (this.edgeQueue.length && this.edgeQueue[0][0] <= now) {
+        const [, wheel, count] = this.edgeQueue.shift();
+        this.edge(wheel, count);
+      }
+      if (now >= this.nextPhysics) {
+        this.nextPhysics += this.physicsNs;
+        this.physicsStep();
+      }
+    }
+  }
+
+  // ---- time ----
+
+  chipSeconds() {
+    return this.chipBase + (this.chip ? this.chip.nanos / 1e9 : 0);
+  }
+
+  loop() {
+    // pace chip time to at most maxRate x wall time; between slices, serve the sockets (event loop)
+    const SLICE_NS = 1e6;                                  // 1 ms of chip time per slice
+    const wallStart = performance.now();
+    const chipStart = this.chipSeconds();
+    const budgetMs = 20;
+    const step = () => {
+      const t0 = performance.now();
+      while (performance.now() - t0 < budgetMs) {
+        const wallS = (performance.now() - wallStart) / 1000;
+        const ahead = this.chipSeconds() - chipStart - wallS * this.o.maxRate;
+        if (ahead > 0.002) break;
+        this.advance(this.chip.nanos + SLICE_NS);
+        this.flushToHost();
+      }
+      this.sampleRate();
+      setImmediate(() => setTimeout(step, 0));
+    };
+    setImmediate(step);
+    setInterval(() => this.saveFlash(), 500).unref();
+    if (!this.o.quiet) {
+      setInterval(() => this.log(`speed ${this.rate().toFixed(3)} chip s per wall s (chip ${this.chipSeconds().toFixed(1)} s)`),
+        10000).unref();
+    }
+  }
+
+  sampleRate() {
+    const w = this.rateWindow;
+    const now = performance.now() / 1000;
+    w.push([now, this.chipSeconds()]);
+    while (w.length > 2 && now - w[0][0] > 3.0) w.shift();
+  }
+
+  /** chip seconds per wall second: the slower of the last ~0.5 s and the last ~3 s (the speed drops at once when
+   * the chip gets busy, e.g. a boot after a halted CPU; a host that scales its timeouts by it must not lag) */
+  rate() {
+    const w = this.rateWindow;
+    if (w.length < 2) return 0;
+    const b = w[w.length - 1];
+    const over = (a) => (b[0] > a[0] ? (b[1] - a[1]) / (b[0] - a[0]) : 0);
+    let k = w.length - 2;
+    while (k > 0 && b[0] - w[k][0] < 0.5) k--;
+    const recent = over(w[k]);
+    const long = over(w[0]);
+    return recent > 0 && long > 0 ? Math.min(recent, long) : Math.max(recent, long);
+  }
+
+  log(msg) {
+    process.stderr.write(`pico-rig: ${msg}\n`);
+  }
+
+  // ---- the USB CDC link on TCP ----
+
+  fromBoard(buf) {
+    this.stats.bytes_from_board += buf.length;
+    if (this.cut) {
+      this.stats.dropped_bytes += buf.length;
+      return;
+    }
+    for (const b of buf) this.toHost.push(this.corruptByte(b));
+    // the last bytes the board wrote, for diagnostics (a traceback printed while nobody was connected)
+    this.tail = Buffer.concat([this.tail, Buffer.from(buf)]).subarray(-2048);
+  }
+
+  corruptByte(b) {
+    if (this.corruptRate > 0 && this.rng.uniform() < this.corruptRate) {
+      this.stats.corrupted_bytes++;
+      return b ^ (1 << (this.rng.next32() & 7));
+    }
+    return b;
+  }
+
+  flushToHost() {
+    if (!this.toHost.length) return;
+    if (this.client) this.client.write(Buffer.from(this.toHost));
+    this.toHost = [];
+  }
+
+  toBoard(data) {
+    // a host cannot send to a device that has not enumerated (booting, or just reset: the bytes a real host
+    // had queued are lost with the old USB connection); a cut link loses everything
+    if (this.cut || !this.chip.connected) {
+      this.stats.dropped_bytes += data.length;
+      return;
+    }
+    const bytes = Array.from(data, (b) => this.corruptByte(b));
+    this.stats.bytes_to_board += bytes.length;
+    this.chip.sendToDevice(bytes);
+  }
+
+  listen(spec) {
+    const [host, port] = hostPort(spec, '--listen');
+    return new Promise((resolve, reject) => {
+      // one client at a time, like a serial port: a connection made while another is open waits until that one
+      // closes (a tool that closes the port and opens it again at once must not find it refused)
+      const waiting = [];
+      const serve = (sock) => {
+        sock.setNoDelay(true);
+        this.client = sock;
+        this.clients++;
+        this.toHost = [];
+        sock.on('data', (d) => { if (this.client === sock) this.toBoard(d); });
+        sock.resume();
+      };
+      const srv = net.createServer((sock) => {
+        sock.pause();
+        let done = false;
+        const gone = () => {
+          if (done) return;
+          done = true;
+          const i = waiting.indexOf(sock);
+          if (i >= 0) waiting.splice(i, 1);
+          if (this.client === sock) {
+            this.client = null;
+            while (waiting.length && !this.client) serve(waiting.shift());
+          }
+        };
+        sock.on('close', gone);
+        sock.on('error', gone);
+        if (this.client) waiting.push(sock);
+        else serve(sock);
+      });
+      srv.on('error', (e) => reject(new UsageError(`cannot listen on ${spec}: ${e.message}`)));
+      srv.listen(port, host, () => resolve(srv.address()));
+    });
+  }
+
+  // ---- the control endpoint (the same JSON lines as the virtual board's) ----
+
+  serveControl(spec) {
+    const [host, port] = hostPort(spec, '--control');
+    return new Promise((resolve, reject) => {
+      const srv = net.createServer((sock) => {
+        sock.setNoDelay(true);
+        let buf = '';
+        sock.on('data', (d) => {
+          buf += d.toString('utf8');
+          let i;
+          while ((i = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, i).trim();
+            buf = buf.slice(i + 1);
+            if (!line) continue;
+            let rep;
+            try {
+              const req = JSON.parse(line);
+              if (typeof req !== 'object' || req === null || Array.isArray(req)) throw new Error('a request is a JSON object');
+              rep = this.handle(req);
+            } catch (e) {
+              rep = { ok: false, error: e.message };
+            }
+            sock.write(JSON.stringify(rep) + '\n');
+          }
+        });
+        sock.on('error', () => {});
+      });
+      srv.on('error', (e) => reject(new UsageError(`cannot listen on ${spec}: ${e.message}`)));
+      srv.listen(port, host, () => resolve(srv.address()));
+    });
+  }
+
+  handle(req) {
+    const cmd = req.cmd;
+    const p = this.plant;
+    if (cmd === 'truth') {
+      const t = p.truth();
+      // what the emulated bridges do: driving = an enable pin high or, without one, a nonzero duty
+      t.energized = !!this.driving;
+      t.t = this.chipSeconds();
+      t.plant_t = p.t;
+      return { ok: true, ...t };
+    }
+    if (cmd === 'fault') return this.fault(req);
+    if (cmd === 'push') {
+      const torque = number(req, 'torque', -50, 50);
+      const dur = 'duration' in req && req.duration !== null ? number(req, 'duration', 0, 3600) : null;
+      const wheel = wheelOf(req);
+      p.push(wheel, torque, dur);
+      return { ok: true, wheel, torque };
+    }
+    if (cmd === 'reset') {
+      const what = req.what ?? 'board';
+      if (what === 'pose') p.reset_pose();
+      else if (what === 'board') this.powerCycle();
+      else throw new Error('\'what\' must be "board" (power cycle) or "pose" (zero the ground truth)');
+      return { ok: true, what };
+    }
+    if (cmd === 'stats') return this.statsReply();
+    if (cmd === 'ping') return { ok: true };
+    if (cmd === 'time') return { ok: true, chip_s: this.chipSeconds(), rate: this.rate(), max_rate: this.o.maxRate };
+    if (cmd === 'pin') {
+      // drive an input pin from outside (level 0/1) or release it (level null): a button, the REPL switch
+      const pin = number(req, 'pin', 0, 29);
+      const level = req.level === null || req.level === undefined ? null : number(req, 'level', 0, 1);
+      if (level === null) this.external.delete(pin);
+      else this.external.set(pin, level);
+      this.chip.updateInputs();
+      return { ok: true, pin, level };
+    }
+    if (cmd === undefined) return { ok: false, error: `missing "cmd" (one of ${COMMANDS.join(', ')})` };
+    return { ok: false, error: `unknown cmd ${JSON.stringify(cmd)} (one of ${COMMANDS.join(', ')})` };
+  }
+
+  fault(req) {
+    const kind = req.kind;
+    const p = this.plant;
+    if (kind === 'cut_link') { this.cut = bool(req, 'on'); return { ok: true, kind, on: this.cut }; }
+    if (kind === 'corrupt') { this.corruptRate = number(req, 'rate', 0, 1); return { ok: true, kind, rate: this.corruptRate }; }
+    if (kind === 'garbage') {
+      const n = Math.trunc(number(req, 'n', 0, 100000));
+      const bytes = [];
+      for (let i = 0; i < n; i++) bytes.push(this.rng.next32() & 0xff);
+      this.stats.injected_bytes += n;
+      this.chip.sendToDevice(bytes);
+      return { ok: true, kind, n };
+    }
+    if (kind === 'stall') { const wheel = wheelOf(req); const on = bool(req, 'on'); p.set_stall(wheel, on); return { ok: true, kind, wheel, on }; }
+    if (kind === 'lift') { const on = bool(req, 'on'); p.set_lift(on); return { ok: true, kind, on }; }
+    if (kind === 'encoder_drop') { const rate = number(req, 'rate', 0, 1); p.set_encoder_drop(rate); return { ok: true, kind, rate }; }
+    if (kind === 'battery') { const volts = number(req, 'volts', 0, 60); p.set_battery(volts); return { ok: true, kind, volts }; }
+    if (kind === 'freeze_control') {
+      // the CPU stops (a control IRQ that never returns): timers, PWM, PIO and the watchdog go on
+      this.frozen = bool(req, 'on');
+      return { ok: true, kind, on: this.frozen };
+    }
+    return { ok: false, error: `unknown fault kind ${JSON.stringify(kind)} (one of ${FAULT_KINDS.join(', ')})` };
+  }
+
+  statsReply() {
+    const c = this.chip;
+    const wall = (performance.now() - this.wall0) / 1000;
+    return {
+      ok: true, ...this.stats, last_reset_cause: RESET_NAMES[this.lastReason ? 1 : 0],
+      watchdog_reason: this.lastReason, chip_s: this.chipSeconds(), wall_s: wall,
+      rate: this.rate(), rate_overall: wall > 0 ? this.chipSeconds() / wall : 0, max_rate: this.o.maxRate,
+      link_clients: this.clients, link_connected: !!this.client, cut_link: this.cut, corrupt_rate: this.corruptRate,
+      usb_connected: c.connected, pio_mode: this.o.pio, pio_steps: c.pioSteps, pio_skipped: c.pioSkipped,
+      flash: c.flashOps, flash_file: this.o.flash, frozen: this.frozen, halted: c.fatal || null,
+      sim_time: this.plant.t, physics_hz: this.o.physicsHz, watchdog_ms: this.cfg.watchdog_ms ?? null,
+      output_tail: this.tail.toString('latin1'), pc: c.core.PC >>> 0, lr: c.core.LR >>> 0, cpu_waiting: c.core.waiting,
+    };
+  }
+}
+
+function number(req, key, lo, hi) {
+  if (!(key in req)) throw new Error(`missing '${key}'`);
+  const v = req[key];
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`'${key}' must be a number, got ${JSON.stringify(v)}`);
+  if (!(lo <= v && v <= hi)) throw new Error(`'${key}' = ${v} outside [${lo}, ${hi}]`);
+  return v;
+}
+
+function bool(req, key) {
+  const v = key in req ? req[key] : true;
+  if (typeof v !== 'boolean') throw new Error(`'${key}' must be true or false, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function wheelOf(req) {
+  const w = req.wheel ?? 'both';
+  if (!['left', 'right', 'both'].includes(w)) throw new Error(`'wheel' must be one of left, right, both, got ${JSON.stringify(w)}`);
+  return w;
+}
+
+async function main(argv) {
+  let rig;
+  try {
+    const o = parseArgs(argv);
+    rig = new Rig(o);
+    rig.boot(0, null);
+    if (o.control) {
+      const a = await rig.serveControl(o.control);
+      process.stdout.write(`control on ${a.address}:${a.port}\n`);
+    }
+    const a = await rig.listen(o.listen);
+    process.stdout.write(`listening on socket://${a.address}:${a.port}\n`);
+  } catch (e) {
+    if (e instanceof UsageError || e instanceof DescriptionError) {
+      process.stderr.write(`pico-rig: error: ${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+  const stop = () => {
+    rig.saveFlash();
+    rig.log(`stopped: ${rig.chipSeconds().toFixed(2)} chip s in ${((performance.now() - rig.wall0) / 1000).toFixed(2)} wall s`);
+    process.exit(0);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  rig.loop();
+}
+
+main(process.argv.slice(2));

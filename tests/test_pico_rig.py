@@ -1,0 +1,188 @@
+"""The emulated Pico rig (sim/pico/, docs/pico-rig.md): its robot model against the virtual board's, its image
+lookup, and the firmware flashed onto a blank emulated Pico through the real CLI and mpremote (the session's
+`pico_image`, root conftest.py). The checks that cost several emulated boots run with --pico-all (make hil-pico)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from viperdrive.shared import protocol as P
+
+ROOT = Path(__file__).resolve().parent.parent
+RIG = ROOT / "sim" / "pico"
+NODE_OK = (RIG / "node_modules" / "rp2040js").is_dir()
+pico_all = pytest.mark.pico_all          # deselected without --pico-all (root conftest.py)
+
+
+def _node(script: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(["node", "--input-type=module", "-e", script, *args], capture_output=True, text=True,
+                          cwd=RIG, timeout=timeout)
+
+
+def _duties(n):
+    """A step, a reversal and a coast: -1..1 per wheel, per 2 ms step."""
+    out = []
+    for k in range(n):
+        if k < 20:
+            out.append((0.0, 0.0, True))
+        elif k < 300:
+            out.append((0.6, 0.3, True))
+        elif k < 500:
+            out.append((-0.8, 0.5, True))
+        else:
+            out.append((0.0, 0.0, False))
+    return out
+
+
+def test_js_plant_matches_the_virtual_boards_step_for_step():
+    """sim/pico/plant.mjs is a port of sim/plant.py: the same robot file and duties give the same motion."""
+    sys.path.insert(0, str(ROOT / "sim"))
+    import plant as pyplant
+    desc = pyplant.load_description(str(ROOT / "sim" / "robots" / "pico_mdd10.json"))
+    duties = _duties(700)
+    dt = 0.002
+    p = pyplant.Plant(desc)
+    p.set_encoder_drop(0.05)        # lost counts draw from the same seeded generator
+    ref = []
+    for dl, dr, on in duties:
+        p.energized = on
+        p.step(dt, round(dl * 32767), round(dr * 32767))
+        ref.append((p.w_l, p.w_r, p.x, p.y, p.theta, p.count_l, p.count_r))
+    script = """
+import { Plant, loadDescription } from './plant.mjs';
+const [robot, duties] = [process.argv[1], JSON.parse(process.argv[2])];
+const p = new Plant(loadDescription(robot));
+p.set_encoder_drop(0.05);
+const out = [];
+for (const [dl, dr, on] of duties) {
+  p.energized = on;
+  p.step(0.002, Math.round(dl * 32767), Math.round(dr * 32767));
+  out.push([p.w_l, p.w_r, p.x, p.y, p.theta, p.count_l, p.count_r]);
+}
+process.stdout.write(JSON.stringify(out));
+"""
+    r = _node(script, str(ROOT / "sim" / "robots" / "pico_mdd10.json"), json.dumps(duties))
+    assert r.returncode == 0, r.stderr
+    js = json.loads(r.stdout)
+    assert len(js) == len(ref)
+    worst = max(abs(a - b) for row_js, row_py in zip(js, ref, strict=True)
+                for a, b in zip(row_js[:5], row_py[:5], strict=True))
+    counts_equal = all(row_js[5:] == list(row_py[5:]) for row_js, row_py in zip(js, ref, strict=True))
+    peak = max(abs(row[0]) for row in ref)
+    print(f"700 steps: worst state difference {worst:.3g}, peak wheel speed {peak:.2f} rad/s, counts equal "
+          f"{counts_equal}, final counts {ref[-1][5:]}")
+    assert peak > 5.0                           # the robot did move: a step response, not two resting models
+    assert worst < 1e-9 and counts_equal
+
+
+def test_js_plant_refuses_the_same_bad_robot_file(tmp_path):
+    bad = tmp_path / "robot.json"
+    d = json.loads((ROOT / "sim" / "robots" / "default.json").read_text())
+    del d["mass_kg"]
+    bad.write_text(json.dumps(d))
+    r = _node("import { loadDescription } from './plant.mjs';\n"
+              "try { loadDescription(process.argv[1]); } catch (e) { process.stdout.write(e.message); }", str(bad))
+    assert r.stdout == "robot description: missing key 'mass_kg'"
+
+
+def test_a_missing_image_names_the_file_and_where_to_get_it(tmp_path):
+    from viperdrive.sim.pico import ImagesMissing, find_images
+    with pytest.raises(ImagesMissing) as e:
+        find_images(tmp_path)
+    msg = str(e.value)
+    assert "micropython-v1.28.0-RPI_PICO.uf2" in msg and "micropython.org/download/RPI_PICO" in msg
+    assert "VIPERDRIVE_PICO_IMAGES" in msg
+    # the rig itself says the same and exits 2, without a stack trace
+    r = subprocess.run(["node", str(RIG / "rig.mjs"), "--images", str(tmp_path)], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 2 and r.stderr.startswith("pico-rig: error: missing image") and "at " not in r.stderr
+
+
+def test_flash_with_mpy_through_mpremote_onto_a_blank_emulated_pico(pico_image):
+    """One `viperdrive flash --board pico --mpy` through the real mpremote (raw REPL, copy, reset, HELLO check)
+    onto a blank flash. The board comes back in link mode, and the reset the flash asked for is not a fault."""
+    out = pico_image.output
+    print(f"flash --mpy onto a blank emulated Pico: {pico_image.chip_s:.1f} chip s, {pico_image.wall_s:.1f} wall s; "
+          f"DIAG after it: {pico_image.diag}")
+    assert "board .mpy architecture: armv6m" in out
+    want = f"verified: pico-mdd10 runs 'viperdrive 0.1', protocol v{P.PROTOCOL_VERSION}, 500 Hz, 1496 counts/rev"
+    assert want in out
+    d = pico_image.diag
+    # machine.reset() is a watchdog reboot on the RP2040: before the rp2 backend read WATCHDOG.REASON, every
+    # flash came back with FAULT_WATCHDOG latched
+    assert d["reset_cause"] == P.RESET_SOFT and d["fault_code"] == 0, d
+    assert 0 < d["exec_avg_us"] <= d["exec_max_us"] < 2000 and d["overruns"] == 0
+    assert d["free_heap"] > 10_000             # DIAG right after boot: before any collection
+
+
+# ---- make hil-pico: the rest of the users' path (each costs emulated boots) ----
+
+def _cli(*args, timeout=600):
+    exe = str(Path(sys.executable).parent / "viperdrive")
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pico_all
+def test_flash_without_mpy_boots_pico(tmp_path):
+    from viperdrive.sim.pico import PicoRig, require_images_or_skip
+    require_images_or_skip(pytest.skip)
+    with PicoRig(flash=tmp_path / "py.flash") as rig:
+        r = _cli("flash", "--board", "pico", "--port", rig.url)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "verified: pico-mdd10" in r.stdout
+
+
+@pico_all
+def test_params_set_save_survives_a_power_cycle_of_the_pico_rig(pico_image, tmp_path):
+    from viperdrive.sim.pico import PicoRig, wait_for_link
+    flash = pico_image.copy(tmp_path / "b.flash")
+    with PicoRig(flash=flash) as rig:
+        wait_for_link(rig.url, rig.clock)
+        r = _cli("params", "set", "kp=0.07", "--save", "--port", rig.url)
+        assert r.returncode == 0, r.stdout + r.stderr
+    # a new rig process on the same flash file: littlefs kept params.json
+    with PicoRig(flash=flash) as rig:
+        wait_for_link(rig.url, rig.clock)
+        r = _cli("params", "get", "kp", "--port", rig.url)
+        assert r.returncode == 0 and "0.07" in r.stdout, r.stdout + r.stderr
+
+
+@pico_all
+def test_repl_pin_held_at_boot_gives_the_repl_on_the_pico(pico_image, tmp_path):
+    from viperdrive.sim.pico import PicoRig
+    flash = pico_image.copy(tmp_path / "r.flash")
+    with PicoRig(flash=flash, hold_repl_pin=True) as rig:
+        time.sleep(2)
+        from viperdrive.executables import require
+        r = subprocess.run([require("mpremote"), "connect", rig.url, "fs", "ls", ":"], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "app.mpy" in r.stdout and "main.py" in r.stdout and "app.py" not in r.stdout
+        assert "repl_mode" not in r.stdout
+
+
+def test_pico_rig_is_not_run_without_node_modules_quietly():
+    # `make setup` installs rp2040js from the package-lock; without it the rig says how to get it
+    if NODE_OK:
+        assert (RIG / "package-lock.json").is_file()
+        lock = json.loads((RIG / "package-lock.json").read_text())
+        assert lock["packages"]["node_modules/rp2040js"]["version"] == "1.4.1"
+    else:
+        from viperdrive.sim import SimError
+        from viperdrive.sim.pico import rig_command
+        with pytest.raises(SimError, match="make setup"):
+            rig_command(flash=None)
+
+
+def test_time_scale_of_an_unregistered_port_is_one():
+    from viperdrive.sim.pico import time_scale
+    assert time_scale("/dev/ttyACM7") == 1.0 and time_scale("socket://127.0.0.1:1") == 1.0
+    assert math.isfinite(time_scale("socket://127.0.0.1:1"))
+    assert os.environ.get("VIPERDRIVE_TIME_SCALE") is None      # no global knob: only a registered rig scales
