@@ -191,7 +191,7 @@ def test_every_command_reads_and_parses_the_robot_file_once(sim, tmp_path, capsy
     # before: check-config parsed the file once to tell a robot file from a robot_localization one, then loaded it
     # again (2 opens, 2 parses)
     robot = tmp_path / "robot.yaml"
-    robot.write_text("# a robot\nwheel_separation: 0.152\nmax_wheel_speed: 0.5\n")
+    robot.write_text("# a robot\nwheel_separation: 0.152\nmax_rim_speed: 0.5\n")
     args = [a.replace("{file}", str(robot)).replace("{sim}", sim.url) for a in argv]
     with _reads_of(robot, monkeypatch) as n:
         code, out = _main(capsys, *args)
