@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from viperdrive import flashing, paths, robotfile, rosmsg_defs, steptest
-from viperdrive.cli.common import Progress, TerminalKeys
+from viperdrive.cli.terminal import Progress, TerminalKeys
 from viperdrive.config import RobotConfig
 from viperdrive.errors import BadValue, PortError, UserError
 from viperdrive.ports import SerialPortInfo, choose_auto, resolve_port
@@ -94,6 +94,31 @@ def test_progress_redraws_one_line_on_a_terminal():
         os.close(master)
     assert "\r\x1b[2Kflash [" + "#" * 30 + "] 100.0% 4/4 files all" in data.replace("\r\n", "\n")
     assert "flash: done" in data
+
+
+def test_progress_with_a_total_learned_on_the_way():
+    # what `viperdrive fuse` gives it: the message count is known once the recording's summary is read (never for a
+    # damaged file without one)
+    out = io.StringIO()
+    bar = Progress(None, "fuse", stream=out, unit="messages")
+    bar.update(2000)                                # total unknown: a log gets nothing until the end
+    assert out.getvalue() == ""
+    bar.update(4000, total=20000)
+    bar.update(20000)
+    bar.close()
+    lines = out.getvalue().splitlines()
+    assert lines[:2] == ["fuse: 20% (4000/20000 messages)", "fuse: 100% (20000/20000 messages)"], lines
+    assert lines[2].startswith("fuse: done (") and len(lines) == 3
+    master, slave = pty.openpty()
+    try:
+        with os.fdopen(slave, "w", closefd=True) as tty:
+            bar = Progress(None, "fuse", stream=tty, unit="messages")
+            bar.update(1234)
+            bar.close("stopped")
+        data = os.read(master, 4096).decode()
+    finally:
+        os.close(master)
+    assert "\r\x1b[2Kfuse 1234 messages" in data and "fuse: stopped (" in data, repr(data)
 
 
 def test_terminal_keys_decode_arrows_letters_and_split_escape_sequences():

@@ -15,7 +15,7 @@ def test_examples_load():
     assert y.wheel_separation == 0.1853 and y.counts_per_rev is None
     assert y.linear.max_velocity == 0.5 and y.linear.deceleration == 1.0
     assert y.angular.max_deceleration is None and y.angular.deceleration == 6.0
-    assert y.ros2["odom_frame_id"] == "odom" and y.ros2["enable_odom_tf"] is True
+    assert y.ros2.odom_frame_id == "odom" and y.ros2.enable_odom_tf is True
     t = RobotConfig.load(EXAMPLES / "robot.toml")
     assert t.port == "sim" and t.linear.max_acceleration == 0.8 and t.angular.max_velocity == 4.0
     assert t.effective_separation == pytest.approx(0.1853)
@@ -92,8 +92,8 @@ diff_drive_controller:
     angular.z.max_velocity: 1.0
 """)
     c = RobotConfig.load(f)
-    assert c.wheel_separation == 0.40 and c.ros2["base_frame_id"] == "base_footprint"
-    assert c.ros2["pose_covariance_diagonal"][5] == 0.01 and c.ros2["publish_rate"] == 50.0
+    assert c.wheel_separation == 0.40 and c.ros2.base_frame_id == "base_footprint"
+    assert c.ros2.pose_covariance_diagonal[5] == 0.01 and c.ros2.publish_rate == 50.0
     assert c.linear.max_velocity == 1.0 and c.angular.max_velocity == 1.0
     assert c.linear.max_acceleration is None                 # has_acceleration_limits: false
     assert "left_wheel_names" in c.ignored and "linear.x.min_velocity" in c.ignored
@@ -149,3 +149,27 @@ def test_bad_files(tmp_path):
     empty = tmp_path / "empty.yaml"
     empty.write_text("")
     assert RobotConfig.load(empty) == RobotConfig(source=str(empty))
+
+
+def test_ros2_section_is_a_frozen_typed_settings_object_with_the_one_set_of_defaults():
+    import dataclasses
+
+    from viperdrive import config as C
+    from viperdrive.config import Ros2Settings
+
+    assert RobotConfig().ros2 == Ros2Settings() and RobotConfig().ros2.publish_rate == 50.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        RobotConfig().ros2.publish_rate = 10.0
+    # the keys diff_drive_controller keeps at its top level are exactly the settings' fields
+    assert {f.name for f in dataclasses.fields(Ros2Settings)} == C._DDC_ROS2
+    c = RobotConfig.from_dict({"ros2": {"publish_rate": 20, "use_stamped_vel": True, "tf_frame_prefix": "r1",
+                                        "twist_covariance_diagonal": [1, 2, 3, 4, 5, 6]}})
+    r = c.ros2
+    assert (r.publish_rate, r.use_stamped_vel, r.tf_frame_prefix) == (20.0, True, "r1")
+    assert type(r.publish_rate) is float and r.twist_covariance_diagonal == (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+    assert (r.odom_frame_id, r.enable_odom_tf, r.pose_covariance_diagonal) == ("odom", True, None)   # defaults
+    assert hash(r) == hash(Ros2Settings(publish_rate=20.0, use_stamped_vel=True, tf_frame_prefix="r1",
+                                        twist_covariance_diagonal=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0)))
+    # a robot file holds plain data: lists, and from_dict(to_dict()) gives the same settings back
+    assert c.to_dict()["ros2"]["twist_covariance_diagonal"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert RobotConfig.from_dict(c.to_dict()) == c and c.get("ros2.publish_rate") == 20.0

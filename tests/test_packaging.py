@@ -76,6 +76,28 @@ def test_pyproject_declares_every_subpackage():
     assert not declared - on_disk, f"declared but missing: {sorted(declared - on_disk)}"
 
 
+def test_moved_names_keep_their_old_import_paths():
+    """cli/common.py was split into rooms and fuse.py's helpers moved next to what they belong to
+    (docs/architecture.md): the old import paths give the very same objects."""
+    import importlib
+
+    from viperdrive import errors, fuse, transforms
+    from viperdrive.cli import common
+    from viperdrive.ekf import sensors
+
+    rooms = [importlib.import_module(f"viperdrive.cli.{m}") for m in ("boardopen", "options", "output", "signals",
+                                                                      "terminal")]
+    for name in common.__all__:
+        obj = getattr(common, name)
+        assert any(vars(m).get(name) is obj for m in rooms), name        # the room's object, not a copy
+        assert getattr(obj, "__module__", "viperdrive.cli.options") != "viperdrive.cli.common", name
+    assert set(common.__all__) >= {"open_board", "load_config", "Progress", "TerminalKeys", "LiveView", "print_json",
+                                   "sigterm_as_interrupt", "FAULT_HINTS", "add_board_options", "param_guard"}
+    assert fuse.FuseError is errors.FuseError
+    assert fuse.StaticFrames is transforms.StaticFrames and fuse.FrameContext is transforms.FrameContext
+    assert fuse.measurements_of is sensors.measurements_of
+
+
 def test_license_is_declared_and_shipped():
     meta = importlib.metadata.metadata("viperdrive")
     assert meta["License-Expression"] == "MIT" and "LICENSE" in meta.get_all("License-File")

@@ -3,8 +3,12 @@ command that takes it, before anything moves; a good one's limits are the ones t
 file with several nodes drives the robot with its controller's values. On a shared virtual board."""
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -123,3 +127,101 @@ def test_a_ros2_control_file_drives_with_its_controllers_values(sim, tmp_path):
     assert r.returncode == 0, r.stderr
     assert 0.15 < peak < 0.2 * 1.06, peak        # base_controller_slow's linear.x.max_velocity 0.2
     assert "base_controller_slow" in r.stderr and "update_rate" in r.stderr      # the notes say what was read
+
+
+# ------------------------------------------------------------------------------------------ read once
+
+_watched: set[str] = set()
+_opens: list[str] = []
+
+
+def _audit(event, args):
+    # every way Python opens a file (open, Path.read_bytes/read_text, os.open) raises the audit event "open"
+    if event == "open" and _watched and isinstance(args[0], (str, bytes, os.PathLike)):
+        path = os.path.abspath(os.fsdecode(args[0]))
+        if path in _watched:
+            _opens.append(path)
+
+
+sys.addaudithook(_audit)        # for the life of the process; it only looks at paths while a test watches
+
+
+@contextlib.contextmanager
+def _reads_of(path: Path, monkeypatch):
+    """{"opens": times the file was opened, "parses": times its text was parsed as YAML} while the block runs (the
+    parse is counted where every YAML load of the package ends: ruamel.yaml's compose)."""
+    from ruamel.yaml import YAML
+
+    text = path.read_text()
+    counts = {"opens": 0, "parses": 0}
+    compose = YAML.compose
+
+    def counting_compose(self, stream):
+        if stream == text:
+            counts["parses"] += 1
+        return compose(self, stream)
+
+    monkeypatch.setattr(YAML, "compose", counting_compose)
+    _opens.clear()
+    _watched.add(str(path.resolve()))
+    try:
+        yield counts
+    finally:
+        _watched.clear()
+        counts["opens"] = len(_opens)
+        monkeypatch.setattr(YAML, "compose", compose)
+
+
+def _main(capsys, *argv) -> tuple[int, str]:
+    from viperdrive.cli import main
+
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.mark.parametrize("argv", [
+    ("check-config", "{file}"),
+    ("check-config", "{file}", "--json"),
+    ("flash", "--dry-run", "--board", "pico", "--config", "{file}", "--port", "/dev/null"),
+    ("info", "--config", "{file}", "--port", "{sim}"),
+    ("params", "get", "kp", "--config", "{file}", "--port", "{sim}"),
+])
+def test_every_command_reads_and_parses_the_robot_file_once(sim, tmp_path, capsys, monkeypatch, argv):
+    # before: check-config parsed the file once to tell a robot file from a robot_localization one, then loaded it
+    # again (2 opens, 2 parses)
+    robot = tmp_path / "robot.yaml"
+    robot.write_text("# a robot\nwheel_separation: 0.152\nmax_rim_speed: 0.5\n")
+    args = [a.replace("{file}", str(robot)).replace("{sim}", sim.url) for a in argv]
+    with _reads_of(robot, monkeypatch) as n:
+        code, out = _main(capsys, *args)
+    assert code == 0, out
+    assert n == {"opens": 1, "parses": 1}, (argv, n)
+
+
+def test_check_config_reads_a_robot_localization_file_once(tmp_path, capsys, monkeypatch):
+    ekf = tmp_path / "ekf.yaml"
+    ekf.write_text((Path(__file__).resolve().parents[1] / "docs" / "examples" / "ekf.yaml").read_text())
+    with _reads_of(ekf, monkeypatch) as n:
+        code, out = _main(capsys, "check-config", ekf)
+    assert "robot_localization parameters" in out, out
+    assert n == {"opens": 1, "parses": 1}, n
+
+
+def test_calibrate_parses_the_robot_file_once_and_writes_it(sim, tmp_path, capsys, monkeypatch):
+    # before: load_config parsed the file, then update_values read it and parsed it again before editing it
+    # (3 opens, 2 parses). Now: one parse when the command starts; the edit reads the text as it is then (1 open;
+    # a file edited during the spins keeps the edit) and the edited copy is parsed before it replaces the file.
+    robot = tmp_path / "robot.yaml"
+    robot.write_text("# a robot\nwheel_separation: 0.152  # nominal\n")
+    try:
+        with _reads_of(robot, monkeypatch) as n:
+            code, out = _main(capsys, "calibrate", "wheelbase", "--rate", "3", "--time", "1.2", "--measured",
+                              "200,200", "--yes", "-q", "--config", robot, "--port", sim.url)
+        assert code == 0, out
+        assert f"robot file {robot}: updated" in out
+        assert n == {"opens": 2, "parses": 1}, n
+        new = float(re.search(r"wheel_separation: ([\d.]+)  # nominal", robot.read_text()).group(1))
+        assert new != 0.152 and 0.1 < new < 0.2      # odometry's turn (about 206 deg) over the 200 deg "measured"
+    finally:
+        assert _main(capsys, "params", "set", "wheel_separation=0.152", "--save", "--port", sim.url)[0] == 0

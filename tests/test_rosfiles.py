@@ -66,8 +66,8 @@ def test_ros2_control_file_with_several_nodes():
         (1.0, 1.0, 1.0)
     assert c.linear.max_velocity == 0.4 and c.linear.max_acceleration == 0.8
     assert c.angular.max_velocity == 2.5 and c.angular.max_acceleration == 5.0
-    assert c.ros2["pose_covariance_diagonal"] == [1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-2]
-    assert c.ros2["publish_rate"] == 50.0 and c.ros2["use_stamped_vel"] is False
+    assert c.ros2.pose_covariance_diagonal == (1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 1e-2)
+    assert c.ros2.publish_rate == 50.0 and c.ros2.use_stamped_vel is False
     assert {"left_wheel_names", "open_loop", "linear.x.min_velocity"} <= set(c.ignored)
     assert "joint_broad (joint_state_broadcaster/JointStateBroadcaster)" in notes(c)
 
@@ -80,7 +80,7 @@ def test_wildcards_and_file_order():
     assert c.wheel_separation == 0.160 and c.wheel_radius == 0.033
     assert c.left_radius == pytest.approx(0.033 * 1.002) and c.right_radius == pytest.approx(0.033 * 0.998)
     assert c.linear.max_velocity == 0.22 and c.angular.max_acceleration == 3.2
-    assert c.ros2["base_frame_id"] == "base_footprint" and c.ros2["enable_odom_tf"] is False
+    assert c.ros2.base_frame_id == "base_footprint" and c.ros2.enable_odom_tf is False
     assert "use_sim_time" in c.ignored                        # from /**
     # the same file, the node given by name or by a full name in another namespace: same values
     assert robot("ros2_control_wildcards.yaml", node="diff_drive_base_controller") == c
@@ -107,7 +107,7 @@ def test_vendor_keys_are_a_note_unless_strict():
     # what ROS 2 itself would refuse: integers for double parameters, a list mixing integers and decimals
     assert "wheel_separation_multiplier: 1 is an integer; ROS 2 refuses" in text and "(line 13)" in text
     assert "pose_covariance_diagonal: the list mixes integers and decimals (entry 2 is 1000000)" in text
-    assert c.ros2["pose_covariance_diagonal"] == [0.001, 0.001, 1e6, 1e6, 1e6, 0.03]
+    assert c.ros2.pose_covariance_diagonal == (0.001, 0.001, 1e6, 1e6, 1e6, 0.03)
     msg = bad_robot("ros2_control_vendor.yaml", strict=True)
     assert "platform_velocity_controller: keys diff_drive_controller does not declare (--strict)" in msg
     assert "motor_current_limit" in msg
@@ -138,7 +138,7 @@ def test_ros1_controller_file():
     assert c.cmd_vel_timeout == 0.25 and c.update_rate == 100.0                         # no controller_manager
     assert c.linear.max_velocity == 1.0 and c.linear.max_acceleration == 3.0
     assert c.angular.max_velocity == 2.0 and c.angular.max_acceleration is None    # has_acceleration_limits: false
-    assert c.ros2["enable_odom_tf"] is False and c.ros2["pose_covariance_diagonal"][2] == 1e6
+    assert c.ros2.enable_odom_tf is False and c.ros2.pose_covariance_diagonal[2] == 1e6
     assert "left_wheel" in c.ignored and "estimate_velocity_from_position" in notes(c)
     assert "base_joint_publisher" in notes(c)
 
@@ -148,7 +148,7 @@ def test_ros1_flat_controller_file():
     assert (c.layout, c.node) == ("ros1", None)
     assert c.wheel_separation == 0.23 and c.wheel_radius == 0.035 and c.cmd_vel_timeout == 0.3
     assert c.linear.max_velocity == 0.26 and c.angular.max_velocity == 1.82    # linear/x/... keys
-    assert c.ros2["base_frame_id"] == "base_footprint" and c.ros2["publish_rate"] == 50.0
+    assert c.ros2.base_frame_id == "base_footprint" and c.ros2.publish_rate == 50.0
 
 
 def test_corrupt_robot_files_are_errors_with_the_line():
@@ -190,7 +190,7 @@ def test_unquoted_nan_inf_and_yes_read_as_ros_2_reads_them(tmp_path):
     f.write_text("dd:\n  ros__parameters:\n    wheel_separation: 0.2\n    wheel_radius: 0.03\n"
                  "    linear.x.max_velocity: nan\n    enable_odom_tf: off\n")
     c = RobotConfig.load(f)
-    assert c.linear.max_velocity is None and c.ros2["enable_odom_tf"] is False
+    assert c.linear.max_velocity is None and c.ros2.enable_odom_tf is False
     assert "'off' is a string in YAML 1.2 but ROS 2's parameter parser reads the unquoted word as false" in notes(c)
     f.write_text("enable: 1\nros2:\n  enable_odom_tf: 'off'\n")
     with pytest.raises(BadValue, match="unknown key 'enable'"):

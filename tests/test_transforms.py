@@ -1,9 +1,10 @@
-"""Quaternion identities (hypothesis) and rigid transforms with frame checking."""
+"""Quaternion identities (hypothesis), rigid transforms with frame checking, and a static frame tree putting sensor
+data into base_link."""
 import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from viperdrive import transforms as tf
@@ -71,6 +72,9 @@ def test_euler_is_zyx():
 
 @settings(max_examples=200, deadline=None)
 @given(quats, quats, st.floats(0.0, 1.0))
+# two rotations 3.6 deg apart: linear interpolation (then used below 3.6 deg) was 1e-6 rad off the constant speed
+@example(np.array([0.50203583, 0.7266308, 0.0, 0.46900715]), np.array([0.47446999, 0.73959052, 0.0, 0.47737206]),
+         0.1875)
 def test_slerp_endpoints_constant_speed_and_short_arc(a, b, t):
     assert tf.quat_same_rotation(tf.quat_slerp(a, b, 0.0), a, 1e-9)
     assert tf.quat_same_rotation(tf.quat_slerp(a, b, 1.0), b, 1e-9)
@@ -142,3 +146,29 @@ def test_wrap_angle_boundaries_scalar_and_array_alike():
     arr = tf.wrap_angle(np.array(cases))
     assert arr.tolist() == scalar                       # bit for bit the scalar results
     assert all(-math.pi <= a < math.pi for a in scalar)
+
+
+def test_static_frames_put_sensor_data_into_base_link():
+    from viperdrive.transforms import (SE3, FrameContext, StaticFrames, quat_from_euler, quat_multiply,
+                                       quat_same_rotation)
+
+    frames = StaticFrames()
+    frames.add("base_link", "imu_link", SE3.from_euler(math.pi, 0.0, 0.0, (0.1, 0.0, 0.05)))   # upside down
+    frames.add("/base_link", "/laser", SE3(p=(0.2, 0.0, 0.0)))
+    warned = []
+    fc = FrameContext("odom", "base_link", frames, warn=warned.append)
+    assert frames.lookup("imu_link", "laser") is not None and frames.lookup("odom", "laser") is None
+    # an upside-down IMU reads yaw rate and z acceleration with the opposite sign
+    q_imu = quat_multiply(quat_from_euler(0.0, 0.0, 0.7), quat_from_euler(math.pi, 0.0, 0.0))
+    q, _, gyro, _, acc, _ = fc.imu("imu0", "imu_link", q_imu, np.eye(3), np.array([0.0, 0.0, -0.5]), np.eye(3),
+                                   np.array([0.0, 0.0, -9.8]), np.eye(3))
+    assert quat_same_rotation(q, quat_from_euler(0.0, 0.0, 0.7), 1e-12)
+    assert np.allclose(gyro, [0.0, 0.0, 0.5]) and np.allclose(acc, [0.0, 0.0, 9.8])
+    # a velocity sensor 0.2 m ahead of base_link sees 0.2 m/s sideways when the base spins at 1 rad/s in place
+    lin, ang, _ = fc.body_twist("twist0", "laser", np.array([0.0, 0.2, 0.0]), np.array([0.0, 0.0, 1.0]),
+                                np.eye(6))
+    assert np.allclose(lin, 0.0) and np.allclose(ang, [0, 0, 1])
+    # an unknown frame is used as is, and said once
+    fc.body_twist("twist0", "camera", np.zeros(3), np.zeros(3), np.eye(6))
+    fc.body_twist("twist0", "camera", np.zeros(3), np.zeros(3), np.eye(6))
+    assert len(warned) == 1 and "'camera'" in warned[0] and "/tf_static" in warned[0]

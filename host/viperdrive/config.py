@@ -46,10 +46,18 @@ class OdometryNoise:
     planar_variance: float = 1e-6           # z, roll, pitch (and vy, vz, wx, wy): zero by the planar model
 
 
-def _default_ros2() -> dict[str, Any]:
-    return {"odom_frame_id": "odom", "base_frame_id": "base_link", "tf_frame_prefix": "", "publish_rate": 50.0,
-            "enable_odom_tf": True, "pose_covariance_diagonal": None, "twist_covariance_diagonal": None,
-            "use_stamped_vel": None}
+@dataclass(frozen=True)
+class Ros2Settings:
+    """The ROS 2 bridge's settings: the robot file's `ros2` section (diff_drive_controller keeps the same keys at
+    the top level of its parameters). These defaults are the only ones: the bridge reads every value from here."""
+    odom_frame_id: str = "odom"
+    base_frame_id: str = "base_link"
+    tf_frame_prefix: str = ""                   # "" = none; prefix + "/" + frame id otherwise
+    publish_rate: float = 50.0                  # Hz of odom, joint_states and tf
+    enable_odom_tf: bool = True                 # publish odom -> base_link on /tf
+    pose_covariance_diagonal: tuple[float, ...] | None = None       # 6 values; None: the propagated covariance
+    twist_covariance_diagonal: tuple[float, ...] | None = None
+    use_stamped_vel: bool | None = None         # cmd_vel as TwistStamped (True), Twist (False); None: detect
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,7 @@ class RobotConfig:
     port: str = "/dev/ttyACM0"
     baud: int = 115200
     odometry: OdometryNoise = OdometryNoise()
-    ros2: dict = field(default_factory=_default_ros2)
+    ros2: Ros2Settings = Ros2Settings()
     source: str | None = None                   # the file it came from (None: defaults / a dict)
     ignored: tuple = ()                         # diff_drive_controller keys read but without meaning here
     # where the values came from (not part of equality: the same robot from another layout is the same robot)
@@ -124,33 +132,7 @@ class RobotConfig:
         """Read a .yaml/.yml or .toml robot file (a viperdrive file, a ros2_control or ROS 1 diff_drive_controller
         file). BadValue (exit code 7) for anything wrong with it: a file that exists and cannot be read is an error,
         never a reason to fall back to the built-in defaults."""
-        p = Path(path)
-        try:
-            raw = p.read_bytes()
-        except FileNotFoundError:
-            raise BadValue(f"robot file {p} does not exist") from None
-        except OSError as e:
-            raise BadValue(f"robot file {p} cannot be read: {e.strerror or e}") from None
-        suffix = p.suffix.lower()
-        if suffix not in (".toml", ".yaml", ".yml"):
-            raise BadValue(f"robot file {p}: unknown format {suffix or '(no suffix)'!r}; use .yaml, .yml or .toml")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise BadValue(f"robot file {p} is not UTF-8 text ({e.reason} at byte {e.start}; corrupt?)") from None
-        if suffix == ".toml":
-            try:
-                doc = Document(tomllib.loads(text), str(p))
-            except tomllib.TOMLDecodeError as e:
-                raise BadValue(f"robot file {p} is not valid TOML: {_one_line(e)}") from None
-        else:
-            try:
-                doc = parse_yaml(text, str(p))
-            except ParamError as e:
-                raise BadValue(f"robot file {e}") from None
-            if doc.data is None:
-                doc.data = {}
-        return cls.from_document(doc, node=node, strict=strict)
+        return cls.from_document(read_robot_file(path), node=node, strict=strict)
 
     def with_values(self, **changes) -> RobotConfig:
         """A copy with top-level fields replaced and validated (e.g. with_values(port="sim"))."""
@@ -170,10 +152,8 @@ class RobotConfig:
             if isinstance(value, AxisLimits):
                 out[f.name] = {"x" if f.name == "linear" else "z": {g.name: getattr(value, g.name)
                                                                     for g in fields(value)}}
-            elif isinstance(value, OdometryNoise):
-                out[f.name] = {g.name: getattr(value, g.name) for g in fields(value)}
-            elif isinstance(value, dict):
-                out[f.name] = dict(value)
+            elif isinstance(value, (OdometryNoise, Ros2Settings)):
+                out[f.name] = {g.name: _plain(getattr(value, g.name)) for g in fields(value)}
             else:
                 out[f.name] = value
         return out
@@ -186,6 +166,45 @@ class RobotConfig:
                 raise KeyError(dotted)
             node = node[part]
         return node
+
+
+def read_robot_file(path) -> Document:
+    """A robot file's text, read once and parsed by its suffix (.yaml/.yml: YAML 1.2 as ROS reads it, .toml), not
+    yet validated (RobotConfig.from_document does that). BadValue (exit code 7) when it is missing, unreadable, not
+    UTF-8 or not valid YAML/TOML."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise BadValue(f"robot file {p} does not exist") from None
+    except OSError as e:
+        raise BadValue(f"robot file {p} cannot be read: {e.strerror or e}") from None
+    suffix = p.suffix.lower()
+    if suffix not in (".toml", ".yaml", ".yml"):
+        raise BadValue(f"robot file {p}: unknown format {suffix or '(no suffix)'!r}; use .yaml, .yml or .toml")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadValue(f"robot file {p} is not UTF-8 text ({e.reason} at byte {e.start}; corrupt?)") from None
+    return parse_robot_file(text, p)
+
+
+def parse_robot_file(text: str, path) -> Document:
+    """The text of the robot file `path` (its suffix says TOML or YAML) as a Document; BadValue naming the file and
+    the line when it is not valid. An empty YAML file is an empty mapping."""
+    p = Path(path)
+    if p.suffix.lower() == ".toml":
+        try:
+            return Document(tomllib.loads(text), str(p))
+        except tomllib.TOMLDecodeError as e:
+            raise BadValue(f"robot file {p} is not valid TOML: {_one_line(e)}") from None
+    try:
+        doc = parse_yaml(text, str(p))
+    except ParamError as e:
+        raise BadValue(f"robot file {e}") from None
+    if doc.data is None:
+        doc.data = {}
+    return doc
 
 
 # ---- validation table: key -> (kind, min, max, allow None, what) ----
@@ -475,16 +494,17 @@ def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) 
     kw: dict[str, Any] = {}
     axes: dict[str, dict] = {"linear": {}, "angular": {}}
     noise: dict[str, Any] = {}
-    ros2 = _default_ros2()
+    ros2: dict[str, Any] = {}
+    ros2_keys = [f.name for f in fields(Ros2Settings)]
     for key, value in flat.items():
         name = RENAMED_KEYS.get(key, key)      # errors name the key as the file writes it
         spec = _SPECS.get(name)
         if spec is None:
             if key.startswith("ros2."):
                 sub = key[5:]
-                if sub not in ros2:
-                    raise BadValue(f"{prefix}unknown key {key!r}{_suggest(sub, list(ros2), 'ros2.')}; "
-                                   f"known ros2 keys: {', '.join(sorted(ros2))}")
+                if sub not in ros2_keys:
+                    raise BadValue(f"{prefix}unknown key {key!r}{_suggest(sub, ros2_keys, 'ros2.')}; "
+                                   f"known ros2 keys: {', '.join(sorted(ros2_keys))}")
                 if ros and key[5:] in _DDC_DOUBLES:
                     p.check_ros2_double(key[5:], value)
                 ros2[sub] = _check_ros2(p, key, sub, value)
@@ -532,8 +552,8 @@ def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) 
     explicit = (frozenset(RENAMED_KEYS.get(k, k) for k in flat if k not in vendor)
                 | (frozenset(["update_rate"]) if update_rate else frozenset()))
     return cls(linear=AxisLimits(**axes["linear"]), angular=AxisLimits(**axes["angular"]),
-               odometry=OdometryNoise(**noise), ros2=ros2, source=p.source or None, ignored=tuple(ignored),
-               node=p.node, layout=layout, notes=tuple(notes), explicit=explicit, **kw)
+               odometry=OdometryNoise(**noise), ros2=Ros2Settings(**ros2), source=p.source or None,
+               ignored=tuple(ignored), node=p.node, layout=layout, notes=tuple(notes), explicit=explicit, **kw)
 
 
 def _check(p: Params, key: str, value, spec):
@@ -575,7 +595,7 @@ def _check_ros2(p: Params, key: str, sub: str, value):
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
                            for v in value)):
             raise BadValue(f"{where}={value!r} must be a list of 6 finite numbers >= 0 (or null: computed){at}")
-        return [float(v) for v in value]
+        return tuple(float(v) for v in value)
     if sub in ("enable_odom_tf",):
         return p.as_bool(key, value)
     if sub == "use_stamped_vel":
@@ -585,6 +605,11 @@ def _check_ros2(p: Params, key: str, sub: str, value):
     if not isinstance(value, str):
         raise BadValue(f"{where}={value!r} must be a string{at}")
     return value
+
+
+def _plain(value):
+    """A value as a robot file holds it (a tuple as a list)."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _suggest(key: str, known: list[str], prefix: str = "") -> str:

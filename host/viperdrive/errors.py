@@ -50,3 +50,8 @@ class BadValue(UserError):
 
 class LinkLost(UserError):
     exit_code = EXIT_LINK_LOST
+
+
+class FuseError(UserError):
+    """The input or output file cannot be used (`viperdrive fuse`, and the recordings and outputs it shares with
+    the config lint: viperdrive.logs)."""

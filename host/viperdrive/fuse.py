@@ -9,14 +9,17 @@ the filter time, as robot_localization stamps /odometry/filtered.
 
 Arrival times are mapped onto the stamp clock by the smallest observed (log time - stamp), so recordings made with
 a clock offset (sim time, another machine) still line up; only the differences in latency matter.
+
+This module is the scheduler and its summary. What it uses lives with what it belongs to: the recording's TF tree
+and the frame conversion in viperdrive.transforms (StaticFrames, FrameContext), the message adapters in
+viperdrive.ekf.sensors (measurements_of), the reader of damaged recordings and the outputs written whole in
+viperdrive.logs; progress goes to a callback (the CLI draws it with its Progress).
 """
 from __future__ import annotations
 
 import csv
 import math
-import os
 import struct
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +29,10 @@ import numpy as np
 from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
 from .ekf.core import SensorStatus
-from .errors import UserError
-from .logs import MCAP_MAGIC, McapDamage, guarded
-from .transforms import SE3, quat_from_euler, quat_from_xyzw, quat_multiply, quat_to_xyzw
+from .ekf.sensors import measurements_of
+from .errors import FuseError
+from .logs import McapDamage, _open_reader, _OutputFile, guarded
+from .transforms import FrameContext, StaticFrames, quat_from_euler, quat_to_xyzw
 
 CSV_VARIABLES = STATE_NAMES[:12]
 CSV_COLUMNS = ("t",) + CSV_VARIABLES + tuple(f"var_{n}" for n in CSV_VARIABLES)
@@ -40,10 +44,6 @@ TYPE_OF_KIND = {
     "pose": rosmsg_defs.POSE_WITH_COVARIANCE_STAMPED,
     "twist": rosmsg_defs.TWIST_WITH_COVARIANCE_STAMPED,
 }
-
-
-class FuseError(UserError):
-    """The input or output file cannot be used."""
 
 
 @dataclass
@@ -110,206 +110,6 @@ class FuseSummary:
 
 def _stamp(header) -> float:
     return header.stamp.sec + header.stamp.nanosec * 1e-9
-
-
-def _cov(values, n) -> np.ndarray:
-    a = np.asarray(values, dtype=float)
-    if a.size != n * n:
-        raise ValueError(f"covariance has {a.size} elements, expected {n * n}")
-    return a.reshape(n, n)
-
-
-def _quat(o) -> np.ndarray:
-    q = quat_from_xyzw(o.x, o.y, o.z, o.w)
-    n = float(q @ q)
-    if not (n > 1e-12 and math.isfinite(n)):
-        raise ValueError("orientation quaternion is zero or not finite")
-    return q / math.sqrt(n)
-
-
-def _vec(v) -> np.ndarray:
-    return np.array([v.x, v.y, v.z], dtype=float)
-
-
-def _frame(name: str) -> str:
-    return name.lstrip("/")
-
-
-class StaticFrames:
-    """The static transform tree of a recording (/tf_static): target_T_source lookups, cached."""
-
-    def __init__(self):
-        self.parent_of: dict[str, tuple[str, SE3]] = {}
-        self._cache: dict[tuple[str, str], SE3 | None] = {}
-
-    def add(self, parent: str, child: str, T: SE3) -> None:
-        self.parent_of[_frame(child)] = (_frame(parent), T)
-        self._cache.clear()
-
-    def add_message(self, msg) -> None:
-        """A decoded tf2_msgs/TFMessage."""
-        for ts in msg.transforms:
-            tr = ts.transform
-            q = _quat(tr.rotation)
-            self.add(ts.header.frame_id, ts.child_frame_id, SE3.from_quaternion(q, _vec(tr.translation)))
-
-    def _to_root(self, frame: str) -> tuple[str, SE3]:
-        T = SE3()
-        seen = set()
-        while frame in self.parent_of and frame not in seen:
-            seen.add(frame)
-            parent, parent_T_frame = self.parent_of[frame]
-            T = parent_T_frame @ T
-            frame = parent
-        return frame, T
-
-    def lookup(self, target: str, source: str) -> SE3 | None:
-        """target_T_source, or None when the two frames are not connected by static transforms."""
-        target, source = _frame(target), _frame(source)
-        key = (target, source)
-        if key not in self._cache:
-            if target == source:
-                self._cache[key] = SE3()
-            else:
-                root_a, root_T_target = self._to_root(target)
-                root_b, root_T_source = self._to_root(source)
-                self._cache[key] = root_T_target.inverse() @ root_T_source if root_a == root_b else None
-        return self._cache[key]
-
-
-class FrameContext:
-    """Puts readings into the filter's frames (world_frame for poses, base_link_frame for twists and IMU data) with
-    the recording's static transforms, and says once per sensor and frame when it cannot."""
-
-    def __init__(self, world: str, base: str, frames: StaticFrames | None = None, warn=None):
-        self.world, self.base = _frame(world), _frame(base)
-        self.frames = frames or StaticFrames()
-        self._warn = warn or (lambda text: None)
-        self._warned: set = set()
-
-    def _lookup(self, sensor, frame, fixed, what, fixed_is_source=False):
-        """fixed_T_frame (frame_T_fixed when fixed_is_source), frame being the sensor's and fixed the filter's; None
-        when no transform is needed (the frame is the filter's own, or unnamed) or none is known (warned once)."""
-        if _frame(frame) in ("", fixed):
-            return None
-        target, source = (frame, fixed) if fixed_is_source else (fixed, frame)
-        T = self.frames.lookup(target, source)
-        if T is None and (sensor, target, source) not in self._warned:
-            self._warned.add((sensor, target, source))
-            self._warn(f"{sensor}: {what} is in frame '{_frame(source)}', not '{target}', and no static transform "
-                       f"connects them (/tf_static): used as if it were in '{target}'")
-        return T
-
-    def world_pose(self, sensor, frame, position, q, cov6):
-        """A pose given in `frame` as world_T_body."""
-        T = self._lookup(sensor, frame, self.world, "its pose")
-        if T is None:
-            return position, q, cov6
-        pose = T @ SE3.from_quaternion(q, position)
-        return pose.p, pose.quaternion, _rotate6(cov6, T.R)
-
-    def body_pose(self, sensor, child, position, q, cov6):
-        """world_T_child -> world_T_base (a pose of the sensor's body frame, e.g. odometry's child_frame_id)."""
-        T = self._lookup(sensor, child, self.base, "its body frame", fixed_is_source=True)
-        if T is None:
-            return position, q, cov6
-        pose = SE3.from_quaternion(q, position) @ T
-        return pose.p, pose.quaternion, cov6
-
-    def body_twist(self, sensor, frame, linear, angular, cov6):
-        """A twist of `frame` (expressed in it) -> the twist of base_link: w_b = R w, v_b = R v - w_b x r."""
-        T = self._lookup(sensor, frame, self.base, "its twist")
-        if T is None:
-            return linear, angular, cov6
-        w = T.R @ angular
-        return T.R @ linear - np.cross(w, T.p), w, _rotate6(cov6, T.R)
-
-    def imu(self, sensor, frame, q, q_cov, gyro, gyro_cov, acc, acc_cov):
-        """IMU data in the sensor's frame -> base_link (rotation only; lever-arm accelerations are not added)."""
-        T = self._lookup(sensor, frame, self.base, "its data")
-        if T is None:
-            return q, q_cov, gyro, gyro_cov, acc, acc_cov
-        R = T.R
-        if q is not None:
-            # world_T_imu @ imu_T_base = world_T_base
-            q = quat_multiply(q, T.inverse().quaternion)
-            q_cov = R @ q_cov @ R.T
-        if gyro is not None:
-            gyro, gyro_cov = R @ gyro, R @ gyro_cov @ R.T
-        if acc is not None:
-            acc, acc_cov = R @ acc, R @ acc_cov @ R.T
-        return q, q_cov, gyro, gyro_cov, acc, acc_cov
-
-
-def _rotate6(cov6, R):
-    rot = np.zeros((6, 6))
-    rot[:3, :3] = R
-    rot[3:, 3:] = R
-    return rot @ cov6 @ rot.T
-
-
-def measurements_of(inp: SensorInput, kind: str, msg, t: float, frames: FrameContext | None = None):
-    """Filter measurements from one decoded ROS 2 message of the sensor's kind, put into the filter's frames."""
-    fc = frames or FrameContext("", "")
-    name = inp.cfg.name
-    if kind in ("odom", "pose"):
-        p = msg.pose
-        pos, q, pcov = fc.world_pose(name, msg.header.frame_id, _vec(p.pose.position), _quat(p.pose.orientation),
-                                     _cov(p.covariance, 6))
-    if kind == "odom":
-        child = msg.child_frame_id
-        pos, q, pcov = fc.body_pose(name, child, pos, q, pcov)
-        tw = msg.twist
-        lin, ang, tcov = fc.body_twist(name, child, _vec(tw.twist.linear), _vec(tw.twist.angular),
-                                       _cov(tw.covariance, 6))
-        return inp.odometry(t, pos, q, pcov, lin, ang, tcov)
-    if kind == "pose":
-        return inp.pose(t, pos, q, pcov)
-    if kind == "twist":
-        tw = msg.twist
-        lin, ang, tcov = fc.body_twist(name, msg.header.frame_id, _vec(tw.twist.linear), _vec(tw.twist.angular),
-                                       _cov(tw.covariance, 6))
-        return inp.twist(t, lin, ang, tcov)
-    # imu: covariance[0] == -1 marks a part the IMU does not provide (sensor_msgs/Imu convention)
-    oc, gc, ac = list(msg.orientation_covariance), list(msg.angular_velocity_covariance), \
-        list(msg.linear_acceleration_covariance)
-    q = None if oc[0] == -1 else _quat(msg.orientation)
-    gyro = None if gc[0] == -1 else _vec(msg.angular_velocity)
-    acc = None if ac[0] == -1 else _vec(msg.linear_acceleration)
-    parts = fc.imu(name, msg.header.frame_id, q, None if q is None else _cov(oc, 3), gyro,
-                   None if gyro is None else _cov(gc, 3), acc, None if acc is None else _cov(ac, 3))
-    return inp.imu(t, *parts)
-
-
-
-
-
-def _open_reader(path: Path):
-    """(file, reader, summary or None, damaged text or ""). A file with the MCAP magic but no readable summary
-    (a recording cut short) is streamed from the start so every message before the damage is used."""
-    from mcap.exceptions import McapError
-    from mcap.reader import NonSeekingReader, make_reader
-
-    if not path.exists():
-        raise FuseError(f"{path}: no such file")
-    if path.is_dir():
-        raise FuseError(f"{path}: is a directory (give the .mcap file inside a ros2 bag folder)")
-    try:
-        f = open(path, "rb")
-    except OSError as e:
-        raise FuseError(f"{path}: cannot open: {e.strerror}") from None
-    magic = f.read(len(MCAP_MAGIC))
-    f.seek(0)
-    if magic != MCAP_MAGIC:
-        f.close()
-        raise FuseError(f"{path}: not a readable MCAP file (no MCAP magic at the start)")
-    try:
-        reader = make_reader(f)
-        summary = reader.get_summary()
-        return f, reader, summary, ""
-    except (McapError, ValueError, EOFError, OSError, struct.error) as e:
-        f.seek(0)
-        return f, NonSeekingReader(f), None, f"{type(e).__name__}: {e}"
 
 
 def _norm_topic(topic: str) -> str:
@@ -621,50 +421,6 @@ class _Fusion:
             self.last_row_t = ekf.time
 
 
-class _OutputFile:
-    """An output file written beside its target under a temporary name and renamed over it only by
-    `close(keep=True)`: a run that fails or produces nothing leaves an existing file exactly as it was (and creates
-    none). A target that exists but is not a regular file (/dev/null, a pipe) is written directly: there is nothing
-    in it to protect, and renaming over a device would replace the device."""
-
-    def __init__(self, path, mode: str, **kwargs):
-        target = Path(path)
-        self.target = target.resolve() if target.is_symlink() else target     # update the file the link points to
-        self.existed = self.target.exists()
-        self.tmp: Path | None = None
-        try:
-            if self.existed and not self.target.is_file():
-                self.file = open(self.target, mode, **kwargs)
-            else:
-                fd, tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".part",
-                                           dir=self.target.parent)
-                self.tmp = Path(tmp)
-                self.file = os.fdopen(fd, mode, **kwargs)
-        except OSError as e:
-            raise FuseError(f"{path}: cannot write: {e.strerror}") from None
-
-    def close(self, keep: bool) -> None:
-        if self.file is None:
-            return
-        self.file.close()
-        self.file = None
-        if self.tmp is None:
-            return
-        if not keep:
-            self.tmp.unlink(missing_ok=True)
-            return
-        # mkstemp makes the file 0600; give it the mode the replaced file had, or a new file's usual one
-        mode = self.target.stat().st_mode & 0o7777 if self.existed else 0o666 & ~_umask()
-        os.chmod(self.tmp, mode)
-        os.replace(self.tmp, self.target)
-
-
-def _umask() -> int:
-    mask = os.umask(0)      # the only portable way to read it is to set it; put it straight back
-    os.umask(mask)
-    return mask
-
-
 class _Outputs:
     """The CSV (and MCAP) of one run; `close(keep)` publishes them together, or discards both."""
 
@@ -707,23 +463,4 @@ class _Outputs:
             self._csv_file = self._mcap_file = None
 
 
-def progress_bar(stream) -> Callable[[int, int | None], None]:
-    """A one-line progress display for a terminal (carriage return, no scrolling)."""
-    width = 30
-
-    def show(n, total):
-        if total:
-            frac = min(1.0, n / total)
-            bar = "#" * int(frac * width)
-            stream.write(f"\rfuse [{bar:<{width}}] {frac * 100:5.1f}% {n}/{total} messages")
-        else:
-            stream.write(f"\rfuse {n} messages")
-        if total and n >= total:
-            stream.write("\n")
-        stream.flush()
-
-    return show
-
-
-__all__ = ["CSV_COLUMNS", "FuseError", "FuseSummary", "OUTPUT_TOPIC", "SensorTally", "fuse", "measurements_of",
-           "progress_bar"]
+__all__ = ["CSV_COLUMNS", "FuseError", "FuseSummary", "OUTPUT_TOPIC", "SensorTally", "fuse", "measurements_of"]

@@ -99,7 +99,7 @@ class RecordingScan:
         self.name = name
         self.sensors = {s.name: SensorFacts(s.name, s.kind, s.topic) for s in cfg.sensors}
         self.topics = topics              # every topic of the recording (None: unknown)
-        self.frames = None                # fuse.StaticFrames
+        self.frames = None                # transforms.StaticFrames
 
     def message(self, name: str, kind: str, msg, stamp: float) -> None:
         f = self.sensors.get(name)
@@ -137,7 +137,10 @@ def scan_recording(path, cfg) -> RecordingScan:
 
     from pathlib import Path
 
-    from .fuse import TF_STATIC, FuseError, StaticFrames, _norm_topic, _open_reader
+    from .errors import FuseError
+    from .fuse import TF_STATIC, _norm_topic
+    from .logs import _open_reader
+    from .transforms import StaticFrames
 
     f, reader, summary, damaged = _open_reader(Path(path))
     try:
@@ -373,7 +376,8 @@ def _process_noise(cfg, scan, out, at):
 
 def _frames(cfg, scan, out, at):
     topics = scan.topics
-    from .fuse import _frame, _norm_topic
+    from .fuse import _norm_topic
+    from .transforms import _frame
 
     for s in cfg.sensors:
         topic = _norm_topic(s.topic)

@@ -16,17 +16,21 @@ Stamps are wall-clock (UNIX epoch) nanoseconds, mapped from the host's monotonic
 A recording survives its process being killed: the open chunk is closed and handed to the kernel every
 FLUSH_PERIOD_S (1 s), so a SIGKILL (or a crash) loses at most the last second; the file then has no summary or
 footer. `read_mcap_partial` reads such a file up to its last complete chunk and says what was cut; `log plot`
-uses it.
+uses it. `viperdrive fuse` and the config lint open a recording with `_open_reader`, which streams a damaged one
+from the start, and write their outputs with `_OutputFile`, which replaces its target only when complete.
 """
 from __future__ import annotations
 
 import math
+import os
+import struct
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
 from . import rosmsg_defs
-from .errors import BadValue, UserError
+from .errors import BadValue, FuseError, UserError
 
 JOINT_STATE = rosmsg_defs.JOINT_STATE
 DIAGNOSTIC_ARRAY = rosmsg_defs.DIAGNOSTIC_ARRAY
@@ -181,6 +185,52 @@ class McapRecorder:
         self.close()
 
 
+# ------------------------------------------------------------------------------------------ files written whole
+
+class _OutputFile:
+    """An output file written beside its target under a temporary name and renamed over it only by
+    `close(keep=True)`: a run that fails or produces nothing leaves an existing file exactly as it was (and creates
+    none). A target that exists but is not a regular file (/dev/null, a pipe) is written directly: there is nothing
+    in it to protect, and renaming over a device would replace the device."""
+
+    def __init__(self, path, mode: str, **kwargs):
+        target = Path(path)
+        self.target = target.resolve() if target.is_symlink() else target     # update the file the link points to
+        self.existed = self.target.exists()
+        self.tmp: Path | None = None
+        try:
+            if self.existed and not self.target.is_file():
+                self.file = open(self.target, mode, **kwargs)
+            else:
+                fd, tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".part",
+                                           dir=self.target.parent)
+                self.tmp = Path(tmp)
+                self.file = os.fdopen(fd, mode, **kwargs)
+        except OSError as e:
+            raise FuseError(f"{path}: cannot write: {e.strerror}") from None
+
+    def close(self, keep: bool) -> None:
+        if self.file is None:
+            return
+        self.file.close()
+        self.file = None
+        if self.tmp is None:
+            return
+        if not keep:
+            self.tmp.unlink(missing_ok=True)
+            return
+        # mkstemp makes the file 0600; give it the mode the replaced file had, or a new file's usual one
+        mode = self.target.stat().st_mode & 0o7777 if self.existed else 0o666 & ~_umask()
+        os.chmod(self.tmp, mode)
+        os.replace(self.tmp, self.target)
+
+
+def _umask() -> int:
+    mask = os.umask(0)      # the only portable way to read it is to set it; put it straight back
+    os.umask(mask)
+    return mask
+
+
 # ------------------------------------------------------------------------------------------ reading
 
 class McapDamage(Exception):
@@ -276,6 +326,34 @@ def read_mcap_partial(path) -> tuple[dict[str, list[tuple[float, object]]], str 
         return dict(out), (f"{first_problem}; {stop}. Read {n} messages covering {span:.1f} s; what came after "
                            f"the last complete chunk is lost (a viperdrive recording writes a chunk every "
                            f"{FLUSH_PERIOD_S:g} s)")
+
+
+def _open_reader(path: Path):
+    """(file, reader, summary or None, damaged text or ""). A file with the MCAP magic but no readable summary
+    (a recording cut short) is streamed from the start so every message before the damage is used."""
+    from mcap.exceptions import McapError
+    from mcap.reader import NonSeekingReader, make_reader
+
+    if not path.exists():
+        raise FuseError(f"{path}: no such file")
+    if path.is_dir():
+        raise FuseError(f"{path}: is a directory (give the .mcap file inside a ros2 bag folder)")
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise FuseError(f"{path}: cannot open: {e.strerror}") from None
+    magic = f.read(len(MCAP_MAGIC))
+    f.seek(0)
+    if magic != MCAP_MAGIC:
+        f.close()
+        raise FuseError(f"{path}: not a readable MCAP file (no MCAP magic at the start)")
+    try:
+        reader = make_reader(f)
+        summary = reader.get_summary()
+        return f, reader, summary, ""
+    except (McapError, ValueError, EOFError, OSError, struct.error) as e:
+        f.seek(0)
+        return f, NonSeekingReader(f), None, f"{type(e).__name__}: {e}"
 
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"

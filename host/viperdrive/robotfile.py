@@ -12,7 +12,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from .config import RobotConfig
+from .config import RobotConfig, parse_robot_file
 from .errors import BadValue
 
 
@@ -65,9 +65,11 @@ def _edit_toml(text: str, key: str, value) -> str | None:
     return head + text[head_end:]
 
 
-def update_values(path, values: dict, node: str | None = None) -> None:
+def update_values(path, values: dict, node: str | None = None, config: RobotConfig | None = None) -> None:
     """Set keys of a robot file (in a ROS file: of its diff-drive controller `node`, chosen as RobotConfig.load
-    chooses it). BadValue (nothing written) when the file cannot be edited safely."""
+    chooses it). BadValue (nothing written) when the file cannot be edited safely. `config`: the RobotConfig the
+    command already loaded from this file (its layout says where a missing key may go), so the file is not parsed
+    a second time; the text edited is the file as it is now, and the edited text must load before it replaces it."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -76,8 +78,9 @@ def update_values(path, values: dict, node: str | None = None) -> None:
     suffix = p.suffix.lower()
     if suffix not in (".yaml", ".yml", ".toml"):
         raise BadValue(f"robot file {p}: unknown format {suffix!r}")
-    before = RobotConfig.load(p, node=node)     # refuse to touch a file that does not load now (it would hide
-    new = text                                  # the first problem)
+    # refuse to touch a file that does not load now (it would hide the first problem)
+    before = config if config is not None else RobotConfig.from_document(parse_robot_file(text, p), node=node)
+    new = text
     for key, value in values.items():
         edited = _edit_toml(new, key, value) if suffix == ".toml" else _edit_yaml(new, key, value, before.layout)
         if edited is None:
@@ -88,7 +91,10 @@ def update_values(path, values: dict, node: str | None = None) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(new)
-        check = RobotConfig.load(tmp, node=node)
+        try:
+            check = RobotConfig.load(tmp, node=node)
+        except BadValue as e:
+            raise BadValue(f"robot file {p}: the edited file would not load ({e}); nothing written") from None
         for key, value in values.items():
             got = check.get(key)
             if not (isinstance(got, (int, float)) and math.isclose(got, float(_fmt(value)), rel_tol=1e-12)):

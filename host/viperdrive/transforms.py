@@ -8,6 +8,9 @@ Conventions, fixed here and nowhere else:
   orientation in quaternions or matrices.
 - A transform named a_T_b maps coordinates in frame b to frame a: p_a = a_T_b @ p_b. Its inverse is b_T_a, computed
   by transpose (R^T, -R^T p), never by a general matrix inverse.
+
+Frame trees (the end of the module): StaticFrames, a recording's static transforms (/tf_static) with cached
+target_T_source lookups, and FrameContext, which puts sensor readings into a filter's world and body frames with it.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ __all__ = [
     "quat_identity", "quat_multiply", "quat_conjugate", "quat_normalize", "quat_rotate", "quat_slerp",
     "quat_same_rotation", "quat_angle_between", "quat_from_euler", "quat_to_euler", "quat_from_matrix",
     "quat_to_matrix", "quat_from_xyzw", "quat_to_xyzw", "euler_to_matrix", "matrix_to_euler",
-    "rot2", "is_rotation",
+    "rot2", "is_rotation", "StaticFrames", "FrameContext",
 ]
 
 
@@ -102,7 +105,8 @@ def quat_slerp(a, b, t: float) -> np.ndarray:
     if d < 0.0:         # take the short way: -b is the same rotation as b
         b = -b
         d = -d
-    if d > 0.9995:      # nearly parallel: sin(theta) ~ 0, linear interpolation is exact to rounding
+    if d > 1.0 - 1e-7:  # nearly parallel (under 0.05 deg apart): sin(theta) ~ 0; normalized linear interpolation
+        # is off the arc by about theta^3, 1e-11 rad here (from d > 0.9995, 3.6 deg, it was 1e-6 rad)
         return quat_normalize(a + t * (b - a))
     theta = math.acos(d)
     s = math.sin(theta)
@@ -316,3 +320,135 @@ class SE3:
         r, p, y = self.euler
         return (f"SE3({name}: p=({self.p[0]:.6g}, {self.p[1]:.6g}, {self.p[2]:.6g}), "
                 f"rpy=({r:.6g}, {p:.6g}, {y:.6g}))")
+
+
+# ---------------------------------------------------------------------------------------------------- frame trees
+# A recording's static transform tree (/tf_static) and readings put into a filter's frames with it
+
+def _quat(o) -> np.ndarray:
+    q = quat_from_xyzw(o.x, o.y, o.z, o.w)
+    n = float(q @ q)
+    if not (n > 1e-12 and math.isfinite(n)):
+        raise ValueError("orientation quaternion is zero or not finite")
+    return q / math.sqrt(n)
+
+
+def _vec(v) -> np.ndarray:
+    return np.array([v.x, v.y, v.z], dtype=float)
+
+
+def _frame(name: str) -> str:
+    return name.lstrip("/")
+
+
+class StaticFrames:
+    """The static transform tree of a recording (/tf_static): target_T_source lookups, cached."""
+
+    def __init__(self):
+        self.parent_of: dict[str, tuple[str, SE3]] = {}
+        self._cache: dict[tuple[str, str], SE3 | None] = {}
+
+    def add(self, parent: str, child: str, T: SE3) -> None:
+        self.parent_of[_frame(child)] = (_frame(parent), T)
+        self._cache.clear()
+
+    def add_message(self, msg) -> None:
+        """A decoded tf2_msgs/TFMessage."""
+        for ts in msg.transforms:
+            tr = ts.transform
+            q = _quat(tr.rotation)
+            self.add(ts.header.frame_id, ts.child_frame_id, SE3.from_quaternion(q, _vec(tr.translation)))
+
+    def _to_root(self, frame: str) -> tuple[str, SE3]:
+        T = SE3()
+        seen = set()
+        while frame in self.parent_of and frame not in seen:
+            seen.add(frame)
+            parent, parent_T_frame = self.parent_of[frame]
+            T = parent_T_frame @ T
+            frame = parent
+        return frame, T
+
+    def lookup(self, target: str, source: str) -> SE3 | None:
+        """target_T_source, or None when the two frames are not connected by static transforms."""
+        target, source = _frame(target), _frame(source)
+        key = (target, source)
+        if key not in self._cache:
+            if target == source:
+                self._cache[key] = SE3()
+            else:
+                root_a, root_T_target = self._to_root(target)
+                root_b, root_T_source = self._to_root(source)
+                self._cache[key] = root_T_target.inverse() @ root_T_source if root_a == root_b else None
+        return self._cache[key]
+
+
+class FrameContext:
+    """Puts readings into the filter's frames (world_frame for poses, base_link_frame for twists and IMU data) with
+    the recording's static transforms, and says once per sensor and frame when it cannot."""
+
+    def __init__(self, world: str, base: str, frames: StaticFrames | None = None, warn=None):
+        self.world, self.base = _frame(world), _frame(base)
+        self.frames = frames or StaticFrames()
+        self._warn = warn or (lambda text: None)
+        self._warned: set = set()
+
+    def _lookup(self, sensor, frame, fixed, what, fixed_is_source=False):
+        """fixed_T_frame (frame_T_fixed when fixed_is_source), frame being the sensor's and fixed the filter's; None
+        when no transform is needed (the frame is the filter's own, or unnamed) or none is known (warned once)."""
+        if _frame(frame) in ("", fixed):
+            return None
+        target, source = (frame, fixed) if fixed_is_source else (fixed, frame)
+        T = self.frames.lookup(target, source)
+        if T is None and (sensor, target, source) not in self._warned:
+            self._warned.add((sensor, target, source))
+            self._warn(f"{sensor}: {what} is in frame '{_frame(source)}', not '{target}', and no static transform "
+                       f"connects them (/tf_static): used as if it were in '{target}'")
+        return T
+
+    def world_pose(self, sensor, frame, position, q, cov6):
+        """A pose given in `frame` as world_T_body."""
+        T = self._lookup(sensor, frame, self.world, "its pose")
+        if T is None:
+            return position, q, cov6
+        pose = T @ SE3.from_quaternion(q, position)
+        return pose.p, pose.quaternion, _rotate6(cov6, T.R)
+
+    def body_pose(self, sensor, child, position, q, cov6):
+        """world_T_child -> world_T_base (a pose of the sensor's body frame, e.g. odometry's child_frame_id)."""
+        T = self._lookup(sensor, child, self.base, "its body frame", fixed_is_source=True)
+        if T is None:
+            return position, q, cov6
+        pose = SE3.from_quaternion(q, position) @ T
+        return pose.p, pose.quaternion, cov6
+
+    def body_twist(self, sensor, frame, linear, angular, cov6):
+        """A twist of `frame` (expressed in it) -> the twist of base_link: w_b = R w, v_b = R v - w_b x r."""
+        T = self._lookup(sensor, frame, self.base, "its twist")
+        if T is None:
+            return linear, angular, cov6
+        w = T.R @ angular
+        return T.R @ linear - np.cross(w, T.p), w, _rotate6(cov6, T.R)
+
+    def imu(self, sensor, frame, q, q_cov, gyro, gyro_cov, acc, acc_cov):
+        """IMU data in the sensor's frame -> base_link (rotation only; lever-arm accelerations are not added)."""
+        T = self._lookup(sensor, frame, self.base, "its data")
+        if T is None:
+            return q, q_cov, gyro, gyro_cov, acc, acc_cov
+        R = T.R
+        if q is not None:
+            # world_T_imu @ imu_T_base = world_T_base
+            q = quat_multiply(q, T.inverse().quaternion)
+            q_cov = R @ q_cov @ R.T
+        if gyro is not None:
+            gyro, gyro_cov = R @ gyro, R @ gyro_cov @ R.T
+        if acc is not None:
+            acc, acc_cov = R @ acc, R @ acc_cov @ R.T
+        return q, q_cov, gyro, gyro_cov, acc, acc_cov
+
+
+def _rotate6(cov6, R):
+    rot = np.zeros((6, 6))
+    rot[:3, :3] = R
+    rot[3:, 3:] = R
+    return rot @ cov6 @ rot.T

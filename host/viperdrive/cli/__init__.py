@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
-    from .common import sigterm_as_interrupt
+    from .signals import sigterm_as_interrupt
     try:
         # SIGTERM (a service manager, `kill`) ends every command the way Ctrl-C does: its clean-up runs (board
         # disabled, parameters put back), exit 130

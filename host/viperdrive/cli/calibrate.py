@@ -23,10 +23,12 @@ from .. import steptest
 from ..errors import BadValue, BoardFault, UserError
 from ..paths import LIMITS, ScriptFollower, Segment
 from ..robotfile import update_values
-from .common import (Progress, activate, add_board_options, explain_fault, fault_message, load_config, note,
-                     open_board, param_guard, sigterm_as_interrupt, warn_unsaved)
+from .boardopen import activate, explain_fault, fault_message, open_board, param_guard, warn_unsaved
 from .drive import DriveSession
-from .options import int_range, positive, seconds
+from .options import add_board_options, int_range, load_config, positive, seconds
+from .output import note
+from .signals import sigterm_as_interrupt
+from .terminal import Progress
 
 HELP = "guided calibration: wheelbase (spin test), umbmark (squares), feedforward (kS, kV, kA)"
 RUNS_MAX = 20           # runs per direction
@@ -182,7 +184,7 @@ def _write(args, board, config, board_values: dict, file_values: dict) -> None:
         if path is None:
             note(args, "no robot file given (--config): put these keys in yours by hand")
         else:
-            update_values(path, file_values, node=getattr(args, "node", None))
+            update_values(path, file_values, node=getattr(args, "node", None), config=config)
             print(f"robot file {path}: updated")
 
 

@@ -22,39 +22,44 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    from ..config import read_robot_file
     from ..ekf.config import is_filter_node
-    from ..errors import EXIT_ERROR
-    from ..rosparams import ParamError, parse_yaml, ros1_nodes, ros2_entries
-    from .common import print_json
+    from ..errors import EXIT_ERROR, BadValue
+    from ..rosparams import ros1_nodes, ros2_entries
+    from .output import print_json
 
-    from pathlib import Path
-
-    path = Path(args.file)
+    try:
+        doc = read_robot_file(args.file)        # read and parsed once, whichever kind of file it turns out to be
+    except BadValue as e:
+        raise _named(e) from None
     kind = "robot"
-    if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            doc = parse_yaml(path.read_bytes().decode("utf-8"), str(path))
-        except (OSError, UnicodeDecodeError, ParamError):
-            doc = None          # the loader below says precisely what is wrong
-        if doc is not None and isinstance(doc.data, dict):
-            entries = ros2_entries(doc.data)
-            groups = [e.params for e in entries] if entries else [p for _, p, _ in ros1_nodes(doc.data)]
-            if any(is_filter_node(_flat_keys(g)) for g in groups):
-                kind = "filter"
+    if isinstance(doc.data, dict) and not args.file.lower().endswith(".toml"):
+        entries = ros2_entries(doc.data)
+        groups = [e.params for e in entries] if entries else [p for _, p, _ in ros1_nodes(doc.data)]
+        if any(is_filter_node(_flat_keys(g)) for g in groups):
+            kind = "filter"
     if kind == "filter":
-        return _filter(args, print_json, EXIT_ERROR)
-    return _robot(args, print_json)
+        return _filter(args, doc, print_json, EXIT_ERROR)
+    return _robot(args, doc, print_json)
+
+
+def _named(e):
+    """The loader's BadValue without its leading 'robot file ' (check-config reads either kind of file)."""
+    from ..errors import BadValue
+
+    text = str(e)
+    return BadValue(text[len("robot file "):] if text.startswith("robot file ") else text)
 
 
 def _flat_keys(mapping: dict) -> set:
     return {str(k) for k in mapping}
 
 
-def _filter(args, print_json, exit_findings) -> int:
-    from ..ekf import load_config
+def _filter(args, doc, print_json, exit_findings) -> int:
+    from ..ekf.config import config_from_document
     from ..lint import lint, scan_recording
 
-    cfg = load_config(args.file, node=args.node)
+    cfg = config_from_document(doc, node=args.node)
     scan = scan_recording(args.recording, cfg) if args.recording else None
     findings = lint(cfg, scan)
     report = [(cat, key, text) for cat, key, text in cfg.report if cat in ("unknown", "unsupported", "warning")]
@@ -80,15 +85,14 @@ def _filter(args, print_json, exit_findings) -> int:
     return exit_findings if findings else 0
 
 
-def _robot(args, print_json) -> int:
+def _robot(args, doc, print_json) -> int:
     from ..config import RobotConfig
     from ..errors import BadValue
 
     try:
-        cfg = RobotConfig.load(args.file, node=args.node, strict=args.strict)
+        cfg = RobotConfig.from_document(doc, node=args.node, strict=args.strict)
     except BadValue as e:
-        text = str(e)
-        raise BadValue(text[len("robot file "):] if text.startswith("robot file ") else text) from None
+        raise _named(e) from None
     values = {k: cfg.get(k) for k in ("wheel_separation", "wheel_radius", "wheel_separation_multiplier",
                                       "left_wheel_radius_multiplier", "right_wheel_radius_multiplier",
                                       "update_rate", "cmd_vel_timeout", "max_rim_speed",

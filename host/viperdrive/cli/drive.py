@@ -15,9 +15,11 @@ from ..errors import BoardFault, UserError
 from ..loop import DriveLoop
 from ..odometry import Odometry
 from ..paths import BUILTINS, ScriptFollower, load_script
-from .common import (LiveView, TerminalKeys, activate, add_board_options, explain_fault, fault_message, load_config,
-                     note, open_board, sigterm_as_interrupt)
-from .options import script_options, seconds
+from .boardopen import activate, explain_fault, fault_message, open_board
+from .options import add_board_options, load_config, script_options, seconds
+from .output import note
+from .signals import sigterm_as_interrupt
+from .terminal import LiveView, TerminalKeys
 from viperdrive.shared import protocol as P
 
 HELP = "drive with the keyboard (arrows/WASD, space stop, q quit) or a script (square, spin, figure8, FILE)"
@@ -164,7 +166,7 @@ def run(args) -> int:
     recorder = None
     if args.record:
         from ..logs import McapRecorder
-        recorder = McapRecorder(args.record, config.ros2["odom_frame_id"], config.ros2["base_frame_id"])
+        recorder = McapRecorder(args.record, config.ros2.odom_frame_id, config.ros2.base_frame_id)
     try:
         with sigterm_as_interrupt(), open_board(args, config) as board:
             session = DriveSession(board, config, recorder, telemetry_hz=20 if recorder else 0)

@@ -19,8 +19,9 @@ from ..board import Board
 from ..errors import EXIT_NO_REPLY, LinkLost, NoReplyError, PortError, UserError, VersionMismatch
 from ..link import Link, NackError
 from ..ports import choose_auto, is_url, list_serial_ports, resolve_port
-from .options import seconds
-from .common import Progress, add_board_options, baud_of, load_config, note, port_spec
+from .options import add_board_options, baud_of, load_config, port_spec, seconds
+from .output import note
+from .terminal import Progress
 
 HELP = "copy the firmware and a board config to a board (mpremote), optionally as .mpy; reset; verify with HELLO"
 # after the board's reset into REPL mode: a USB board re-enumerates and MicroPython boots (~1 s on an RP2040)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from .options import positive
+from .terminal import Progress
 
 HELP = "fuse odometry/IMU/pose/twist from an MCAP recording with an EKF (robot_localization config) into CSV/MCAP"
 
@@ -61,7 +62,7 @@ def _log_to_stderr():
 def run(args) -> int:
     from ..ekf import load_config
     from ..errors import EXIT_ERROR, BadValue
-    from ..fuse import fuse, progress_bar
+    from ..fuse import fuse
     from ..lint import RecordingScan, lint
 
     cfg = load_config(args.config, node=args.node)
@@ -75,9 +76,11 @@ def run(args) -> int:
     scan = RecordingScan(cfg)
     log, handler = _log_to_stderr()
     try:
-        summary = fuse(args.input, cfg, args.out, mcap_out=args.mcap_out,
-                       progress=progress_bar(sys.stderr) if show else None, uncertainty_limit=args.uncertainty_limit,
-                       observer=scan)
+        # the total is known once fuse() has read the recording's summary (a damaged file has none)
+        with Progress(None, "fuse", quiet=not show, unit="messages") as bar:
+            summary = fuse(args.input, cfg, args.out, mcap_out=args.mcap_out,
+                           progress=(lambda n, total: bar.update(n, total=total)) if show else None,
+                           uncertainty_limit=args.uncertainty_limit, observer=scan)
     finally:
         log.removeHandler(handler)
         log.propagate = True

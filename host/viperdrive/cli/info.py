@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 
 from ..board import fault_text
-from .common import FAULT_HINTS, add_board_options, note, open_board, print_json, read_status, warn
+from .boardopen import FAULT_HINTS, open_board, read_status
+from .options import add_board_options
+from .output import note, print_json, warn
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
 

@@ -11,10 +11,12 @@ import time
 from ..errors import BoardFault, UserError
 from ..logs import McapRecorder, plot_mcap, read_mcap, read_mcap_partial
 from ..paths import BUILTINS, ScriptFollower, load_script
-from .common import Progress, add_board_options, add_output_options, load_config, note, open_board, print_json
-from .common import explain_fault, sigterm_as_interrupt, warn
+from .boardopen import explain_fault, open_board
 from .drive import DriveSession
-from .options import int_range, script_options, seconds
+from .options import add_board_options, add_output_options, int_range, load_config, script_options, seconds
+from .output import note, print_json, warn
+from .signals import sigterm_as_interrupt
+from .terminal import Progress
 
 HELP = "record a run to MCAP (odometry, joint states, commands, diagnostics, telemetry) or plot one to PNG"
 
@@ -59,7 +61,7 @@ def _record(args) -> int:
     segments = load_script(args.script, args.side, args.speed, args.turn_rate) if args.script else None
     if segments is None and args.duration is None:
         note(args, "recording until Ctrl-C")
-    recorder = McapRecorder(args.out, config.ros2["odom_frame_id"], config.ros2["base_frame_id"])
+    recorder = McapRecorder(args.out, config.ros2.odom_frame_id, config.ros2.base_frame_id)
     interrupted = False
     try:
         with sigterm_as_interrupt(), open_board(args, config) as board:

@@ -11,8 +11,10 @@ import math
 import time
 
 from ..errors import UserError
-from .common import LiveView, TerminalKeys, add_board_options, open_board, sigterm_as_interrupt
-from .options import host_port, int_range, seconds
+from .boardopen import open_board
+from .options import add_board_options, host_port, int_range, seconds
+from .signals import sigterm_as_interrupt
+from .terminal import LiveView, TerminalKeys
 from viperdrive.shared import protocol as P
 
 HELP = "live view of setpoints, speeds, PWM, pose, status bits, link statistics and loop jitter (--foxglove)"
@@ -167,7 +169,7 @@ def run(args) -> int:
         m = MonitorState(board.counts_per_rev, board.info.control_hz)
         if args.foxglove:
             cfg = board.config
-            fox = FoxgloveOut(args.foxglove, cfg.ros2["odom_frame_id"], cfg.ros2["base_frame_id"])
+            fox = FoxgloveOut(args.foxglove, cfg.ros2.odom_frame_id, cfg.ros2.base_frame_id)
             print(f"foxglove: serving on {fox.url}", flush=True)
         view = LiveView()
         paused = False

@@ -1,5 +1,9 @@
-"""Typed argparse converters for every numeric option: a value is a finite number inside its range, or argparse's
-usage error (exit 2) naming the option, e.g.
+"""The command line's plumbing: typed argparse converters for every numeric option, the options every board
+command shares (--port, --baud, --config/--node/--strict, --quiet, --json) and what they resolve to (the port, the
+baud rate, the robot file: read once per command, load_config).
+
+Every numeric option's converter gives a finite number inside its range, or argparse's usage error (exit 2)
+naming the option, e.g.
 
     viperdrive drive: error: argument --speed: nan is not a finite number; give a number in (0, 10] m/s
 
@@ -14,8 +18,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 
+from ..config import RobotConfig
+from ..errors import BadValue, UserError
 from ..paths import LIMITS
+from ..ports import check_url, is_url
+from .output import note
 
 
 def _fmt(x: float) -> str:
@@ -123,3 +132,96 @@ def script_options(parser: argparse.ArgumentParser, turn_help: str = "script tur
     parser.add_argument("--speed", type=positive(LIMITS["speed_m_s"], "m/s"), default=0.2,
                         help="script cruise speed, m/s (0.2)")
     parser.add_argument("--turn-rate", type=positive(LIMITS["rate_rad_s"], "rad/s"), default=1.0, help=turn_help)
+
+
+# ------------------------------------------------------------------------------------------ board, robot file, output
+
+PORT_ENV = "VIPERDRIVE_PORT"
+
+
+def add_board_options(parser: argparse.ArgumentParser, data_output: bool = False) -> None:
+    """--port, --baud, --config (every board command); --quiet and --json where the output is data."""
+    g = parser.add_argument_group("board connection")
+    g.add_argument("--port", default=None, metavar="PORT",
+                   help="device path, pyserial URL (socket://HOST:PORT, rfc2217://...), 'auto' (the one USB device "
+                        "that looks like a MicroPython board) or 'sim' (a private virtual board). Default: "
+                        f"${PORT_ENV}, else the robot file's port, else auto")
+    g.add_argument("--baud", type=BAUD, default=None, help="serial baud rate (default: the robot file's, else 115200)")
+    add_robot_file_options(g)
+    add_output_options(parser, data_output)
+
+
+def add_output_options(parser: argparse.ArgumentParser, data_output: bool = True) -> None:
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress or chatter on stderr")
+    if data_output:
+        parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+
+
+def add_robot_file_options(parser, help_text: str | None = None) -> None:
+    """--config ROBOT_FILE, --node NAME and --strict (every command that reads a robot file)."""
+    parser.add_argument("--config", default=None, metavar="ROBOT_FILE",
+                        help=help_text or "robot file (viperdrive YAML/TOML, a ros2_control or ROS 1 "
+                        "diff_drive_controller YAML; docs/host.md). One that exists but cannot be read stops the "
+                        "command")
+    parser.add_argument("--node", default=None, metavar="NAME",
+                        help="the diff-drive controller's node in a robot file with several (name or /ns/name; "
+                             "default: the one of type diff_drive_controller/DiffDriveController, else the one with "
+                             "diff-drive parameters)")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse a ROS robot file with keys diff_drive_controller does not declare (default: a "
+                             "note)")
+
+
+def load_config(args) -> RobotConfig:
+    """The robot file of --config (--node, --strict). Anything wrong with it (missing, unreadable, not UTF-8,
+    invalid YAML/TOML, a duplicate key, a bad value) is a BadValue naming file, node, key and reason (exit code 7):
+    driving on the built-in defaults instead of the file's limits is worse than stopping."""
+    cached = getattr(args, "_config", None)
+    if cached is not None:
+        return cached
+    path = getattr(args, "config", None)
+    if path is None:
+        config = RobotConfig()
+    else:
+        try:
+            config = RobotConfig.load(path, node=getattr(args, "node", None), strict=getattr(args, "strict", False))
+        except BadValue as e:
+            text = str(e)
+            raise BadValue("invalid robot file: " + (text[len("robot file "):] if text.startswith("robot file ")
+                                                     else text)) from None
+        where = f"robot file {path}" + (f" ({config.node})" if config.node else "")
+        if config.ignored:
+            note(args, f"{where}: read, no meaning here (ignored): {', '.join(config.ignored)}")
+        for text in config.notes:
+            note(args, f"{where}: note: {text}")
+    args._config = config
+    return config
+
+
+def port_spec(args, config: RobotConfig | None = None) -> str:
+    """--port, else $VIPERDRIVE_PORT, else the robot file's port (when the file names one), else auto. A network
+    URL without HOST:PORT is a usage error here already (flash and repl hand the URL to mpremote)."""
+    spec = _port_spec(args, config)
+    if is_url(spec):
+        check_url(spec)
+    return spec
+
+
+def _port_spec(args, config: RobotConfig | None) -> str:
+    if getattr(args, "port", None):
+        return args.port
+    if os.environ.get(PORT_ENV):
+        return os.environ[PORT_ENV]
+    if config is not None and config.source and "port" in config.explicit:
+        return config.port
+    return "auto"
+
+
+def baud_of(args, config: RobotConfig) -> int:
+    """--baud (checked by argparse), else the robot file's baud."""
+    baud = getattr(args, "baud", None)
+    if baud is None:
+        baud = config.baud
+    if not 300 <= baud <= 12_000_000:
+        raise UserError(f"--baud {baud} is outside 300..12000000", exit_code=2)
+    return int(baud)

@@ -12,7 +12,9 @@ import math
 from pathlib import Path
 
 from ..errors import BadValue, UserError
-from .common import add_board_options, note, open_board, param_guard, print_json, warn
+from .boardopen import open_board, param_guard
+from .options import add_board_options
+from .output import note, print_json, warn
 from viperdrive.shared import params as PARAMS
 
 HELP = "list, get, set, save the board's parameters; restore the saved ones; diff them against a file"

@@ -5,7 +5,8 @@ import argparse
 
 from ..ports import choose_auto, list_serial_ports
 from ..errors import PortError
-from .common import add_output_options, print_json
+from .options import add_output_options
+from .output import print_json
 
 HELP = "list serial ports with USB vendor/product and a guess of the board on each"
 

@@ -13,7 +13,8 @@ import tempfile
 from ..errors import UserError
 from ..flashing import mpremote_exe
 from ..ports import choose_auto, list_serial_ports, resolve_port
-from .common import add_board_options, load_config, note, port_spec
+from .options import add_board_options, load_config, port_spec
+from .output import note
 
 HELP = "open the board's MicroPython REPL (mpremote); --port sim: the virtual board's REPL"
 

@@ -5,7 +5,7 @@ import signal
 import sys
 
 from ..errors import EXIT_FAULT, EXIT_LINK_LOST
-from .options import BAUD, int_range, seconds
+from .options import BAUD, add_robot_file_options, baud_of, int_range, load_config, port_spec, seconds
 
 DOMAIN_ID_MAX = 232     # viperdrive.ros2.node.DOMAIN_ID_MAX (not imported here: it loads cyclonedds)
 
@@ -19,7 +19,6 @@ def register(parser: argparse.ArgumentParser) -> None:
                                        "else auto")
     parser.add_argument("--baud", type=BAUD, default=None, help="serial baud rate (default: the robot file's, else "
                                                                "115200)")
-    from .common import add_robot_file_options
     add_robot_file_options(parser, "robot file (viperdrive .yaml/.toml, a ros2_control or ROS 1 diff_drive_controller "
                                    "YAML) with limits, geometry and the ros2 section (frame ids, publish_rate, ...)")
     parser.add_argument("--namespace", default="", help="ROS namespace of the topics, e.g. robot1 -> "
@@ -71,7 +70,6 @@ def run(args) -> int:
     from ..board import Board
     from ..ports import resolve_port
     from ..ros2.bridge import Ros2Bridge
-    from .common import baud_of, load_config, port_spec
 
     config = load_config(args)
     # the same port choice as every other board command: --port, $VIPERDRIVE_PORT, the robot file's, else auto

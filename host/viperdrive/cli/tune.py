@@ -12,9 +12,10 @@ from pathlib import Path
 from .. import steptest
 from ..calibrate import RULES, relay_autotune
 from ..errors import BadValue, UserError
-from .common import (Progress, add_board_options, check_no_fault, note, open_board, param_guard, print_json,
-                     warn_unsaved)
-from .options import finite_float, seconds
+from .boardopen import check_no_fault, open_board, param_guard, warn_unsaved
+from .options import add_board_options, finite_float, seconds
+from .output import note, print_json
+from .terminal import Progress
 from .params import parse_assignments
 from . import tune_design
 

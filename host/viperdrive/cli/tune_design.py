@@ -11,7 +11,10 @@ import re
 
 from .. import steptest, tuning_design
 from ..errors import BadValue, UserError
-from .common import Progress, check_no_fault, note, open_board, print_json, sigterm_as_interrupt, warn
+from .boardopen import check_no_fault, open_board
+from .output import note, print_json, warn
+from .signals import sigterm_as_interrupt
+from .terminal import Progress
 
 DESIGNED = ("kp", "ki", "kd", "kd_tau", "kt")     # what the design writes; everything else stays as it is
 TOLERANCE = 0.2     # B meets the request when its settling and overshoot are within 20 % of it

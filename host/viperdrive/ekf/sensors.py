@@ -2,8 +2,10 @@
 robot_localization prepares them (selection vector, relative and differential modes, gravity removal), plus an
 optional low-pass prefilter for vibrating IMUs.
 
-Frames: readings are taken as already expressed in the filter's frames (pose in the world frame, twist and IMU in
-the body frame); the offline tools have no TF tree to transform them (docs/estimation.md).
+Frames: SensorInput takes readings already expressed in the filter's frames (pose in the world frame, twist and IMU
+in the body frame). measurements_of adapts one decoded ROS 2 message (nav_msgs/Odometry, sensor_msgs/Imu,
+geometry_msgs/PoseWithCovarianceStamped or TwistWithCovarianceStamped) and puts it there first with a
+transforms.FrameContext, the recording's static transforms (docs/estimation.md).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import transforms as tf
+from ..transforms import FrameContext, _quat, _vec
 from .core import (AX, AZ, STATE_SIZE, VROLL, VX, VYAW, X, YAW, Measurement)
 
 KINDS = ("odom", "imu", "pose", "twist")
@@ -181,3 +184,43 @@ class SensorInput:
                 self._lp_accel + alpha * (accel - self._lp_accel)
             accel = self._lp_accel
         return gyro, accel
+
+
+def _cov(values, n) -> np.ndarray:
+    a = np.asarray(values, dtype=float)
+    if a.size != n * n:
+        raise ValueError(f"covariance has {a.size} elements, expected {n * n}")
+    return a.reshape(n, n)
+
+
+def measurements_of(inp: SensorInput, kind: str, msg, t: float, frames: FrameContext | None = None):
+    """Filter measurements from one decoded ROS 2 message of the sensor's kind, put into the filter's frames."""
+    fc = frames or FrameContext("", "")
+    name = inp.cfg.name
+    if kind in ("odom", "pose"):
+        p = msg.pose
+        pos, q, pcov = fc.world_pose(name, msg.header.frame_id, _vec(p.pose.position), _quat(p.pose.orientation),
+                                     _cov(p.covariance, 6))
+    if kind == "odom":
+        child = msg.child_frame_id
+        pos, q, pcov = fc.body_pose(name, child, pos, q, pcov)
+        tw = msg.twist
+        lin, ang, tcov = fc.body_twist(name, child, _vec(tw.twist.linear), _vec(tw.twist.angular),
+                                       _cov(tw.covariance, 6))
+        return inp.odometry(t, pos, q, pcov, lin, ang, tcov)
+    if kind == "pose":
+        return inp.pose(t, pos, q, pcov)
+    if kind == "twist":
+        tw = msg.twist
+        lin, ang, tcov = fc.body_twist(name, msg.header.frame_id, _vec(tw.twist.linear), _vec(tw.twist.angular),
+                                       _cov(tw.covariance, 6))
+        return inp.twist(t, lin, ang, tcov)
+    # imu: covariance[0] == -1 marks a part the IMU does not provide (sensor_msgs/Imu convention)
+    oc, gc, ac = list(msg.orientation_covariance), list(msg.angular_velocity_covariance), \
+        list(msg.linear_acceleration_covariance)
+    q = None if oc[0] == -1 else _quat(msg.orientation)
+    gyro = None if gc[0] == -1 else _vec(msg.angular_velocity)
+    acc = None if ac[0] == -1 else _vec(msg.linear_acceleration)
+    parts = fc.imu(name, msg.header.frame_id, q, None if q is None else _cov(oc, 3), gyro,
+                   None if gyro is None else _cov(gc, 3), acc, None if acc is None else _cov(ac, 3))
+    return inp.imu(t, *parts)

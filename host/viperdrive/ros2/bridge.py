@@ -310,25 +310,24 @@ class Ros2Bridge:
                  discovery=None, env=None, drive=None, odometry_factory=None, allow_publishers=None):
         self.board = board
         self.config = config
-        ros = dict(config.ros2)
+        ros = config.ros2                   # config.Ros2Settings: the robot file's ros2 section, its defaults
         self.params = ros
         if stamped is None:
-            use = ros.get("use_stamped_vel")
+            use = ros.use_stamped_vel
             stamped = "auto" if use is None else ("true" if use else "false")
         if stamped not in STAMPED_CHOICES:
             raise BadValue(f"--stamped must be one of {', '.join(STAMPED_CHOICES)}, not {stamped!r}")
         self.stamped = stamped
         self.period = 1.0 / config.update_rate
-        self.publish_period = 1.0 / float(ros.get("publish_rate", 50.0))
+        self.publish_period = 1.0 / ros.publish_rate
         if self.publish_period < self.period:
             log.warning("publish_rate %.1f Hz is above update_rate %.1f Hz: publishing at most once per tick",
                         1.0 / self.publish_period, config.update_rate)
-        prefix = ros.get("tf_frame_prefix", "") or ""
-        self.odom_frame = frame_with_prefix(prefix, ros.get("odom_frame_id", "odom"))
-        self.base_frame = frame_with_prefix(prefix, ros.get("base_frame_id", "base_link"))
-        self.enable_odom_tf = bool(ros.get("enable_odom_tf", True))
-        self.pose_cov_override = ros.get("pose_covariance_diagonal")
-        self.twist_cov_override = ros.get("twist_covariance_diagonal")
+        self.odom_frame = frame_with_prefix(ros.tf_frame_prefix, ros.odom_frame_id)
+        self.base_frame = frame_with_prefix(ros.tf_frame_prefix, ros.base_frame_id)
+        self.enable_odom_tf = ros.enable_odom_tf
+        self.pose_cov_override = ros.pose_covariance_diagonal
+        self.twist_cov_override = ros.twist_covariance_diagonal
         self.drive = drive if drive is not None else DriveController(config)
         self._odometry_factory = odometry_factory if odometry_factory is not None else Odometry
         self.odometry = None

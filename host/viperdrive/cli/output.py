@@ -1,0 +1,39 @@
+"""What a command prints besides its progress: the result as JSON on stdout (--json), warnings on stderr (always
+shown: they are about the result) and notes on stderr (chatter, silenced by --quiet).
+
+Not a command (no register/run): discovery skips it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+
+def print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=False, default=_json_default))
+
+
+def _json_default(o):
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+def finite_or_none(x):
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def warn(args, message: str) -> None:
+    """A warning on stderr (shown even with --quiet: it is about the result, not progress)."""
+    print(f"viperdrive {getattr(args, 'command', '')}: warning: {message}".replace("  ", " "), file=sys.stderr)
+
+
+def note(args, message: str) -> None:
+    """Chatter on stderr, silenced by --quiet."""
+    if not getattr(args, "quiet", False):
+        print(message, file=sys.stderr, flush=True)
