@@ -88,6 +88,13 @@ def step_layouts(rig: PicoRig, tmp: Path) -> None:
         print(found[0], flush=True)
 
 
+def _fig(v: str):
+    try:
+        return round(float(v), 1)
+    except ValueError:
+        return v
+
+
 def line(name: str, **kv) -> None:
     print(name + " " + " ".join(f"{k}={v}" for k, v in kv.items()), flush=True)
 
@@ -131,10 +138,10 @@ def main(argv: list[str]) -> int:
         r = subprocess.run([require("mpremote"), "connect", rig.url, "run", script], capture_output=True, text=True,
                            timeout=900)
         parts = dict(ln.split()[:2] for ln in r.stdout.splitlines() if len(ln.split()) == 2)
-        if r.returncode != 0 or "tick_enabled_us" not in parts:
+        if r.returncode != 0 or "period_enabled_us" not in parts:
             print(f"bench_pico: tick profile failed: {r.stdout[-500:]} {r.stderr[-500:]}", file=sys.stderr)
         else:
-            line("pico_tick_parts", hz=500, **{k: round(float(v), 1) for k, v in parts.items()},
+            line("pico_tick_parts", hz=500, **{k: _fig(v) for k, v in parts.items()},
                  note="chip_us_per_call_net_of_the_call")
         step_layouts(rig, tmp)
     if quick:

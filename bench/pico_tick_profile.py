@@ -1,7 +1,11 @@
 # Runs ON the emulated Pico (MicroPython rp2, REPL mode: bench/bench_pico.py holds the repl pin and runs this with
-# `mpremote run`): the control tick's parts, each averaged over N calls, in chip microseconds. Each part's loop
-# calls it with the same number of positional arguments as a baseline loop calling an empty function, and the
-# baseline (the loop and the call) is subtracted. Prints `key value` lines.
+# `mpremote run`): the control period and its parts, each averaged over N calls, in chip microseconds. Each part's
+# loop calls it with the same number of positional arguments as a baseline loop calling an empty function, and the
+# baseline (the loop, the call, and the fresh command every loop writes) is subtracted. Prints `key value` lines.
+#
+# The periods here run back to back (~10x the control rate), so the wheels cannot follow: the deadman, stall,
+# tracking and encoder checks are set out of the way (they would trip on what is not a period of real time), and
+# every loop stages a fresh command, so every timed period runs the whole law, enabled and driving.
 import gc
 import time
 from array import array
@@ -10,6 +14,7 @@ import boardcfg
 import control
 import fixedstep as fx
 import hal
+import micropython
 import params_store
 
 N = 200
@@ -17,8 +22,13 @@ ticks = time.ticks_us
 diff = time.ticks_diff
 cfg = boardcfg.load("board.json")
 b = hal.load(cfg)
-c = control.Controller(b, cfg, params_store.Params().values)
+vals = dict(params_store.Params().values)
+vals.update({"deadman_ms": 1000, "deadman_disable_ms": 60000, "stall_speed": 0.0, "track_err_max": 500.0,
+             "enc_ms": 0})
+c = control.Controller(b, cfg, vals)
 buf = array("i", (0, 0))
+st = c.st
+CMD = fx.G_CMD_NEW
 
 
 def f0():
@@ -40,6 +50,7 @@ def f5(p, q, r, s, t):
 def loop0(fn):
     t0 = ticks()
     for _ in range(N):
+        st[CMD] = 1
         fn()
     return diff(ticks(), t0) / N
 
@@ -47,6 +58,7 @@ def loop0(fn):
 def loop1(fn, x):
     t0 = ticks()
     for _ in range(N):
+        st[CMD] = 1
         fn(x)
     return diff(ticks(), t0) / N
 
@@ -54,6 +66,7 @@ def loop1(fn, x):
 def loop2(fn, x, y):
     t0 = ticks()
     for _ in range(N):
+        st[CMD] = 1
         fn(x, y)
     return diff(ticks(), t0) / N
 
@@ -61,6 +74,7 @@ def loop2(fn, x, y):
 def loop5(fn, p, q, r, s, t):
     t0 = ticks()
     for _ in range(N):
+        st[CMD] = 1
         fn(p, q, r, s, t)
     return diff(ticks(), t0) / N
 
@@ -80,21 +94,28 @@ print("step_disabled_us", loop5(fx.step, c.st, c.k, c.c, c.e, c.io) - base5)
 c.enable(True)
 c.set_velocity(2000, 2000)
 print("step_enabled_us", loop5(fx.step, c.st, c.k, c.c, c.e, c.io) - base5)
-print("tick_enabled_us", loop0(c.tick) - base0)
+period = c.run_period
+print("period_enabled_us", loop1(period, None) - base1)
+print("period_generic_us", loop1(c._period, None) - base1)      # the same period through the hal's methods
+
+
+def locked(n):
+    # the period allocates nothing: n of them with the heap locked (a hard IRQ could not allocate either). In a
+    # function: a loop variable at module level is a global, whose first store may grow the module's dict
+    micropython.heap_lock()
+    try:
+        for _ in range(n):
+            st[CMD] = 1
+            period(None)
+    except MemoryError:
+        return "MemoryError"
+    finally:
+        micropython.heap_unlock()
+    return "ok"
+
+
+print("period_heap_lock", locked(1000))
+print("driving", 1 if c.enabled() and not c.fault() else 0)
 c.enable(False)
-e0 = b._enc_l.sm
-e1 = b._enc_r.sm
-raw_l = b._raw_l
-raw_r = b._raw_r
-
-
-def sm_put_get():
-    e0.put(1)
-    e1.put(1)
-    e0.get(raw_l)
-    e1.get(raw_r)
-
-
-print("sm_put_get_us", loop0(sm_put_get) - base0)
 gc.collect()
 print("free_heap", gc.mem_free())

@@ -1,7 +1,8 @@
 """Hardening checks on the virtual board with its fault injection (issue 17): a half-dead encoder latches a fault
 instead of running the robot away, normal driving does not, and the host stops a robot at speed braked (the
 board's ramp to rest, then disable) instead of cutting the power while the wheels turn. Each prints its figures.
-The fault-injection ones skip on a real board (--port)."""
+The fault-injection ones skip on a real board (--port). Every time is the board's (`clock`: chip time on the
+emulated Pico)."""
 from __future__ import annotations
 
 import math
@@ -17,6 +18,8 @@ import pytest
 from viperdrive.board import BoardDeenergized
 from viperdrive.errors import LinkLost
 from viperdrive.shared import protocol as P
+from viperdrive.sim import WALL_CLOCK
+from viperdrive.sim.pico import wait_for_link
 
 pytestmark = pytest.mark.hil
 PERIOD = 0.01
@@ -24,25 +27,25 @@ R = 0.0325                  # the default robot's wheel radius (sim/robots/defau
 ENCODER_FAULTS = (P.FAULT_ENCODER_LEFT, P.FAULT_ENCODER_RIGHT)
 
 
-def loop(board, seconds, left, right, sim=None, watch=None):
-    """A 100 Hz write/read loop on absolute deadlines. watch(t, truth) is called with the ground truth every
-    cycle when sim is given. Returns the states."""
+def loop(board, seconds, left, right, sim=None, watch=None, clock=WALL_CLOCK):
+    """A 100 Hz write/read loop on absolute deadlines, `seconds` of the board's time (`clock`). watch(t, truth) is
+    called with the ground truth every cycle when sim is given. Returns the states."""
     out = []
-    t0 = time.monotonic()
-    nxt = t0
-    while time.monotonic() - t0 < seconds:
+    t0 = clock.now()
+    nxt = time.monotonic()
+    while clock.now() - t0 < seconds:
         board.write(left, right)
-        nxt += PERIOD
+        nxt += PERIOD / clock.rate          # a board slower than real time: its 10 ms are longer here
         time.sleep(max(0.0, nxt - time.monotonic()))
         out.append(board.read())
         if watch is not None:
-            watch(time.monotonic() - t0, sim.truth())
+            watch(clock.now() - t0, sim.truth())
     return out
 
 
 # ---- item 1: encoder plausibility ----
 
-def test_half_dead_encoder_latches_an_encoder_fault(board, need_sim):
+def test_half_dead_encoder_latches_an_encoder_fault(board, need_sim, clock):
     # every second count lost while driving at 0.3 m/s: before the check the true speed went to 0.55 m/s (the
     # motors' top speed, 1.84x the command) for as long as the test ran, with no fault
     cmd = 0.3 / R
@@ -54,13 +57,13 @@ def test_half_dead_encoder_latches_an_encoder_fault(board, need_sim):
         if t > cmd / 30.0:      # past the board's ramp to the command
             peak[0] = max(peak[0], truth["w_left"] / cmd, truth["w_right"] / cmd)
 
-    t0 = time.monotonic()
+    t0 = clock.now()
     try:
         with pytest.raises(BoardDeenergized, match="FAULT latched") as info:
-            loop(board, 3.0, cmd, cmd, need_sim, watch)
-        t_fault = time.monotonic() - t0
+            loop(board, 3.0, cmd, cmd, need_sim, watch, clock)
+        t_fault = clock.now() - t0
         code = board.diag()["fault_code"]
-        time.sleep(0.1)
+        clock.sleep(0.1)
         truth = need_sim.truth()
     finally:
         need_sim.fault("encoder_drop", rate=0.0)
@@ -72,23 +75,23 @@ def test_half_dead_encoder_latches_an_encoder_fault(board, need_sim):
     assert board.clear_fault() == code
 
 
-def test_normal_driving_ramps_pushes_and_slip_trip_no_fault(board, need_sim):
+def test_normal_driving_ramps_pushes_and_slip_trip_no_fault(board, need_sim, clock):
     # the check must stay quiet through what the default robot normally does: straight at several speeds, the
     # ramp through a reversal, a fast turn, a hand braking a wheel for 0.4 s, and wheel slip (a spin with an
     # acceleration far beyond the traction limit, wheels swapped every 0.4 s)
     board.activate()
-    loop(board, 1.0, 0.1 / R, 0.1 / R)
-    loop(board, 1.0, 0.5 / R, 0.5 / R)
-    loop(board, 1.5, -0.5 / R, -0.5 / R)
-    loop(board, 1.0, (0.4 - 3.0 * 0.076) / R, (0.4 + 3.0 * 0.076) / R)
+    loop(board, 1.0, 0.1 / R, 0.1 / R, clock=clock)
+    loop(board, 1.0, 0.5 / R, 0.5 / R, clock=clock)
+    loop(board, 1.5, -0.5 / R, -0.5 / R, clock=clock)
+    loop(board, 1.0, (0.4 - 3.0 * 0.076) / R, (0.4 + 3.0 * 0.076) / R, clock=clock)
     need_sim.push("left", -0.3, duration=0.4)
-    loop(board, 1.5, 0.2 / R, 0.2 / R)
+    loop(board, 1.5, 0.2 / R, 0.2 / R, clock=clock)
     board.set_param("max_accel", 5000.0)
     slip = need_sim.truth()["slip_distance"]
     try:
         for k in range(5):
             s = 1 if k % 2 else -1
-            loop(board, 0.4, 16.0 * s, -16.0 * s)
+            loop(board, 0.4, 16.0 * s, -16.0 * s, clock=clock)
     finally:
         board.set_param("max_accel", 30.0)
     slip = need_sim.truth()["slip_distance"] - slip
@@ -100,12 +103,12 @@ def test_normal_driving_ramps_pushes_and_slip_trip_no_fault(board, need_sim):
 
 # ---- item 6: stopping at speed ----
 
-def _follow_stop(sim, stop):
+def _follow_stop(sim, stop, clock, counts_per_rev):
     """Call stop() (in a thread) and follow the ground truth until the robot is at rest and stop() returned. ->
-    figures: when the outputs went off and the wheel speed then, when the robot was at rest, distance (truth and
-    encoders), skid."""
+    figures (times in the board's seconds, `clock`): when the outputs went off and the wheel speed then, when the
+    robot was at rest, distance (truth and encoders), skid."""
     t0 = sim.truth()
-    started = time.monotonic()
+    started = clock.now()
     done = threading.Event()
     errors = []
 
@@ -119,9 +122,9 @@ def _follow_stop(sim, stop):
     threading.Thread(target=call, daemon=True).start()
     off = rest = None
     w_at_off = None
-    while time.monotonic() - started < 3.0:
+    while clock.now() - started < 3.0:
         t = sim.truth()
-        el = time.monotonic() - started
+        el = clock.now() - started
         if off is None and not t["energized"]:
             off, w_at_off = el, max(abs(t["w_left"]), abs(t["w_right"]))
         if rest is None and abs(t["v"]) < 0.005 and abs(t["w_left"]) < 0.2 and abs(t["w_right"]) < 0.2:
@@ -129,14 +132,19 @@ def _follow_stop(sim, stop):
         if off is not None and rest is not None and done.is_set():
             break
         time.sleep(0.002)
-    done.wait(15.0)
-    time.sleep(0.2)
+    done.wait(15.0 / clock.rate)
+    clock.sleep(0.2)
     t1 = sim.truth()
-    k = 2 * math.pi / 4096 * R
+    k = 2 * math.pi / counts_per_rev * R
     enc = ((t1["counts_left"] - t0["counts_left"]) + (t1["counts_right"] - t0["counts_right"])) / 2 * k
     return {"rest_s": rest, "off_s": off, "w_at_off": w_at_off, "distance_m": t1["distance"] - t0["distance"],
             "encoder_m": enc, "slip_m": t1["slip_distance"] - t0["slip_distance"], "errors": errors,
             "speed0": t0["w_left"], "energized": t1["energized"]}
+
+
+def _counts_per_rev(port, clock):
+    """The board's encoder resolution from its HELLO (after a power cycle of the sim, once it answers)."""
+    return wait_for_link(port, clock).counts_per_rev
 
 
 def _assert_braked(f, ramp):
@@ -147,13 +155,13 @@ def _assert_braked(f, ramp):
     assert f["slip_m"] < 0.002 and f["energized"] is False
 
 
-def test_ctrl_c_at_9_rad_s_stops_braked_then_disables(board, need_sim):
+def test_ctrl_c_at_9_rad_s_stops_braked_then_disables(board, need_sim, clock):
     # what the CLI does on Ctrl-C: Board.deactivate(). Before: zero and disable at once, de-energized within
     # ~10 ms while the wheels turned at 9 rad/s: the default robot's gearbox friction locked them and it skidded
     # 2.8 cm on locked wheels (its encoders saw 0.5 cm of it) in 0.19 s
     board.activate()
-    loop(board, 1.5, 9.0, 9.0)
-    f = _follow_stop(need_sim, board.deactivate)
+    loop(board, 1.5, 9.0, 9.0, clock=clock)
+    f = _follow_stop(need_sim, board.deactivate, clock, board.counts_per_rev)
     v0 = f["speed0"] * R
     ramp = v0 * v0 / (2 * board.get_param("max_accel") * R)
     print(f"Ctrl-C at {f['speed0']:.2f} rad/s: at rest after {f['rest_s'] * 1e3:.0f} ms, outputs off after "
@@ -165,29 +173,30 @@ def test_ctrl_c_at_9_rad_s_stops_braked_then_disables(board, need_sim):
     assert f["rest_s"] < board.braking_bound()
 
 
-def test_cli_drive_interrupted_at_9_rad_s_stops_braked(port, need_sim, tmp_path):
+def test_cli_drive_interrupted_at_9_rad_s_stops_braked(port, need_sim, tmp_path, clock):
     # the same through `viperdrive drive --script` and SIGINT (a Ctrl-C). Before: outputs off within 7 ms with the
     # wheels at 8 rad/s, a 2.9 cm skid
     need_sim.reset()
+    cpr = _counts_per_rev(port, clock)
     script = tmp_path / "straight.txt"
     script.write_text(f"twist {9.0 * R:.4f} 0 8.0\n")      # open loop, both wheels at 9 rad/s
     p = subprocess.Popen([str(Path(sys.executable).parent / "viperdrive"), "drive", "--port", port, "--script",
                           str(script), "-q"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 20:
+        t0 = clock.now()
+        while clock.now() - t0 < 20:
             t = need_sim.truth()
-            if time.monotonic() - t0 > 1.0 and abs(t["w_left"] - 9.0) < 0.3 and abs(t["w_right"] - 9.0) < 0.3:
+            if clock.now() - t0 > 1.0 and abs(t["w_left"] - 9.0) < 0.3 and abs(t["w_right"] - 9.0) < 0.3:
                 break
             time.sleep(0.01)
         out = {}
 
         def interrupt():
             p.send_signal(signal.SIGINT)
-            out["err"] = p.communicate(timeout=15)[1]
+            out["err"] = p.communicate(timeout=15 / clock.rate)[1]
 
-        f = _follow_stop(need_sim, interrupt)
+        f = _follow_stop(need_sim, interrupt, clock, cpr)
     finally:
         if p.poll() is None:
             p.kill()
@@ -202,21 +211,21 @@ def test_cli_drive_interrupted_at_9_rad_s_stops_braked(port, need_sim, tmp_path)
     assert f["rest_s"] < 0.5
 
 
-def test_a_second_ctrl_c_during_the_braked_stop_cuts_the_outputs_at_once(board, need_sim):
+def test_a_second_ctrl_c_during_the_braked_stop_cuts_the_outputs_at_once(board, need_sim, clock):
     # the user means it: a KeyboardInterrupt inside deactivate()'s stop disables at once and propagates
     board.activate()
-    loop(board, 1.5, 9.0, 9.0)
+    loop(board, 1.5, 9.0, 9.0, clock=clock)
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.1)
-    t0 = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, 0.1 / clock.rate)      # 100 ms of the board's time into the stop
+    t0 = clock.now()
     try:
         with pytest.raises(KeyboardInterrupt):
             board.deactivate()
-        took = time.monotonic() - t0
+        took = clock.now() - t0
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
@@ -227,13 +236,13 @@ def test_a_second_ctrl_c_during_the_braked_stop_cuts_the_outputs_at_once(board, 
     assert truth["w_left"] > 1.0        # it did not wait for the ramp
 
 
-def test_a_flaky_link_does_not_cut_the_deadman_ramp_short(board, need_sim):
+def test_a_flaky_link_does_not_cut_the_deadman_ramp_short(board, need_sim, clock):
     # the link drops out at 9 rad/s: the host loop gives up (LinkLost after 6 misses) and stops the board
     # (deactivate); the board's deadman starts its ramp 0.1 s after the last SET_VEL it got. The link comes back
     # 30 ms into deactivate(). Before: the host's zero (lost) and its disable went out back to back, the disable
     # got through and cut the power mid-ramp with the wheels at speed
     board.activate()
-    loop(board, 1.5, 9.0, 9.0)
+    loop(board, 1.5, 9.0, 9.0, clock=clock)
     offs = []
     stop_done = threading.Event()
 
@@ -246,7 +255,7 @@ def test_a_flaky_link_does_not_cut_the_deadman_ramp_short(board, need_sim):
             time.sleep(0.002)
 
     def restore():
-        time.sleep(0.03)
+        clock.sleep(0.03)
         need_sim.fault("cut_link", on=False)
 
     w = threading.Thread(target=watch, daemon=True)
@@ -254,19 +263,19 @@ def test_a_flaky_link_does_not_cut_the_deadman_ramp_short(board, need_sim):
     need_sim.fault("cut_link", on=True)
     try:
         with pytest.raises(LinkLost):
-            loop(board, 2.0, 9.0, 9.0)
+            loop(board, 2.0, 9.0, 9.0, clock=clock)
         r = threading.Thread(target=restore, daemon=True)
         r.start()
-        t0 = time.monotonic()
+        t0 = clock.now()
         try:
             board.deactivate()
         except LinkLost:
             pass
-        took = time.monotonic() - t0
+        took = clock.now() - t0
         r.join()
     finally:
         need_sim.fault("cut_link", on=False)
-        time.sleep(0.6)
+        clock.sleep(0.6)
         stop_done.set()
         w.join(2)
     truth = need_sim.truth()

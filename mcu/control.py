@@ -148,16 +148,17 @@ class Controller:
         k[fx.K_IDLE_MAX] = max(2, self.hz // 4)
         k[fx.K_OVR_US] = 1500000 // self.hz
         self.period_us = 1000000 // self.hz
-        # bound methods made once: tick() calls them without allocating
+        # bound methods made once: the period calls them without allocating
         self._read = hal.read_counts
         self._write = hal.write_duty
         self._ticks = hal.ticks_us
         self._set_energized = hal.set_energized
-        self._energized = False
+        # what the period checks after the step (hal period_fn's ctl): [telemetry on, bridges energized, the
+        # step's enabled word]. Telemetry off and the step still driving: the period makes no call but its own
+        self._ctl = array("i", [0, 0, G_ENABLED])
         self.running = False
         self._ring = None
         self._ring_hdr = None
-        self._tlm = False               # telemetry on: skip even the call while it is off (a call is µs on M0+)
         self.values = {}
         self._configured = False
         hal.set_energized(False)
@@ -166,11 +167,27 @@ class Controller:
         self.st[fx.W_PREV] = self.c[0]
         self.st[WS + fx.W_PREV] = self.c[1]
         self.configure(values)
+        # the callable the hal's timer runs every period (tick() runs it once)
+        self.run_period = self._make_period()
 
     # ---- the hot path ----
 
-    def tick(self):
-        """One control period (the hal timer's callback). Allocation-free."""
+    def _make_period(self):
+        """The callable the hal's timer runs every period, made once: the hal's own period function where it has
+        one (hal period_fn: the I/O and the step in one viper call, rp2 on the chip), else _period (the hal's
+        read_counts/write_duty around the step). Allocation-free.
+
+        Every Python-level call counts on a microcontroller: on the emulated RP2040 a call is ~10 us, and the
+        tick with its eight calls took 137 us of a 1 kHz period (docs/firmware.md, "Timing")."""
+        make = getattr(self.hal, "period_fn", None)
+        if make is not None and (fx.IO_T0, fx.IO_T1, fx.IO_DL, fx.IO_DR) == (0, 1, 2, 3):
+            fn = make(fx.step, self.st, self.k, self.c, self.e, self.io, self._tail, self._ctl)
+            if fn is not None:
+                return fn
+        return self._period
+
+    def _period(self, _t=None):
+        """One period through the hal's methods (every backend without period_fn)."""
         io = self.io
         io[IO_T0] = self._ticks()
         self._read(self.c)
@@ -178,24 +195,35 @@ class Controller:
             self._edge(self.e)
         fx.step(self.st, self.k, self.c, self.e, io)
         self._write(io[IO_DL], io[IO_DR])
-        if self._energized and self.st[G_ENABLED] == 0:
-            # the step stopped driving (fault, deadman de-energize, disable): cut the bridges this period
-            self._energized = False
-            self._set_energized(False)
-        if self._tlm:
-            fx.log(self.st, self._ring, self._ring_hdr)
+        ctl = self._ctl
+        if ctl[0] or (ctl[1] and self.st[G_ENABLED] == 0):
+            self._tail()
         io[IO_T1] = self._ticks()
+
+    def _tail(self):
+        """What a period does only when it has to (ctl): cut the bridges in the period the step stopped driving
+        (fault, deadman de-energize, disable), and append the telemetry record."""
+        ctl = self._ctl
+        if ctl[1] and self.st[G_ENABLED] == 0:
+            ctl[1] = 0
+            self._set_energized(False)
+        if ctl[0]:
+            fx.log(self.st, self._ring, self._ring_hdr)
+
+    def tick(self):
+        """One control period now (what the hal's timer runs, run_period)."""
+        self.run_period(None)
 
     # ---- lifecycle ----
 
     def start(self):
         self.running = True
-        self.hal.start_periodic(self.hz, self.tick)
+        self.hal.start_periodic(self.hz, self.run_period)
 
     def stop(self):
         self.hal.stop_periodic()
         self.running = False
-        self._energized = False
+        self._ctl[1] = 0
         self.hal.set_energized(False)
         self.hal.write_duty(0, 0)
 
@@ -250,11 +278,11 @@ class Controller:
             if not self._request(REQ_ENABLE):
                 return False
             if self.st[G_ENABLED]:
-                self._energized = True
+                self._ctl[1] = 1
                 self._set_energized(True)
             return self.st[G_ENABLED] == 1
         # cut the bridges first, then let the step drop its state
-        self._energized = False
+        self._ctl[1] = 0
         self._set_energized(False)
         self._request(REQ_DISABLE)
         return False
@@ -289,7 +317,7 @@ class Controller:
 
     def attach_ring(self, buf, hdr, ring=None):
         """Telemetry: the step appends records to a telemetry.Ring's buf/hdr (set_telemetry_div turns it on)."""
-        self._tlm = False
+        self._ctl[0] = 0
         self.st[fx.G_TLM_DIV] = 0
         self._ring_hdr = hdr
         self._ring = buf
@@ -298,7 +326,7 @@ class Controller:
         """One record every div periods; 0: off."""
         self.st[fx.G_TLM_CNT] = 0
         self.st[fx.G_TLM_DIV] = div
-        self._tlm = div > 0 and self._ring is not None
+        self._ctl[0] = 1 if div > 0 and self._ring is not None else 0
 
     # ---- readings (slow path) ----
 

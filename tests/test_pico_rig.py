@@ -186,3 +186,34 @@ def test_time_scale_of_an_unregistered_port_is_one():
     assert time_scale("/dev/ttyACM7") == 1.0 and time_scale("socket://127.0.0.1:1") == 1.0
     assert math.isfinite(time_scale("socket://127.0.0.1:1"))
     assert os.environ.get("VIPERDRIVE_TIME_SCALE") is None      # no global knob: only a registered rig scales
+
+
+def test_board_clock_runs_at_the_rigs_measured_speed_and_is_the_hosts_elsewhere():
+    """Link.clock (viperdrive.link.BoardClock), the one clock host waits that stand for board time go through
+    (Board's braking bound and read deadline, PathRunner, steptest): the host's own clock for any other port, the
+    chip's time at its measured speed on a registered rig, within 25 % of the rig's own chip clock."""
+    from viperdrive.link import Link
+    other = Link("socket://127.0.0.1:1")
+    other._refresh_time_scale(force=True)
+    h0, b0 = time.monotonic(), other.clock.now()
+    assert other.rate == 1.0 and other.time_scale == 1.0 and abs(b0 - h0) < 0.01
+    from viperdrive.sim.pico import SPEED_HEADROOM, PicoRig, require_images_or_skip
+    require_images_or_skip(pytest.skip)
+    # a blank MicroPython (the clock needs no firmware) idles and would keep real time: paced to 0.3 of it
+    with PicoRig(max_rate=0.3) as rig:
+        rig.clock.sleep(0.5)
+        with Link(rig.url) as link:
+            c0, b0, w0 = rig.clock.now(), link.clock.now(), time.monotonic()
+            while time.monotonic() - w0 < 3.0:
+                link.timeout_for(8, P.STATE)    # what refreshes the speed: every request (at most twice a second)
+                time.sleep(0.1)
+            chip, est = rig.clock.now() - c0, link.clock.now() - b0
+            t0 = link.clock.now()
+            link.clock.sleep(0.05)
+            slept = link.clock.now() - t0
+            rate, scale = link.rate, link.time_scale
+    print(f"rig at {rate:.3f} chip s per wall s: over 3 wall s the chip ran {chip:.3f} s, Link.clock said "
+          f"{est:.3f} s; timeouts x{scale:.1f}; clock.sleep(0.05) -> {slept:.3f} board s")
+    assert 0.1 < rate < 0.35 and scale == pytest.approx(min(50.0, SPEED_HEADROOM / rate), rel=0.5)
+    assert abs(est - chip) < 0.25 * chip
+    assert 0.05 <= slept < 0.08

@@ -35,9 +35,11 @@ from dataclasses import dataclass
 from . import errors
 from .config import RobotConfig
 from .errors import BadValue, BoardFault, LinkLost, NoReplyError, UserError, VersionMismatch
-from .link import Link, NackError
+from .link import BoardClock, Link, NackError
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
+
+_WALL = BoardClock()            # a Board without a link yet: the host's own clock
 
 TWO_PI = 2.0 * math.pi
 INT32_MAX = 2**31 - 1
@@ -435,7 +437,10 @@ class Board:
             return
         now = time.monotonic()
         wait = self.link.timeout_for(len(frame), P.STATE)
-        wait = min(wait, 0.8 * self.config.period * self.link.time_scale)   # an emulated chip's period is longer
+        # within the loop's period of the board's time (an emulated chip's is longer in host time): at its measured
+        # speed, as the loop paces itself, not with the reply timeouts' headroom (a missed cycle would then last
+        # 1.6 periods and a lost link be noticed that much later)
+        wait = min(wait, self.link.clock.host_seconds(0.8 * self.config.period))
         self._pending = (now, now + wait)
 
     def deactivate(self) -> None:
@@ -488,9 +493,17 @@ class Board:
         except UserError:
             self._ramp = None
 
+    @property
+    def clock(self):
+        """The board's time for host waits (viperdrive.link.BoardClock): the host's clock, except on an emulated
+        chip slower than real time."""
+        return self.link.clock if self.link is not None else _WALL
+
     def _brake(self) -> dict:
-        """SET_VEL 0 once per loop period until both wheels are at rest or the bound passed. -> last_stop."""
-        t0 = time.monotonic()
+        """SET_VEL 0 once per loop period until both wheels are at rest or the bound passed (the board's time).
+        -> last_stop."""
+        clock = self.clock
+        t0 = clock.now()
         bound = self.braking_bound()
         period = min(self.config.period, 0.02)
         speed0 = None
@@ -503,10 +516,10 @@ class Board:
                 payload = None      # keep commanding zero: the board brakes on its deadman anyway
             except NackError:
                 payload = None
-            now = time.monotonic()
+            now = clock.now()
             if payload is not None:
                 replies += 1
-                state = self._accept_state(payload, now, check=False)
+                state = self._accept_state(payload, time.monotonic(), check=False)
                 fastest = max(abs(state.velocity[0]), abs(state.velocity[1]))
                 if speed0 is None:
                     speed0 = fastest
@@ -519,7 +532,7 @@ class Board:
                 rest = 0
             if now - t0 >= bound:
                 return self._stopped(t0, now, speed0, replies, f"not confirmed at rest within {bound:.2f} s")
-            time.sleep(max(0.0, period - (time.monotonic() - now)))
+            clock.sleep(period - (clock.now() - now))
 
     def _stopped(self, t0: float, now: float, speed0: float | None, replies: int, how: str) -> dict:
         self._pending = None

@@ -37,7 +37,9 @@ class Track:
 
 
 class PathRunner:
-    """A fixed-rate host loop (absolute deadlines): read -> odometry -> drive controller -> write."""
+    """A fixed-rate host loop (absolute deadlines): read -> odometry -> drive controller -> write. In the board's
+    time (board.clock: the host's clock, or an emulated chip's at its measured speed): its period, the drive
+    controller's ramps and timeouts."""
 
     def __init__(self, board: Board, config: RobotConfig, vb=None, rate_hz: float = RATE_HZ):
         self.board = board
@@ -61,7 +63,7 @@ class PathRunner:
         self.board.activate()
         self.drive.reset()
         self.track = None
-        self._next = time.monotonic()
+        self._next = self.board.clock.now()
         # a few zero cycles before the odometry takes its baseline: a STATE still in flight from before ZERO
         # (a reply that crossed the ENABLE/ZERO requests) must not become the baseline and make the pose jump
         for _ in range(10):
@@ -83,14 +85,16 @@ class PathRunner:
             if self.cycles % 25 == 0:
                 _, x, y, _ = self.board.odom()
                 tr.board.append((x, y))
-        self.drive.command(v, w)
-        left, right = self.drive.update()
+        clock = self.board.clock
+        now = clock.now()
+        self.drive.command(v, w, now=now)
+        left, right = self.drive.update(now)
         self.board.write(left, right)
         self.cycles += 1
         self._next += self.period
-        now = time.monotonic()
+        now = clock.now()
         if self._next > now:
-            time.sleep(self._next - now)
+            clock.sleep(self._next - now)
         else:
             late = now - self._next
             self.late_max = max(self.late_max, late)

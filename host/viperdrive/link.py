@@ -89,10 +89,15 @@ class Link:
         self._fit = (0.0, 1.0)                          # board_s = a + b * host_s
         self._ref: tuple[float, int] | None = None      # (host s, board us unwrapped) for unwrapping
         self.counts = collections.Counter()
-        # host seconds per board second: 1 for real boards; an emulated chip slower than real time (the Pico rig,
-        # viperdrive.sim.pico.time_scale) stretches every reply timeout by it, measured when the port opens
+        # the board's speed (board seconds per host second: 1 for real boards) and the reply timeouts' scale (host
+        # seconds per board second, with headroom): an emulated chip slower than real time (the Pico rig,
+        # viperdrive.sim.pico.board_speed) stretches every reply timeout by time_scale, and `clock` (BoardClock:
+        # every host wait measured in the board's time) runs at `rate`. Measured when the port opens, then at most
+        # twice a second
+        self.rate = 1.0
         self.time_scale = 1.0
         self._scale_at = 0.0
+        self.clock = BoardClock()
         self._late = collections.Counter()             # reply codes of timed-out requests, per code
         self._garbage_at_frame = 0
 
@@ -294,7 +299,10 @@ class Link:
         now = time.monotonic()
         if force or now - self._scale_at >= 0.5:
             self._scale_at = now
-            self.time_scale = _board_time_scale(self.url)
+            rate = _board_speed(self.url)
+            self.time_scale = _scale_of(rate)
+            self.clock.set_rate(1.0 if rate is None else max(rate, 1.0 / MAX_HOST_S_PER_BOARD_S))
+            self.rate = self.clock.rate
 
     def request(self, frame: bytes, reply_cmd: int, timeout: float | None = None, stale: int | None = None) -> bytes:
         """Send frame, return the payload of the first reply_cmd frame. NackError if the board refuses this
@@ -437,13 +445,65 @@ class Link:
         return (board_s - a) / b
 
 
-def _board_time_scale(url: str) -> float:
-    # only an emulated rig registers itself; everything else is a real-time board (1.0)
+MAX_HOST_S_PER_BOARD_S = 50.0   # a board (an emulated chip) slower than that is treated as that slow
+
+
+class BoardClock:
+    """The board's time as host code waits for it (Link.clock, Board.clock): every host wait that stands for a span
+    of the board's time (a loop period, a braking bound, an experiment's duration) goes through it.
+
+    For every real board and the virtual board it is the host's monotonic clock. For an emulated chip slower than
+    real time (a registered Pico rig) it runs at the chip's measured speed (Link.rate, refreshed with the reply
+    timeouts' scale): now() is monotonic board seconds, each stretch of host time counted at the speed measured
+    for it; sleep(s) waits s of board time. An estimate for pacing: to measure the chip, its own clock (the rig's
+    `time`, PicoRig.clock) is exact."""
+
+    def __init__(self):
+        self.rate = 1.0                         # board seconds per host second
+        self._lock = threading.Lock()
+        self._host0 = self._board0 = time.monotonic()
+
+    def set_rate(self, rate: float) -> None:
+        with self._lock:
+            if rate == self.rate:
+                return
+            h = time.monotonic()
+            self._board0 += (h - self._host0) * self.rate
+            self._host0 = h
+            self.rate = rate
+
+    def now(self) -> float:
+        with self._lock:
+            return self._board0 + (time.monotonic() - self._host0) * self.rate
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds / self.rate)
+
+    def host_seconds(self, seconds: float) -> float:
+        """Host seconds for `seconds` of the board's time at its present speed (a deadline on the host's clock)."""
+        return seconds / self.rate
+
+
+def _board_speed(url: str) -> float | None:
+    # only an emulated rig registers itself; everything else is a real-time board (None)
     try:
-        from .sim.pico import time_scale
+        from .sim.pico import board_speed
     except ImportError:
+        return None
+    return board_speed(url)
+
+
+def _scale_of(rate: float | None) -> float:
+    if rate is None:
         return 1.0
-    return time_scale(url)
+    from .sim.pico import scale_of
+    return scale_of(rate)
+
+
+def _board_time_scale(url: str) -> float:
+    """Host seconds per board second for reply timeouts on `url` (1 for every board but a registered rig)."""
+    return _scale_of(_board_speed(url))
 
 
 def _close_quietly(ser) -> None:

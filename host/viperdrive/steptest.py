@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -166,15 +165,17 @@ def run_experiment(board, rate_hz: int, duration: float, setpoints, progress=Non
                    period: float = HOST_PERIOD, activate=None) -> list:
     """Stream telemetry at rate_hz, enable the board (activate(), default board.activate), send setpoints(t) =
     (left, right) rad/s every `period` s for `duration` s, disable; return the raw telemetry records. `tail` s
-    more are read after the disable (the step test's return to zero). Ended by an exception (Ctrl-C, SIGTERM, a
-    lost link), the board is disabled first, then the telemetry switched off; the exception goes on."""
+    more are read after the disable (the step test's return to zero). Times are the board's (board.clock).
+    Ended by an exception (Ctrl-C, SIGTERM, a lost link), the board is disabled first, then the telemetry switched
+    off; the exception goes on."""
     records: list = []
     board.telemetry(rate_hz)
+    clock = board.clock
     try:
         (activate or board.activate)()
-        t0 = time.monotonic()
+        t0 = clock.now()
         while True:
-            now = time.monotonic() - t0
+            now = clock.now() - t0
             if now >= duration:
                 break
             board.write(*setpoints(now))
@@ -182,10 +183,10 @@ def run_experiment(board, rate_hz: int, duration: float, setpoints, progress=Non
             records.extend(board.telemetry_frames())
             if progress is not None:
                 progress.update(now)
-            time.sleep(period)
+            clock.sleep(period)
         board.deactivate()
         if tail:
-            time.sleep(tail)
+            clock.sleep(tail)
         records.extend(board.telemetry_frames())
     except BaseException:
         # Ctrl-C, SIGTERM, a lost link: outputs off first (the board must not wait for its deadman), then on

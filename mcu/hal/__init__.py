@@ -31,6 +31,13 @@
 #   free_heap()                     bytes free (gc.mem_free() where the port has it)
 #   edge_period_us(buf)             optional (hasattr): last encoder edge period per wheel in us, 0 if none,
 #                                   for low-speed velocity estimation (esp32: only with pin-IRQ decoding)
+#   period_fn(step, st, k, c, e, io, tail, ctl)
+#                                   optional (hasattr; rp2 on the chip, None elsewhere): the whole control period
+#                                   as one callable fn(t) (t: ignored, the timer's argument) that does what the
+#                                   firmware's generic tick does with the calls above: io[0] = ticks_us();
+#                                   read_counts(c); step(st, k, c, e, io); write_duty(io[2], io[3]); tail() when
+#                                   ctl[0], or when ctl[1] and st[ctl[2]] == 0; io[1] = ticks_us(). No allocation.
+#                                   start_periodic(hz, fn) given that fn calls it from the timer directly.
 #   idle()                          called by the slow loop when it has nothing to do (sleep ~1 ms).
 #                                   circuitpython (no timer IRQ, no threads): start_periodic only arms a
 #                                   schedule and idle() runs the step when it is due, so the slow loop must

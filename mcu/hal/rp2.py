@@ -20,6 +20,13 @@ from . import portable
 # CTRL.TRIGGER). The rp2 port's machine.reset_cause() says WDT_RESET for both.
 _WATCHDOG_REASON = const(0x40058008)
 _REASON_TIMER = const(1)
+# register blocks of the period function (RP2040 datasheet: PWM 4.5, TIMER 4.6, PIO 3.7, SIO 2.3.1)
+_PWM_BASE = 0x40050000
+_TIMERAWL_WORD = const(0x4028 // 4)   # TIMER 0x40054000 + TIMERAWL 0x028, in words from PWM's base
+_PIO_BASE = (0x50200000, 0x50300000)
+_SIO_BASE = 0xD0000000
+_WD_ON = const(9)               # _duty_registers: 1 while energized
+_WD_SB = const(10)              # _duty_registers: -2**31, sign-extends ptr32 loads on 64-bit hosts ((x ^ sb) - sb)
 
 
 _QUAD_WORDS = portable.quadrature_pio_program()
@@ -67,8 +74,9 @@ class _PioEncoder:
 
 
 def _duty_registers(mode, pins):
-    """array('i') for _write_duty_registers: the bridge mode, then per wheel (CC word, channel B?, DIR pin mask or
-    IN2's CC word, IN2 channel B?). A pin's PWM is slice (pin >> 1) & 7, channel A (even) or B (odd)."""
+    """array('i') for the period function's duty writes: the bridge mode, then per wheel (CC word, channel B?, DIR
+    pin mask or IN2's CC word, IN2 channel B?), then 1 while energized (_WD_ON, kept by set_energized) and -2**31
+    (_WD_SB). A pin's PWM is slice (pin >> 1) & 7, channel A (even) or B (odd)."""
     def cc(pin):
         return ((pin >> 1) & 7) * 5 + 3, pin & 1
 
@@ -82,7 +90,7 @@ def _duty_registers(mode, pins):
             word, ch = cc(p["in1"])
             word2, ch2 = cc(p["in2"])
             out += [word, ch, word2, ch2]
-    return array("i", out)
+    return array("i", out + [0, -2147483648])
 
 
 def repl_pin_held(cfg):
@@ -108,15 +116,17 @@ class Board(portable.MachineBoard):
         mv = memoryview(self._raw)
         self._raw_l = mv[0:1]
         self._raw_r = mv[1:2]
-        self._pio = pio
         self._wd = _duty_registers(mode, pins)
+        self._period = None
+        # the registers period_fn works on: PWM with TIMER (one view: TIMER is 16 KiB above PWM), the encoders' PIO
+        # block, SIO. On the chip, views of the memory (uctypes.bytearray_at: ptr32 of one is its address);
+        # elsewhere (the unix port's tests with stand-in machine/rp2 modules) None: read_counts/write_duty go
+        # through StateMachine.put/get and machine.PWM / machine.Pin, the same protocol and the same levels
+        self._regs = None
         if sys.platform == "rp2":
-            # on the chip, one viper call each: the FIFOs and the PWM compare/SIO registers directly. Elsewhere
-            # (the unix port's tests with stand-in machine/rp2 modules) StateMachine.put/get and machine.PWM /
-            # machine.Pin, the same protocol and the same levels (docs/firmware.md, "Timing": on the emulated RP2040
-            # the Python calls were 60 % of the control tick)
-            self.read_counts = self._read_counts_registers
-            self.write_duty = self._write_duty_registers
+            import uctypes
+            self._regs = (uctypes.bytearray_at(_PWM_BASE, 4 * _TIMERAWL_WORD + 4),
+                          uctypes.bytearray_at(_PIO_BASE[pio], 0x28), uctypes.bytearray_at(_SIO_BASE, 0x1C))
 
     def reset_cause(self):
         code = super().reset_cause()
@@ -133,80 +143,113 @@ class Board(portable.MachineBoard):
         self._enc_r.sm.get(self._raw_r)
         _copy2(buf, self._raw)
 
-    @micropython.viper
-    def _read_counts_registers(self, buf):
-        # read_counts on the chip, one viper call from the control tick: a request word into TXF of both wheels'
-        # machines, then each answer from RXF once FSTAT says it is there. The protocol of sm.put(1)/sm.get(buf),
-        # without their four Python calls in the hard IRQ (on the emulated RP2040 they were most of read_counts:
-        # docs/firmware.md, "Timing"). Bounded: a machine that does not answer leaves buf as it was instead of
-        # hanging the IRQ. The wheels' machines are 0 and 1 of the block (see __init__).
-        pio = int(self._pio)
-        p = ptr32((0x5020 + (pio << 4)) << 16)  # PIO0 0x50200000, PIO1 0x50300000 (built from small ints)
-        p[4] = 1                                # TXF0 (0x010), TXF1 (0x014)
-        p[5] = 1
-        b = ptr32(buf)
-        n = 0
-        while p[1] & 0x100:                     # FSTAT (0x004): RXEMPTY of machine 0
-            n += 1
-            if n > 2000:
-                return
-        b[0] = p[8]                             # RXF0 (0x020)
-        while p[1] & 0x200:                     # RXEMPTY of machine 1
-            n += 1
-            if n > 2000:
-                return
-        b[1] = p[9]                             # RXF1 (0x024)
+    def set_energized(self, on):
+        # the period function writes the duties while the table's energized word is set: off before the bridges
+        # go off (a period that runs in between writes nothing), on once they are on
+        if not on:
+            self._wd[_WD_ON] = 0
+        super().set_energized(on)
+        if self.energized:
+            self._wd[_WD_ON] = 1
 
-    @micropython.viper
-    def _write_duty_registers(self, left: int, right: int):
-        # write_duty on the chip: signed Q15 duty -> each bridge's PWM compare value (cc = |q| * (TOP + 1) / 2**15,
-        # rounded: 32767 -> TOP + 1, full on) and, pwm_dir, its DIR pin through SIO GPIO_OUT_SET/CLR; in1_in2
-        # drives IN1 forward or IN2 reverse, the other low (bridge_levels' mapping). Ignored while de-energized.
-        if not self.energized:
-            return
-        w = ptr32(self._wd)
-        pwm = ptr32(0x4005 << 16)               # PWM 0x40050000: slice n at word 5n, CC +3, TOP +4
-        sio = ptr32(0xD000 << 16)               # SIO 0xd0000000: GPIO_OUT_SET word 5, GPIO_OUT_CLR word 6
-        mode = w[0]
-        i = 0
-        while i < 2:
-            q = left
-            if i == 1:
-                q = right
-            if q > 32767:
-                q = 32767
-            if q < -32767:
-                q = -32767
-            mag = q
-            if q < 0:
-                mag = 0 - q
-            o = 1 + 4 * i
-            cc = w[o]
-            val = (mag * ((pwm[cc + 1] & 0xFFFF) + 1) + 16383) >> 15
-            a = val
-            b = 0
-            if mode != 0 and q < 0:
-                a = 0
-                b = val
-            v = pwm[cc]
-            if w[o + 1]:
-                pwm[cc] = (v & 0xFFFF) | (a << 16)
-            else:
-                pwm[cc] = (v & ~0xFFFF) | a
-            if mode == 0:
-                if q >= 0:
-                    sio[5] = w[o + 2]
-                else:
-                    sio[6] = w[o + 2]
-            else:
-                cc2 = w[o + 2]
-                v = pwm[cc2]
-                if w[o + 3]:
-                    pwm[cc2] = (v & 0xFFFF) | (b << 16)
-                else:
-                    pwm[cc2] = (v & ~0xFFFF) | b
-            i += 1
+    def period_fn(self, step, st, k, c, e, io, tail, ctl):
+        """The whole control period as one viper call (hal interface, optional: hal/__init__.py), on the chip's
+        registers: io[0] = ticks_us (TIMERAWL); both wheels' counts from the PIO FIFOs into c (a request word into
+        TXF, the answer from RXF once FSTAT says it is there: the protocol of sm.put(1)/sm.get()); step(st, k, c,
+        e, io); the duties io[2], io[3] to the PWM compare and DIR/IN2 registers (cc = |q| * (TOP + 1) / 2**15,
+        rounded: 32767 is full on; nothing while de-energized); tail() when ctl[0], or when ctl[1] and
+        st[ctl[2]] == 0; io[1] = ticks_us last. None where there are no registers (the unix port's tests give
+        _regs arrays standing in for them).
+
+        One call per period instead of eight: on the emulated RP2040 a Python-level call costs ~10 us, and the
+        tick's calls around the step were more than half of the period's time (docs/firmware.md, "Timing").
+        Bounded: a state machine that does not answer within 2000 polls leaves its count as it was.
+        Allocation-free: a closure call copies its closed-over objects and its argument into one array, on the
+        C stack only up to 5 of them (on the heap beyond), so the period closes over four, the rest in a tuple."""
+        if self._regs is None:
+            return None
+        perif, pio, sio = self._regs
+        env = (st, k, e, ctl, self._wd, pio, sio, perif, tail)
+
+        @micropython.viper
+        def period(_t):
+            o = ptr32(io)
+            ps = ptr32(env[7])                      # PWM 0x40050000 (slice n at word 5n: CC +3, TOP +4), TIMER
+            o[0] = ps[_TIMERAWL_WORD] & 0x3FFFFFFF  # ... at 0x40054000: TIMERAWL, as time.ticks_us() reads it
+            p = ptr32(env[5])
+            p[4] = 1                                # TXF0 (0x010), TXF1 (0x014): a request to each machine
+            p[5] = 1
+            b = ptr32(c)
+            n = 0
+            while p[1] & 0x100:                     # FSTAT (0x004): RXEMPTY of machine 0
+                n += 1
+                if n > 2000:
+                    break
+            if n <= 2000:
+                b[0] = p[8]                         # RXF0 (0x020)
+                while p[1] & 0x200:                 # RXEMPTY of machine 1
+                    n += 1
+                    if n > 2000:
+                        break
+                if n <= 2000:
+                    b[1] = p[9]                     # RXF1 (0x024)
+            sa = env[0]
+            step(sa, env[1], c, env[2], io)
+            w = ptr32(env[4])                       # _duty_registers: mode, per wheel 4 words, energized
+            if w[_WD_ON]:
+                sw = ptr32(env[6])                  # SIO 0xd0000000: GPIO_OUT_SET word 5, GPIO_OUT_CLR word 6
+                mode = w[0]
+                sb = w[_WD_SB]
+                i = 0
+                while i < 2:
+                    q = (o[2 + i] ^ sb) - sb
+                    if q > 32767:
+                        q = 32767
+                    if q < -32767:
+                        q = -32767
+                    mag = q
+                    if q < 0:
+                        mag = 0 - q
+                    j = 1 + 4 * i
+                    cc = w[j]
+                    val = (mag * ((ps[cc + 1] & 0xFFFF) + 1) + 16383) >> 15
+                    hi = val
+                    lo = 0
+                    if mode != 0 and q < 0:
+                        hi = 0
+                        lo = val
+                    v = ps[cc]
+                    if w[j + 1]:
+                        ps[cc] = (v & 0xFFFF) | (hi << 16)
+                    else:
+                        ps[cc] = (v & ~0xFFFF) | hi
+                    if mode == 0:
+                        if q >= 0:
+                            sw[5] = w[j + 2]
+                        else:
+                            sw[6] = w[j + 2]
+                    else:
+                        cc2 = w[j + 2]
+                        v = ps[cc2]
+                        if w[j + 3]:
+                            ps[cc2] = (v & 0xFFFF) | (lo << 16)
+                        else:
+                            ps[cc2] = (v & ~0xFFFF) | lo
+                    i += 1
+            f = ptr32(env[3])
+            if f[0]:
+                env[8]()
+            elif f[1]:
+                s = ptr32(sa)
+                if s[f[2]] == 0:
+                    env[8]()
+            o[1] = ps[_TIMERAWL_WORD] & 0x3FFFFFFF
+
+        self._period = period
+        return period
 
     def _start_timer(self, hz):
+        # the period function takes the timer argument itself: one Python-level call less per period
+        cb = self._fn if self._fn is self._period else self._tick
         return machine.Timer(self.cfg.get("control_timer", -1), mode=machine.Timer.PERIODIC, freq=hz,
-                             callback=self._tick, hard=True)
+                             callback=cb, hard=True)

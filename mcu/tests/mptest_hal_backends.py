@@ -359,17 +359,210 @@ def test_rp2_requested_reboot_is_not_a_watchdog_fault():
 
 
 def test_rp2_duty_register_table_names_each_bridges_pwm_slice_channel_and_dir_pin():
-    # what the chip's viper write_duty writes: PWM slice (pin >> 1) & 7 -> CC at word 5*slice + 3, channel B for
-    # odd pins; pwm_dir: the DIR pin's SIO mask; in1_in2: IN2's CC word and channel
+    # what the chip's period function writes: PWM slice (pin >> 1) & 7 -> CC at word 5*slice + 3, channel B for
+    # odd pins; pwm_dir: the DIR pin's SIO mask; in1_in2: IN2's CC word and channel; last the energized word
     _install(machine=FakeMachine(), rp2=FakeRp2())
     from hal import rp2 as hrp2
     from hal import portable
     cfg = boardcfg.load(BOARDS + "pico.json")          # left pwm 6 dir 7, right pwm 8 dir 9
     t = hrp2._duty_registers(portable.bridge_mode(cfg), cfg["pins"])
-    assert list(t) == [0, 18, 0, 1 << 7, 0, 23, 0, 1 << 9, 0], list(t)
+    assert list(t) == [0, 18, 0, 1 << 7, 0, 23, 0, 1 << 9, 0, 0, -1 << 31], list(t)
     cfg = boardcfg.load(BOARDS + "pico_drv8833.json")  # left in1 10 in2 11, right in1 12 in2 13
     t = hrp2._duty_registers(portable.bridge_mode(cfg), cfg["pins"])
-    assert list(t) == [1, 28, 0, 28, 1, 33, 0, 33, 1], list(t)
+    assert list(t) == [1, 28, 0, 28, 1, 33, 0, 33, 1, 0, -1 << 31], list(t)
+
+
+# ---- rp2: the period function (the control period in one viper call) on stand-in registers ----
+
+TIMERAWL = 0x4028 // 4          # TIMER's TIMERAWL in words from PWM's base (one view on the chip)
+TOP = 6249                      # 20 kHz PWM at 125 MHz
+
+
+class Regs:
+    """Arrays standing in for the register blocks period_fn works on: PWM (+ TIMER), the PIO block, SIO."""
+
+    def __init__(self, board):
+        self.perif = array("i", [0] * (TIMERAWL + 1))
+        self.pio = array("i", [0] * 10)
+        self.sio = array("i", [0] * 7)
+        for sl in range(8):
+            self.perif[5 * sl + 4] = TOP
+        board._regs = (self.perif, self.pio, self.sio)
+
+
+class StepDouble:
+    """A step with the real one's signature that records what it got in preallocated arrays (allocation-free):
+    the counts and io[0] it saw, how often it ran; it writes the duties from `duty` and moves TIMERAWL on."""
+
+    def __init__(self, regs):
+        self.seen = array("i", [0, 0, 0, 0])
+        self.duty = array("i", [0, 0])
+        self.regs = regs
+
+    def __call__(self, st, k, c, e, io):
+        seen = self.seen
+        seen[0] = c[0]
+        seen[1] = c[1]
+        seen[2] = io[0]
+        seen[3] += 1
+        io[2] = self.duty[0]
+        io[3] = self.duty[1]
+        self.regs.perif[TIMERAWL] += 37            # the step took 37 us
+
+
+def _period_setup(board_file):
+    _install(machine=FakeMachine(), rp2=FakeRp2())
+    import hal
+    cfg = boardcfg.load(BOARDS + board_file)
+    b = hal.load(cfg)
+    assert b.period_fn(None, None, None, None, None, None, None, None) is None    # no registers: no period fn
+    regs = Regs(b)
+    step = StepDouble(regs)
+    st = array("i", [1] * 4)
+    io = array("i", [0] * 4)
+    c = array("i", [0, 0])
+    tails = array("i", [0])
+
+    def tail():
+        tails[0] += 1
+
+    ctl = array("i", [0, 0, 2])                     # telemetry off, bridges off, the enabled word is st[2]
+    fn = b.period_fn(step, st, array("i", [0] * 4), c, array("i", [0, 0]), io, tail, ctl)
+    return cfg, b, regs, step, fn, st, io, c, tails, ctl
+
+
+def test_rp2_period_function_reads_the_fifos_runs_the_step_and_writes_the_registers():
+    cfg, b, regs, step, fn, st, io, c, tails, ctl = _period_setup("pico.json")
+    pio, perif, sio = regs.pio, regs.perif, regs.sio
+    # left pwm 6 (slice 3 A: CC word 18), dir 7; right pwm 8 (slice 4 A: CC word 23), dir 9
+    perif[TIMERAWL] = (1 << 30) + 1234             # ticks_us is TIMERAWL's low 30 bits
+    pio[8] = 300
+    pio[9] = -7                                     # RX words: the 32-bit counters' bit patterns
+    perif[18] = 0x55550000                          # channel B of slice 3 belongs to another pin: kept
+    step.duty[0] = 16384
+    step.duty[1] = -32767
+    fn(None)
+    assert (pio[4], pio[5]) == (1, 1)               # a request word to each machine's TX FIFO
+    assert (c[0], c[1]) == (300, -7) and tuple(step.seen) == (300, -7, 1234, 1)     # counts before the step
+    assert io[0] == 1234 and io[1] == 1234 + 37     # io[1] read after the step
+    assert perif[18] == 0x55550000 and perif[23] == 0   # de-energized: no duty written
+    b.set_energized(True)
+    fn(None)
+    assert perif[18] == 0x55550000 | 3125           # 16384 / 32768 of TOP + 1 = 6250, in channel A's half
+    assert perif[23] == TOP + 1                     # -32767: full on (cc = TOP + 1), reverse
+    assert sio[5] == 1 << 7 and sio[6] == 1 << 9    # DIR: left forward (GPIO_OUT_SET), right reverse (CLR)
+    step.duty[0] = -100
+    step.duty[1] = 40000                            # beyond Q15: clamped to full on
+    fn(None)
+    assert perif[18] & 0xFFFF == (100 * 6250 + 16383) >> 15 and sio[6] == 1 << 7
+    assert perif[23] == TOP + 1 and sio[5] == 1 << 9
+    b.set_energized(False)                          # the bridges off: the period writes nothing any more
+    step.duty[0] = 20000
+    fn(None)
+    assert perif[18] & 0xFFFF == 19 and tails[0] == 0
+    print("pico wiring: duties 16384/-32767 -> CC 3125/%d of TOP %d, DIR set/clear" % (TOP + 1, TOP))
+
+
+def test_rp2_period_function_does_not_wait_forever_for_a_fifo():
+    cfg, b, regs, step, fn, st, io, c, tails, ctl = _period_setup("pico.json")
+    regs.pio[8] = 11
+    regs.pio[9] = 22
+    regs.pio[1] = 0x200                             # machine 1's RX FIFO stays empty
+    c[1] = 5
+    fn(None)
+    assert (c[0], c[1]) == (11, 5) and step.seen[3] == 1    # its count as it was, and the step still ran
+    regs.pio[1] = 0x300                             # neither answers
+    regs.pio[8] = 12
+    fn(None)
+    assert (c[0], c[1]) == (11, 5) and step.seen[3] == 2
+
+
+def test_rp2_period_function_calls_the_tail_only_when_asked():
+    cfg, b, regs, step, fn, st, io, c, tails, ctl = _period_setup("pico.json")
+    fn(None)
+    assert tails[0] == 0                            # nothing to do: no call
+    ctl[1] = 1                                      # the bridges are on and st[2] (enabled) is 1
+    fn(None)
+    assert tails[0] == 0
+    st[2] = 0                                       # the step stopped driving: cut the bridges this period
+    fn(None)
+    assert tails[0] == 1
+    ctl[1] = 0
+    fn(None)
+    assert tails[0] == 1
+    ctl[0] = 1                                      # telemetry on: every period
+    fn(None)
+    fn(None)
+    assert tails[0] == 3
+
+
+def test_rp2_period_function_in1_in2_and_allocation_free_from_its_own_timer():
+    import micropython
+    cfg, b, regs, step, fn, st, io, c, tails, ctl = _period_setup("pico_drv8833.json")
+    perif = regs.perif
+    # left in1 10 (slice 5 A: word 28), in2 11 (slice 5 B); right in1 12 (slice 6 A: word 33), in2 13
+    b.set_energized(True)
+    step.duty[0] = -16384
+    step.duty[1] = 8192
+    fn(None)
+    assert perif[28] == 3125 << 16                  # reverse: IN2 (channel B) driven, IN1 low
+    assert perif[33] == (8192 * 6250 + 16383) >> 15     # forward: IN1
+    ctl[0] = 1
+    n = 0
+    micropython.heap_lock()
+    try:
+        while n < 1000:
+            fn(None)
+            n += 1
+    finally:
+        micropython.heap_unlock()
+    assert step.seen[3] == 1001 and tails[0] == 1000
+    b.start_periodic(1000, fn)                      # its own period function: the timer calls it directly
+    assert FakeTimer.last.callback is fn and FakeTimer.last.hard
+    b.start_periodic(1000, lambda: None)            # anything else through the board's _tick
+    assert FakeTimer.last.callback is not fn
+    b.stop_periodic()
+
+
+def test_rp2_controller_runs_on_the_period_function_and_cuts_the_bridges_on_a_fault():
+    # the firmware's Controller on the rp2 backend: its timer runs the board's period function with the real
+    # viper step; wheels that do not turn (the counts stand still) under full duty latch FAULT_STALL, and the
+    # period cuts the bridges in that same period (its tail), as the generic tick does
+    import control
+    from shared import params
+    _install(machine=FakeMachine(), rp2=FakeRp2())
+    import hal
+    cfg = boardcfg.load(BOARDS + "pico.json")
+    b = hal.load(cfg)
+    regs = Regs(b)
+    c = control.Controller(b, cfg, params.defaults())
+    assert c.run_period is b._period
+    assert c.enable(True) and b.energized
+    c.start()
+    t = FakeTimer.last
+    assert t.callback is c.run_period and t.freq == 500
+    periods = 0
+    while periods < 400 and not c.fault():
+        if periods % 10 == 0:
+            c.set_velocity(3000, 3000)
+        regs.perif[TIMERAWL] += 2000
+        t.callback(t)
+        periods += 1
+        if periods == 20:
+            driving = (regs.perif[18] & 0xFFFF, regs.perif[23] & 0xFFFF, regs.sio[5])
+    print("pico wiring, wheels held: after 20 periods CC %d/%d (TOP %d), FAULT %d after %d periods"
+          % (driving[0], driving[1], TOP, c.fault(), periods))
+    assert driving[0] > 0 and driving[1] > 0
+    # right motor mirrored (motor_sign -1): both wheels forward means DIR high on the left, low on the right
+    assert driving[2] == 1 << 7 and regs.sio[6] == 1 << 9
+    # stall_ms 500: 250 periods saturated without motion, after the ramp and the integrator reach full duty
+    assert c.fault() in (protocol.FAULT_STALL_LEFT, protocol.FAULT_STALL_RIGHT) and 250 <= periods < 400
+    assert not b.energized and c._ctl[1] == 0 and FakePWM.all[6].duty == 0
+    regs.perif[18] = 1234
+    t.callback(t)
+    assert regs.perif[18] == 1234                   # de-energized: the period writes no duty
+    assert c.stats()["exec_max_us"] == 0            # the stand-in TIMERAWL moves only between periods
+    c.stop()
 
 
 def test_rp2_in1_in2_and_uart_link():

@@ -144,9 +144,9 @@ def control_request(address: str, request: dict, timeout: float = 2.0) -> dict:
     return json.loads(line)
 
 
-def time_scale(url: str) -> float:
-    """Host seconds per board second for the port `url`: 1/rate of a registered rig (>= 1, at most
-    MAX_TIME_SCALE), 1.0 for anything else (a real board, the virtual board, a rig that is gone)."""
+def board_speed(url: str) -> float | None:
+    """Chip seconds per wall second of the registered rig serving `url`, as the rig measures it (0.0 while it has
+    no measurement yet); None for anything else (a real board, the virtual board, a rig that is gone)."""
     p = registry_dir() / (_key(url) + ".json")
     try:
         entry = json.loads(p.read_text())
@@ -154,16 +154,29 @@ def time_scale(url: str) -> float:
         os.kill(pid, 0)                 # the process that registered it is alive
     except ProcessLookupError:
         unregister(url)                 # left by a rig that was killed: its port may be reused by anything
-        return 1.0
+        return None
     except (OSError, ValueError, KeyError, TypeError):
-        return 1.0
+        return None
     try:
         rep = control_request(entry["control"], {"cmd": "time"}, timeout=1.0)
     except (OSError, ValueError, KeyError, ConnectionError):
-        return 1.0
+        return None
     if not isinstance(rep, dict) or not rep.get("ok") or "chip_s" not in rep:
-        return 1.0                      # not a rig's endpoint (a reused port): a real-time board
+        return None                     # not a rig's endpoint (a reused port): a real-time board
     rate = rep.get("rate") or 0.0
+    return float(rate) if rate > 0 else 0.0
+
+
+def time_scale(url: str) -> float:
+    """Host seconds per board second for the reply timeouts of the port `url`: SPEED_HEADROOM / rate of a
+    registered rig (>= 1, at most MAX_TIME_SCALE), 1.0 for anything else."""
+    return scale_of(board_speed(url))
+
+
+def scale_of(rate: float | None) -> float:
+    """The timeout scale of a board speed from board_speed()."""
+    if rate is None:
+        return 1.0
     if not rate > 0:
         return MAX_TIME_SCALE
     # the speed is sampled twice a second and halves within that when the host gets busy: twice the measured scale
