@@ -73,7 +73,7 @@ def schema_hash():
     Ranges and defaults are left out on purpose (a float's text differs between ports)."""
     h = 0x811C9DC5
     for p in TABLE:
-        for ch in "%d:%s:%s:%s;" % (p[ID], p[NAME], p[TYPE], p[UNIT]):
+        for ch in "%s:%s:%s:%s;" % (p[ID], p[NAME], p[TYPE], p[UNIT]):
             h ^= ord(ch)
             h = (h * 0x01000193) & 0xFFFFFFFF
     return h

@@ -14,6 +14,10 @@ drives the same curve, slower.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .config import RobotConfig
 
 
 def saturation_scale(left: float, right: float, limit: float | None) -> float:
@@ -110,7 +114,7 @@ class DifferentialDriveKinematics:
         self.max_rim_speed = max_rim_speed
 
     @classmethod
-    def from_config(cls, config) -> DifferentialDriveKinematics:
+    def from_config(cls, config: RobotConfig) -> DifferentialDriveKinematics:
         return cls(config.wheel_separation, config.wheel_radius, config.wheel_separation_multiplier,
                    config.left_wheel_radius_multiplier, config.right_wheel_radius_multiplier,
                    config.max_rim_speed)

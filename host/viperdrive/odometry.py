@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from .config import RobotConfig
 from .kinematics import wheels_to_twist
@@ -200,7 +201,7 @@ def _embed(block: np.ndarray, index: tuple[int, ...], planar: float) -> np.ndarr
     return out
 
 
-def lint_covariance(matrix, name: str = "covariance", huge: float = 1e3, tiny: float = 1e-15) -> list[str]:
+def lint_covariance(matrix: npt.ArrayLike, name: str = "covariance", huge: float = 1e3, tiny: float = 1e-15) -> list[str]:
     """Warnings about a covariance matrix (6x6 or any square): zero/tiny or huge diagonal entries, asymmetry,
     non-finite values, and not being positive definite. An empty list means it looks usable."""
     m = np.asarray(matrix, dtype=float)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import BadValue
 
@@ -267,7 +267,7 @@ class Params:
     """One node's parameters, flattened to dotted names (`linear.x.max_velocity`), with where each came from.
     The typed getters raise `error` with file, node, key, value and line; `notes` collects what ROS reads
     differently from the file's face value (each (key, text) once)."""
-    values: dict = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
     paths: dict = field(default_factory=dict)
     doc: Document | None = None
     source: str = ""
@@ -308,7 +308,7 @@ class Params:
         line = self.line(key, index)
         return f" (line {line})" if line else ""
 
-    def fail(self, key: str, text: str, index: int | None = None):
+    def fail(self, key: str, text: str, index: int | None = None) -> NoReturn:
         raise self.error(f"{self.where(key, index)}: {text}{self.at(key, index)}")
 
     def note(self, key: str, text: str) -> None:
