@@ -143,7 +143,8 @@ class Board:
         self.late_replies = 0               # STATEs that came after their cycle's deadline (link alive, slow)
         self.cycles = 0
         self.last_nack: NackError | None = None
-        self._telemetry: collections.deque[tuple[float, Any]] = collections.deque(maxlen=int(options.get("telemetry_queue", 10000)))
+        self._telemetry: collections.deque[tuple[float, Any]] = collections.deque(
+            maxlen=int(options.get("telemetry_queue", 10000)))
         self._last_reopen = 0.0
         self._active_since = 0.0            # host time of the last activate()
         self._asked = False                 # write() was called since the last read()
@@ -746,7 +747,7 @@ def _table_ramp() -> tuple[float, float, float]:
 def _param(name: str) -> tuple:
     p = PARAMS.by_name(name)
     if p is None:
-        names = [str(q[PARAMS.NAME]) for q in PARAMS.TABLE]
+        names = [q[PARAMS.NAME] for q in PARAMS.TABLE]
         close = difflib.get_close_matches(name, names, n=1)
         raise BadValue(f"unknown parameter {name!r}{f' (did you mean {close[0]!r}?)' if close else ''}; "
                        f"known: {', '.join(names)}")

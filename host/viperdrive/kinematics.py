@@ -135,3 +135,7 @@ class DifferentialDriveKinematics:
         if self.max_rim_speed is None:
             return math.inf
         return max_angular(v, self.max_rim_speed, self.separation)
+
+
+__all__ = ["twist_to_wheels", "wheels_to_twist", "max_angular", "desaturate", "envelope", "saturation_scale",
+           "twist_scale", "DifferentialDriveKinematics"]

@@ -100,7 +100,7 @@ class Link:
         self.time_scale = 1.0
         self._scale_at = 0.0
         self.clock = BoardClock()
-        self._late: collections.Counter[int] = collections.Counter()             # reply codes of timed-out requests, per code
+        self._late: collections.Counter[int] = collections.Counter()     # reply codes of timed-out requests, per code
         self._garbage_at_frame = 0
 
     # ---- open / close ----
@@ -599,3 +599,6 @@ def explain_open_error(url: str, e: Exception) -> PortError:
         return PortError(f"port {url} is busy{': in use by ' + who if who else ' (another program has it open)'}; "
                          f"close that program first")
     return PortError(f"cannot open {url}: {text}")
+
+
+__all__ = ["Link", "NackError", "BoardClock", "HOST_FRAME_GAP_MIN_US", "explain_open_error", "port_holders"]

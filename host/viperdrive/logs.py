@@ -443,3 +443,6 @@ def _save(fig, path: Path, plt) -> Path:
     finally:
         plt.close(fig)
     return path
+
+
+__all__ = ["McapRecorder", "McapDamage", "read_mcap", "read_mcap_partial", "plot_mcap", "guarded", "FLUSH_PERIOD_S"]

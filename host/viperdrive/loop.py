@@ -154,3 +154,6 @@ class DriveLoop:
                 return on_cycle(state, k)
             return None
         return self.loop.run(step, cycles=cycles, duration=duration, stop=stop)
+
+
+__all__ = ["FixedRateLoop", "DriveLoop"]
