@@ -273,13 +273,14 @@ class Board:
 
     def _collect(self) -> tuple[bytes | None, float]:
         """The newest STATE that arrived (waiting for the outstanding one up to its deadline), or None."""
+        link = self._io         # once per call: the hot path
         latest = None
         last_empty = self._pending[0] if self._pending is not None else 0.0
         while True:
             try:
-                if not self._io.is_open and not self._reopen():
+                if not link.is_open and not self._reopen():
                     return None, time.monotonic()
-                frames = self._io.poll()
+                frames = link.poll()
             except LinkLost:
                 return None, time.monotonic()
             for cmd, payload in frames:
@@ -292,10 +293,10 @@ class Board:
                 if latest is not None and self._pending is not None and now - last_empty < 0.001:
                     # the reply was not there < 1 ms ago: now - sent is its round trip to within 1 ms (a reply
                     # that waited since the last cycle only bounds it from above and is not recorded)
-                    self._io.record_rtt(now - self._pending[0])
+                    link.record_rtt(now - self._pending[0])
                 return latest, now
             last_empty = now
-            self._io.wait_readable(min(self._pending[1] - now, 0.002))
+            link.wait_readable(min(self._pending[1] - now, 0.002))
 
     def _reopen(self) -> bool:
         # the port vanished: one quick attempt per half second, never a wait inside the control loop
@@ -412,6 +413,7 @@ class Board:
         """Send wheel speeds (rad/s). Clamped jointly (same ratio) to the robot file's max_rim_speed (as wheel rad/s:
         RobotConfig.wheel_speed_limits) BEFORE the conversion."""
         self._require(active=True)
+        link = self._io         # once per call: the hot path
         if not (math.isfinite(left_rad_s) and math.isfinite(right_rad_s)):
             raise BadValue(f"wheel speeds must be finite, got left={left_rad_s} right={right_rad_s}")
         lim_l, lim_r = self.config.wheel_speed_limits
@@ -427,11 +429,11 @@ class Board:
         self._asked = True
         self._pending = None
         try:
-            if not self._io.is_open:
+            if not link.is_open:
                 return      # counted as a miss by the next read(), which also tries to reopen
             # a STATE still unread belongs to an earlier exchange: take it now (newest values win) so the next
             # read() returns the reply to THIS command
-            for cmd, payload in self._io.poll():
+            for cmd, payload in link.poll():
                 if cmd == P.STATE:
                     # a late reply: the values are newer than what read() held, and the link is alive, so the
                     # run of misses ends here (a late frame is not a lost one; only persistent loss is an error)
@@ -440,15 +442,15 @@ class Board:
                     self.misses = 0
                 else:
                     self._other_frame(cmd, payload)
-            self._io.send(frame)
+            link.send(frame)
         except LinkLost:
             return
         now = time.monotonic()
-        wait = self._io.timeout_for(len(frame), P.STATE)
+        wait = link.timeout_for(len(frame), P.STATE)
         # within the loop's period of the board's time (an emulated chip's is longer in host time): at its measured
         # speed, as the loop paces itself, not with the reply timeouts' headroom (a missed cycle would then last
         # 1.6 periods and a lost link be noticed that much later)
-        wait = min(wait, self._io.clock.host_seconds(0.8 * self.config.period))
+        wait = min(wait, link.clock.host_seconds(0.8 * self.config.period))
         self._pending = (now, now + wait)
 
     def deactivate(self) -> None:
