@@ -191,6 +191,7 @@ class FilterSchedule:
         self.last_row_t = None
         self.last_stamp: dict[str, float] = {}
         self.latency: dict[str, float] = {}      # the last message's arrival - stamp - offset, per sensor (s)
+        self.last_arrival: dict[str, float] = {}     # log time of each sensor's last message
         for s in config.sensors:
             result.sensors.setdefault(s.name, SensorTally(s.name, s.kind, _norm_topic(s.topic)))
             result.sensors[s.name].outcomes = self.ekf.register_sensor(s.name, s.timeout, s.reacquire_after)
@@ -235,6 +236,7 @@ class FilterSchedule:
     def message(self, name, decoded, log_t):
         tally = self.result.sensors[name]
         tally.messages += 1
+        self.last_arrival[name] = log_t
         inp = self.inputs[name]
         last_stamp = self.last_stamp
         try:

@@ -25,6 +25,7 @@ import math
 import os
 import struct
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -90,19 +91,31 @@ class McapRecorder:
         self._overruns: int | None = None
         self._next_flush = self._mono0 + FLUSH_PERIOD_S
         self.flushes = 0
+        self._lock = threading.RLock()
 
     def ns(self, mono: float) -> int:
         return self._wall0 + int(round((mono - self._mono0) * 1e9))
 
     def _write(self, topic: str, msg: dict, mono: float) -> None:
-        t = self.ns(mono)
-        self._writer.write_message(topic, self._schemas[TOPICS[topic]], msg, log_time=t, publish_time=t,
-                                   sequence=self.counts[topic])
-        self.counts[topic] += 1
-        now = time.monotonic()
-        if now >= self._next_flush:
-            self.flush()
-            self._next_flush = now + FLUSH_PERIOD_S
+        self.message(topic, TOPICS[topic], msg, self.ns(mono))
+
+    def message(self, topic: str, ros_type: str, msg, log_ns: int) -> None:
+        """Any ROS 2 message (a dict, or an object with the fields: a viperdrive.ros2.msgs struct) of ros_type at
+        log time log_ns (the live filter's inputs, stamped with their arrival). Thread-safe."""
+        with self._lock:
+            if self._closed:
+                return
+            schema = self._schemas.get(ros_type)
+            if schema is None:
+                schema = self._schemas[ros_type] = self._writer.register_msgdef(ros_type,
+                                                                                rosmsg_defs.DEFINITIONS[ros_type])
+            self._writer.write_message(topic, schema, msg, log_time=log_ns, publish_time=log_ns,
+                                       sequence=self.counts[topic])
+            self.counts[topic] += 1
+            now = time.monotonic()
+            if now >= self._next_flush:
+                self.flush()
+                self._next_flush = now + FLUSH_PERIOD_S
 
     def flush(self) -> None:
         """End the open chunk and hand everything written so far to the kernel: a killed process keeps it (the
@@ -172,11 +185,12 @@ class McapRecorder:
             "hardware_id": hardware_id, "values": values}]}, mono)
 
     def close(self) -> dict:
-        if not self._closed:
-            self._closed = True
-            self._writer.finish()
-            self._file.close()
-        return dict(self.counts)
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._writer.finish()
+                self._file.close()
+            return dict(self.counts)
 
     def __enter__(self):
         return self

@@ -91,6 +91,7 @@ class FilterConfig:
     base_link_frame: str = "base_link"
     odom_frame: str = "odom"
     map_frame: str = "map"
+    publish_tf: bool = True
     sensors: list[SensorConfig] = field(default_factory=list)
     source: str = ""
     node: str | None = None
@@ -239,6 +240,7 @@ def config_from_document(doc: Document, node: str | None = None) -> FilterConfig
     cfg.map_frame = p.string("map_frame", "map")
     cfg.world_frame = p.string("world_frame", cfg.odom_frame)
     cfg.base_link_frame = p.string("base_link_frame", "base_link")
+    cfg.publish_tf = p.boolean("publish_tf", True)      # the live filter (viperdrive ros2 --ekf) obeys it
     state = p.number_list("initial_state", (STATE_SIZE,), f" {STATE_ORDER}")
     if state is not None:
         cfg.initial_state = np.array(state, dtype=float)

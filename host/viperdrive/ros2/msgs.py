@@ -89,6 +89,18 @@ class TwistWithCovariance(IdlStruct, typename="geometry_msgs::msg::dds_::TwistWi
 
 
 @dataclass
+class PoseWithCovarianceStamped(IdlStruct, typename="geometry_msgs::msg::dds_::PoseWithCovarianceStamped_"):
+    header: Header = field(default_factory=Header)
+    pose: PoseWithCovariance = field(default_factory=PoseWithCovariance)
+
+
+@dataclass
+class TwistWithCovarianceStamped(IdlStruct, typename="geometry_msgs::msg::dds_::TwistWithCovarianceStamped_"):
+    header: Header = field(default_factory=Header)
+    twist: TwistWithCovariance = field(default_factory=TwistWithCovariance)
+
+
+@dataclass
 class Transform(IdlStruct, typename="geometry_msgs::msg::dds_::Transform_"):
     translation: Vector3 = field(default_factory=Vector3)
     rotation: Quaternion = field(default_factory=Quaternion)
@@ -118,6 +130,21 @@ class JointState(IdlStruct, typename="sensor_msgs::msg::dds_::JointState_"):
     position: sequence[float64] = field(default_factory=list)
     velocity: sequence[float64] = field(default_factory=list)
     effort: sequence[float64] = field(default_factory=list)
+
+
+def _zeros9():
+    return [0.0] * 9
+
+
+@dataclass
+class Imu(IdlStruct, typename="sensor_msgs::msg::dds_::Imu_"):
+    header: Header = field(default_factory=Header)
+    orientation: Quaternion = field(default_factory=Quaternion)
+    orientation_covariance: array[float64, 9] = field(default_factory=_zeros9)     # [0] = -1: not provided
+    angular_velocity: Vector3 = field(default_factory=Vector3)
+    angular_velocity_covariance: array[float64, 9] = field(default_factory=_zeros9)
+    linear_acceleration: Vector3 = field(default_factory=Vector3)
+    linear_acceleration_covariance: array[float64, 9] = field(default_factory=_zeros9)
 
 
 # ---------------------------------------------------------------------------------------------------- tf2_msgs
@@ -159,7 +186,8 @@ class DiagnosticArray(IdlStruct, typename="diagnostic_msgs::msg::dds_::Diagnosti
 # Every type above, by its ROS 2 name (`<pkg>/msg/<Type>`).
 ALL_TYPES = (
     Time, Header, Vector3, Point, Quaternion, Pose, PoseWithCovariance, Twist, TwistStamped, TwistWithCovariance,
-    Transform, TransformStamped, Odometry, JointState, TFMessage, KeyValue, DiagnosticStatus, DiagnosticArray,
+    PoseWithCovarianceStamped, TwistWithCovarianceStamped, Transform, TransformStamped, Odometry, JointState, Imu,
+    TFMessage, KeyValue, DiagnosticStatus, DiagnosticArray,
 )
 
 
