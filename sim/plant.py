@@ -417,8 +417,10 @@ class Plant:
         pos_r = self.angle_r * k * self.enc_dir_r
         if self.edge_jitter > 0.0:
             # the counter follows the jittered disk position: a count dithers near an edge, never accumulates
-            pos += self.edge_jitter * self.rng.normal()
-            pos_r += self.edge_jitter * self.rng.normal()
+            # uniform in +-edge_jitter counts (one random draw per wheel: the plant step stays cheap)
+            j = 2.0 * self.edge_jitter
+            pos += j * (self.rng.uniform() - 0.5)
+            pos_r += j * (self.rng.uniform() - 0.5)
         fl = math.floor(pos)
         delta = fl - self.floor_l
         self.floor_l = fl

@@ -365,7 +365,7 @@ class _Fusion:
         from mcap.exceptions import McapError
         from mcap_ros2.decoder import DecoderFactory
 
-        result, config, ekf, sched = self.result, self.config, self.ekf, self.schedule
+        result, config, sched = self.result, self.config, self.schedule
         sched.observer = self.observer
         self.writer = _Outputs(out_csv, mcap_out, config)
         decoders = DecoderFactory()
@@ -523,4 +523,5 @@ class _Outputs:
             self._csv_file = self._mcap_file = None
 
 
-__all__ = ["CSV_COLUMNS", "FilterSchedule", "FuseError", "FuseSummary", "OUTPUT_TOPIC", "SensorTally", "fuse", "measurements_of"]
+__all__ = ["CSV_COLUMNS", "FilterSchedule", "FuseError", "FuseSummary", "OUTPUT_TOPIC", "SensorTally", "fuse",
+           "measurements_of"]

@@ -307,7 +307,7 @@ class Ekf:
         covs = [h[1] for h in history[-(st.reacquire_after - 1):]] + [R]
         mean = np.mean(rows, axis=0)
         limit = m.threshold * m.threshold
-        for nu, Rk in zip(rows, covs):
+        for nu, Rk in zip(rows, covs, strict=True):
             d = nu - mean
             try:
                 if float(d @ np.linalg.solve(Rk, d)) >= limit:

@@ -11,8 +11,8 @@ its end, lagged ones rewound and replayed within history_length (smooth_lagged_d
 Failover (per source, in `sources()` and the diagnostics, with the reason):
   waiting   nothing received yet
   active    a measurement within its timeout, accepted
-  lagging   accepted, but it arrives more than one filter period after its stamp (fused by rewinding the history
-            when smooth_lagged_data, else at the current time)
+  lagging   accepted, but it arrives more than LAGGING_PERIODS filter periods after its stamp (fused by rewinding
+            the history when smooth_lagged_data, else at the current time)
   rejected  its last measurements were refused by the Mahalanobis gate (how many in a row); with
             <sensor>_reacquire_after N, N consistent ones in a row re-open the gate (viperdrive.ekf.core.Ekf)
   stale     silent longer than its timeout
@@ -36,6 +36,7 @@ from .config import FilterConfig
 from .core import X, Y
 
 HORIZON_EVERY_S = 1.0      # how often the dead-reckoning horizon is recomputed
+LAGGING_PERIODS = 3        # a source is lagging when it arrives more than 3 filter periods after its stamp
 GROWTH_WINDOW_S = 5.0      # the 1-sigma growth rate is taken over the last 5 s of dead reckoning
 FIRST_INTERVAL_S = 5.0     # a source with one message so far is stale after this long (its rate is not known)
 
@@ -190,10 +191,10 @@ class LiveFilter:
                 state = "rejected"
                 reason = f"{st.consecutive_rejected} rejected in a row by the gate"
                 if st.reacquire_after:
-                    reason += f" (re-acquired after {st.reacquire_after} consistent ones)"
+                    reason += f" (the gate re-opens after {st.reacquire_after} consistent ones in a row)"
                 else:
                     reason += " (no re-acquisition rule: <sensor>_reacquire_after is 0)"
-            elif sched.latency.get(name, 0.0) > self.period:
+            elif sched.latency.get(name, 0.0) > LAGGING_PERIODS * self.period:
                 state = "lagging"
                 how = "rewound and replayed" if self.config.smooth_lagged_data else "fused at the current time"
                 reason = f"arrives {sched.latency[name]:.3f} s after its stamp ({how})"
