@@ -128,7 +128,18 @@ class McapRecorder:
     def _header(self, mono: float, frame: str) -> dict:
         return {"stamp": _stamp(self.ns(mono)), "frame_id": frame}
 
-    def odometry(self, mono: float, pose, twist, pose_covariance=None, twist_covariance=None) -> None:
+    def odometry(self, mono: float, pose, twist, pose_covariance=None, twist_covariance=None,
+                 odom: bool = True) -> None:
+        """/odom and /tf (odom False: /tf only, when the live filter records /odom as its input)."""
+        x, y, th = pose
+        v, w = twist
+        if odom:
+            self._odom(mono, pose, twist, pose_covariance, twist_covariance)
+        self._write("/tf", {"transforms": [{
+            "header": self._header(mono, self.odom_frame), "child_frame_id": self.base_frame,
+            "transform": {"translation": {"x": x, "y": y, "z": 0.0}, "rotation": _quaternion(th)}}]}, mono)
+
+    def _odom(self, mono, pose, twist, pose_covariance, twist_covariance) -> None:
         x, y, th = pose
         v, w = twist
         self._write("/odom", {
@@ -137,9 +148,6 @@ class McapRecorder:
                      "covariance": _cov(pose_covariance)},
             "twist": {"twist": {"linear": {"x": v, "y": 0.0, "z": 0.0}, "angular": {"x": 0.0, "y": 0.0, "z": w}},
                       "covariance": _cov(twist_covariance)}}, mono)
-        self._write("/tf", {"transforms": [{
-            "header": self._header(mono, self.odom_frame), "child_frame_id": self.base_frame,
-            "transform": {"translation": {"x": x, "y": y, "z": 0.0}, "rotation": _quaternion(th)}}]}, mono)
 
     def joint_states(self, mono: float, position, velocity) -> None:
         self._write("/joint_states", {"header": self._header(mono, ""), "name": self.joint_names,

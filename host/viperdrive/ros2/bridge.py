@@ -445,24 +445,16 @@ class Ros2Bridge:
     def _publish_estimate(self, est) -> None:
         """One filter output: odometry/filtered (and the tf it owns); recorded with the inputs."""
         cfg = self.ekf_config
-        x = est.state
-        P = est.covariance
-        stamp = msgs.time_from_s(est.t)
-        q = _quaternion_rpy(x[3], x[4], x[5])
-        odom = msgs.Odometry(
-            header=msgs.Header(stamp=stamp, frame_id=cfg.world_frame), child_frame_id=cfg.base_link_frame,
-            pose=msgs.PoseWithCovariance(pose=msgs.Pose(position=msgs.Point(x[0], x[1], x[2]), orientation=q),
-                                         covariance=[float(v) for v in P[0:6, 0:6].ravel()]),
-            twist=msgs.TwistWithCovariance(twist=msgs.Twist(linear=msgs.Vector3(x[6], x[7], x[8]),
-                                                            angular=msgs.Vector3(x[9], x[10], x[11])),
-                                           covariance=[float(v) for v in P[6:12, 6:12].ravel()]))
+        odom = msgs.estimate(est.t, est.state, est.covariance, cfg.world_frame, cfg.base_link_frame)
         self._write(self.w_filtered, odom, "odometry_filtered")
         if self.recorder is not None:
             self.recorder.message("/odometry/filtered", "nav_msgs/msg/Odometry", odom, self.live.clock.ns())
         if self.filter_tf and self.w_tf is not None:
+            p = odom.pose.pose
             tf = msgs.TFMessage(transforms=[msgs.TransformStamped(
-                header=msgs.Header(stamp=stamp, frame_id=cfg.world_frame), child_frame_id=cfg.base_link_frame,
-                transform=msgs.Transform(translation=msgs.Vector3(x[0], x[1], x[2]), rotation=q))])
+                header=odom.header, child_frame_id=cfg.base_link_frame,
+                transform=msgs.Transform(translation=msgs.Vector3(p.position.x, p.position.y, p.position.z),
+                                         rotation=p.orientation))])
             self._write(self.w_tf, tf, "tf")
 
     def announce(self) -> None:
@@ -651,14 +643,8 @@ class Ros2Bridge:
             wheel_velocity = [float(state.velocity[0]), float(state.velocity[1])]
         pose_cov = _covariance(self.odometry.pose_covariance, self.pose_cov_override)
         twist_cov = _covariance(self.odometry.twist_covariance, self.twist_cov_override)
-        q = msgs.quaternion_from_yaw(th)
-        odom = msgs.Odometry(
-            header=msgs.Header(stamp=stamp, frame_id=self.odom_frame), child_frame_id=self.base_frame,
-            pose=msgs.PoseWithCovariance(pose=msgs.Pose(position=msgs.Point(x, y, 0.0), orientation=q),
-                                         covariance=pose_cov),
-            twist=msgs.TwistWithCovariance(twist=msgs.Twist(linear=msgs.Vector3(v, 0.0, 0.0),
-                                                            angular=msgs.Vector3(0.0, 0.0, w)),
-                                           covariance=twist_cov))
+        odom = msgs.odometry(stamp, self.odom_frame, self.base_frame, (x, y, th), (v, w), pose_cov, twist_cov)
+        q = odom.pose.pose.orientation
         self._write(self.w_odom, odom, "odom")
         if self._internal_odom is not None:
             self.live.feed(self._internal_odom, odom)
@@ -869,12 +855,6 @@ def filter_diagnostics(live) -> tuple[list, int, str]:
     for i, (t, name, state, reason) in enumerate(list(live.events)[-10:]):
         values.append((f"event_{i}", f"t={t:.3f} {name} {state}: {reason}"))
     return values, level, message
-
-
-def _quaternion_rpy(roll: float, pitch: float, yaw: float) -> msgs.Quaternion:
-    from ..transforms import quat_from_euler
-    w, x, y, z = quat_from_euler(roll, pitch, yaw)
-    return msgs.Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))
 
 
 def board_final_state(problems: list) -> str:

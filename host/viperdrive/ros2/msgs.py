@@ -266,3 +266,30 @@ def quaternion_from_yaw(yaw: float) -> Quaternion:
 def yaw_from_quaternion(q: Quaternion) -> float:
     """Yaw of a quaternion (the full formula, so a non-planar q still gives its heading)."""
     return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
+def odometry(stamp: Time, frame: str, child: str, pose, twist, pose_covariance, twist_covariance) -> Odometry:
+    """nav_msgs/Odometry of a planar pose (x, y, yaw) and twist (v, w) with their 6x6 covariances (36 floats)."""
+    x, y, th = pose
+    v, w = twist
+    return Odometry(header=Header(stamp=stamp, frame_id=frame), child_frame_id=child,
+                    pose=PoseWithCovariance(pose=Pose(position=Point(x, y, 0.0), orientation=quaternion_from_yaw(th)),
+                                            covariance=pose_covariance),
+                    twist=TwistWithCovariance(twist=Twist(linear=Vector3(v, 0.0, 0.0), angular=Vector3(0.0, 0.0, w)),
+                                              covariance=twist_covariance))
+
+
+def estimate(t: float, state, covariance, frame: str, child: str) -> Odometry:
+    """nav_msgs/Odometry of a filter estimate (viperdrive.ekf: 15 variables, 15x15 covariance) at time t (s)."""
+    from ..transforms import quat_from_euler
+    w, qx, qy, qz = (float(v) for v in quat_from_euler(state[3], state[4], state[5]))
+    P = covariance
+    return Odometry(
+        header=Header(stamp=time_from_s(t), frame_id=frame), child_frame_id=child,
+        pose=PoseWithCovariance(pose=Pose(position=Point(float(state[0]), float(state[1]), float(state[2])),
+                                          orientation=Quaternion(x=qx, y=qy, z=qz, w=w)),
+                                covariance=[float(v) for v in P[0:6, 0:6].ravel()]),
+        twist=TwistWithCovariance(twist=Twist(linear=Vector3(float(state[6]), float(state[7]), float(state[8])),
+                                              angular=Vector3(float(state[9]), float(state[10]), float(state[11]))),
+                                  covariance=[float(v) for v in P[6:12, 6:12].ravel()]))
+
