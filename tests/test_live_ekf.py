@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from viperdrive.ekf import config_from_dict
-from viperdrive.ekf.live import LiveFilter
-from viperdrive.ekf.sim import simulate_run
+from viperdrive.ekf.live import LiveFilter, SetClock, replay
+from viperdrive.ekf.sim import as_message, simulate_run
 from viperdrive.fuse import fuse
 from viperdrive.logs import McapRecorder
 
@@ -31,25 +31,6 @@ def ekf_yaml(reacquire_after=3):
         "pose0": "pose", "pose0_config": [True, True] + [False] * 13,
         "pose0_rejection_threshold": 3.0, "pose0_reacquire_after": reacquire_after,
     }}}
-
-
-def _ns(d):
-    if isinstance(d, dict):
-        return SimpleNamespace(**{k: _ns(v) for k, v in d.items()})
-    if isinstance(d, list):
-        return [_ns(v) for v in d]
-    return d
-
-
-class TestClock:
-    """The log clock of the run, set by the test (the run's arrival times)."""
-    __test__ = False
-
-    def __init__(self):
-        self.t = 0.0
-
-    def ns(self, mono=None):
-        return int(round(self.t * 1e9))
 
 
 def scenario(duration=60.0, **motion):
@@ -72,20 +53,7 @@ def scenario(duration=60.0, **motion):
 
 
 def drive(live, clock, events, until):
-    """Feed the events at their arrival times and step the filter just after each period boundary."""
-    period = live.period
-    next_step = (math.floor(events[0][0] / period) + 1) * period + 0.0005
-    for arrival, topic, _typ, body in events:
-        while next_step <= arrival:
-            clock.t = next_step
-            live.step()
-            next_step += period
-        clock.t = arrival
-        live.feed(topic, _ns(body))
-    while next_step <= until:
-        clock.t = next_step
-        live.step()
-        next_step += period
+    replay(live, [(arrival, topic, as_message(body)) for arrival, topic, _typ, body in events], until)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +62,7 @@ def live_run(tmp_path_factory):
     run, events = scenario()
     cfg = config_from_dict(ekf_yaml())
     rec = McapRecorder(d / "live.mcap")
-    clock = TestClock()
+    clock = SetClock()
     out = []
     live = LiveFilter(cfg, clock=clock, on_estimate=out.append,
                       recorder=lambda topic, msg, ns: rec.message(topic, types[topic], msg, ns))
@@ -161,7 +129,7 @@ def test_dead_reckoning_horizon_while_the_source_is_gone():
     at, ahead = DROP_FROM + 8.0, 6.0
 
     def until(t, limit=1.0):
-        live = LiveFilter(config_from_dict(ekf_yaml()), clock=TestClock(), uncertainty_limit=limit)
+        live = LiveFilter(config_from_dict(ekf_yaml()), clock=SetClock(), uncertainty_limit=limit)
         drive(live, live.clock, [e for e in events if e[0] < t0 + t], until=t0 + t)
         return live.dead_reckoning()
 
@@ -177,7 +145,7 @@ def test_without_the_rule_the_gate_locks_the_source_out(live_run):
     dead-reckoning covariance has grown enough to let the truth in; the rule re-acquires at the third fix."""
     run, events = scenario(duration=DROP_TO + 12.0)
     cfg = config_from_dict(ekf_yaml(reacquire_after=0))
-    clock = TestClock()
+    clock = SetClock()
     out = []
     live = LiveFilter(cfg, clock=clock, on_estimate=out.append)
     end = run.t[0] + DROP_TO + 4.0

@@ -54,6 +54,36 @@ class LogClock:
         return self.wall0 + int(round((mono - self.mono0) * 1e9))
 
 
+class SetClock:
+    """A log clock that reads what it is set to (`t`, s): the live filter replayed on a known schedule (tests,
+    benchmarks: `replay`)."""
+
+    def __init__(self, t: float = 0.0):
+        self.t = t
+
+    def ns(self, mono=None) -> int:
+        return int(round(self.t * 1e9))
+
+
+def replay(live: LiveFilter, events, until: float, margin_s: float = 0.0005) -> None:
+    """Feed (arrival s, topic, message) events to `live` at their arrival times on its SetClock and step it just
+    after each period boundary, as `run` does in real time, up to `until`."""
+    clock, period = live.clock, live.period
+    first = events[0][0] if events else until
+    next_step = (math.floor(first / period) + 1) * period + margin_s
+    for arrival, topic, msg in events:
+        while next_step <= arrival:
+            clock.t = next_step
+            live.step()
+            next_step += period
+        clock.t = arrival
+        live.feed(topic, msg)
+    while next_step <= until:
+        clock.t = next_step
+        live.step()
+        next_step += period
+
+
 @dataclass
 class SourceState:
     name: str
