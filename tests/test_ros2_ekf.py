@@ -155,7 +155,8 @@ def test_fuse_on_the_recording_of_the_live_run_gives_its_estimates(live_run):
         if m is None:
             continue
         matched += 1
-        assert float(r["x"]) == pytest.approx(m.pose.pose.position.x, rel=1e-7, abs=1e-9)
+        where = f"row {matched} of {len(rows)} at t={float(r['t']) - float(rows[0]['t']):.3f} s"
+        assert float(r["x"]) == pytest.approx(m.pose.pose.position.x, rel=1e-7, abs=1e-9), where
         assert float(r["y"]) == pytest.approx(m.pose.pose.position.y, rel=1e-7, abs=1e-9)
         assert float(r["vx"]) == pytest.approx(m.twist.twist.linear.x, rel=1e-7, abs=1e-9)
         assert float(r["var_x"]) == pytest.approx(m.pose.covariance[0], rel=1e-7)

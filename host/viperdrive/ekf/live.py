@@ -141,6 +141,7 @@ class LiveFilter:
         self.steps = 0
         self.step_cost: deque = deque(maxlen=4096)   # s per step (the filter's own work)
         self._lock = threading.Lock()
+        self._status_lock = threading.Lock()      # events and costs: written here, read by diagnostics threads
         self._pending: list = []
         self._dead_since: float | None = None
         self._horizon: float | None = None
@@ -183,8 +184,9 @@ class LiveFilter:
                 sched.message(name, msg, t)
         sched.flush(now_ns * 1e-9)
         self._update_sources(now_ns * 1e-9)
-        self.steps += 1
-        self.step_cost.append(time.perf_counter() - started)
+        with self._status_lock:
+            self.steps += 1
+            self.step_cost.append(time.perf_counter() - started)
 
     def run(self, stop: threading.Event, margin_s: float = 0.0005) -> None:
         """step() just after each period boundary of the log clock until stop is set."""
@@ -236,13 +238,13 @@ class LiveFilter:
                     reason += f"; back after {last - src.arrival:.1f} s silent"
                 src.state, src.reason, src.since = state, reason, now
                 if not (was == "waiting" and state == "active"):
-                    self.events.append((now, name, state, reason))
+                    self._event((now, name, state, reason))
             else:
                 src.reason = reason
             src.arrival = last
             if st.reacquired != src.reacquired_seen:
                 src.reacquired_seen = st.reacquired
-                self.events.append((st.last_reacquired, name, "reacquired",
+                self._event((st.last_reacquired, name, "reacquired",
                                     f"gate opened after {st.reacquire_after} consistent rejections in a row"))
         absolute = [s for s in self.sources.values() if s.absolute]
         dead = ekf.initialized and absolute and not any(s.state in ("active", "lagging") for s in absolute)
@@ -250,10 +252,10 @@ class LiveFilter:
             dead = True       # no absolute source configured: always dead reckoning
         if dead and self._dead_since is None:
             self._dead_since = now
-            self.events.append((now, "filter", "dead_reckoning",
+            self._event((now, "filter", "dead_reckoning",
                                 "no absolute source active: position from the motion model and relative sources"))
         elif not dead and self._dead_since is not None:
-            self.events.append((now, "filter", "absolute", f"absolute source back after {now - self._dead_since:.1f} "
+            self._event((now, "filter", "absolute", f"absolute source back after {now - self._dead_since:.1f} "
                                                            f"s of dead reckoning"))
             self._dead_since = None
         if ekf.initialized and now - self._horizon_at >= HORIZON_EVERY_S:
@@ -277,6 +279,15 @@ class LiveFilter:
                 else:
                     self._horizon = (self.uncertainty_limit - sigma) * (t1 - t0) / (s1 - s0)
 
+    def _event(self, event) -> None:
+        with self._status_lock:
+            self.events.append(event)
+
+    def recent_events(self, n: int = 10) -> list:
+        """The last n (stamp-clock time, source, state, reason) events (thread-safe)."""
+        with self._status_lock:
+            return list(self.events)[-n:]
+
     def dead_reckoning(self) -> dict:
         """{'active': bool, 'since', 'position_sigma_m', 'seconds_to_limit', 'limit_m'} (recomputed every
         HORIZON_EVERY_S). seconds_to_limit, while dead reckoning: the position 1-sigma's growth over the last
@@ -292,7 +303,9 @@ class LiveFilter:
         return self.result
 
     def cost(self) -> dict:
-        c = sorted(self.step_cost)
+        """{'steps', 'mean_ms', 'p99_ms', 'max_ms'} of step() over the last 4096 cycles (thread-safe)."""
+        with self._status_lock:
+            c = sorted(self.step_cost)
         if not c:
             return {"steps": 0}
         return {"steps": self.steps, "mean_ms": 1e3 * sum(c) / len(c), "p99_ms": 1e3 * c[min(len(c) - 1,

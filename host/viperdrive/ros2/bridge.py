@@ -831,7 +831,7 @@ def filter_diagnostics(live) -> tuple[list, int, str]:
     est = live.estimate
     if est is None:
         level, message = msgs.DIAG_WARN, "waiting for a first measurement"
-    for src in live.sources.values():
+    for src in list(live.sources.values()):
         values.append((f"source.{src.name}", f"{src.state}: {src.reason}"))
         values.append((f"source.{src.name}.topic", src.topic))
         if src.state in ("stale", "rejected"):
@@ -852,7 +852,7 @@ def filter_diagnostics(live) -> tuple[list, int, str]:
                    ("yaw", _fmt(float(est.state[5])))]
     for k, v in live.cost().items():
         values.append((f"step_{k}", _fmt(v)))
-    for i, (t, name, state, reason) in enumerate(list(live.events)[-10:]):
+    for i, (t, name, state, reason) in enumerate(live.recent_events(10)):
         values.append((f"event_{i}", f"t={t:.3f} {name} {state}: {reason}"))
     return values, level, message
 
