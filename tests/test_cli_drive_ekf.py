@@ -72,3 +72,29 @@ def test_drive_ekf_shows_fused_beside_raw_and_records_both(sim, tmp_path):
             assert float(row["yaw"]) == pytest.approx(
                 2 * math.atan2(m.pose.pose.orientation.z, m.pose.pose.orientation.w), abs=1e-7)
     assert matched >= len(rows) - 1
+
+
+def test_monitor_ekf_shows_fused_beside_the_board_odometry(sim, tmp_path):
+    """monitor does not drive: the board's odometry (GET_ODOM) is the filter's odom input; wheels turned by a push
+    move both the raw and the fused pose, the fused one following the raw within its filtering lag."""
+    import subprocess
+    import threading
+
+    from cli_helpers import VIPERDRIVE
+    # the board's pose as well as its twist: the fused pose follows the raw one
+    pose_too = EKF.replace("odom0_config: [false, false, false, false, false, false, true, true",
+                           "odom0_config: [true, true, false, false, false, true, true, true")
+    (tmp_path / "ekf.yaml").write_text(pose_too)
+    p = subprocess.Popen([VIPERDRIVE, "monitor", "--port", sim.url, "--duration", "4", "--ekf", tmp_path / "ekf.yaml"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    threading.Timer(1.5, lambda: sim.control({"cmd": "push", "wheel": "both", "torque": 0.3,
+                                              "duration": 0.8})).start()
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    m = re.search(r"raw pose x ([+-]\d+\.\d+) m  y ([+-]\d+\.\d+) m .*; fused \(--ekf\) x ([+-]\d+\.\d+) m  "
+                  r"y ([+-]\d+\.\d+) m", out)
+    assert m, out[-2000:]
+    rx, ry, fx, fy = map(float, m.groups())
+    assert math.hypot(rx, ry) > 0.05                       # the push moved the wheels
+    assert math.hypot(fx - rx, fy - ry) < 0.03 + 0.1 * math.hypot(rx, ry)
+    assert "pose0 read /localizer/pose, a ROS topic" in err

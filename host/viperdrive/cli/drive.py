@@ -69,26 +69,7 @@ class DriveSession:
             self._start_filter(ekf, warn or (lambda text: None))
 
     def _start_filter(self, ekf, warn) -> None:
-        import threading
-
-        from ..ekf.live import LiveFilter, LogClock
-        rec = self.recorder
-        clock = LogClock(rec._wall0, rec._mono0) if rec is not None else LogClock()
-        record = None
-        if rec is not None:
-            from ..ros2 import msgs
-            record = lambda topic, msg, ns: rec.message(topic, msgs.ros_type_name(type(msg)), msg, ns)  # noqa: E731
-        self.live = LiveFilter(ekf, recorder=record, clock=clock, on_estimate=self._estimate)
-        for topic, (_kind, names) in self.live.topics().items():
-            if topic != ODOM_TOPIC:
-                warn(f"--ekf: {', '.join(names)} read {topic}, a ROS topic: only `viperdrive ros2 --ekf` "
-                     f"subscribes to topics; here {'it stays' if len(names) == 1 else 'they stay'} waiting")
-        if ODOM_TOPIC not in self.live.topics():
-            warn(f"--ekf: no sensor reads {ODOM_TOPIC} (the board's wheel odometry): the filter has no input here")
-        self._live_stop = threading.Event()
-        self._live_thread = threading.Thread(target=self.live.run, args=(self._live_stop,), daemon=True,
-                                             name="viperdrive-ekf")
-        self._live_thread.start()
+        self.live, self._live_stop, self._live_thread = start_live_filter(ekf, self.recorder, warn, self._estimate)
 
     def _estimate(self, est) -> None:
         if self.recorder is not None:
@@ -208,6 +189,31 @@ def status_lines(s: DriveSession, mode: str, extra: list[str] | None = None) -> 
         lines.append("FAULT     " + fault_message(s.fault_code if s.fault_code > 0 else 0).split(". ")[0]
                      + " (c: clear and re-enable)")
     return lines + (extra or [])
+
+
+def start_live_filter(ekf, recorder, warn, on_estimate=None):
+    """(LiveFilter, stop event, thread) for a command without DDS (drive, monitor): the filter on its own thread,
+    its inputs recorded with their arrival times when recording; a sensor on another topic than odom is named in
+    a warning (only `viperdrive ros2 --ekf` subscribes to topics)."""
+    import threading
+
+    from ..ekf.live import LiveFilter, LogClock
+    clock = LogClock(recorder._wall0, recorder._mono0) if recorder is not None else LogClock()
+    record = None
+    if recorder is not None:
+        from ..ros2 import msgs
+        record = lambda topic, msg, ns: recorder.message(topic, msgs.ros_type_name(type(msg)), msg, ns)  # noqa: E731
+    live = LiveFilter(ekf, recorder=record, clock=clock, on_estimate=on_estimate)
+    for topic, (_kind, names) in live.topics().items():
+        if topic != ODOM_TOPIC:
+            warn(f"--ekf: {', '.join(names)} read {topic}, a ROS topic: only `viperdrive ros2 --ekf` "
+                 f"subscribes to topics; here {'it stays' if len(names) == 1 else 'they stay'} waiting")
+    if ODOM_TOPIC not in live.topics():
+        warn(f"--ekf: no sensor reads {ODOM_TOPIC} (the board's wheel odometry): the filter has no input here")
+    stop = threading.Event()
+    thread = threading.Thread(target=live.run, args=(stop,), daemon=True, name="viperdrive-ekf")
+    thread.start()
+    return live, stop, thread
 
 
 def fused_lines(live, raw) -> list[str]:
