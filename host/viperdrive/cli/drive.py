@@ -198,10 +198,12 @@ def start_live_filter(ekf, recorder, warn, on_estimate=None):
     import threading
 
     from ..ekf.live import LiveFilter, LogClock
+    # the message types (cyclonedds) are imported here, before the board loop: an import inside the loop costs it
+    # a second of missed cycles
+    from ..ros2 import msgs
     clock = LogClock(recorder._wall0, recorder._mono0) if recorder is not None else LogClock()
     record = None
     if recorder is not None:
-        from ..ros2 import msgs
         record = lambda topic, msg, ns: recorder.message(topic, msgs.ros_type_name(type(msg)), msg, ns)  # noqa: E731
     live = LiveFilter(ekf, recorder=record, clock=clock, on_estimate=on_estimate)
     for topic, (_kind, names) in live.topics().items():

@@ -251,12 +251,10 @@ class Ekf:
         innovation = z - self.x[idx]
         if len(angles):
             innovation[angles] = wrap_angle(innovation[angles])     # 179 deg vs -179 deg is 2 deg apart, not 358
-        PHt = self.P[:, idx]
-        S = PHt[idx] + R
-        try:
-            S_inv = np.linalg.inv(S)
-        except np.linalg.LinAlgError:
+        terms = self._innovation_terms(idx, R)
+        if terms is None:
             return REJECTED
+        PHt, S_inv = terms
         outcome = USED
         if m.threshold < math.inf:
             d2 = float(innovation @ S_inv @ innovation)
@@ -267,12 +265,10 @@ class Ekf:
                 # uncertainty to the disagreement, so this reading pulls the estimate onto the source
                 m.reacquire = True
                 self.P[idx, idx] += innovation * innovation
-                PHt = self.P[:, idx]
-                S = PHt[idx] + R
-                try:
-                    S_inv = np.linalg.inv(S)
-                except np.linalg.LinAlgError:
+                terms = self._innovation_terms(idx, R)
+                if terms is None:
                     return REJECTED
+                PHt, S_inv = terms
                 outcome = REACQUIRED
         K = PHt @ S_inv
         self.x = self.x + K @ innovation
@@ -284,6 +280,15 @@ class Ekf:
         P = IKH @ self.P @ IKH.T + K @ R @ K.T
         self.P = 0.5 * (P + P.T)
         return outcome
+
+    def _innovation_terms(self, idx, R):
+        """(P H^T, S^-1) for a measurement of the internal variables idx with covariance R; None if S is
+        singular."""
+        PHt = self.P[:, idx]
+        try:
+            return PHt, np.linalg.inv(PHt[idx] + R)
+        except np.linalg.LinAlgError:
+            return None
 
     def _opens_gate(self, m: Measurement, innovation: np.ndarray, R: np.ndarray) -> bool:
         """The re-acquisition rule (docs/estimation.md): a gated measurement that arrives for the first time

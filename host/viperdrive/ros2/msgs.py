@@ -272,11 +272,8 @@ def odometry(stamp: Time, frame: str, child: str, pose, twist, pose_covariance, 
     """nav_msgs/Odometry of a planar pose (x, y, yaw) and twist (v, w) with their 6x6 covariances (36 floats)."""
     x, y, th = pose
     v, w = twist
-    return Odometry(header=Header(stamp=stamp, frame_id=frame), child_frame_id=child,
-                    pose=PoseWithCovariance(pose=Pose(position=Point(x, y, 0.0), orientation=quaternion_from_yaw(th)),
-                                            covariance=pose_covariance),
-                    twist=TwistWithCovariance(twist=Twist(linear=Vector3(v, 0.0, 0.0), angular=Vector3(0.0, 0.0, w)),
-                                              covariance=twist_covariance))
+    return _odometry(stamp, frame, child, (x, y, 0.0), quaternion_from_yaw(th), (v, 0.0, 0.0), (0.0, 0.0, w),
+                     pose_covariance, twist_covariance)
 
 
 def estimate(t: float, state, covariance, frame: str, child: str) -> Odometry:
@@ -284,12 +281,14 @@ def estimate(t: float, state, covariance, frame: str, child: str) -> Odometry:
     from ..transforms import quat_from_euler
     w, qx, qy, qz = (float(v) for v in quat_from_euler(state[3], state[4], state[5]))
     P = covariance
-    return Odometry(
-        header=Header(stamp=time_from_s(t), frame_id=frame), child_frame_id=child,
-        pose=PoseWithCovariance(pose=Pose(position=Point(float(state[0]), float(state[1]), float(state[2])),
-                                          orientation=Quaternion(x=qx, y=qy, z=qz, w=w)),
-                                covariance=[float(v) for v in P[0:6, 0:6].ravel()]),
-        twist=TwistWithCovariance(twist=Twist(linear=Vector3(float(state[6]), float(state[7]), float(state[8])),
-                                              angular=Vector3(float(state[9]), float(state[10]), float(state[11]))),
-                                  covariance=[float(v) for v in P[6:12, 6:12].ravel()]))
+    s = [float(v) for v in state[:12]]
+    return _odometry(time_from_s(t), frame, child, s[0:3], Quaternion(x=qx, y=qy, z=qz, w=w), s[6:9], s[9:12],
+                     [float(v) for v in P[0:6, 0:6].ravel()], [float(v) for v in P[6:12, 6:12].ravel()])
 
+
+def _odometry(stamp, frame, child, position, orientation, linear, angular, pose_covariance, twist_covariance):
+    return Odometry(header=Header(stamp=stamp, frame_id=frame), child_frame_id=child,
+                    pose=PoseWithCovariance(pose=Pose(position=Point(*position), orientation=orientation),
+                                            covariance=pose_covariance),
+                    twist=TwistWithCovariance(twist=Twist(linear=Vector3(*linear), angular=Vector3(*angular)),
+                                              covariance=twist_covariance))
