@@ -213,7 +213,14 @@ def start_live_filter(ekf, recorder, warn, on_estimate=None):
     if ODOM_TOPIC not in live.topics():
         warn(f"--ekf: no sensor reads {ODOM_TOPIC} (the board's wheel odometry): the filter has no input here")
     stop = threading.Event()
-    thread = threading.Thread(target=live.run, args=(stop,), daemon=True, name="viperdrive-ekf")
+
+    def run():
+        try:
+            live.run(stop)
+        except Exception as e:      # the filter must not take the drive down: say it, the raw odometry goes on
+            warn(f"--ekf: the live filter stopped ({type(e).__name__}: {e}); the raw odometry goes on")
+
+    thread = threading.Thread(target=run, daemon=True, name="viperdrive-ekf")
     thread.start()
     return live, stop, thread
 
