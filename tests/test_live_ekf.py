@@ -163,3 +163,14 @@ def test_without_the_rule_the_gate_locks_the_source_out(live_run):
     t = run.t[0] + DROP_TO + 3.9
     assert error(out, t) > 0.35                      # locked out, 0.5 m off
     assert error(live_run.estimates, t) < 0.15       # the same run with pose0_reacquire_after: 3
+
+
+@pytest.mark.parametrize("value, message", [(1, "1 would open the gate for every reading"),
+                                            (2.5, "expected a whole number of measurements"),
+                                            (-1, "expected a number >= 0")])
+def test_reacquire_after_is_refused_with_a_reason(value, message):
+    from viperdrive.ekf import ConfigError
+    doc = ekf_yaml()
+    doc["ekf_filter_node"]["ros__parameters"]["pose0_reacquire_after"] = value
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(doc)
