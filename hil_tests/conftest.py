@@ -51,7 +51,9 @@ def sim(request):
             yield rig
         return
     from viperdrive.sim import VirtualBoard
-    with VirtualBoard() as vb:
+    # the ideal robot (perfect kinematics, like the Pico rig's): the suite's numbers are the firmware's, not the
+    # default robot's tyre mismatch, wheelbase error and encoder edge jitter
+    with VirtualBoard(robot="ideal") as vb:
         yield vb
 
 

@@ -111,6 +111,12 @@ def validate(desc):
     for k in ("left", "right"):
         if k in s:
             _num(s, k, 0.5, 1.5, "wheel_radius_scale.")
+    if "wheel_separation_scale" in desc:
+        _num(desc, "wheel_separation_scale", 0.5, 1.5)
+    if "turn_scrub_per_rad_s" in desc:
+        _num(desc, "turn_scrub_per_rad_s", 0.0, 1.0)
+    if "edge_jitter_counts" in e:
+        _num(e, "edge_jitter_counts", 0.0, 0.5, "encoder.")
     n = desc.get("noise", {})
     if "torque_std_nm" in n:
         _num(n, "torque_std_nm", 0.0, 10.0, "noise.")
@@ -166,6 +172,12 @@ class Plant:
         # true rolling radius per wheel (a worn or mismatched tyre: systematic odometry error)
         self.r_l = self.r * scale.get("left", 1.0)
         self.r_r = self.r * scale.get("right", 1.0)
+        # the real robot's imperfections (sim/robots/default.json documents its values; ideal.json has none):
+        # the contact patches' effective separation differs from the drawn one, it grows in fast turns (tyre scrub
+        # moves the effective contact outward), and the encoder's edges jitter (vibration, edge noise)
+        self.b = self.b * desc.get("wheel_separation_scale", 1.0)
+        self.turn_scrub = desc.get("turn_scrub_per_rad_s", 0.0)
+        self.edge_jitter = desc["encoder"].get("edge_jitter_counts", 0.0)
         self.mass = desc["mass_kg"]
         self.inertia = desc["yaw_inertia_kgm2"]
         m = desc["motor"]
@@ -328,6 +340,8 @@ class Plant:
         rl = self.r_l
         rr = self.r_r
         hb = self.b * 0.5
+        if self.turn_scrub > 0.0:
+            hb *= 1.0 + self.turn_scrub * abs(wz)
         inv_m = 1.0 / self.mass
         inv_j = 1.0 / self.inertia
         on_ground = not self.lifted
@@ -400,6 +414,13 @@ class Plant:
     def _encoders(self, dt):
         k = self.cpr / TWO_PI
         pos = self.angle_l * k * self.enc_dir_l
+        pos_r = self.angle_r * k * self.enc_dir_r
+        if self.edge_jitter > 0.0:
+            # the counter follows the jittered disk position: a count dithers near an edge, never accumulates
+            # uniform in +-edge_jitter counts (one random draw per wheel: the plant step stays cheap)
+            j = 2.0 * self.edge_jitter
+            pos += j * (self.rng.uniform() - 0.5)
+            pos_r += j * (self.rng.uniform() - 0.5)
         fl = math.floor(pos)
         delta = fl - self.floor_l
         self.floor_l = fl
@@ -412,8 +433,7 @@ class Plant:
             if self.edge_age_l > 0.2:
                 # no edge for 200 ms: the edge timer has nothing current to report
                 self.edge_period_l = 0
-        pos = self.angle_r * k * self.enc_dir_r
-        fr = math.floor(pos)
+        fr = math.floor(pos_r)
         delta = fr - self.floor_r
         self.floor_r = fr
         if delta:

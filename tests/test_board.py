@@ -288,7 +288,8 @@ def test_sim_port_lifecycle_drive_and_odometry_vs_truth():
     from viperdrive.sim import VirtualBoard
 
     cfg = RobotConfig(update_rate=100.0, wheel_separation=0.152, wheel_radius=0.0325)
-    with VirtualBoard(baud=115200) as vb, Board(vb.url, config=cfg) as board:
+    # the ideal robot: odometry with the nominal geometry matches it (the default robot's is off by design)
+    with VirtualBoard(baud=115200, robot="ideal") as vb, Board(vb.url, config=cfg) as board:
         assert board.info.board == "viperdrive-sim"
         board.activate()
         vb.reset("pose")

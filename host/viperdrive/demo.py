@@ -4,6 +4,13 @@ Prints commanded path, ground truth, board odometry, host odometry, end-point er
 error against the commanded path, link statistics and loop jitter, and writes a PNG of the paths to
 out/demo_paths.png.
 
+The default robot drifts as a real one does (sim/robots/default.json: tyres 0.6 % apart, wheelbase 4 % off, turn
+scrub), so first a UMBmark (3 + 3 squares of 0.5 m, ground truth as the tape measure: what `viperdrive
+calibrate umbmark` computes) corrects the wheel radii and the wheelbase; the paths then carry, side by side, the
+raw host odometry (nominal geometry), the calibrated odometry (the same wheel positions, corrected geometry) and
+the live EKF (viperdrive.ekf.live) fusing the calibrated odometry with a gyro (the virtual board's true yaw rate
++ noise, standing in for the board's IMU), each with its end error against the ground truth.
+
 The driving helpers (PathRunner) are reused by hil_tests/ for the closed-loop square.
 """
 from __future__ import annotations
@@ -21,6 +28,15 @@ from .drive import DriveController
 from .odometry import Odometry, wrap_pi
 
 RATE_HZ = 100.0
+GYRO_SIGMA = 0.005      # rad/s, the stand-in gyro's noise (an MPU-6050 at 100 Hz is ~6e-4 rad/s)
+# the live EKF of the demo (robot_localization's parameters): the calibrated wheel odometry's twist, the gyro's
+# yaw rate; small pose process noise (the robot stays on the floor), room for quick turn-rate changes
+_Q = [1e-4, 1e-4, 0.06, 0.03, 0.03, 1e-4, 0.025, 0.025, 0.04, 0.01, 0.01, 0.5, 0.01, 0.01, 0.015]
+EKF_PARAMS = {"ekf_filter_node": {"ros__parameters": {
+    "frequency": 50.0, "sensor_timeout": 0.1, "two_d_mode": True,
+    "process_noise_covariance": [(_Q[i // 16] if i % 16 == 0 else 0.0) for i in range(225)],
+    "odom0": "odom", "odom0_config": [False] * 6 + [True, True, False, False, False, True] + [False] * 3,
+    "imu0": "imu", "imu0_config": [False] * 11 + [True] + [False] * 3}}}
 HEADING_GAIN = 2.0      # rad/s per rad of heading error while driving straight
 LAG_S = 0.06            # command -> wheel motion lag of the chain at 100 Hz (measured on the virtual board)
 
@@ -31,6 +47,8 @@ class Track:
     commanded: list = field(default_factory=list)   # (x, y) of the ideal path
     truth: list = field(default_factory=list)       # (x, y) ground truth (virtual board only)
     host: list = field(default_factory=list)        # (x, y) host odometry
+    calibrated: list = field(default_factory=list)  # (x, y) host odometry with the UMBmark corrections
+    fused: list = field(default_factory=list)       # (x, y) live EKF: calibrated odometry + gyro
     board: list = field(default_factory=list)       # (x, y) board odometry (GET_ODOM)
     end: dict = field(default_factory=dict)
     crossing: tuple | None = None                   # (x, y, theta) where the figure-8 changed circles
@@ -53,6 +71,11 @@ class PathRunner:
         self.late_sum = 0.0
         self.track: Track | None = None
         self._next = 0.0        # the next cycle's deadline (board clock s), set by start()
+        self.calibrated_config: RobotConfig | None = None     # set after the UMBmark: a second odometry
+        self.cal_odom: Odometry | None = None
+        self.live = None            # the live EKF of the track (viperdrive.ekf.live.LiveFilter)
+        self._live_stop = None
+        self._rng = None
 
     def start(self, track: Track) -> None:
         """Activate from rest with every pose at zero (truth, board odometry via ZERO, host odometry)."""
@@ -69,7 +92,45 @@ class PathRunner:
         for _ in range(10):
             self.cycle(0.0, 0.0)
         self.odom.reset()
+        if self.calibrated_config is not None:
+            self.cal_odom = Odometry(self.calibrated_config, counts_per_rev=self.board.counts_per_rev)
+            self._start_filter()
         self.track = track
+
+    def _start_filter(self) -> None:
+        import random
+        import threading
+
+        from .ekf import config_from_dict
+        from .ekf.live import LiveFilter
+        from .ros2 import msgs      # imported now, not inside the loop
+        self._msgs = msgs
+        self._stop_filter()
+        self.live = LiveFilter(config_from_dict(EKF_PARAMS))
+        self._live_stop = threading.Event()
+        threading.Thread(target=self.live.run, args=(self._live_stop,), daemon=True).start()
+        self._rng = random.Random(7)
+
+    def _stop_filter(self) -> None:
+        if self._live_stop is not None:
+            self._live_stop.set()
+            self._live_stop = None
+
+    def _feed_filter(self, st, truth) -> None:
+        msgs, o = self._msgs, self.cal_odom
+        stamp = msgs.time_from_s(st.stamp + (time.time() - time.monotonic()))
+        self.live.feed("odom", msgs.odometry(stamp, "odom", "base_link", o.pose, o.twist,
+                                             [float(v) for v in o.pose_covariance.ravel()],
+                                             [float(v) for v in o.twist_covariance.ravel()]))
+        if truth is not None:
+            gc = [0.0] * 9
+            gc[0] = gc[4] = 1e-4
+            gc[8] = GYRO_SIGMA ** 2
+            self.live.feed("imu", msgs.Imu(
+                header=msgs.Header(stamp=msgs.time_from_s(time.time()), frame_id="base_link"),
+                orientation_covariance=[-1.0] + [0.0] * 8, linear_acceleration_covariance=[-1.0] + [0.0] * 8,
+                angular_velocity=msgs.Vector3(0.0, 0.0, truth["omega"] + self._rng.gauss(0.0, GYRO_SIGMA)),
+                angular_velocity_covariance=gc))
 
     def cycle(self, v: float, w: float) -> None:
         st = self.board.read()
@@ -79,9 +140,18 @@ class PathRunner:
             # sampled between read() and write(): no STATE is in flight, so the extra request (GET_ODOM) cannot
             # take this cycle's reply out of the loop's hands
             tr.host.append((self.odom.x, self.odom.y))
+            t = None
             if self.vb is not None and self.cycles % 5 == 0:
                 t = self.vb.truth()
                 tr.truth.append((t["x"], t["y"]))
+            if self.cal_odom is not None:
+                o = self.cal_odom
+                o.update(st.position[0], st.position[1], st.velocity[0], st.velocity[1], st.stamp)
+                tr.calibrated.append((o.x, o.y))
+                self._feed_filter(st, t)
+                e = self.live.estimate
+                if e is not None and self.cycles % 5 == 0:
+                    tr.fused.append((float(e.state[0]), float(e.state[1])))
             if self.cycles % 25 == 0:
                 _, x, y, _ = self.board.odom()
                 tr.board.append((x, y))
@@ -169,6 +239,14 @@ class PathRunner:
         assert tr is not None, "finish() after start()"
         _, bx, by, bth = self.board.odom()
         end = {"host": (self.odom.x, self.odom.y, self.odom.theta), "board": (bx, by, bth)}
+        if self.cal_odom is not None:
+            end["calibrated"] = self.cal_odom.pose
+            time.sleep(2.5 / self.live.config.frequency)      # the filter's last periods
+            e = self.live.estimate
+            if e is not None:
+                end["fused"] = (float(e.state[0]), float(e.state[1]), float(e.state[5]))
+                tr.fused.append(end["fused"][:2])
+            self._stop_filter()
         if self.vb is not None:
             t = self.vb.truth()
             end["truth"] = (t["x"], t["y"], t["theta"])
@@ -178,14 +256,37 @@ class PathRunner:
         return end
 
 
-def square(runner: PathRunner, side: float = 1.0, v: float = 0.3, w: float = 1.5) -> Track:
-    tr = Track("square 1 m CCW", commanded=[(0, 0), (side, 0), (side, side), (0, side), (0, 0)])
+def square(runner: PathRunner, side: float = 1.0, v: float = 0.3, w: float = 1.5, clockwise: bool = False) -> Track:
+    sign = -1.0 if clockwise else 1.0
+    tr = Track(f"square {side:g} m {'CW' if clockwise else 'CCW'}",
+               commanded=[(0, 0), (side, 0), (side, sign * side), (0, sign * side), (0, 0)])
     runner.start(tr)
     for k in range(4):
-        runner.straight(side, v, heading=wrap_pi(k * math.pi / 2))
-        runner.turn_to(wrap_pi((k + 1) * math.pi / 2), w)
+        runner.straight(side, v, heading=wrap_pi(sign * k * math.pi / 2))
+        runner.turn_to(wrap_pi(sign * (k + 1) * math.pi / 2), w)
     runner.finish()
     return tr
+
+
+def calibrate_umbmark(runner: PathRunner, side: float = 0.5, runs: int = 3):
+    """UMBmark on the virtual board: runs clockwise and counter-clockwise squares, the ground truth as the tape
+    measure (what `viperdrive calibrate umbmark --measured` is given on a real floor) -> (result, corrected
+    RobotConfig or None when the result is refused)."""
+    from .calibrate import umbmark
+    cw, ccw = [], []
+    for i in range(2 * runs):
+        clockwise = i % 2 == 0
+        tr = square(runner, side=side, clockwise=clockwise)
+        ox, oy, _ = tr.end["host"]
+        tx, ty, _ = tr.end["truth"]
+        (cw if clockwise else ccw).append((tx - ox, ty - oy))
+    cfg = runner.config
+    res = umbmark(cw, ccw, side, cfg.effective_separation)
+    if not res.ok:
+        return res, None
+    return res, cfg.with_values(left_wheel_radius_multiplier=cfg.left_wheel_radius_multiplier * res.left_factor,
+                                right_wheel_radius_multiplier=cfg.right_wheel_radius_multiplier * res.right_factor,
+                                wheel_separation=res.wheelbase / cfg.wheel_separation_multiplier)
 
 
 def figure8(runner: PathRunner, radius: float = 0.35, v: float = 0.25) -> Track:
@@ -237,9 +338,10 @@ def _err(a, b) -> str:
 
 def table(tracks: list[Track], board: Board, vb, runner: PathRunner) -> str:
     rows = []
-    fmt = "{:<18} {:>22} {:>22} {:>22} {:>10} {:>10} {:>10} {:>10} {:>10}"
+    fmt = "{:<18} {:>22} {:>22} {:>22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}"
     rows.append(fmt.format("path", "truth end (x,y,th)", "board odom end", "host odom end",
-                           "truth-cmd", "board-tru", "host-tru", "xtrk truth", "xtrk host"))
+                           "truth-cmd", "board-tru", "host-tru", "calib-tru", "ekf+gyro", "xtrk truth",
+                           "xtrk host"))
     for tr in tracks:
         e = tr.end
         cmd = tr.commanded[-1]
@@ -251,8 +353,10 @@ def table(tracks: list[Track], board: Board, vb, runner: PathRunner) -> str:
         # the largest distance of the driven path (truth, and the host's own estimate of it) from the commanded
         xt_truth = f"{cross_track(tr.truth, tr.commanded) * 1000:6.1f} mm" if tr.truth else "n/a"
         xt_host = f"{cross_track(tr.host, tr.commanded) * 1000:6.1f} mm"
+        cal = _err(e["calibrated"], tru) if "calibrated" in e else "n/a"
+        fused = _err(e["fused"], tru) if "fused" in e else "n/a"
         rows.append(fmt.format(tr.name, p(tru), p(e["board"]), p(e["host"]), _err(tru, cmd),
-                               _err(e["board"], tru), _err(e["host"], tru), xt_truth, xt_host))
+                               _err(e["board"], tru), _err(e["host"], tru), cal, fused, xt_truth, xt_host))
     for tr in tracks:
         if tr.crossing is not None:
             x, y, th = tr.crossing
@@ -283,7 +387,9 @@ def plot(tracks: list[Track], path: Path) -> None:
     fig, axes = plt.subplots(1, len(tracks), figsize=(6 * len(tracks), 6))
     for ax, tr in zip(axes if len(tracks) > 1 else [axes], tracks, strict=False):
         for pts, style, label in ((tr.commanded, "k--", "commanded"), (tr.truth, "g-", "ground truth"),
-                                  (tr.board, "b.", "board odometry"), (tr.host, "r-", "host odometry")):
+                                  (tr.board, "b.", "board odometry"), (tr.host, "r-", "host odometry (raw)"),
+                                  (tr.calibrated, "-", "odometry after UMBmark"),
+                                  (tr.fused, "-", "live EKF: calibrated odometry + gyro")):
             if pts:
                 xs, ys = zip(*pts, strict=True)
                 ax.plot(xs, ys, style, label=label, linewidth=1, markersize=3)
@@ -312,6 +418,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"virtual board at {vb.url} ({board.info.firmware}, {board.info.control_hz} Hz, "
               f"{board.info.counts_per_rev} counts/rev), {args.baud} baud", flush=True)
         runner = PathRunner(board, config, vb)
+        print("calibrating: UMBmark, 3 + 3 squares of 0.5 m (ground truth as the tape measure)...", flush=True)
+        res, calibrated = calibrate_umbmark(runner)
+        print(res.summary())
+        if calibrated is not None:
+            runner.calibrated_config = calibrated
+            print(f"corrected: left x{calibrated.left_wheel_radius_multiplier:.5f} right "
+                  f"x{calibrated.right_wheel_radius_multiplier:.5f} wheelbase {calibrated.effective_separation:.5f} m "
+                  f"(nominal {config.effective_separation:.5f} m)", flush=True)
         tracks = []
         print("driving a 1 m square (0.3 m/s, ramps 1 m/s^2)...", flush=True)
         tracks.append(square(runner))

@@ -165,6 +165,158 @@ def fuse(input_path, config: FilterConfig, out_csv, mcap_out=None,
         f.close()
 
 
+class FilterSchedule:
+    """robot_localization's timing, in one place for the offline replay (`fuse`) and the live filter
+    (viperdrive.ekf.live): messages arrive with an arrival time (log time, s); every 1/frequency seconds of arrival
+    time, the filter integrates what arrived in that period in header-stamp order, predicts forward after
+    sensor_timeout of silence, and emits a row when its time advanced. `arrive(log_t)` runs the periods that ended
+    before log_t, then `message(name, decoded, log_t)` queues a decoded message for the period it arrived in;
+    `flush(log_t)` runs the periods that ended before log_t with nothing new (the live filter's timer);
+    `finish()` runs the last one. `on_row(t, state, covariance, dead_reckoning)` receives each estimate."""
+
+    def __init__(self, config: FilterConfig, result: FuseSummary, on_row=None):
+        self.config, self.result = config, result
+        self.on_row = on_row
+        self.observer = None
+        self.inputs: dict[str, SensorInput] = {}
+        self.timeouts: dict[str, float] = {}
+        self.intervals: dict[str, list[float]] = {}
+        self.frames = StaticFrames()
+        self.frame_warnings: list[str] = []
+        self.fc = FrameContext(config.world_frame, config.base_link_frame, self.frames,
+                               warn=self.frame_warnings.append)
+        self.ekf = Ekf(config.ekf_config())
+        self.period = 1.0 / config.frequency
+        self.batch = []
+        self.batch_cycle: int | None = None
+        self.offset = math.inf
+        self.last_row_t = None
+        self.last_stamp: dict[str, float] = {}
+        self.latency: dict[str, float] = {}      # the last message's arrival - stamp - offset, per sensor (s)
+        self.last_arrival: dict[str, float] = {}     # log time of each sensor's last message
+        for s in config.sensors:
+            result.sensors.setdefault(s.name, SensorTally(s.name, s.kind, _norm_topic(s.topic)))
+            result.sensors[s.name].outcomes = self.ekf.register_sensor(s.name, s.timeout, s.reacquire_after)
+
+    def add_input(self, s) -> None:
+        """Read sensor `s` (a SensorConfig of the filter's config)."""
+        self.inputs[s.name] = SensorInput(s)
+        self.timeouts[s.name] = s.timeout if s.timeout is not None else self.config.sensor_timeout
+        if s.timeout is None:
+            self.intervals[s.name] = []
+
+    def arrive(self, log_t: float) -> None:
+        """A message arrives at log_t: first the periods that ended before it."""
+        cycle = math.floor(log_t / self.period)
+        b = self.batch_cycle
+        if b is not None and cycle != b:
+            self._cycle(b)
+            if self.ekf.initialized:
+                # empty cycles in between: dead reckoning once sensor_timeout has passed
+                for k in range(b + 1, cycle):
+                    self._cycle(k)
+        self.batch_cycle = cycle
+
+    def flush(self, log_t: float) -> None:
+        """Run every period that ended before log_t (nothing arrived since the last message)."""
+        if self.batch_cycle is not None:
+            self.arrive(log_t)
+
+    def finish(self) -> None:
+        if self.batch_cycle is not None:
+            self._cycle(self.batch_cycle)
+            self.batch_cycle = None
+        for name in list(self.intervals):
+            self._settle_timeout(name)          # sensors with fewer than 20 messages
+
+    def invalid(self, name, e):
+        tally = self.result.sensors[name]
+        tally.invalid += 1
+        if not tally.first_problem:
+            tally.first_problem = f"{type(e).__name__}: {e}"
+
+    def message(self, name, decoded, log_t):
+        tally = self.result.sensors[name]
+        tally.messages += 1
+        self.last_arrival[name] = log_t
+        inp = self.inputs[name]
+        last_stamp = self.last_stamp
+        try:
+            t = _stamp(decoded.header)
+            if not math.isfinite(t):
+                raise ValueError("header stamp is not finite")
+            prev = last_stamp.get(name)
+            if prev is not None and t < prev:
+                # robot_localization ignores a message stamped before its topic's previous one
+                tally.out_of_order += 1
+                return
+            if prev is not None:
+                gap = t - prev
+                if name in self.intervals:
+                    self._learn_rate(name, gap)
+                else:
+                    self._count_gap(tally, gap, self.timeouts[name])
+            last_stamp[name] = t
+            if self.observer is not None:
+                self.observer.message(name, inp.cfg.kind, decoded, t)
+            if self.result.start is None or t < self.result.start:
+                self.result.start = t
+            self.offset = min(self.offset, log_t - t)
+            self.latency[name] = log_t - t - self.offset
+            self.batch.extend(measurements_of(inp, inp.cfg.kind, decoded, t, self.fc))
+        except (ValueError, AttributeError, TypeError, IndexError) as e:
+            self.invalid(name, e)
+
+    def _learn_rate(self, name, gap):
+        """Without an explicit <sensor>_timeout, a sensor is stale after max(sensor_timeout, 3 of its usual
+        intervals): sensor_timeout alone (often one filter period) would call every 5 Hz fix late. The first 20
+        intervals set it; they are then judged by it too."""
+        intervals = self.intervals[name]
+        intervals.append(gap)
+        if len(intervals) == 20:
+            self._settle_timeout(name)
+
+    def _settle_timeout(self, name):
+        intervals = self.intervals.pop(name)
+        if intervals:
+            self.timeouts[name] = max(self.config.sensor_timeout, 3.0 * float(np.median(intervals)))
+            self.ekf.register_sensor(name, self.timeouts[name])
+        for gap in intervals:
+            self._count_gap(self.result.sensors[name], gap, self.timeouts[name])
+
+    @staticmethod
+    def _count_gap(tally, gap, timeout):
+        if gap > timeout:
+            tally.stale_gaps += 1
+            tally.longest_gap = max(tally.longest_gap, gap)
+
+    def stamp_time(self, log_t: float) -> float:
+        """An arrival time on the stamp clock."""
+        return log_t - (self.offset if math.isfinite(self.offset) else 0.0)
+
+    def _cycle(self, cycle: int):
+        """One filter period: integrate what arrived (in stamp order), predict after silence, emit a row."""
+        ekf, result = self.ekf, self.result
+        self.batch.sort(key=lambda m: m.time)
+        for m in self.batch:
+            ekf.process(m)          # counted per sensor by the filter (SensorTally.outcomes)
+        self.batch.clear()
+        if not ekf.initialized:
+            return
+        now = (cycle + 1) * self.period - self.offset       # end of this cycle on the stamp clock
+        dead = False
+        if now - ekf.time > self.config.sensor_timeout:
+            # nothing for longer than sensor_timeout: predict forward as robot_localization does
+            ekf.predict_to(now)
+            dead = ekf.dead_reckoning(now)
+        if self.last_row_t is None or ekf.time > self.last_row_t:
+            if self.on_row is not None:
+                self.on_row(ekf.time, ekf.state, ekf.covariance, dead)
+            result.rows += 1
+            result.dead_reckoning_rows += dead
+            self.last_row_t = ekf.time
+
+
 class _Fusion:
     def __init__(self, path, config: FilterConfig, reader, summary, damaged, progress, uncertainty_limit):
         self.path, self.config, self.reader, self.progress = path, config, reader, progress
@@ -184,13 +336,10 @@ class _Fusion:
                 recorded[_norm_topic(ch.topic)] = sch.name if sch is not None else ""
                 if summary.statistics is not None:
                     counts[_norm_topic(ch.topic)] = summary.statistics.channel_message_counts.get(ch.id, 0)
-        self.inputs: dict[str, SensorInput] = {}
+        self.schedule = sched = FilterSchedule(config, result, on_row=self._row)
         self.readers_of: dict[str, list[str]] = {}      # normalized topic -> sensor names
-        self.timeouts: dict[str, float] = {}
-        self.intervals: dict[str, list[float]] = {}
         for s in config.sensors:
             topic = _norm_topic(s.topic)
-            result.sensors[s.name] = SensorTally(s.name, s.kind, topic)
             if summary is not None and topic not in recorded:
                 result.warnings.append(f"{s.name}: topic '{s.topic}' is not in {path.name} (topics: "
                                        f"{', '.join(sorted(recorded)) or 'none'})")
@@ -200,48 +349,34 @@ class _Fusion:
             if topic in self.readers_of:
                 result.warnings.append(f"{s.name}: topic '{topic}' is also read by {self.readers_of[topic][0]}")
             self.readers_of.setdefault(topic, []).append(s.name)
-            self.inputs[s.name] = SensorInput(s)
-            self.timeouts[s.name] = s.timeout if s.timeout is not None else config.sensor_timeout
-            if s.timeout is None:
-                self.intervals[s.name] = []
+            sched.add_input(s)
         if counts:
             self.total = sum(counts.get(t, 0) for t in self.readers_of)
         self.checked_topics = set(recorded)
-        self.frames = StaticFrames()
-        self.frame_warnings: list[str] = []
-        self.fc = FrameContext(config.world_frame, config.base_link_frame, self.frames,
-                               warn=self.frame_warnings.append)
+        self.frames = sched.frames
         self.has_tf_static = TF_STATIC in recorded
-        self.ekf = Ekf(config.ekf_config())
-        for s in config.sensors:
-            result.sensors[s.name].outcomes = self.ekf.register_sensor(s.name, s.timeout)
+        self.ekf = sched.ekf
+
+    def _row(self, t, state, P, dead):
+        self.writer.row(t, state, P)
 
     def _check_type(self, name, topic, have):
-        kind = self.config.sensors[[s.name for s in self.config.sensors].index(name)].kind
-        want = TYPE_OF_KIND[kind]
-        if have.replace("/msg/", "/") != want.replace("/msg/", "/"):
-            raise FuseError(f"{name}: topic '{topic}' carries {have or 'an unknown type'}, but a {kind} sensor "
-                            f"reads {want}")
+        _check_type(self.config, name, topic, have)
 
     def run(self, out_csv, mcap_out) -> FuseSummary:
         from mcap.exceptions import McapError
         from mcap_ros2.decoder import DecoderFactory
 
-        result, config, ekf = self.result, self.config, self.ekf
+        result, config, sched = self.result, self.config, self.schedule
+        sched.observer = self.observer
         self.writer = _Outputs(out_csv, mcap_out, config)
-        self.period = 1.0 / config.frequency
-        self.batch: list[Measurement] = []
-        self.offset = math.inf
-        self.last_row_t: float | None = None
         decoders = DecoderFactory()
-        decoder_of: dict[int, Callable | None] = {}
-        last_stamp: dict[str, float] = {}
+        decoder_of: dict[int, Callable] = {}
         wanted = [c for t in self.readers_of for c in (t, t.lstrip("/"))]
         if self.damaged:
             wanted += [TF_STATIC, TF_STATIC.lstrip("/")]      # no index to find it first: take it as it comes
         elif self.has_tf_static:
             self._read_static_transforms(decoders)
-        batch_cycle = None
         n = 0
         finished = False
         try:
@@ -270,29 +405,19 @@ class _Fusion:
                     if self.progress is not None and n % 2000 == 0:
                         self.progress(n, self.total)
                     log_t = message.log_time * 1e-9
-                    cycle = math.floor(log_t / self.period)
-                    if batch_cycle is not None and cycle != batch_cycle:
-                        self._cycle(batch_cycle)
-                        if ekf.initialized:
-                            # empty cycles in between: dead reckoning once sensor_timeout has passed
-                            for k in range(batch_cycle + 1, cycle):
-                                self._cycle(k)
-                    batch_cycle = cycle
+                    sched.arrive(log_t)
                     try:
                         decoded = decode(message.data)
                     except Exception as e:          # noqa: BLE001 -- any undecodable payload is counted, not fatal
                         for name in names:
-                            self._invalid(name, e)
+                            sched.invalid(name, e)
                         continue
                     for name in names:
-                        self._message(name, decoded, log_t, last_stamp)
+                        sched.message(name, decoded, log_t)
             except (McapError, EOFError, struct.error, ValueError, McapDamage) as e:
                 result.warnings.append(f"the recording ends in damaged data after {n} messages "
                                        f"({type(e).__name__}: {e}): fused what came before")
-            if batch_cycle is not None:
-                self._cycle(batch_cycle)
-            for name in list(self.intervals):
-                self._settle_timeout(name)          # sensors with fewer than 20 messages
+            sched.finish()
             result.messages = n
             if self.progress is not None:
                 self.progress(n, self.total)
@@ -306,23 +431,7 @@ class _Fusion:
                 if out is not None:
                     result.warnings.append(f"no estimates: {out} was not written"
                                            + (" (the existing file is unchanged)" if Path(out).exists() else ""))
-        if ekf.initialized:
-            result.end = ekf.time
-            result.final_state = ekf.state
-            result.final_covariance = ekf.covariance
-            result.time_to_limit = ekf.time_until_uncertain(result.uncertainty_limit)
-        else:
-            result.warnings.append("no usable measurement: the filter never started (check topics and *_config)")
-        result.warnings.extend(self.frame_warnings)
-        for s in result.sensors.values():
-            if s.invalid:
-                result.warnings.append(f"{s.name}: {s.invalid} invalid messages skipped (first: {s.first_problem})")
-            if s.outcomes is not None and s.outcomes.too_late:
-                result.warnings.append(f"{s.name}: {s.outcomes.too_late} measurements older than history_length "
-                                       f"({config.history_length} s) were dropped")
-            if s.stale_gaps:
-                result.warnings.append(f"{s.name}: silent longer than its timeout {s.stale_gaps} times "
-                                       f"(longest {s.longest_gap:.3f} s)")
+        finish_summary(result, sched)
         return result
 
     def _read_static_transforms(self, decoders):
@@ -343,85 +452,35 @@ class _Fusion:
         except (ValueError, AttributeError, TypeError) as e:
             self.result.warnings.append(f"{TF_STATIC}: a transform could not be read ({type(e).__name__}: {e})")
 
-    def _invalid(self, name, e):
-        tally = self.result.sensors[name]
-        tally.invalid += 1
-        if not tally.first_problem:
-            tally.first_problem = f"{type(e).__name__}: {e}"
 
-    def _message(self, name, decoded, log_t, last_stamp):
-        tally = self.result.sensors[name]
-        tally.messages += 1
-        inp = self.inputs[name]
-        try:
-            t = _stamp(decoded.header)
-            if not math.isfinite(t):
-                raise ValueError("header stamp is not finite")
-            prev = last_stamp.get(name)
-            if prev is not None and t < prev:
-                # robot_localization ignores a message stamped before its topic's previous one
-                tally.out_of_order += 1
-                return
-            if prev is not None:
-                gap = t - prev
-                if name in self.intervals:
-                    self._learn_rate(name, gap)
-                else:
-                    self._count_gap(tally, gap, self.timeouts[name])
-            last_stamp[name] = t
-            if self.observer is not None:
-                self.observer.message(name, inp.cfg.kind, decoded, t)
-            if self.result.start is None or t < self.result.start:
-                self.result.start = t
-            self.offset = min(self.offset, log_t - t)
-            self.batch.extend(measurements_of(inp, inp.cfg.kind, decoded, t, self.fc))
-        except (ValueError, AttributeError, TypeError, IndexError) as e:
-            self._invalid(name, e)
+def _check_type(config, name, topic, have):
+    kind = config.sensors[[s.name for s in config.sensors].index(name)].kind
+    want = TYPE_OF_KIND[kind]
+    if have.replace("/msg/", "/") != want.replace("/msg/", "/"):
+        raise FuseError(f"{name}: topic '{topic}' carries {have or 'an unknown type'}, but a {kind} sensor "
+                        f"reads {want}")
 
-    def _learn_rate(self, name, gap):
-        """Without an explicit <sensor>_timeout, a sensor is stale after max(sensor_timeout, 3 of its usual
-        intervals): sensor_timeout alone (often one filter period) would call every 5 Hz fix late. The first 20
-        intervals set it; they are then judged by it too."""
-        intervals = self.intervals[name]
-        intervals.append(gap)
-        if len(intervals) == 20:
-            self._settle_timeout(name)
 
-    def _settle_timeout(self, name):
-        intervals = self.intervals.pop(name)
-        if intervals:
-            self.timeouts[name] = max(self.config.sensor_timeout, 3.0 * float(np.median(intervals)))
-            self.ekf.register_sensor(name, self.timeouts[name])
-        for gap in intervals:
-            self._count_gap(self.result.sensors[name], gap, self.timeouts[name])
-
-    @staticmethod
-    def _count_gap(tally, gap, timeout):
-        if gap > timeout:
-            tally.stale_gaps += 1
-            tally.longest_gap = max(tally.longest_gap, gap)
-
-    def _cycle(self, cycle: int):
-        """One filter period: integrate what arrived (in stamp order), predict after silence, emit a row."""
-        ekf, result = self.ekf, self.result
-        self.batch.sort(key=lambda m: m.time)
-        for m in self.batch:
-            ekf.process(m)          # counted per sensor by the filter (SensorTally.outcomes)
-        self.batch.clear()
-        if not ekf.initialized:
-            return
-        now = (cycle + 1) * self.period - self.offset       # end of this cycle on the stamp clock
-        assert ekf.time is not None         # an initialized filter has a time
-        dead = False
-        if now - ekf.time > self.config.sensor_timeout:
-            # nothing for longer than sensor_timeout: predict forward as robot_localization does
-            ekf.predict_to(now)
-            dead = ekf.dead_reckoning(now)
-        if self.last_row_t is None or ekf.time > self.last_row_t:
-            self.writer.row(ekf.time, ekf.state, ekf.covariance)
-            result.rows += 1
-            result.dead_reckoning_rows += dead
-            self.last_row_t = ekf.time
+def finish_summary(result: FuseSummary, sched: FilterSchedule) -> None:
+    """The end of a run (offline or live): final estimate, dead-reckoning horizon, the warnings per sensor."""
+    ekf, config = sched.ekf, sched.config
+    if ekf.initialized:
+        result.end = ekf.time
+        result.final_state = ekf.state
+        result.final_covariance = ekf.covariance
+        result.time_to_limit = ekf.time_until_uncertain(result.uncertainty_limit)
+    else:
+        result.warnings.append("no usable measurement: the filter never started (check topics and *_config)")
+    result.warnings.extend(sched.frame_warnings)
+    for s in result.sensors.values():
+        if s.invalid:
+            result.warnings.append(f"{s.name}: {s.invalid} invalid messages skipped (first: {s.first_problem})")
+        if s.outcomes.too_late:
+            result.warnings.append(f"{s.name}: {s.outcomes.too_late} measurements older than history_length "
+                                   f"({config.history_length} s) were dropped")
+        if s.stale_gaps:
+            result.warnings.append(f"{s.name}: silent longer than its timeout {s.stale_gaps} times "
+                                   f"(longest {s.longest_gap:.3f} s)")
 
 
 class _Outputs:
@@ -467,5 +526,5 @@ class _Outputs:
             self._csv_file = self._mcap_file = None
 
 
-__all__ = ["CSV_COLUMNS", "FuseError", "FuseSummary", "OUTPUT_TOPIC", "SensorTally", "fuse", "measurements_of",
-           "StaticFrames", "FrameContext"]
+__all__ = ["CSV_COLUMNS", "FilterSchedule", "FuseError", "FuseSummary", "OUTPUT_TOPIC", "SensorTally", "fuse",
+           "measurements_of", "StaticFrames", "FrameContext"]

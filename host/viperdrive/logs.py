@@ -25,6 +25,7 @@ import math
 import os
 import struct
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -90,19 +91,31 @@ class McapRecorder:
         self._overruns: int | None = None
         self._next_flush = self._mono0 + FLUSH_PERIOD_S
         self.flushes = 0
+        self._lock = threading.RLock()
 
     def ns(self, mono: float) -> int:
         return self._wall0 + int(round((mono - self._mono0) * 1e9))
 
     def _write(self, topic: str, msg: dict, mono: float) -> None:
-        t = self.ns(mono)
-        self._writer.write_message(topic, self._schemas[TOPICS[topic]], msg, log_time=t, publish_time=t,
-                                   sequence=self.counts[topic])
-        self.counts[topic] += 1
-        now = time.monotonic()
-        if now >= self._next_flush:
-            self.flush()
-            self._next_flush = now + FLUSH_PERIOD_S
+        self.message(topic, TOPICS[topic], msg, self.ns(mono))
+
+    def message(self, topic: str, ros_type: str, msg, log_ns: int) -> None:
+        """Any ROS 2 message (a dict, or an object with the fields: a viperdrive.ros2.msgs struct) of ros_type at
+        log time log_ns (the live filter's inputs, stamped with their arrival). Thread-safe."""
+        with self._lock:
+            if self._closed:
+                return
+            schema = self._schemas.get(ros_type)
+            if schema is None:
+                schema = self._schemas[ros_type] = self._writer.register_msgdef(ros_type,
+                                                                                rosmsg_defs.DEFINITIONS[ros_type])
+            self._writer.write_message(topic, schema, msg, log_time=log_ns, publish_time=log_ns,
+                                       sequence=self.counts[topic])
+            self.counts[topic] += 1
+            now = time.monotonic()
+            if now >= self._next_flush:
+                self.flush()
+                self._next_flush = now + FLUSH_PERIOD_S
 
     def flush(self) -> None:
         """End the open chunk and hand everything written so far to the kernel: a killed process keeps it (the
@@ -115,7 +128,18 @@ class McapRecorder:
     def _header(self, mono: float, frame: str) -> dict:
         return {"stamp": _stamp(self.ns(mono)), "frame_id": frame}
 
-    def odometry(self, mono: float, pose, twist, pose_covariance=None, twist_covariance=None) -> None:
+    def odometry(self, mono: float, pose, twist, pose_covariance=None, twist_covariance=None,
+                 odom: bool = True) -> None:
+        """/odom and /tf (odom False: /tf only, when the live filter records /odom as its input)."""
+        x, y, th = pose
+        v, w = twist
+        if odom:
+            self._odom(mono, pose, twist, pose_covariance, twist_covariance)
+        self._write("/tf", {"transforms": [{
+            "header": self._header(mono, self.odom_frame), "child_frame_id": self.base_frame,
+            "transform": {"translation": {"x": x, "y": y, "z": 0.0}, "rotation": _quaternion(th)}}]}, mono)
+
+    def _odom(self, mono, pose, twist, pose_covariance, twist_covariance) -> None:
         x, y, th = pose
         v, w = twist
         self._write("/odom", {
@@ -124,9 +148,6 @@ class McapRecorder:
                      "covariance": _cov(pose_covariance)},
             "twist": {"twist": {"linear": {"x": v, "y": 0.0, "z": 0.0}, "angular": {"x": 0.0, "y": 0.0, "z": w}},
                       "covariance": _cov(twist_covariance)}}, mono)
-        self._write("/tf", {"transforms": [{
-            "header": self._header(mono, self.odom_frame), "child_frame_id": self.base_frame,
-            "transform": {"translation": {"x": x, "y": y, "z": 0.0}, "rotation": _quaternion(th)}}]}, mono)
 
     def joint_states(self, mono: float, position, velocity) -> None:
         self._write("/joint_states", {"header": self._header(mono, ""), "name": self.joint_names,
@@ -172,11 +193,12 @@ class McapRecorder:
             "hardware_id": hardware_id, "values": values}]}, mono)
 
     def close(self) -> dict:
-        if not self._closed:
-            self._closed = True
-            self._writer.finish()
-            self._file.close()
-        return dict(self.counts)
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._writer.finish()
+                self._file.close()
+            return dict(self.counts)
 
     def __enter__(self):
         return self

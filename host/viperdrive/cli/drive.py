@@ -18,13 +18,14 @@ from ..odometry import Odometry
 from ..paths import BUILTINS, ScriptFollower, load_script
 from .boardopen import activate, explain_fault, fault_message, open_board
 from .options import add_board_options, load_config, script_options, seconds
-from .output import note
+from .output import note, warn
 from .signals import sigterm_as_interrupt
 from .terminal import LiveView, TerminalKeys
 from viperdrive.shared import protocol as P
 
 HELP = "drive with the keyboard (arrows/WASD, space stop, q quit) or a script (square, spin, figure8, FILE)"
 
+ODOM_TOPIC = "/odom"                    # the topic name the live filter's config gives the wheel odometry
 LINEAR_STEPS = (0.02, 0.05, 0.1)        # m/s per keypress
 ANGULAR_STEPS = (0.1, 0.25, 0.5)        # rad/s per keypress
 
@@ -33,7 +34,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--script", metavar="FILE|" + "|".join(BUILTINS),
                         help="drive a path instead of the keyboard (script format: docs/cli.md)")
     script_options(parser)
-    parser.add_argument("--record", metavar="OUT.mcap", help="record the run as MCAP (see `viperdrive log`)")
+    parser.add_argument("--record", metavar="OUT.mcap", help="record the run as MCAP (see `viperdrive log`); with "
+                                                             "--ekf also the filter's inputs and odometry/filtered")
+    parser.add_argument("--ekf", metavar="EKF.yaml", default=None,
+                        help="run the EKF live beside the raw odometry (robot_localization's file, as `viperdrive "
+                             "fuse` reads it): a sensor on topic odom reads the board's wheel odometry; topics of "
+                             "other nodes need `viperdrive ros2 --ekf`")
+    parser.add_argument("--ekf-node", default=None, metavar="NAME", help="the node in --ekf to use")
     parser.add_argument("--duration", type=seconds(), default=None, metavar="S", help="stop after S seconds")
     add_board_options(parser)
 
@@ -41,7 +48,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 class DriveSession:
     """The running parts of a drive: board loop, controller, odometry, optional recorder and telemetry."""
 
-    def __init__(self, board, config, recorder=None, telemetry_hz: int = 0):
+    def __init__(self, board, config, recorder=None, telemetry_hz: int = 0, ekf=None, warn=None):
         self.board = board
         self.config = config
         self.controller = DriveController(config)
@@ -56,6 +63,31 @@ class DriveSession:
         self._last_diag = -1e9
         self.board_diag: dict | None = None
         self.stop_reason: str | None = None
+        self.live = None            # viperdrive.ekf.live.LiveFilter (--ekf)
+        self._live_stop = None
+        self._live_thread = None
+        if ekf is not None:
+            self._start_filter(ekf, warn or (lambda text: None))
+
+    def _start_filter(self, ekf, warn) -> None:
+        self.live, self._live_stop, self._live_thread = start_live_filter(ekf, self.recorder, warn, self._estimate)
+
+    def _estimate(self, est) -> None:
+        if self.recorder is not None:
+            from ..ros2 import msgs
+            cfg = self.live.config
+            self.recorder.message("/odometry/filtered", "nav_msgs/msg/Odometry",
+                                  msgs.estimate(est.t, est.state, est.covariance, cfg.world_frame,
+                                                cfg.base_link_frame), self.live.clock.ns())
+
+    def _feed_filter(self, state) -> None:
+        from ..ros2 import msgs
+        o = self.odometry
+        stamp = msgs.time_from_s(state.stamp + (time.time() - time.monotonic()))
+        cfg = self.config.ros2
+        self.live.feed(ODOM_TOPIC, msgs.odometry(stamp, cfg.odom_frame_id, cfg.base_frame_id, o.pose, o.twist,
+                                                 [float(v) for v in o.pose_covariance.ravel()],
+                                                 [float(v) for v in o.twist_covariance.ravel()]))
 
     def start(self) -> None:
         if self.telemetry_hz:
@@ -77,12 +109,14 @@ class DriveSession:
         if state is not None and state.faulted and not self.fault_code:
             self.board_diag = self.board.diag()
             self.fault_code = self.board_diag["fault_code"] or -1
+        if self.live is not None and state is not None and state.fresh:
+            self._feed_filter(state)        # recorded by the filter as its input, with its arrival time
         rec = self.recorder
         if rec is not None and state is not None:
             if state.fresh:
                 rec.joint_states(state.stamp, state.position, state.velocity)
                 rec.odometry(state.stamp, self.odometry.pose, self.odometry.twist, self.odometry.pose_covariance,
-                             self.odometry.twist_covariance)
+                             self.odometry.twist_covariance, odom=self.live is None)
             rec.command(now, self.controller.v, self.controller.w)
             for t in self.board.telemetry_frames():
                 rec.telemetry(t, self.board.counts_per_rev)
@@ -112,7 +146,10 @@ class DriveSession:
         self.controller.command(v, w, now=now)
 
     def finish(self) -> None:
-        """Stop the telemetry stream; the last diagnostics into the recording."""
+        """Stop the filter and the telemetry stream; the last diagnostics into the recording."""
+        if self._live_thread is not None:
+            self._live_stop.set()
+            self._live_thread.join(timeout=2.0)
         if self.board.link is None or not self.board.link.is_open:
             return
         try:
@@ -147,14 +184,69 @@ def status_lines(s: DriveSession, mode: str, extra: list[str] | None = None) -> 
         f"status    {status}   pose x {x:+.3f} m  y {y:+.3f} m  heading {math.degrees(th):+6.1f} deg   "
         f"link misses {s.board.total_misses}",
     ]
+    if s.live is not None:
+        lines += fused_lines(s.live, (x, y, th))
     if s.fault_code:
         lines.append("FAULT     " + fault_message(s.fault_code if s.fault_code > 0 else 0).split(". ")[0]
                      + " (c: clear and re-enable)")
     return lines + (extra or [])
 
 
+def start_live_filter(ekf, recorder, warn, on_estimate=None):
+    """(LiveFilter, stop event, thread) for a command without DDS (drive, monitor): the filter on its own thread,
+    its inputs recorded with their arrival times when recording; a sensor on another topic than odom is named in
+    a warning (only `viperdrive ros2 --ekf` subscribes to topics)."""
+    import threading
+
+    from ..ekf.live import LiveFilter, LogClock
+    # the message types (cyclonedds) are imported here, before the board loop: an import inside the loop costs it
+    # a second of missed cycles
+    from ..ros2 import msgs
+    clock = LogClock(recorder._wall0, recorder._mono0) if recorder is not None else LogClock()
+    record = None
+    if recorder is not None:
+        record = lambda topic, msg, ns: recorder.message(topic, msgs.ros_type_name(type(msg)), msg, ns)  # noqa: E731
+    live = LiveFilter(ekf, recorder=record, clock=clock, on_estimate=on_estimate)
+    for topic, (_kind, names) in live.topics().items():
+        if topic != ODOM_TOPIC:
+            warn(f"--ekf: {', '.join(names)} read {topic}, a ROS topic: only `viperdrive ros2 --ekf` "
+                 f"subscribes to topics; here {'it stays' if len(names) == 1 else 'they stay'} waiting")
+    if ODOM_TOPIC not in live.topics():
+        warn(f"--ekf: no sensor reads {ODOM_TOPIC} (the board's wheel odometry): the filter has no input here")
+    stop = threading.Event()
+
+    def run():
+        try:
+            live.run(stop)
+        except Exception as e:      # the filter must not take the drive down: say it, the raw odometry goes on
+            warn(f"--ekf: the live filter stopped ({type(e).__name__}: {e}); the raw odometry goes on")
+
+    thread = threading.Thread(target=run, daemon=True, name="viperdrive-ekf")
+    thread.start()
+    return live, stop, thread
+
+
+def fused_lines(live, raw) -> list[str]:
+    """The live filter beside the raw odometry: fused pose and 1-sigma, the difference, the sources' states."""
+    from ..ekf.live import position_sigma
+    est = live.estimate
+    if est is None:
+        return ["fused     (waiting for the filter's first measurement)"]
+    x, y, yaw = float(est.state[0]), float(est.state[1]), float(est.state[5])
+    dr = live.dead_reckoning()
+    line = (f"fused     x {x:+.3f} m  y {y:+.3f} m  heading {math.degrees(yaw):+6.1f} deg   1-sigma "
+            f"{position_sigma(est.covariance):.3f} m   fused - raw {math.hypot(x - raw[0], y - raw[1]):.3f} m")
+    sources = "  ".join(f"{src.name} {src.state}" for src in live.sources.values())
+    tail = "   DEAD RECKONING" if dr["active"] and any(src.absolute for src in live.sources.values()) else ""
+    return [line, f"sources   {sources}{tail}"]
+
+
 def run(args) -> int:
     config = load_config(args)
+    ekf = None
+    if args.ekf is not None:
+        from ..ekf import load_config as load_ekf
+        ekf = load_ekf(args.ekf, node=args.ekf_node)
     segments = None
     if args.script:
         segments = load_script(args.script, args.side, args.speed, args.turn_rate)
@@ -170,7 +262,8 @@ def run(args) -> int:
         recorder = McapRecorder(args.record, config.ros2.odom_frame_id, config.ros2.base_frame_id)
     try:
         with sigterm_as_interrupt(), open_board(args, config) as board:
-            session = DriveSession(board, config, recorder, telemetry_hz=20 if recorder else 0)
+            session = DriveSession(board, config, recorder, telemetry_hz=20 if recorder else 0, ekf=ekf,
+                                   warn=lambda text: warn(args, text))
             session.start()
             try:
                 if segments is not None:
@@ -316,3 +409,9 @@ def _finish(args, s: DriveSession, stats: dict) -> None:
           f" {stats['cycles']} cycles at {stats['rate_hz']:g} Hz, overruns {stats['overruns']}, late p99 "
           f"{(stats['late_p99_us'] or 0) / 1000:.2f} ms, link misses {s.board.total_misses}; board status "
           f"{' '.join(P.status_names(status)) or 'disabled'} -> disabling")
+    if s.live is not None and s.live.estimate is not None:
+        e = s.live.estimate
+        fx, fy, fyaw = float(e.state[0]), float(e.state[1]), float(e.state[5])
+        print(f"fused (--ekf): pose x {fx:+.4f} m  y {fy:+.4f} m  heading {math.degrees(fyaw):+.2f} deg; raw - fused "
+              f"{math.hypot(x - fx, y - fy) * 1e3:.1f} mm; {s.live.steps} filter cycles, "
+              f"{s.live.cost().get('mean_ms', 0.0):.2f} ms mean")

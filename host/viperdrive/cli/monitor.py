@@ -13,6 +13,7 @@ import time
 from ..errors import UserError
 from .boardopen import open_board
 from .options import add_board_options, host_port, int_range, seconds
+from .output import warn
 from .signals import sigterm_as_interrupt
 from .terminal import LiveView, TerminalKeys
 from viperdrive.shared import protocol as P
@@ -44,7 +45,15 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--foxglove", nargs="?", const="127.0.0.1:8765", default=None, metavar="HOST:PORT",
                         type=host_port,
                         help="serve the data to Foxglove on this WebSocket (default 127.0.0.1:8765; port 0: any)")
+    parser.add_argument("--ekf", metavar="EKF.yaml", default=None,
+                        help="run the EKF live on the board's odometry and show it beside the raw pose "
+                             "(robot_localization's file; a sensor on topic odom reads the board's odometry)")
+    parser.add_argument("--ekf-node", default=None, metavar="NAME", help="the node in --ekf to use")
     add_board_options(parser)
+
+
+EKF_ODOM_HZ = 10.0      # with --ekf: the board's odometry (GET_ODOM) this often, the filter's odom input
+DEFAULT_DIAGONAL = 1e-3  # the odom input's covariance diagonal unless the robot file's ros2 section gives one
 
 
 class FoxgloveOut:
@@ -96,6 +105,7 @@ class MonitorState:
         self.pose = (0.0, 0.0, 0.0)
         self.diag: dict = {}
         self.rate = 0.0
+        self.live = None            # the live filter (--ekf)
 
     def add(self, rec: dict, now: float) -> dict:
         if self._seq is not None:
@@ -156,9 +166,33 @@ def view_lines(m: MonitorState, d: dict, url: str, paused: bool, fox: str | None
         f"{host.get('frames_tx', 0)}, rtt {d['rtt_p50_ms']:.1f} ms",
         f"telemetry {d['telemetry_rate']:.0f} records/s, {m.received} received, {m.lost} lost",
     ]
+    if m.live is not None:
+        from .drive import fused_lines
+        lines += fused_lines(m.live, m.pose)
     if fox:
         lines.append(f"foxglove  {fox} (Foxglove: Open connection -> Foxglove WebSocket)")
     return lines
+
+
+def _odom_input(board, m: MonitorState):
+    """The board's odometry (GET_ODOM pose, twist from the telemetry's measured wheel speeds) as the filter's odom
+    message. Its covariances are the robot file's ros2 diagonals, else DEFAULT_DIAGONAL (the monitor does not
+    propagate them: it does not read the encoders)."""
+    from ..kinematics import DifferentialDriveKinematics
+    from ..ros2 import msgs
+    cfg = board.config
+    t = m.last or {}
+    v, w = DifferentialDriveKinematics.from_config(cfg).to_twist(t.get("measured_left", 0.0),
+                                                                 t.get("measured_right", 0.0))
+
+    def cov(diag):
+        out = [0.0] * 36
+        for i, d in enumerate(diag or (DEFAULT_DIAGONAL,) * 6):
+            out[i * 7] = float(d)
+        return out
+    stamp = msgs.time_from_s(time.time())
+    return msgs.odometry(stamp, cfg.ros2.odom_frame_id, cfg.ros2.base_frame_id, m.pose, (v, w),
+                         cov(cfg.ros2.pose_covariance_diagonal), cov(cfg.ros2.twist_covariance_diagonal))
 
 
 def run(args) -> int:
@@ -167,6 +201,13 @@ def run(args) -> int:
     with sigterm_as_interrupt(), open_board(args) as board:
         granted = board.telemetry(min(args.rate, board.info.control_hz))
         m = MonitorState(board.counts_per_rev, board.info.control_hz)
+        live_stop = None
+        next_odom = time.monotonic()
+        if args.ekf is not None:
+            from ..ekf import load_config as load_ekf
+            from .drive import ODOM_TOPIC, start_live_filter
+            m.live, live_stop, _ = start_live_filter(load_ekf(args.ekf, node=args.ekf_node), None,
+                                                     lambda text: warn(args, text))
         if args.foxglove:
             cfg = board.config
             fox = FoxgloveOut(args.foxglove, cfg.ros2.odom_frame_id, cfg.ros2.base_frame_id)
@@ -183,11 +224,17 @@ def run(args) -> int:
                         si = m.add(rec, now)
                         if fox is not None:
                             fox.wheel(si)
+                    if m.live is not None and now >= next_odom:
+                        next_odom = now + 1.0 / EKF_ODOM_HZ
+                        _, x, y, th = board.odom()
+                        m.pose = (x, y, th)
+                        m.live.feed(ODOM_TOPIC, _odom_input(board, m))
                     if now >= next_slow:
                         # pose and diagnostics are request/response: a few times a second is plenty
                         next_slow = now + 0.25
-                        _, x, y, th = board.odom()
-                        m.pose = (x, y, th)
+                        if m.live is None:
+                            _, x, y, th = board.odom()
+                            m.pose = (x, y, th)
                         m.diag = board.diag()
                         m.update_rate(now)
                         d = m.summary()
@@ -208,6 +255,8 @@ def run(args) -> int:
                         return _done(m, granted)
                     time.sleep(0.01)
         finally:
+            if live_stop is not None:
+                live_stop.set()
             try:
                 board.telemetry(0)
             except UserError:
@@ -218,4 +267,10 @@ def run(args) -> int:
 
 def _done(m: MonitorState, granted: int) -> int:
     print(f"monitor: {m.received} telemetry records at {granted}/s requested, {m.lost} lost")
+    e = m.live.estimate if m.live is not None else None
+    if e is not None:
+        x, y, th = m.pose
+        print(f"monitor: raw pose x {x:+.4f} m  y {y:+.4f} m  heading {math.degrees(th):+.2f} deg; fused (--ekf) x "
+              f"{float(e.state[0]):+.4f} m  y {float(e.state[1]):+.4f} m  heading "
+              f"{math.degrees(float(e.state[5])):+.2f} deg")
     return 0

@@ -4,8 +4,9 @@ import logging
 import signal
 import sys
 
-from ..errors import EXIT_FAULT, EXIT_LINK_LOST
-from .options import BAUD, add_robot_file_options, baud_of, int_range, load_config, port_spec, seconds
+from ..errors import EXIT_FAULT, EXIT_LINK_LOST, BadValue
+from .options import (BAUD, add_robot_file_options, baud_of, int_range, load_config, port_spec, positive,
+                      seconds)
 
 DOMAIN_ID_MAX = 232     # viperdrive.ros2.node.DOMAIN_ID_MAX (not imported here: it loads cyclonedds)
 
@@ -43,6 +44,20 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="print the Cyclone DDS configuration this environment gives (ROS_DOMAIN_ID, "
                              "ROS_LOCALHOST_ONLY, ROS_AUTOMATIC_DISCOVERY_RANGE, ROS_STATIC_PEERS, CYCLONEDDS_URI) "
                              "and exit")
+    parser.add_argument("--ekf", default=None, metavar="FILE",
+                        help="run the EKF live: a robot_localization parameter file (as `viperdrive fuse` reads it). "
+                             "The filter runs at its frequency on the bridge's clock, fed by the board's wheel "
+                             "odometry (a sensor whose topic is odom) and the topics it names (odomN, imuN, poseN, "
+                             "twistN); publishes odometry/filtered and, with publish_tf, odom -> base_link instead "
+                             "of the raw odometry's (docs/estimation.md)")
+    parser.add_argument("--ekf-node", default=None, metavar="NAME", help="the node in --ekf to use (a file with "
+                                                                          "several)")
+    parser.add_argument("--uncertainty-limit", type=positive(1e6, "m"), default=1.0, metavar="M",
+                        help="dead reckoning: diagnostics say how many seconds remain until the position 1-sigma "
+                             "passes M metres (default %(default)s)")
+    parser.add_argument("--record", default=None, metavar="FILE.mcap",
+                        help="record the filter's inputs (with their arrival times) and odometry/filtered as MCAP: "
+                             "`viperdrive fuse` on it gives the same estimates")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
@@ -72,18 +87,28 @@ def run(args) -> int:
     from ..ros2.bridge import Ros2Bridge
 
     config = load_config(args)
+    ekf = None
+    if args.ekf is not None:
+        from ..ekf import load_config as load_ekf
+        ekf = load_ekf(args.ekf, node=args.ekf_node)
+        for cat, key, text in ekf.report:
+            if cat in ("unknown", "warning", "unsupported"):
+                print(f"viperdrive ros2: {args.ekf}: {cat}: {key}: {text}", file=sys.stderr)
+    elif args.record is not None:
+        raise BadValue("--record records the live filter's inputs and estimates: give --ekf FILE too")
     # the same port choice as every other board command: --port, $VIPERDRIVE_PORT, the robot file's, else auto
     baud = baud_of(args, config)
     port = resolve_port(port_spec(args, config), baud)
     try:
-        return _serve(args, Board(port.url, baud=baud, config=config), config, Ros2Bridge, discovery)
+        return _serve(args, Board(port.url, baud=baud, config=config), config, Ros2Bridge, discovery, ekf)
     finally:
         port.close()        # stops a private virtual board
 
 
-def _serve(args, board, config, Ros2Bridge, discovery) -> int:
+def _serve(args, board, config, Ros2Bridge, discovery, ekf=None) -> int:
     bridge = Ros2Bridge(board, config, namespace=args.namespace, stamped=args.stamped, domain_id=args.domain_id,
-                        discovery=discovery, allow_publishers=args.allow_publisher)
+                        discovery=discovery, allow_publishers=args.allow_publisher, ekf=ekf, record=args.record,
+                        uncertainty_limit=args.uncertainty_limit)
 
     def on_signal(signum, _frame):
         bridge.stop("SIGTERM" if signum == signal.SIGTERM else "interrupted (Ctrl-C)")

@@ -26,7 +26,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baud", type=int_range(300, 20_000_000), default=115200,
                         help="emulated serial byte rate, 10 bits per byte both ways (default %(default)s)")
     parser.add_argument("--robot", default=None, metavar="FILE",
-                        help="robot description JSON (default: sim/robots/default.json)")
+                        help="robot description JSON, or the name of one in sim/robots/: default (a real robot's "
+                             "imperfections: mismatched tyres, wheelbase, turn scrub, encoder jitter) or ideal "
+                             "(perfect kinematics). Default: default")
     parser.add_argument("--board", default=None, metavar="FILE",
                         help="board config JSON (default: mcu/boards/sim.json)")
     parser.add_argument("--params", default=None, metavar="FILE",

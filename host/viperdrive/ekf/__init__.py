@@ -11,15 +11,16 @@ and the small one-angle filters.
 """
 from .config import ConfigError, FilterConfig, config_from_dict, load_config
 from .core import (ANGLES, AX, AY, AZ, DEFAULT_INITIAL_COVARIANCE, DEFAULT_PROCESS_NOISE, LATE_FUSED, NOTHING,
-                   PITCH, REJECTED, ROLL, STATE_NAMES, STATE_SIZE, TOO_LATE, USED, VPITCH, VROLL, VX, VY, VYAW, VZ,
-                   YAW, Ekf, EkfConfig, Measurement, SensorStatus, X, Y, Z)
+                   PITCH, REACQUIRED, REJECTED, ROLL, STATE_NAMES, STATE_SIZE, TOO_LATE, USED, VPITCH, VROLL, VX, VY,
+                   VYAW, VZ, YAW, Ekf, EkfConfig, Measurement, SensorStatus, X, Y, Z)
 from .sensors import GRAVITY, KINDS, SensorConfig, SensorInput, measurements_of
 from .simple import ComplementaryFilter, Kalman1D
 
 __all__ = [
     "ANGLES", "AX", "AY", "AZ", "ComplementaryFilter", "ConfigError", "DEFAULT_INITIAL_COVARIANCE",
     "DEFAULT_PROCESS_NOISE", "Ekf", "EkfConfig", "FilterConfig", "GRAVITY", "KINDS", "Kalman1D", "LATE_FUSED",
-    "Measurement", "NOTHING", "PITCH", "REJECTED", "ROLL", "STATE_NAMES", "STATE_SIZE", "SensorConfig", "SensorInput",
+    "Measurement", "NOTHING", "PITCH", "REACQUIRED", "REJECTED", "ROLL", "STATE_NAMES", "STATE_SIZE", "SensorConfig",
+    "SensorInput",
     "SensorStatus", "TOO_LATE", "USED", "VPITCH", "VROLL", "VX", "VY", "VYAW", "VZ", "X", "Y", "YAW", "Z",
     "config_from_dict", "load_config", "measurements_of",
 ]

@@ -68,6 +68,7 @@ SENSOR_SUFFIXES = {
     "differential_covariance": ("odom", "imu", "pose"),
     "lowpass_tau": ("imu",),
     "timeout": KINDS,
+    "reacquire_after": KINDS,
 }
 NO_EFFECT_SUFFIXES = {"queue_size", "nodelay", "pose_use_child_frame"}
 SENSOR_KEY = re.compile(r"^(odom|imu|pose|twist)(\d+)(?:_(.+))?$")
@@ -90,6 +91,7 @@ class FilterConfig:
     base_link_frame: str = "base_link"
     odom_frame: str = "odom"
     map_frame: str = "map"
+    publish_tf: bool = True
     sensors: list[SensorConfig] = field(default_factory=list)
     source: str = ""
     node: str | None = None
@@ -240,6 +242,7 @@ def config_from_document(doc: Document, node: str | None = None) -> FilterConfig
     cfg.map_frame = p.string("map_frame", "map")
     cfg.world_frame = p.string("world_frame", cfg.odom_frame)
     cfg.base_link_frame = p.string("base_link_frame", "base_link")
+    cfg.publish_tf = p.boolean("publish_tf", True)      # the live filter (viperdrive ros2 --ekf) obeys it
     state = p.number_list("initial_state", (STATE_SIZE,), f" {STATE_ORDER}")
     if state is not None:
         cfg.initial_state = np.array(state, dtype=float)
@@ -364,6 +367,11 @@ def _sensor(name, kind, keys, p: Params, cfg, report) -> SensorConfig:
         report.append(("no_effect", vec_key, "two_d_mode: z, roll, pitch and their rates are held at zero"))
     lowpass_tau = p.number(f"{name}_lowpass_tau", 0.0, minimum=0.0)
     timeout = p.number(f"{name}_timeout", None, positive=True)
+    reacquire = p.number(f"{name}_reacquire_after", 0, minimum=0, double=False)
+    if reacquire != int(reacquire):
+        p.fail(f"{name}_reacquire_after", f"expected a whole number of measurements, got {reacquire!r}")
+    if reacquire == 1:
+        p.fail(f"{name}_reacquire_after", "1 would open the gate for every reading (no gate): use 2 or more, or 0")
     for key in (f"{name}_queue_size",):
         if key in p:
             v = p.get(key)
@@ -374,4 +382,4 @@ def _sensor(name, kind, keys, p: Params, cfg, report) -> SensorConfig:
                         relative=relative and not differential, differential_covariance=diff_cov,
                         pose_threshold=pose_thr, twist_threshold=twist_thr,
                         accel_threshold=accel_thr, remove_gravity=remove_g, gravity=cfg.gravitational_acceleration,
-                        lowpass_tau=lowpass_tau, timeout=timeout)
+                        lowpass_tau=lowpass_tau, timeout=timeout, reacquire_after=int(reacquire))

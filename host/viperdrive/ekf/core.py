@@ -38,6 +38,7 @@ REJECTED = "rejected"            # failed the Mahalanobis gate
 TOO_LATE = "too_late"            # older than the history (or than the first measurement): dropped, counted, logged
 LATE_FUSED = "late_fused"        # older than the filter time without smoothing: fused at the current time
 NOTHING = "nothing"              # selects no variable the filter carries (e.g. z in 2-D mode)
+REACQUIRED = "reacquired"        # rejected by the gate, but the re-acquisition rule opened it (Ekf docstring)
 
 
 @dataclass(slots=True)
@@ -51,6 +52,7 @@ class Measurement:
     mask: np.ndarray
     threshold: float = math.inf
     part: str = "pose"
+    reacquire: bool = False      # set when the re-acquisition rule fused it: a replay fuses it the same way
 
 
 @dataclass
@@ -63,6 +65,11 @@ class SensorStatus:
     late_fused: int = 0
     consecutive_rejected: int = 0
     last_time: float | None = None
+    reacquire_after: int = 0          # 0: robot_localization's gate, never opened (the lock-out stays)
+    reacquired: int = 0
+    last_reacquired: float | None = None     # measurement time of the last re-acquisition
+    # the innovations (and their measurement covariances) of the rejections in a row, newest last
+    rejected_innovations: list = field(default_factory=list)
 
     def state(self, now: float) -> str:
         """waiting (nothing yet), active (a measurement within `timeout`), stale (silent longer than that)."""
@@ -109,6 +116,7 @@ class Ekf:
         self.initialized = False
         self.sensors: dict[str, SensorStatus] = {}
         self.too_late_total = 0
+        self._fresh: Measurement | None = None    # the measurement process() is handling (not a replay)
         # history for smooth_lagged_data: (time, x, P, initialized) after each step, and the measurements
         self._states: deque = deque()
         self._measurements: deque = deque()
@@ -133,12 +141,15 @@ class Ekf:
         full[np.ix_(self._idx, self._idx)] = P
         return full
 
-    def register_sensor(self, name: str, timeout: float | None = None) -> SensorStatus:
+    def register_sensor(self, name: str, timeout: float | None = None,
+                        reacquire_after: int | None = None) -> SensorStatus:
         st = self.sensors.get(name)
         if st is None:
             st = self.sensors[name] = SensorStatus(name, self.config.sensor_timeout if timeout is None else timeout)
         elif timeout is not None:
             st.timeout = timeout
+        if reacquire_after is not None:
+            st.reacquire_after = int(reacquire_after)
         return st
 
     def status(self, now: float | None = None) -> list[tuple[str, str, SensorStatus]]:
@@ -240,16 +251,25 @@ class Ekf:
         innovation = z - self.x[idx]
         if len(angles):
             innovation[angles] = wrap_angle(innovation[angles])     # 179 deg vs -179 deg is 2 deg apart, not 358
-        PHt = self.P[:, idx]
-        S = PHt[idx] + R
-        try:
-            S_inv = np.linalg.inv(S)
-        except np.linalg.LinAlgError:
+        terms = self._innovation_terms(idx, R)
+        if terms is None:
             return REJECTED
+        PHt, S_inv = terms
+        outcome = USED
         if m.threshold < math.inf:
             d2 = float(innovation @ S_inv @ innovation)
             if d2 >= m.threshold * m.threshold:
-                return REJECTED
+                if not (m.reacquire or self._opens_gate(m, innovation, R)):
+                    return REJECTED
+                # re-acquisition: the estimate, not the source, is wrong. Widen the measured variables'
+                # uncertainty to the disagreement, so this reading pulls the estimate onto the source
+                m.reacquire = True
+                self.P[idx, idx] += innovation * innovation
+                terms = self._innovation_terms(idx, R)
+                if terms is None:
+                    return REJECTED
+                PHt, S_inv = terms
+                outcome = REACQUIRED
         K = PHt @ S_inv
         self.x = self.x + K @ innovation
         if len(self._angle_internal):
@@ -259,7 +279,50 @@ class Ekf:
         # Joseph form: symmetric positive definite for any gain, not only the optimal one
         P = IKH @ self.P @ IKH.T + K @ R @ K.T
         self.P = 0.5 * (P + P.T)
-        return USED
+        return outcome
+
+    def _innovation_terms(self, idx, R):
+        """(P H^T, S^-1) for a measurement of the internal variables idx with covariance R; None if S is
+        singular."""
+        PHt = self.P[:, idx]
+        try:
+            return PHt, np.linalg.inv(PHt[idx] + R)
+        except np.linalg.LinAlgError:
+            return None
+
+    def _opens_gate(self, m: Measurement, innovation: np.ndarray, R: np.ndarray) -> bool:
+        """The re-acquisition rule (docs/estimation.md): a gated measurement that arrives for the first time
+        (never a replay) after N-1 rejections in a row from its sensor opens the gate when all N innovations agree
+        with their mean within the sensor's own gate, measured by each reading's own covariance: the source says
+        the same thing N times, consistently, so the estimate has moved away from the truth (robot_localization
+        would refuse the truth forever). N is <sensor>_reacquire_after (0: never)."""
+        if m is not self._fresh:
+            return False
+        st = self.sensors.get(m.sensor)
+        if st is None or st.reacquire_after <= 0:
+            return False
+        history = st.rejected_innovations
+        if len(history) and len(history[-1][0]) != len(innovation):
+            history.clear()          # another layout (another part of the message): start again
+        if len(history) + 1 < st.reacquire_after:
+            history.append((innovation.copy(), R.copy()))
+            del history[:-max(st.reacquire_after - 1, 1)]
+            return False
+        rows = [h[0] for h in history[-(st.reacquire_after - 1):]] + [innovation]
+        covs = [h[1] for h in history[-(st.reacquire_after - 1):]] + [R]
+        mean = np.mean(rows, axis=0)
+        limit = m.threshold * m.threshold
+        for nu, Rk in zip(rows, covs, strict=True):
+            d = nu - mean
+            try:
+                if float(d @ np.linalg.solve(Rk, d)) >= limit:
+                    history.append((innovation.copy(), R.copy()))
+                    del history[:-max(st.reacquire_after - 1, 1)]
+                    return False
+            except np.linalg.LinAlgError:
+                return False
+        history.clear()
+        return True
 
     def _initialize(self, m: Measurement) -> str:
         """robot_localization starts from the first measurement: measured variables take its values and their
@@ -328,6 +391,13 @@ class Ekf:
     def process(self, m: Measurement) -> str:
         """Fuse one measurement; returns used / rejected / too_late / late_fused / nothing."""
         st = self.sensors.get(m.sensor) or self.register_sensor(m.sensor)
+        self._fresh = m
+        try:
+            return self._process(m, st)
+        finally:
+            self._fresh = None
+
+    def _process(self, m: Measurement, st: SensorStatus) -> str:
         if self.config.smooth_lagged_data and not self._states:
             # the state before any measurement, so a reading older than the first one can still be replayed
             self._states.append((-math.inf, self.x.copy(), self.P.copy(), False))
@@ -353,12 +423,18 @@ class Ekf:
         if outcome == REJECTED:
             st.rejected += 1
             st.consecutive_rejected += 1
-        elif outcome in (USED, LATE_FUSED):
+        elif outcome in (USED, LATE_FUSED, REACQUIRED):
             st.consecutive_rejected = 0
-            if outcome == USED:
-                st.used += 1
-            else:
+            st.rejected_innovations.clear()
+            if outcome == REACQUIRED:
+                st.reacquired += 1
+                st.last_reacquired = m.time
+                log.warning("%s: re-acquired at t=%.3f after %d consistent rejections in a row", m.sensor, m.time,
+                            st.reacquire_after)
+            if outcome == LATE_FUSED:
                 st.late_fused += 1
+            else:
+                st.used += 1
         if st.last_time is None or m.time > st.last_time:
             st.last_time = m.time
         return outcome

@@ -43,6 +43,7 @@ class SensorConfig:
     differential_covariance: str = "statistical"
     lowpass_tau: float = 0.0          # viperdrive extension: IMU one-pole prefilter time constant, s (0 = off)
     timeout: float | None = None      # viperdrive extension: per-sensor stale timeout, s (None = sensor_timeout)
+    reacquire_after: int = 0          # viperdrive extension: N consistent gated readings in a row open the gate
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -129,3 +129,13 @@ def write_mcap(path, messages) -> None:
             ns = int(round(log_time * 1e9))
             w.write_message(topic, schema, msg, log_time=ns, publish_time=ns)
         w.finish()
+
+
+def as_message(d):
+    """A message dict of `simulate_run` as an object with attributes (what a decoded ROS 2 message is)."""
+    from types import SimpleNamespace
+    if isinstance(d, dict):
+        return SimpleNamespace(**{k: as_message(v) for k, v in d.items()})
+    if isinstance(d, list):
+        return [as_message(v) for v in d]
+    return d

@@ -310,7 +310,8 @@ class Ros2Bridge:
     """
 
     def __init__(self, board, config, namespace: str = "/", stamped: str | None = None, domain_id=None,
-                 discovery=None, env=None, drive=None, odometry_factory=None, allow_publishers=None):
+                 discovery=None, env=None, drive=None, odometry_factory=None, allow_publishers=None,
+                 ekf=None, record=None, uncertainty_limit: float = 1.0):
         self.board = board
         self.config = config
         ros = config.ros2                   # config.Ros2Settings: the robot file's ros2 section, its defaults
@@ -357,10 +358,25 @@ class Ros2Bridge:
         self.board_down: BoardDeenergized | None = None     # the board restarted/de-energized on its own
         self.ignored_commands = 0           # cmd_vel samples taken while the board was down (not executed)
         self.shutdown_problems: list[str] = []    # what failed on the way out (empty: board confirmed disabled)
+        self.live_error: str | None = None
+        self.ekf_config = ekf               # viperdrive.ekf.FilterConfig: the live filter (None: none)
+        self.live = None
+        self._live_thread = None
+        self._live_stop = threading.Event()
+        self.recorder = None
+        self.filter_tf = False              # the filter owns odom -> base_link (publish_tf)
+        self._internal_odom = None          # the filter's topic for our own odometry, if it reads it
+        self._external_readers: list = []   # (filter topic, DDS reader)
+        self.uncertainty_limit = uncertainty_limit
         try:
+            if record is not None:
+                from ..logs import McapRecorder
+                self.recorder = McapRecorder(record, self.odom_frame, self.base_frame)
             self._create_endpoints()
         except BaseException:
             self.node.close()
+            if self.recorder is not None:
+                self.recorder.close()
             raise
 
     # ---- setup ----
@@ -368,17 +384,89 @@ class Ros2Bridge:
         n = self.node
         self.w_odom = n.publisher("odom", msgs.Odometry, qos.default_qos())
         self.w_joints = n.publisher("joint_states", msgs.JointState, qos.default_qos())
-        self.w_tf = n.publisher("/tf", msgs.TFMessage, qos.tf_qos()) if self.enable_odom_tf else None
+        self.w_filtered = None
+        if self.ekf_config is not None:
+            self._create_filter()
+        # one publisher of odom -> base_link: the filter's when it owns it (publish_tf), else the raw odometry's
+        self.w_tf = n.publisher("/tf", msgs.TFMessage, qos.tf_qos()) if self.enable_odom_tf or self.filter_tf \
+            else None
         self.w_diag = n.publisher("/diagnostics", msgs.DiagnosticArray, qos.default_qos())
         self.cmd = CmdVelInput(n, "cmd_vel", self.stamped, warn=self.warn, on_reader=self.announce, allow=self.allow)
         self.announce()
+
+    def _create_filter(self) -> None:
+        """The live EKF (viperdrive.ekf.live): our own odometry fed in directly when the config reads the odom
+        topic, every other topic it names read from DDS; odometry/filtered out, and the tf when publish_tf."""
+        from ..ekf.live import LiveFilter, LogClock
+        from ..fuse import _norm_topic
+        cfg = self.ekf_config
+        n = self.node
+        clock = LogClock(self.recorder._wall0, self.recorder._mono0) if self.recorder is not None else LogClock()
+        recorder = self._record_input if self.recorder is not None else None
+        self.live = LiveFilter(cfg, on_estimate=self._publish_estimate, recorder=recorder, clock=clock,
+                               uncertainty_limit=self.uncertainty_limit, pollers=[self._poll_inputs])
+        own_odom = n.topic_name("odom")
+        types = {"odom": msgs.Odometry, "imu": msgs.Imu, "pose": msgs.PoseWithCovarianceStamped,
+                 "twist": msgs.TwistWithCovarianceStamped}
+        seen = set()
+        for sc in cfg.sensors:
+            topic = _norm_topic(sc.topic)
+            if topic in seen:
+                continue
+            seen.add(topic)
+            if n.topic_name(sc.topic) == own_odom:
+                if sc.kind != "odom":
+                    raise BadValue(f"{sc.name}: '{sc.topic}' is this bridge's wheel odometry (nav_msgs/Odometry): "
+                                   f"read it as an odom sensor, not {sc.kind}")
+                self._internal_odom = topic
+                log.info("ekf: %s reads the board's wheel odometry directly", sc.name)
+                continue
+            reader = n.subscription(sc.topic, types[sc.kind], qos.command_qos(depth=100))
+            self._external_readers.append((topic, reader))
+            log.info("ekf: %s reads %s (%s)", sc.name, n.topic_name(sc.topic), msgs.ros_type_name(types[sc.kind]))
+        self.w_filtered = n.publisher("odometry/filtered", msgs.Odometry, qos.default_qos())
+        self.published["odometry_filtered"] = 0
+        if cfg.publish_tf:
+            if cfg.world_frame != cfg.odom_frame:
+                log.warning("ekf: world_frame %s is not odom_frame %s: the %s -> %s tf (which needs the odom "
+                            "tf chain) is not published by this bridge; odometry/filtered is", cfg.world_frame,
+                            cfg.odom_frame, cfg.map_frame, cfg.odom_frame)
+            else:
+                self.filter_tf = True
+                log.info("ekf: publish_tf: the filter publishes %s -> %s (the raw odometry's tf is off)",
+                         cfg.world_frame, cfg.base_link_frame)
+
+    def _poll_inputs(self) -> list:
+        out = []
+        for topic, reader in self._external_readers:
+            out += [(topic, s) for s in take_valid(reader, 256)]
+        return out
+
+    def _record_input(self, topic, msg, ns) -> None:
+        self.recorder.message(topic, msgs.ros_type_name(type(msg)), msg, ns)
+
+    def _publish_estimate(self, est) -> None:
+        """One filter output: odometry/filtered (and the tf it owns); recorded with the inputs."""
+        cfg = self.ekf_config
+        odom = msgs.estimate(est.t, est.state, est.covariance, cfg.world_frame, cfg.base_link_frame)
+        self._write(self.w_filtered, odom, "odometry_filtered")
+        if self.recorder is not None:
+            self.recorder.message("/odometry/filtered", "nav_msgs/msg/Odometry", odom, self.live.clock.ns())
+        if self.filter_tf and self.w_tf is not None:
+            p = odom.pose.pose
+            tf = msgs.TFMessage(transforms=[msgs.TransformStamped(
+                header=odom.header, child_frame_id=cfg.base_link_frame,
+                transform=msgs.Transform(translation=msgs.Vector3(p.position.x, p.position.y, p.position.z),
+                                         rotation=p.orientation))])
+            self._write(self.w_tf, tf, "tf")
 
     def announce(self) -> None:
         """Tell the ROS graph which node owns our endpoints (`ros2 node list` shows /NS/viperdrive)."""
         if self.cmd is None:
             return      # called again once the cmd_vel input exists
-        writers = [w for w in (self.w_odom, self.w_joints, self.w_tf, self.w_diag) if w is not None]
+        writers = [w for w in (self.w_odom, self.w_joints, self.w_tf, self.w_diag, self.w_filtered) if w is not None]
         readers = [self.cmd.reader] if self.cmd.reader is not None else []
+        readers += [r for _, r in self._external_readers]
         try:
             self.node.announce(NODE_NAME, readers, writers)
         except Exception as e:      # graph bookkeeping only: the topics work without it
@@ -396,6 +484,9 @@ class Ros2Bridge:
         # encoders, e.g. a reconnect, resets the controller and the odometry baseline)
         self.drive_loop = DriveLoop(self.board, self.drive, self.odometry, self.config.update_rate)
         self.refresh_board_diag()
+        if self.live is not None:
+            self._live_thread = threading.Thread(target=self._run_filter, name="viperdrive-ekf", daemon=True)
+            self._live_thread.start()
         self._next_publish = time.monotonic()
         self._next_diag = self._next_publish + DIAGNOSTICS_PERIOD_S
         log.info("board active; node on domain %d, namespace %s, cmd_vel %s", self.node.domain_id,
@@ -421,6 +512,14 @@ class Ros2Bridge:
         (log.warning if open_to_all else log.info)("%s", text)
         if self.node.security_warning:
             log.warning("%s", self.node.security_warning)
+
+    def _run_filter(self) -> None:
+        try:
+            self.live.run(self._live_stop)
+        except Exception as e:      # the filter must never take the robot down: say it, keep driving on odometry
+            log.error("ekf: the live filter stopped: %s: %s (odometry/filtered is no longer published)",
+                      type(e).__name__, e)
+            self.live_error = f"{type(e).__name__}: {e}"
 
     def stop(self, reason: str = "stop requested") -> None:
         """Ask run() to return after the current tick (safe from a signal handler)."""
@@ -550,20 +649,16 @@ class Ros2Bridge:
             wheel_velocity = [float(state.velocity[0]), float(state.velocity[1])]
         pose_cov = _covariance(self.odometry.pose_covariance, self.pose_cov_override)
         twist_cov = _covariance(self.odometry.twist_covariance, self.twist_cov_override)
-        q = msgs.quaternion_from_yaw(th)
-        odom = msgs.Odometry(
-            header=msgs.Header(stamp=stamp, frame_id=self.odom_frame), child_frame_id=self.base_frame,
-            pose=msgs.PoseWithCovariance(pose=msgs.Pose(position=msgs.Point(x, y, 0.0), orientation=q),
-                                         covariance=pose_cov),
-            twist=msgs.TwistWithCovariance(twist=msgs.Twist(linear=msgs.Vector3(v, 0.0, 0.0),
-                                                            angular=msgs.Vector3(0.0, 0.0, w)),
-                                           covariance=twist_cov))
+        odom = msgs.odometry(stamp, self.odom_frame, self.base_frame, (x, y, th), (v, w), pose_cov, twist_cov)
+        q = odom.pose.pose.orientation
         self._write(self.w_odom, odom, "odom")
+        if self._internal_odom is not None:
+            self.live.feed(self._internal_odom, odom)
         joints = msgs.JointState(header=msgs.Header(stamp=stamp, frame_id=""), name=[LEFT_JOINT, RIGHT_JOINT],
                                  position=[float(state.position[0]), float(state.position[1])],
                                  velocity=wheel_velocity, effort=[])
         self._write(self.w_joints, joints, "joint_states")
-        if self.w_tf is not None:
+        if self.w_tf is not None and not self.filter_tf:
             tf = msgs.TFMessage(transforms=[msgs.TransformStamped(
                 header=msgs.Header(stamp=stamp, frame_id=self.odom_frame), child_frame_id=self.base_frame,
                 transform=msgs.Transform(translation=msgs.Vector3(x, y, 0.0), rotation=q))])
@@ -650,6 +745,9 @@ class Ros2Bridge:
                msgs.KeyValue("stamped_age_p50_ms", _fmt((percentile(sorted(self.command_age), 0.5) or 0.0) * 1e3)),
                msgs.KeyValue("stamped_age_max_ms", _fmt(max(self.command_age, default=0.0) * 1e3))]))
 
+        if self.live is not None:
+            statuses.append(self._filter_status(who, hw))
+
         if final is not None:
             problems = self.shutdown_problems
             failed = self.stop_reason.startswith(("error", "internal error"))
@@ -661,6 +759,14 @@ class Ros2Bridge:
             statuses.append(msgs.DiagnosticStatus(level=level, name=f"{who}: bridge", message=f"shut down: {final}",
                                                   hardware_id=hw, values=values))
         return msgs.DiagnosticArray(header=msgs.Header(stamp=self._stamp(time.monotonic())), status=statuses)
+
+    def _filter_status(self, who: str, hw: str) -> msgs.DiagnosticStatus:
+        """The live filter's account: per source its state and why, dead reckoning and its horizon, the events."""
+        values, level, message = filter_diagnostics(self.live)
+        if self.live_error is not None:
+            level, message = msgs.DIAG_ERROR, f"filter stopped: {self.live_error}"
+        return msgs.DiagnosticStatus(level=level, name=f"{who}: ekf", message=message, hardware_id=hw,
+                                     values=[msgs.KeyValue(k, v) for k, v in values])
 
     def publish_diagnostics(self, final: str | None = None) -> None:
         self._write(self.w_diag, self.diagnostics(final), "diagnostics")
@@ -674,6 +780,9 @@ class Ros2Bridge:
         self._shut = True
         self.drive.reset()
         problems = []
+        if self._live_thread is not None:
+            self._live_stop.set()
+            self._live_thread.join(timeout=2.0)
         if self._activated and not self.stop_reason.startswith("error"):
             self.refresh_board_diag()       # the board's own counters for the last message
         if self._activated:
@@ -706,6 +815,12 @@ class Ros2Bridge:
                 log.warning("last diagnostics not acknowledged within 300 ms by every reader")
         except Exception as e:
             log.warning("last diagnostics not delivered: %s", e)
+        if self.recorder is not None:
+            try:
+                counts = self.recorder.close()
+                log.info("recorded %d messages to %s", sum(counts.values()), self.recorder.path)
+            except Exception as e:
+                log.error("the recording %s could not be finished: %s", self.recorder.path, e)
         self.node.close()
 
     def __enter__(self):
@@ -713,6 +828,39 @@ class Ros2Bridge:
 
     def __exit__(self, *exc):
         self.shutdown()
+
+
+def filter_diagnostics(live) -> tuple[list, int, str]:
+    """([(key, value)], level, message) of a viperdrive.ekf.live.LiveFilter, for /diagnostics (and the CLI)."""
+    values = []
+    level, message = msgs.DIAG_OK, "fusing"
+    est = live.estimate
+    if est is None:
+        level, message = msgs.DIAG_WARN, "waiting for a first measurement"
+    for src in list(live.sources.values()):
+        values.append((f"source.{src.name}", f"{src.state}: {src.reason}"))
+        values.append((f"source.{src.name}.topic", src.topic))
+        if src.state in ("stale", "rejected"):
+            level = max(level, msgs.DIAG_WARN)
+    dr = live.dead_reckoning()
+    if dr["active"]:
+        level = max(level, msgs.DIAG_WARN)
+        ttl = dr["seconds_to_limit"]
+        ttl_text = "never (within 600 s)" if ttl is not None and math.isinf(ttl) else (
+            f"{ttl:.0f} s" if ttl is not None else "?")
+        message = (f"dead reckoning since t={dr['since']:.2f}: position 1-sigma {dr['position_sigma_m']:.3f} m, "
+                   f"passes {dr['limit_m']:g} m in {ttl_text}")
+    values += [("dead_reckoning", str(dr["active"])), ("position_sigma_m", _fmt(dr["position_sigma_m"])),
+               ("seconds_to_uncertainty_limit", _fmt(dr["seconds_to_limit"]) if dr["seconds_to_limit"] is not None
+                else "-"), ("uncertainty_limit_m", _fmt(dr["limit_m"]))]
+    if est is not None:
+        values += [("t", f"{est.t:.3f}"), ("x", _fmt(float(est.state[0]))), ("y", _fmt(float(est.state[1]))),
+                   ("yaw", _fmt(float(est.state[5])))]
+    for k, v in live.cost().items():
+        values.append((f"step_{k}", _fmt(v)))
+    for i, (t, name, state, reason) in enumerate(live.recent_events(10)):
+        values.append((f"event_{i}", f"t={t:.3f} {name} {state}: {reason}"))
+    return values, level, message
 
 
 def board_final_state(problems: list) -> str:

@@ -100,6 +100,18 @@ class TwistWithCovariance(IdlStruct, typename="geometry_msgs::msg::dds_::TwistWi
 
 
 @dataclass
+class PoseWithCovarianceStamped(IdlStruct, typename="geometry_msgs::msg::dds_::PoseWithCovarianceStamped_"):
+    header: Header = field(default_factory=Header)
+    pose: PoseWithCovariance = field(default_factory=PoseWithCovariance)
+
+
+@dataclass
+class TwistWithCovarianceStamped(IdlStruct, typename="geometry_msgs::msg::dds_::TwistWithCovarianceStamped_"):
+    header: Header = field(default_factory=Header)
+    twist: TwistWithCovariance = field(default_factory=TwistWithCovariance)
+
+
+@dataclass
 class Transform(IdlStruct, typename="geometry_msgs::msg::dds_::Transform_"):
     translation: Vector3 = field(default_factory=Vector3)
     rotation: Quaternion = field(default_factory=Quaternion)
@@ -129,6 +141,21 @@ class JointState(IdlStruct, typename="sensor_msgs::msg::dds_::JointState_"):
     position: sequence[float64] = field(default_factory=list)
     velocity: sequence[float64] = field(default_factory=list)
     effort: sequence[float64] = field(default_factory=list)
+
+
+def _zeros9():
+    return [0.0] * 9
+
+
+@dataclass
+class Imu(IdlStruct, typename="sensor_msgs::msg::dds_::Imu_"):
+    header: Header = field(default_factory=Header)
+    orientation: Quaternion = field(default_factory=Quaternion)
+    orientation_covariance: array[float64, 9] = field(default_factory=_zeros9)     # [0] = -1: not provided
+    angular_velocity: Vector3 = field(default_factory=Vector3)
+    angular_velocity_covariance: array[float64, 9] = field(default_factory=_zeros9)
+    linear_acceleration: Vector3 = field(default_factory=Vector3)
+    linear_acceleration_covariance: array[float64, 9] = field(default_factory=_zeros9)
 
 
 # ---------------------------------------------------------------------------------------------------- tf2_msgs
@@ -170,7 +197,8 @@ class DiagnosticArray(IdlStruct, typename="diagnostic_msgs::msg::dds_::Diagnosti
 # Every type above, by its ROS 2 name (`<pkg>/msg/<Type>`).
 ALL_TYPES = (
     Time, Header, Vector3, Point, Quaternion, Pose, PoseWithCovariance, Twist, TwistStamped, TwistWithCovariance,
-    Transform, TransformStamped, Odometry, JointState, TFMessage, KeyValue, DiagnosticStatus, DiagnosticArray,
+    PoseWithCovarianceStamped, TwistWithCovarianceStamped, Transform, TransformStamped, Odometry, JointState, Imu,
+    TFMessage, KeyValue, DiagnosticStatus, DiagnosticArray,
 )
 
 
@@ -250,3 +278,29 @@ def quaternion_from_yaw(yaw: float) -> Quaternion:
 def yaw_from_quaternion(q: Quaternion) -> float:
     """Yaw of a quaternion (the full formula, so a non-planar q still gives its heading)."""
     return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
+def odometry(stamp: Time, frame: str, child: str, pose, twist, pose_covariance, twist_covariance) -> Odometry:
+    """nav_msgs/Odometry of a planar pose (x, y, yaw) and twist (v, w) with their 6x6 covariances (36 floats)."""
+    x, y, th = pose
+    v, w = twist
+    return _odometry(stamp, frame, child, (x, y, 0.0), quaternion_from_yaw(th), (v, 0.0, 0.0), (0.0, 0.0, w),
+                     pose_covariance, twist_covariance)
+
+
+def estimate(t: float, state, covariance, frame: str, child: str) -> Odometry:
+    """nav_msgs/Odometry of a filter estimate (viperdrive.ekf: 15 variables, 15x15 covariance) at time t (s)."""
+    from ..transforms import quat_from_euler
+    w, qx, qy, qz = (float(v) for v in quat_from_euler(state[3], state[4], state[5]))
+    P = covariance
+    s = [float(v) for v in state[:12]]
+    return _odometry(time_from_s(t), frame, child, s[0:3], Quaternion(x=qx, y=qy, z=qz, w=w), s[6:9], s[9:12],
+                     [float(v) for v in P[0:6, 0:6].ravel()], [float(v) for v in P[6:12, 6:12].ravel()])
+
+
+def _odometry(stamp, frame, child, position, orientation, linear, angular, pose_covariance, twist_covariance):
+    return Odometry(header=Header(stamp=stamp, frame_id=frame), child_frame_id=child,
+                    pose=PoseWithCovariance(pose=Pose(position=Point(*position), orientation=orientation),
+                                            covariance=pose_covariance),
+                    twist=TwistWithCovariance(twist=Twist(linear=Vector3(*linear), angular=Vector3(*angular)),
+                                              covariance=twist_covariance))

@@ -63,6 +63,19 @@ def _die_with_parent():  # pragma: no cover - runs in the child between fork and
         pass
 
 
+def robot_path(robot: str | os.PathLike) -> Path:
+    """A robot description by file path, or by the name of one in sim/robots/ ("default": a robot with a real
+    one's imperfections; "ideal": perfect kinematics, for tests that compare odometry with ground truth)."""
+    text = os.fspath(robot)
+    if text and "/" not in text and "." not in text:
+        named = firmware_root() / "sim" / "robots" / f"{text}.json"
+        if named.is_file():
+            return named
+        names = sorted(p.stem for p in (firmware_root() / "sim" / "robots").glob("*.json"))
+        raise SimError(f"no robot named {text!r} (sim/robots/ has {', '.join(names)}; or give a file path)")
+    return Path(text).resolve()
+
+
 def vboard_command(*, listen: str = "127.0.0.1:0", control: str | None = "127.0.0.1:0", baud: int = 115200,
                    robot: str | os.PathLike | None = None, board: str | os.PathLike | None = None,
                    params: str | os.PathLike | None = None, seed: int | None = None, repl: bool = False,
@@ -76,7 +89,7 @@ def vboard_command(*, listen: str = "127.0.0.1:0", control: str | None = "127.0.
     if control:
         cmd += ["--control", control]
     if robot is not None:
-        cmd += ["--robot", str(Path(robot).resolve())]
+        cmd += ["--robot", str(robot_path(robot))]
     if board is not None:
         cmd += ["--board", str(Path(board).resolve())]
     if params is not None:
@@ -119,7 +132,8 @@ class VirtualBoard:
     """A private virtual board process. Context manager; `url` is its socket:// link, control() its endpoint.
 
     baud: the emulated serial line's rate (both directions, 10 bits per byte).
-    robot: a robot description file (sim/robots/*.json) or a dict of one; None: sim/robots/default.json.
+    robot: a robot description file (sim/robots/*.json), a name of one ("ideal"), or a dict of one; None:
+    sim/robots/default.json (the robot with a real one's imperfections).
     listen / control: "HOST:PORT" for the link and the control endpoint; None: 127.0.0.1 on a free port.
     board: the board config file (default mcu/boards/sim.json); params: the firmware's parameter file (default:
     a fresh one in a temporary folder, removed on close); seed: the noise seed (default: the robot file's).

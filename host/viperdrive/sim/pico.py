@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ..errors import LinkLost, NoReplyError, UserError
-from . import SimError, VirtualBoard, WallClock, firmware_root
+from . import SimError, VirtualBoard, WallClock, firmware_root, robot_path
 
 UF2_NAME = "micropython-v1.28.0-RPI_PICO.uf2"
 BOOTROM_NAME = "rp2040-bootrom-b1.bin"
@@ -89,7 +89,7 @@ def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0",
     if flash is not None:
         cmd += ["--flash", str(Path(flash).resolve())]
     if robot is not None:
-        cmd += ["--robot", str(Path(robot).resolve())]
+        cmd += ["--robot", str(robot_path(robot))]
     if board is not None:
         cmd += ["--board", str(Path(board).resolve())]
     if seed is not None:
