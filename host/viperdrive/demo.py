@@ -21,11 +21,18 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .board import Board
 from .config import RobotConfig
 from .drive import DriveController
 from .odometry import Odometry, wrap_pi
+
+if TYPE_CHECKING:
+    import random
+    import threading
+
+    from .ekf.live import LiveFilter
 
 RATE_HZ = 100.0
 GYRO_SIGMA = 0.005      # rad/s, the stand-in gyro's noise (an MPU-6050 at 100 Hz is ~6e-4 rad/s)
@@ -73,9 +80,9 @@ class PathRunner:
         self._next = 0.0        # the next cycle's deadline (board clock s), set by start()
         self.calibrated_config: RobotConfig | None = None     # set after the UMBmark: a second odometry
         self.cal_odom: Odometry | None = None
-        self.live = None            # the live EKF of the track (viperdrive.ekf.live.LiveFilter)
-        self._live_stop = None
-        self._rng = None
+        self.live: LiveFilter | None = None     # the live EKF of the track
+        self._live_stop: threading.Event | None = None
+        self._rng: random.Random | None = None
 
     def start(self, track: Track) -> None:
         """Activate from rest with every pose at zero (truth, board odometry via ZERO, host odometry)."""
@@ -106,9 +113,9 @@ class PathRunner:
         from .ros2 import msgs      # imported now, not inside the loop
         self._msgs = msgs
         self._stop_filter()
-        self.live = LiveFilter(config_from_dict(EKF_PARAMS))
+        self.live = live = LiveFilter(config_from_dict(EKF_PARAMS))
         self._live_stop = threading.Event()
-        threading.Thread(target=self.live.run, args=(self._live_stop,), daemon=True).start()
+        threading.Thread(target=live.run, args=(self._live_stop,), daemon=True).start()
         self._rng = random.Random(7)
 
     def _stop_filter(self) -> None:
@@ -117,19 +124,20 @@ class PathRunner:
             self._live_stop = None
 
     def _feed_filter(self, st, truth) -> None:
-        msgs, o = self._msgs, self.cal_odom
+        msgs, o, live, rng = self._msgs, self.cal_odom, self.live, self._rng
+        assert o is not None and live is not None and rng is not None, "_feed_filter after _start_filter"
         stamp = msgs.time_from_s(st.stamp + (time.time() - time.monotonic()))
-        self.live.feed("odom", msgs.odometry(stamp, "odom", "base_link", o.pose, o.twist,
-                                             [float(v) for v in o.pose_covariance.ravel()],
-                                             [float(v) for v in o.twist_covariance.ravel()]))
+        live.feed("odom", msgs.odometry(stamp, "odom", "base_link", o.pose, o.twist,
+                                        [float(v) for v in o.pose_covariance.ravel()],
+                                        [float(v) for v in o.twist_covariance.ravel()]))
         if truth is not None:
             gc = [0.0] * 9
             gc[0] = gc[4] = 1e-4
             gc[8] = GYRO_SIGMA ** 2
-            self.live.feed("imu", msgs.Imu(
+            live.feed("imu", msgs.Imu(
                 header=msgs.Header(stamp=msgs.time_from_s(time.time()), frame_id="base_link"),
                 orientation_covariance=[-1.0] + [0.0] * 8, linear_acceleration_covariance=[-1.0] + [0.0] * 8,
-                angular_velocity=msgs.Vector3(0.0, 0.0, truth["omega"] + self._rng.gauss(0.0, GYRO_SIGMA)),
+                angular_velocity=msgs.Vector3(0.0, 0.0, truth["omega"] + rng.gauss(0.0, GYRO_SIGMA)),
                 angular_velocity_covariance=gc))
 
     def cycle(self, v: float, w: float) -> None:
@@ -149,6 +157,7 @@ class PathRunner:
                 o.update(st.position[0], st.position[1], st.velocity[0], st.velocity[1], st.stamp)
                 tr.calibrated.append((o.x, o.y))
                 self._feed_filter(st, t)
+                assert self.live is not None        # started with the calibrated odometry
                 e = self.live.estimate
                 if e is not None and self.cycles % 5 == 0:
                     tr.fused.append((float(e.state[0]), float(e.state[1])))
@@ -239,7 +248,7 @@ class PathRunner:
         assert tr is not None, "finish() after start()"
         _, bx, by, bth = self.board.odom()
         end = {"host": (self.odom.x, self.odom.y, self.odom.theta), "board": (bx, by, bth)}
-        if self.cal_odom is not None:
+        if self.cal_odom is not None and self.live is not None:
             end["calibrated"] = self.cal_odom.pose
             time.sleep(2.5 / self.live.config.frequency)      # the filter's last periods
             e = self.live.estimate
@@ -273,7 +282,8 @@ def calibrate_umbmark(runner: PathRunner, side: float = 0.5, runs: int = 3):
     measure (what `viperdrive calibrate umbmark --measured` is given on a real floor) -> (result, corrected
     RobotConfig or None when the result is refused)."""
     from .calibrate import umbmark
-    cw, ccw = [], []
+    cw: list[tuple[float, float]] = []
+    ccw: list[tuple[float, float]] = []
     for i in range(2 * runs):
         clockwise = i % 2 == 0
         tr = square(runner, side=side, clockwise=clockwise)

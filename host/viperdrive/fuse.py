@@ -187,10 +187,10 @@ class FilterSchedule:
                                warn=self.frame_warnings.append)
         self.ekf = Ekf(config.ekf_config())
         self.period = 1.0 / config.frequency
-        self.batch = []
+        self.batch: list[Measurement] = []
         self.batch_cycle: int | None = None
         self.offset = math.inf
-        self.last_row_t = None
+        self.last_row_t: float | None = None
         self.last_stamp: dict[str, float] = {}
         self.latency: dict[str, float] = {}      # the last message's arrival - stamp - offset, per sensor (s)
         self.last_arrival: dict[str, float] = {}     # log time of each sensor's last message
@@ -304,6 +304,7 @@ class FilterSchedule:
         if not ekf.initialized:
             return
         now = (cycle + 1) * self.period - self.offset       # end of this cycle on the stamp clock
+        assert ekf.time is not None         # an initialized filter has a time
         dead = False
         if now - ekf.time > self.config.sensor_timeout:
             # nothing for longer than sensor_timeout: predict forward as robot_localization does
@@ -371,7 +372,7 @@ class _Fusion:
         sched.observer = self.observer
         self.writer = _Outputs(out_csv, mcap_out, config)
         decoders = DecoderFactory()
-        decoder_of: dict[int, Callable] = {}
+        decoder_of: dict[int, Callable | None] = {}
         wanted = [c for t in self.readers_of for c in (t, t.lstrip("/"))]
         if self.damaged:
             wanted += [TF_STATIC, TF_STATIC.lstrip("/")]      # no index to find it first: take it as it comes
@@ -475,7 +476,7 @@ def finish_summary(result: FuseSummary, sched: FilterSchedule) -> None:
     for s in result.sensors.values():
         if s.invalid:
             result.warnings.append(f"{s.name}: {s.invalid} invalid messages skipped (first: {s.first_problem})")
-        if s.outcomes.too_late:
+        if s.outcomes is not None and s.outcomes.too_late:
             result.warnings.append(f"{s.name}: {s.outcomes.too_late} measurements older than history_length "
                                    f"({config.history_length} s) were dropped")
         if s.stale_gaps:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import threading
 import time
+from typing import TYPE_CHECKING
 
 from ..board import BoardState
 from ..drive import DriveController
@@ -22,6 +24,9 @@ from .output import note, warn
 from .signals import sigterm_as_interrupt
 from .terminal import LiveView, TerminalKeys
 from viperdrive.shared import protocol as P
+
+if TYPE_CHECKING:
+    from ..ekf.live import LiveFilter
 
 HELP = "drive with the keyboard (arrows/WASD, space stop, q quit) or a script (square, spin, figure8, FILE)"
 
@@ -63,9 +68,9 @@ class DriveSession:
         self._last_diag = -1e9
         self.board_diag: dict | None = None
         self.stop_reason: str | None = None
-        self.live = None            # viperdrive.ekf.live.LiveFilter (--ekf)
-        self._live_stop = None
-        self._live_thread = None
+        self.live: LiveFilter | None = None         # --ekf
+        self._live_stop: threading.Event | None = None
+        self._live_thread: threading.Thread | None = None
         if ekf is not None:
             self._start_filter(ekf, warn or (lambda text: None))
 
@@ -73,7 +78,7 @@ class DriveSession:
         self.live, self._live_stop, self._live_thread = start_live_filter(ekf, self.recorder, warn, self._estimate)
 
     def _estimate(self, est) -> None:
-        if self.recorder is not None:
+        if self.recorder is not None and self.live is not None:
             from ..ros2 import msgs
             cfg = self.live.config
             self.recorder.message("/odometry/filtered", "nav_msgs/msg/Odometry",
@@ -85,6 +90,7 @@ class DriveSession:
         o = self.odometry
         stamp = msgs.time_from_s(state.stamp + (time.time() - time.monotonic()))
         cfg = self.config.ros2
+        assert self.live is not None        # fed only with --ekf
         self.live.feed(ODOM_TOPIC, msgs.odometry(stamp, cfg.odom_frame_id, cfg.base_frame_id, o.pose, o.twist,
                                                  [float(v) for v in o.pose_covariance.ravel()],
                                                  [float(v) for v in o.twist_covariance.ravel()]))
@@ -147,7 +153,7 @@ class DriveSession:
 
     def finish(self) -> None:
         """Stop the filter and the telemetry stream; the last diagnostics into the recording."""
-        if self._live_thread is not None:
+        if self._live_thread is not None and self._live_stop is not None:
             self._live_stop.set()
             self._live_thread.join(timeout=2.0)
         if self.board.link is None or not self.board.link.is_open:

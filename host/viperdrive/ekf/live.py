@@ -54,11 +54,12 @@ class LogClock:
         return self.wall0 + int(round((mono - self.mono0) * 1e9))
 
 
-class SetClock:
+class SetClock(LogClock):
     """A log clock that reads what it is set to (`t`, s): the live filter replayed on a known schedule (tests,
     benchmarks: `replay`)."""
 
     def __init__(self, t: float = 0.0):
+        super().__init__(0, 0.0)
         self.t = t
 
     def ns(self, mono=None) -> int:
@@ -69,6 +70,7 @@ def replay(live: LiveFilter, events, until: float, margin_s: float = 0.0005) -> 
     """Feed (arrival s, topic, message) events to `live` at their arrival times on its SetClock and step it just
     after each period boundary, as `run` does in real time, up to `until`."""
     clock, period = live.clock, live.period
+    assert isinstance(clock, SetClock), "replay() steps a filter made with clock=SetClock()"
     first = events[0][0] if events else until
     next_step = (math.floor(first / period) + 1) * period + margin_s
     for arrival, topic, msg in events:

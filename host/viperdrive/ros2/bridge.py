@@ -23,6 +23,7 @@ import math
 import threading
 import time
 from collections import deque
+from typing import TYPE_CHECKING, Any
 
 from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsParticipant, BuiltinTopicDcpsPublication
 from cyclonedds.core import InstanceState, Policy
@@ -38,6 +39,9 @@ from ..shared import protocol
 from ..stats import percentile
 from . import msgs, qos
 from .node import RANGE_OFF, RosNode, dds_topic_name, delete_entity, take_valid
+
+if TYPE_CHECKING:
+    from ..ekf.live import LiveFilter
 
 log = logging.getLogger("viperdrive.ros2")
 
@@ -360,12 +364,12 @@ class Ros2Bridge:
         self.shutdown_problems: list[str] = []    # what failed on the way out (empty: board confirmed disabled)
         self.live_error: str | None = None
         self.ekf_config = ekf               # viperdrive.ekf.FilterConfig: the live filter (None: none)
-        self.live = None
-        self._live_thread = None
+        self.live: LiveFilter | None = None
+        self._live_thread: threading.Thread | None = None
         self._live_stop = threading.Event()
         self.recorder = None
         self.filter_tf = False              # the filter owns odom -> base_link (publish_tf)
-        self._internal_odom = None          # the filter's topic for our own odometry, if it reads it
+        self._internal_odom: str | None = None          # the filter's topic for our own odometry, if it reads it
         self._external_readers: list = []   # (filter topic, DDS reader)
         self.uncertainty_limit = uncertainty_limit
         try:
@@ -384,7 +388,7 @@ class Ros2Bridge:
         n = self.node
         self.w_odom = n.publisher("odom", msgs.Odometry, qos.default_qos())
         self.w_joints = n.publisher("joint_states", msgs.JointState, qos.default_qos())
-        self.w_filtered = None
+        self.w_filtered: Any = None     # a DataWriter once --ekf made it
         if self.ekf_config is not None:
             self._create_filter()
         # one publisher of odom -> base_link: the filter's when it owns it (publish_tf), else the raw odometry's
@@ -443,6 +447,7 @@ class Ros2Bridge:
         return out
 
     def _record_input(self, topic, msg, ns) -> None:
+        assert self.recorder is not None        # only given to the filter when recording
         self.recorder.message(topic, msgs.ros_type_name(type(msg)), msg, ns)
 
     def _publish_estimate(self, est) -> None:
@@ -450,7 +455,7 @@ class Ros2Bridge:
         cfg = self.ekf_config
         odom = msgs.estimate(est.t, est.state, est.covariance, cfg.world_frame, cfg.base_link_frame)
         self._write(self.w_filtered, odom, "odometry_filtered")
-        if self.recorder is not None:
+        if self.recorder is not None and self.live is not None:
             self.recorder.message("/odometry/filtered", "nav_msgs/msg/Odometry", odom, self.live.clock.ns())
         if self.filter_tf and self.w_tf is not None:
             p = odom.pose.pose
@@ -514,6 +519,7 @@ class Ros2Bridge:
             log.warning("%s", self.node.security_warning)
 
     def _run_filter(self) -> None:
+        assert self.live is not None        # started only with --ekf
         try:
             self.live.run(self._live_stop)
         except Exception as e:      # the filter must never take the robot down: say it, keep driving on odometry
@@ -652,7 +658,7 @@ class Ros2Bridge:
         odom = msgs.odometry(stamp, self.odom_frame, self.base_frame, (x, y, th), (v, w), pose_cov, twist_cov)
         q = odom.pose.pose.orientation
         self._write(self.w_odom, odom, "odom")
-        if self._internal_odom is not None:
+        if self._internal_odom is not None and self.live is not None:
             self.live.feed(self._internal_odom, odom)
         joints = msgs.JointState(header=msgs.Header(stamp=stamp, frame_id=""), name=[LEFT_JOINT, RIGHT_JOINT],
                                  position=[float(state.position[0]), float(state.position[1])],
