@@ -40,7 +40,7 @@ def pytest_collection_modifyitems(config, items):
     # and one rig at a time instead of one per worker. tryfirst: before xdist reads the group marks.
     for item in items:
         cs = getattr(item, "callspec", None)
-        if item.path.name == "test_pico_rig.py" or (cs is not None and cs.params.get("sim") == "pico"):
+        if item.path.name in ("test_pico_rig.py", "test_pico_sensors.py") or (cs is not None and cs.params.get("sim") == "pico"):
             item.add_marker(pytest.mark.xdist_group("pico"))
         elif _uses_module_fixture(item):
             # a module-scoped fixture (a bridge, a recording) is built once per worker that runs one of its

@@ -308,15 +308,16 @@ export class Lsm6ds3 extends RegisterDevice {
  * each bus phase's time (START/STOP one SCL period, a byte with its ACK nine) from the block's SCL counts. A device
  * answers only while both pins are switched to the I2C function (other pins: nobody on the bus, NACK). */
 export class I2CBus {
-  constructor(index, sda, scl) {
-    if (!(sda % 2 === 0 && ((sda >> 1) & 1) === index)) throw new Error(`GP${sda} is not an SDA pin of I2C${index}`);
-    if (!(scl % 2 === 1 && ((scl >> 1) & 1) === index)) throw new Error(`GP${scl} is not an SCL pin of I2C${index}`);
+  constructor(index, sda = null, scl = null) {
     this.index = index;
-    this.sda = sda;
-    this.scl = scl;
     this.devices = new Map();
     this.nack = false;              // fault: every device stops answering (a dead or unplugged IMU)
     this.stats = { transfers: 0, nacks: 0, bytes: 0 };
+    this.sda = sda;
+    this.scl = scl;
+    if (sda === null) return;       // a block with nothing wired to it: every address is a NACK
+    if (!(sda % 2 === 0 && ((sda >> 1) & 1) === index)) throw new Error(`GP${sda} is not an SDA pin of I2C${index}`);
+    if (!(scl % 2 === 1 && ((scl >> 1) & 1) === index)) throw new Error(`GP${scl} is not an SCL pin of I2C${index}`);
   }
 
   add(dev) {
@@ -390,6 +391,7 @@ export class I2CBus {
   }
 
   wired() {
+    if (this.sda === null) return false;
     const g = this.chip.mcu.gpio;
     return g[this.sda].functionSelect === FUNC_I2C && g[this.scl].functionSelect === FUNC_I2C;
   }
@@ -493,6 +495,7 @@ export class Sensors {
     this.model = m;
     this.bus = null;
     this.imus = [];
+    this.emptyBuses = [];
     if (spec.imu && spec.imu.length) {
       this.bus = new I2CBus(spec.i2c.bus, spec.i2c.sda, spec.i2c.scl);
       spec.imu.forEach((d, i) => {
@@ -506,11 +509,14 @@ export class Sensors {
       pin: spec.battery.pin, divider: spec.battery.divider,
       internalOhm: spec.battery.internal_ohm ?? 0.15, quiescentA: spec.battery.quiescent_a ?? 0.05,
     }) : null;
+    // the I2C blocks with nothing on them still answer as a real bus does (a NACK), with the bus timing
+    for (const i of [0, 1]) if (!this.bus || this.bus.index !== i) this.emptyBuses.push(new I2CBus(i));
     this.estop = spec.estop ? new EStop(external, { pin: spec.estop.pin, closedLevel: spec.estop.closed_level ?? 0 }) : null;
   }
 
   attach(chip) {
     if (this.bus) this.bus.attach(chip);
+    for (const b of this.emptyBuses) b.attach(chip);
     if (this.battery) this.battery.attach(chip);
   }
 
