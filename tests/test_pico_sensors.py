@@ -5,12 +5,17 @@ drivers: a blank flash, the REPL, and what a robot builder would type to check t
 from __future__ import annotations
 
 import ast
+import json
 import math
+import subprocess
+from pathlib import Path
 
 import pytest
 
 MPU, LSM = 0x68, 0x6A
 SDA, SCL, ADC_PIN, ESTOP_PIN = 16, 17, 26, 22        # the rig's default wiring (docs/pico-rig.md)
+RIG = Path(__file__).resolve().parent.parent / "sim" / "pico"
+NODE_OK = (RIG / "node_modules" / "rp2040js").is_dir()
 DIVIDER = 133 / 33
 LSB_V = 3.3 / 4096 * DIVIDER                          # one ADC code at the battery
 
@@ -57,8 +62,8 @@ def test_both_imus_answer_who_am_i_and_an_empty_address_is_a_nack(chip):
     # nobody at 0x50: the address byte is not acknowledged, OSError EIO as on a real Pico (not a timeout)
     assert run(t, "try:\n    rd(0x50, 0, 1)\nexcept OSError as e:\n    print(e.errno)") == "5"
     # the other I2C block on its own pins has nothing wired to it
-    assert run(t, "b = machine.I2C(1, sda=machine.Pin(18), scl=machine.Pin(19))\ntry:\n    b.readfrom_mem(0x68, 0x75, 1)\n"
-                  "except OSError as e:\n    print(e.errno)") == "5"
+    assert run(t, "b = machine.I2C(1, sda=machine.Pin(18), scl=machine.Pin(19))\n"
+                  "try:\n    b.readfrom_mem(0x68, 0x75, 1)\nexcept OSError as e:\n    print(e.errno)") == "5"
     # every byte costs its bus time: a 14-byte burst read at 400 kHz is ~150 SCL periods (> 370 us of chip time)
     us = ev(t, "(lambda t0: (rd(0x68, 0x3B, 14), time.ticks_diff(time.ticks_us(), t0))[1])(time.ticks_us())")
     print(f"14-byte read at 400 kHz: {us} chip us")
@@ -121,7 +126,7 @@ def test_gyro_z_follows_the_plant_turning(chip):
     bias = [d["gyro_bias_rad_s"][2] for d in truth["imu"]]
     still = _gyro_z(t)
     assert abs(truth["omega"]) < 1e-6
-    for g, b in zip(still, bias):
+    for g, b in zip(still, bias, strict=True):
         assert abs(g - b) < 0.01, (still, bias)
     # turn the robot on the spot, counter-clockwise (REP-103: +z): opposite torques on the wheels
     rig.push("left", -0.3)
@@ -136,7 +141,7 @@ def test_gyro_z_follows_the_plant_turning(chip):
     print(f"turning: true yaw rate {w0:.3f}..{w1:.3f} rad/s, gyro z MPU-6050 {turning[0]:.3f}, "
           f"LSM6DS3 {turning[1]:.3f} rad/s (biases {bias[0]:.4f}, {bias[1]:.4f})")
     assert w0 > 0.5 and abs(w1 - w0) < 0.05 * w0
-    for g, b in zip(turning, bias):
+    for g, b in zip(turning, bias, strict=True):
         # scale error +1 %, the bias, noise of a few mdeg/s and the speed's change between the reads
         assert abs(g - (w0 * 1.01 + b)) < 0.03 * w0 + 0.01, (turning, w0, bias)
 
@@ -175,20 +180,55 @@ def test_estop_contact_closed_to_ground_opens_to_the_pull_up(chip):
     rig, t = chip
     run(t, f"es = machine.Pin({ESTOP_PIN}, machine.Pin.IN, machine.Pin.PULL_UP)")
     assert ev(t, "es.value()") == 0                                       # closed: the contact holds it low
-    rig.fault("estop", on=True)
+    rig.fault("estop", open=True)
     try:
         assert rig.truth()["estop_open"] is True
         assert ev(t, "es.value()") == 1                                   # open: the pull-up
     finally:
-        rig.fault("estop", on=False)
+        rig.fault("estop", open=False)
     assert ev(t, "es.value()") == 0
 
 
 def test_an_imu_that_stops_answering_is_a_nack_until_it_is_back(chip):
     rig, t = chip
-    rig.fault("imu", on=True)
+    rig.fault("imu", answer=False)
     try:
         assert run(t, f"try:\n    rd({MPU:#x}, 0x75, 1)\nexcept OSError as e:\n    print(e.errno)") == "5"
     finally:
-        rig.fault("imu", on=False)
+        rig.fault("imu", answer=True)
     assert ev(t, f"rd({MPU:#x}, 0x75, 1)[0]") == 0x68
+
+
+# ---- without a chip: the rig's wiring checks and the mounting ----
+
+def _node(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["node", "--input-type=module", "-e", script, *args], capture_output=True, text=True,
+                          cwd=RIG, timeout=60)
+
+
+@pytest.mark.skipif(not NODE_OK, reason="rp2040js not installed (make setup)")
+def test_a_sensor_on_a_pin_the_board_config_uses_is_refused_at_start():
+    from viperdrive.sim.pico import images_dir
+    r = subprocess.run(["node", str(RIG / "rig.mjs"), "--images", str(images_dir()),
+                        "--i2c", "0:4:5"], capture_output=True, text=True, timeout=60)
+    if "missing image" in r.stderr:
+        pytest.skip(r.stderr.strip())
+    # GP4/GP5 carry the right encoder in mcu/boards/pico.json
+    assert r.returncode == 2, r.stderr
+    assert "i2c sda on GP4, which the board config uses for right.enc_a" in r.stderr and " at " not in r.stderr
+    r = subprocess.run(["node", str(RIG / "rig.mjs"), "--images", str(images_dir()),
+                        "--i2c", "0:17:16"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "GP17 is not an SDA pin of I2C0" in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(not NODE_OK, reason="rp2040js not installed (make setup)")
+def test_the_mounting_maps_body_axes_to_part_axes_as_the_board_config_reads_them():
+    r = _node("import { mounting } from './sensors.mjs';\n"
+              "const f = mounting(['-y', 'x', 'z']);\n"
+              "console.log(JSON.stringify([f([1, 0, 0]), f([0, 1, 0]), f([0, 0, 1])]));\n"
+              "try { mounting(['x', 'x', 'z']); } catch (e) { console.log(e.message); }")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    # board x = -part y: a forward motion is -y on the part; board y = part x
+    assert json.loads(lines[0]) == [[0, -1, 0], [1, 0, 0], [0, 0, 1]]
+    assert "uses a part axis twice" in lines[1]

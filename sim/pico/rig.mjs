@@ -109,25 +109,24 @@ export function sensorSpec(cfg, o) {
   if (ci && typeof ci === 'object') {
     const list = Array.isArray(ci) ? ci : [ci];
     spec.imu = list.map((d) => {
-      const part = String(d.part ?? d.type ?? '').toLowerCase().replace(/[-_]/g, '');
-      if (!IMU_PARTS.includes(part)) throw new UsageError(`board config: imu part '${d.part ?? d.type}' (one of ${IMU_PARTS.join(', ')})`);
-      return { part, address: d.address ?? d.addr ?? IMU_DEFAULT_ADDRESS[part] };
+      const part = String(d.part ?? '').toLowerCase().replace(/[-_]/g, '');
+      if (!IMU_PARTS.includes(part)) throw new UsageError(`board config: imu part '${d.part}' (one of ${IMU_PARTS.join(', ')})`);
+      return { part, address: d.address ?? IMU_DEFAULT_ADDRESS[part] };
     });
-    const bus = ci.i2c ?? ci.bus;
-    if (Number.isInteger(bus)) spec.i2c.bus = bus;
-    else if (bus && typeof bus === 'object') Object.assign(spec.i2c, { bus: bus.id ?? bus.bus ?? spec.i2c.bus, sda: bus.sda ?? spec.i2c.sda, scl: bus.scl ?? spec.i2c.scl });
-    if (Number.isInteger(ci.sda)) spec.i2c.sda = ci.sda;
-    if (Number.isInteger(ci.scl)) spec.i2c.scl = ci.scl;
+    const first = list[0];
+    if (Number.isInteger(first.i2c)) spec.i2c.bus = first.i2c;
+    if (Number.isInteger(first.sda)) spec.i2c.sda = first.sda;
+    if (Number.isInteger(first.scl)) spec.i2c.scl = first.scl;
   }
   const cb = cfg.battery;
   if (cb && typeof cb === 'object') {
-    spec.battery.pin = cb.adc_pin ?? cb.pin ?? spec.battery.pin;
-    spec.battery.divider = cb.divider ?? cb.divider_ratio ?? spec.battery.divider;
+    spec.battery.pin = cb.adc ?? spec.battery.pin;
+    spec.battery.divider = cb.divider ?? spec.battery.divider;
   }
   const ce = cfg.estop;
   if (ce && typeof ce === 'object') {
     spec.estop.pin = ce.pin ?? spec.estop.pin;
-    if ('closed_level' in ce) spec.estop.closed_level = ce.closed_level;
+    if ('closed' in ce) spec.estop.closed_level = ce.closed;
   }
   if (o.imu !== null) {
     spec.imu = o.imu === 'none' ? [] : o.imu.split(',').map((item) => {
@@ -611,19 +610,19 @@ class Rig {
     if (kind === 'encoder_drop') { const rate = number(req, 'rate', 0, 1); p.set_encoder_drop(rate); return { ok: true, kind, rate }; }
     if (kind === 'battery') { const volts = number(req, 'volts', 0, 60); p.set_battery(volts); return { ok: true, kind, volts }; }
     if (kind === 'estop') {
-      // the operator's stop opens the normally-closed contact (on: true); closing it again is on: false
+      // the operator's stop opens the normally-closed contact (open: true); closing it again is open: false
       const s = this.sensors.estop;
       if (!s) throw new Error('this rig has no e-stop input (--estop none)');
-      s.set(bool(req, 'on'));
+      s.set(bool(req, 'open'));
       this.chip.updateInputs();
-      return { ok: true, kind, on: s.open, pin: s.pin };
+      return { ok: true, kind, open: s.open, pin: s.pin };
     }
     if (kind === 'imu') {
-      // every IMU on the bus stops answering (NACK on its address: unplugged, dead, no power); off: back
+      // answer: false: every IMU on the bus stops answering (NACK on its address: unplugged, dead, no power)
       const bus = this.sensors.bus;
       if (!bus) throw new Error('this rig has no IMU (--imu none)');
-      bus.nack = bool(req, 'on');
-      return { ok: true, kind, on: bus.nack };
+      bus.nack = !bool(req, 'answer');
+      return { ok: true, kind, answer: !bus.nack };
     }
     if (kind === 'freeze_control') {
       // the CPU stops (a control IRQ that never returns): timers, PWM, PIO and the watchdog go on

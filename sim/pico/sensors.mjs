@@ -77,13 +77,35 @@ export class Motion {
   }
 }
 
+/** The part's mounting, in the board config's `imu.axes` convention: for each board axis x, y, z the part axis
+ * (with a sign) along it, e.g. ["-y", "x", "z"]: board x = -part y, board y = part x. -> body vector to part
+ * vector. */
+export function mounting(axes) {
+  if (!Array.isArray(axes) || axes.length !== 3) throw new Error('robot description: imu.axes must be 3 axis names like ["x", "y", "z"]');
+  const map = [];
+  const sign = [];
+  for (const a of axes) {
+    const m = /^([+-]?)([xyz])$/.exec(String(a));
+    if (!m) throw new Error(`robot description: imu.axes: '${a}' is not an axis (x, y, z with an optional sign)`);
+    map.push('xyz'.indexOf(m[2]));
+    sign.push(m[1] === '-' ? -1 : 1);
+  }
+  if (new Set(map).size !== 3) throw new Error(`robot description: imu.axes ${JSON.stringify(axes)} uses a part axis twice`);
+  return (b) => {
+    const out = [0, 0, 0];
+    for (let i = 0; i < 3; i++) out[map[i]] = sign[i] * b[i];
+    return out;
+  };
+}
+
 /** One IMU's sensing elements: the true motion plus a seeded bias, bias walk, white noise and scale error,
  * sampled at the part's output data rate (a new sample per 1/rate of chip time, as the part's data registers
  * update). */
 class Elements {
-  constructor(motion, model, seed) {
+  constructor(motion, model, seed, toPart) {
     this.motion = motion;
     this.m = model;
+    this.toPart = toPart;
     this.seed = seed >>> 0;
     this.reset();
   }
@@ -111,8 +133,8 @@ class Elements {
     const walk = m.gyro_bias_walk_rad_s_sqrt_s * Math.sqrt(dtS);
     const gn = m.gyro_noise_density_rad_s_sqrt_hz * Math.sqrt(bwGyro);
     const an = m.accel_noise_density_m_s2_sqrt_hz * Math.sqrt(bwAccel);
-    const g = this.motion.gyro();
-    const a = this.motion.accel();
+    const g = this.toPart(this.motion.gyro());
+    const a = this.toPart(this.motion.accel());
     for (let i = 0; i < 3; i++) {
       if (walk > 0) this.bias[i] += walk * this.rng.normal();
       this.gyro[i] = g[i] * (1 + m.gyro_scale_error) + this.bias[i] + gn * this.rng.normal();
@@ -487,8 +509,10 @@ export class Sensors {
     this.plant = plant;
     this.motion = new Motion(plant);
     const m = { ...IMU_MODEL_DEFAULTS };
+    const toPart = mounting((model || {}).axes ?? ['x', 'y', 'z']);
     for (const [k, v] of Object.entries(model || {})) {
-      if (!(k in IMU_MODEL_DEFAULTS)) throw new Error(`robot description: unknown key imu.${k} (one of ${Object.keys(IMU_MODEL_DEFAULTS).join(', ')})`);
+      if (k === 'axes') continue;
+      if (!(k in IMU_MODEL_DEFAULTS)) throw new Error(`robot description: unknown key imu.${k} (one of axes, ${Object.keys(IMU_MODEL_DEFAULTS).join(', ')})`);
       if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`robot description: imu.${k} must be a number`);
       m[k] = v;
     }
@@ -499,7 +523,7 @@ export class Sensors {
     if (spec.imu && spec.imu.length) {
       this.bus = new I2CBus(spec.i2c.bus, spec.i2c.sda, spec.i2c.scl);
       spec.imu.forEach((d, i) => {
-        const el = new Elements(this.motion, m, (seed * 2246822519 + 0x5bd1e995 * (i + 1)) >>> 0);
+        const el = new Elements(this.motion, m, (seed * 2246822519 + 0x5bd1e995 * (i + 1)) >>> 0, toPart);
         const dev = d.part === 'mpu6050' ? new Mpu6050(d.address, el) : new Lsm6ds3(d.address, el);
         this.bus.add(dev);
         this.imus.push(dev);
@@ -507,7 +531,7 @@ export class Sensors {
     }
     this.battery = spec.battery ? new Battery(plant, {
       pin: spec.battery.pin, divider: spec.battery.divider,
-      internalOhm: spec.battery.internal_ohm ?? 0.15, quiescentA: spec.battery.quiescent_a ?? 0.05,
+      internalOhm: spec.battery.internal_ohm ?? (plant.desc.battery || {}).internal_resistance_ohm ?? 0.15, quiescentA: spec.battery.quiescent_a ?? 0.05,
     }) : null;
     // the I2C blocks with nothing on them still answer as a real bus does (a NACK), with the bus timing
     for (const i of [0, 1]) if (!this.bus || this.bus.index !== i) this.emptyBuses.push(new I2CBus(i));
@@ -541,6 +565,7 @@ export class Sensors {
       t.battery_adc_code = this.battery.code();
     }
     if (this.estop) t.estop_open = this.estop.open;
+    t.gyro_z_true = this.plant.wz;
     if (this.imus.length) {
       t.imu = this.imus.map((d) => ({
         part: d.name, address: d.address, gyro_bias_rad_s: d.el.bias.slice(), gyro_rad_s: d.el.gyro.slice(),
