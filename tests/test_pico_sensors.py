@@ -64,6 +64,14 @@ def test_both_imus_answer_who_am_i_and_an_empty_address_is_a_nack(chip):
     # the other I2C block on its own pins has nothing wired to it
     assert run(t, "b = machine.I2C(1, sda=machine.Pin(18), scl=machine.Pin(19))\n"
                   "try:\n    b.readfrom_mem(0x68, 0x75, 1)\nexcept OSError as e:\n    print(e.errno)") == "5"
+    # I2C.scan() (zero-length writes, which the rp2 port bit-bangs on the pins) and SoftI2C meet the same parts on
+    # the wires; the hardware block takes the pins back afterwards
+    assert ev(t, "i2c.scan()") == [MPU, LSM]
+    assert run(t, f"s = machine.SoftI2C(sda=machine.Pin({SDA}), scl=machine.Pin({SCL}), freq=100000)\n"
+                  "print(s.scan(), s.readfrom_mem(0x68, 0x75, 1), s.readfrom_mem(0x6A, 0x0F, 2))\n"
+                  f"i2c = machine.I2C(0, sda=machine.Pin({SDA}), scl=machine.Pin({SCL}), freq=400000)") \
+        == "[104, 106] b'h' b'i\\x00'"
+    assert ev(t, f"rd({MPU:#x}, 0x75, 1)[0]") == 0x68
     # every byte costs its bus time: a 14-byte burst read at 400 kHz is ~150 SCL periods (> 370 us of chip time)
     us = ev(t, "(lambda t0: (rd(0x68, 0x3B, 14), time.ticks_diff(time.ticks_us(), t0))[1])(time.ticks_us())")
     print(f"14-byte read at 400 kHz: {us} chip us")

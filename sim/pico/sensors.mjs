@@ -403,6 +403,116 @@ export class I2CBus {
       dev = null;
       later(1, () => i2c.completeStop());
     };
+    if (this.sda !== null) this.attachPins(chip);
+  }
+
+  /** The same devices on the wires, for a master that bit-bangs SDA/SCL as GPIOs: MicroPython's rp2 port does
+   * that for zero-length writes (I2C.scan(), which the hardware block cannot send) and SoftI2C does it always. The
+   * lines are open-drain with pull-ups: low while a side drives it low. A START is SDA falling while SCL is high,
+   * a STOP SDA rising; bits are sampled on SCL rising and changed while it is low; the device pulls SDA low for its
+   * ACK and for its 0 bits. */
+  attachPins(chip) {
+    const g = chip.mcu.gpio;
+    const LOW = 0;                  // GPIOPinState.Low: output enabled, driving 0
+    const s = { sda: 1, scl: 1, phase: 'idle', bits: 0, byte: 0, dev: null, read: false, hold: false, ack: true };
+    const hold = (low) => {
+      if (low === s.hold) return;
+      s.hold = low;
+      chip.drive(this.sda, low ? 0 : null);
+    };
+    const bit = () => {
+      // a read: the device's next bit, MSB first, while SCL is low
+      hold(!((s.byte >> (7 - s.bits)) & 1));
+    };
+    const update = () => {
+      const sda = g[this.sda].value === LOW || s.hold ? 0 : 1;
+      const scl = g[this.scl].value === LOW ? 0 : 1;
+      const psda = s.sda;
+      const pscl = s.scl;
+      s.sda = sda;
+      s.scl = scl;
+      if (scl && pscl && sda !== psda && !s.hold) {
+        if (!sda) {                                          // START (or repeated START)
+          s.phase = 'addr';
+          s.bits = 0;
+          s.byte = 0;
+          this.stats.transfers++;
+        } else {                                             // STOP
+          s.phase = 'idle';
+          s.dev = null;
+          hold(false);
+        }
+        return;
+      }
+      if (scl === pscl || s.phase === 'idle') return;
+      if (scl) {                                             // SCL rising: sample
+        if (s.phase === 'addr' || s.phase === 'write') {
+          if (s.bits < 8) {
+            s.byte = (s.byte << 1) | sda;
+            s.bits++;
+          }
+        } else if (s.phase === 'ackin') {
+          s.ack = !sda;                                      // the master's ACK of a byte it read
+        }
+        return;
+      }
+      // SCL falling: change SDA
+      if ((s.phase === 'addr' || s.phase === 'write') && s.bits === 8) {
+        let ack;
+        if (s.phase === 'addr') {
+          const addr = s.byte >> 1;
+          s.read = !!(s.byte & 1);
+          s.dev = !this.nack ? this.devices.get(addr) || null : null;
+          ack = !!s.dev;
+          if (s.dev) s.dev.begin(s.read, chip.nanos);
+          else this.stats.nacks++;
+        } else {
+          this.stats.bytes++;
+          ack = !!s.dev && !this.nack && s.dev.writeByte(s.byte);
+        }
+        hold(ack);
+        s.phase = ack ? 'ackout' : 'nacked';
+        return;
+      }
+      if (s.phase === 'ackout') {                            // the 9th clock of our ACK is over
+        hold(false);
+        s.bits = 0;
+        s.byte = 0;
+        if (s.read) {
+          s.phase = 'read';
+          s.byte = s.dev.readByte();
+          this.stats.bytes++;
+          bit();
+        } else {
+          s.phase = 'write';
+        }
+        return;
+      }
+      if (s.phase === 'read') {
+        s.bits++;
+        if (s.bits < 8) bit();
+        else {
+          hold(false);                                       // the master's ACK bit
+          s.phase = 'ackin';
+        }
+        return;
+      }
+      if (s.phase === 'ackin') {
+        if (s.ack) {
+          s.bits = 0;
+          s.byte = s.dev.readByte();
+          this.stats.bytes++;
+          s.phase = 'read';
+          bit();
+        } else {
+          s.phase = 'nacked';                                // the master ends with a NACK, then STOP
+        }
+        return;
+      }
+      if (s.phase === 'nacked') hold(false);
+    };
+    g[this.sda].addListener(update);
+    g[this.scl].addListener(update);
   }
 
   /** One SCL period in chip ns: (high + low count) system clocks of 8 ns, as the block times its SCL. */
