@@ -236,6 +236,7 @@ class Rig {
     this.edgeQueue = [];            // [chip ns, wheel index, count] in time order
     this.physicsNs = Math.round(1e9 / o.physicsHz);
     this.cut = false;
+    this.cutUntil = null;
     this.corruptRate = 0;
     this.frozen = false;
     this.client = null;
@@ -282,6 +283,7 @@ class Rig {
     this.plant.reset();
     this.sensors.powerCycle();
     this.cut = false;
+    this.cutUntil = null;
     this.corruptRate = 0;
     this.saveFlash();
     this.boot(0, null);
@@ -373,6 +375,10 @@ class Rig {
         }
       }
       const now = chip.nanos;
+      if (this.cutUntil !== null && this.chipSeconds() >= this.cutUntil) {
+        this.cut = false;
+        this.cutUntil = null;
+      }
       while (this.edgeQueue.length && this.edgeQueue[0][0] <= now) {
         const [, wheel, count] = this.edgeQueue.shift();
         this.edge(wheel, count);
@@ -595,7 +601,12 @@ class Rig {
   fault(req) {
     const kind = req.kind;
     const p = this.plant;
-    if (kind === 'cut_link') { this.cut = bool(req, 'on'); return { ok: true, kind, on: this.cut }; }
+    if (kind === 'cut_link') {
+      // duration (chip seconds, optional): the rig ends the cut itself, to within a physics step
+      this.cut = bool(req, 'on');
+      this.cutUntil = this.cut && 'duration' in req ? this.chipSeconds() + number(req, 'duration', 0, 3600) : null;
+      return { ok: true, kind, on: this.cut, duration: this.cutUntil === null ? null : req.duration };
+    }
     if (kind === 'corrupt') { this.corruptRate = number(req, 'rate', 0, 1); return { ok: true, kind, rate: this.corruptRate }; }
     if (kind === 'garbage') {
       const n = Math.trunc(number(req, 'n', 0, 100000));
