@@ -6,6 +6,7 @@ emulated Pico)."""
 from __future__ import annotations
 
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from viperdrive.shared import protocol as P
 from viperdrive.sim import WALL_CLOCK
 from viperdrive.sim.pico import wait_for_link
 
+from test_hil import next_tick
+
 pytestmark = pytest.mark.hil
 PERIOD = 0.01
 R = 0.0325                  # the default robot's wheel radius (sim/robots/default.json)
@@ -32,11 +35,10 @@ def loop(board, seconds, left, right, sim=None, watch=None, clock=WALL_CLOCK):
     called with the ground truth every cycle when sim is given. Returns the states."""
     out = []
     t0 = clock.now()
-    nxt = time.monotonic()
+    k = 0
     while clock.now() - t0 < seconds:
         board.write(left, right)
-        nxt += PERIOD / clock.rate          # a board slower than real time: its 10 ms are longer here
-        time.sleep(max(0.0, nxt - time.monotonic()))
+        k = next_tick(clock, t0, k)
         out.append(board.read())
         if watch is not None:
             watch(clock.now() - t0, sim.truth())
@@ -226,28 +228,26 @@ def test_a_second_ctrl_c_during_the_braked_stop_cuts_the_outputs_at_once(board, 
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGALRM, interrupt)
-    main = threading.main_thread().ident
     t0 = clock.now()
-    stop = threading.Event()
+    request = board.link.request
+    fired = []
 
-    def at_100_ms():
-        # 100 ms of the board's time into the stop (on its own clock: a timer in host time scaled by an estimate
-        # of an emulated chip's speed landed 100-130 ms late there)
-        while not stop.is_set():
-            if clock.now() - t0 >= 0.1:
-                signal.pthread_kill(main, signal.SIGALRM)
-                return
-            time.sleep(0.0005)
+    def request_then_ctrl_c(*a, **kw):
+        # the signal 100 ms of the board's time into the stop, sent where the stop is between two of its requests
+        # (on its own clock: a timer in host time scaled by an estimate of an emulated chip's speed landed 100-130
+        # ms late there, and one in a second thread polling the chip's clock came after the stop had ended)
+        if not fired and clock.now() - t0 >= 0.1:
+            fired.append(clock.now() - t0)
+            os.kill(os.getpid(), signal.SIGALRM)
+        return request(*a, **kw)
 
-    alarm = threading.Thread(target=at_100_ms, daemon=True)
-    alarm.start()
+    board.link.request = request_then_ctrl_c
     try:
         with pytest.raises(KeyboardInterrupt):
             board.deactivate()
         took = clock.now() - t0
     finally:
-        stop.set()
-        alarm.join(5)
+        board.link.request = request
         signal.signal(signal.SIGALRM, old)
     truth = need_sim.truth()
     print(f"second Ctrl-C 100 ms into the braked stop: deactivate returned after {took * 1e3:.0f} ms, outputs "
