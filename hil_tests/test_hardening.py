@@ -252,8 +252,13 @@ def test_a_second_ctrl_c_during_the_braked_stop_cuts_the_outputs_at_once(board, 
     truth = need_sim.truth()
     print(f"second Ctrl-C 100 ms into the braked stop: deactivate returned after {took * 1e3:.0f} ms, outputs "
           f"{'on' if truth['energized'] else 'off'}, wheels at {truth['w_left']:.2f} rad/s")
-    assert took < 0.2 and not board.active and truth["energized"] is False
-    assert truth["w_left"] > 1.0        # it did not wait for the ramp
+    ramp_s = 9.0 / board.get_param("max_accel")
+    assert took < 0.2 < ramp_s and not board.active and truth["energized"] is False    # before the ramp's end
+    if not need_sim.ERROR_PREFIX.startswith("pico"):
+        # the virtual board's bridges coast once disabled: the wheels still turn. The Pico rig's MDD10 brakes the
+        # motors at duty 0 (both low sides on), so there they stop within ~20 ms of the cut and their speed after
+        # it says nothing about the ramp: the time bound above is the check
+        assert truth["w_left"] > 1.0        # it did not wait for the ramp
 
 
 def test_a_flaky_link_does_not_cut_the_deadman_ramp_short(board, need_sim, clock):
