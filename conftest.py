@@ -34,13 +34,16 @@ def pytest_addoption(parser):
                           "the PICO_SUBSET of make test runs there")
 
 
+PICO_FILES = ("test_pico_rig.py", "test_pico_sensors.py")     # tests that start emulated Picos of their own
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     # every emulated-Pico item on one xdist worker (make test runs several): one flash (the session's pico_image)
     # and one rig at a time instead of one per worker. tryfirst: before xdist reads the group marks.
     for item in items:
         cs = getattr(item, "callspec", None)
-        if item.path.name == "test_pico_rig.py" or (cs is not None and cs.params.get("sim") == "pico"):
+        if item.path.name in PICO_FILES or (cs is not None and cs.params.get("sim") == "pico"):
             item.add_marker(pytest.mark.xdist_group("pico"))
         elif _uses_module_fixture(item):
             # a module-scoped fixture (a bridge, a recording) is built once per worker that runs one of its

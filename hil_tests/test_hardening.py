@@ -6,6 +6,7 @@ emulated Pico)."""
 from __future__ import annotations
 
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from viperdrive.shared import protocol as P
 from viperdrive.sim import WALL_CLOCK
 from viperdrive.sim.pico import wait_for_link
 
+from test_hil import next_tick
+
 pytestmark = pytest.mark.hil
 PERIOD = 0.01
 R = 0.0325                  # the default robot's wheel radius (sim/robots/default.json)
@@ -32,11 +35,10 @@ def loop(board, seconds, left, right, sim=None, watch=None, clock=WALL_CLOCK):
     called with the ground truth every cycle when sim is given. Returns the states."""
     out = []
     t0 = clock.now()
-    nxt = time.monotonic()
+    k = 0
     while clock.now() - t0 < seconds:
         board.write(left, right)
-        nxt += PERIOD / clock.rate          # a board slower than real time: its 10 ms are longer here
-        time.sleep(max(0.0, nxt - time.monotonic()))
+        k = next_tick(clock, t0, k)
         out.append(board.read())
         if watch is not None:
             watch(clock.now() - t0, sim.truth())
@@ -136,7 +138,13 @@ def _follow_stop(sim, stop, clock, counts_per_rev):
     clock.sleep(0.2)
     t1 = sim.truth()
     k = 2 * math.pi / counts_per_rev * R
-    enc = ((t1["counts_left"] - t0["counts_left"]) + (t1["counts_right"] - t0["counts_right"])) / 2 * k
+    enc = 0.0
+    for w in ("left", "right"):
+        # the counts in the wheel's forward sense: an encoder mounted mirrored (the Pico rig's right one) counts
+        # down while its wheel turns forward (the board undoes that with its encoder_sign)
+        dc = t1["counts_" + w] - t0["counts_" + w]
+        da = t1["angle_" + w] - t0["angle_" + w]
+        enc += (dc if dc * da >= 0 else -dc) / 2 * k
     return {"rest_s": rest, "off_s": off, "w_at_off": w_at_off, "distance_m": t1["distance"] - t0["distance"],
             "encoder_m": enc, "slip_m": t1["slip_distance"] - t0["slip_distance"], "errors": errors,
             "speed0": t0["w_left"], "energized": t1["energized"]}
@@ -220,20 +228,37 @@ def test_a_second_ctrl_c_during_the_braked_stop_cuts_the_outputs_at_once(board, 
         raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.1 / clock.rate)      # 100 ms of the board's time into the stop
     t0 = clock.now()
+    request = board.link.request
+    fired = []
+
+    def request_then_ctrl_c(*a, **kw):
+        # the signal 100 ms of the board's time into the stop, sent where the stop is between two of its requests
+        # (on its own clock: a timer in host time scaled by an estimate of an emulated chip's speed landed 100-130
+        # ms late there, and one in a second thread polling the chip's clock came after the stop had ended)
+        if not fired and clock.now() - t0 >= 0.1:
+            fired.append(clock.now() - t0)
+            os.kill(os.getpid(), signal.SIGALRM)
+        return request(*a, **kw)
+
+    board.link.request = request_then_ctrl_c
     try:
         with pytest.raises(KeyboardInterrupt):
             board.deactivate()
         took = clock.now() - t0
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        board.link.request = request
         signal.signal(signal.SIGALRM, old)
     truth = need_sim.truth()
     print(f"second Ctrl-C 100 ms into the braked stop: deactivate returned after {took * 1e3:.0f} ms, outputs "
           f"{'on' if truth['energized'] else 'off'}, wheels at {truth['w_left']:.2f} rad/s")
-    assert took < 0.2 and not board.active and truth["energized"] is False
-    assert truth["w_left"] > 1.0        # it did not wait for the ramp
+    ramp_s = 9.0 / board.get_param("max_accel")
+    assert took < 0.2 < ramp_s and not board.active and truth["energized"] is False    # before the ramp's end
+    if not need_sim.ERROR_PREFIX.startswith("pico"):
+        # the virtual board's bridges coast once disabled: the wheels still turn. The Pico rig's MDD10 brakes the
+        # motors at duty 0 (both low sides on), so there they stop within ~20 ms of the cut and their speed after
+        # it says nothing about the ramp: the time bound above is the check
+        assert truth["w_left"] > 1.0        # it did not wait for the ramp
 
 
 def test_a_flaky_link_does_not_cut_the_deadman_ramp_short(board, need_sim, clock):

@@ -66,7 +66,9 @@ def test_default_gains_leave_saturation_quickly_after_a_10_s_stall(board, need_s
     moving = np.nonzero((np.abs(rec.measured["left"]) > 0) | (np.abs(rec.measured["right"]) > 0))[0]
     held = rec.t < rec.t[moving[0]] if len(moving) else np.ones(len(rec.t), bool)
     assert len(moving) and rec.t[moving[0]] > hold - 0.5, "the wheels moved before the release"
-    assert sat[held & (rec.t > 1.0)].all(), "not saturated throughout the stall"
+    gaps = [(round(float(t), 3), int(st)) for t, st, h, s in zip(rec.t, rec.status, held, sat, strict=True)
+            if h and t > 1.0 and not s]
+    assert sat[held & (rec.t > 1.0)].all(), f"not saturated throughout the stall: (t, status) {gaps[:10]}"
     i0 = moving[0]
     free = np.nonzero(~sat[i0:])[0]
     assert len(free), "still saturated 1 s after the release"

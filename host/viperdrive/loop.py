@@ -121,12 +121,17 @@ class DriveLoop:
     """
 
     def __init__(self, board: Board, controller: DriveController, odometry: Odometry | None = None,
-                 rate_hz: float | None = None):
+                 rate_hz: float | None = None, clock=None):
+        """clock: what the period is counted in (now()/sleep(), e.g. Board.clock for the board's time); default
+        the host's monotonic clock."""
         self.board = board
         self.controller = controller
         self.odometry = odometry
         self.rate_hz = rate_hz if rate_hz is not None else controller.config.update_rate
-        self.loop = FixedRateLoop(self.rate_hz)
+        if clock is None:
+            self.loop = FixedRateLoop(self.rate_hz)
+        else:
+            self.loop = FixedRateLoop(self.rate_hz, clock=clock.now, sleep=clock.sleep)
         self._epoch = board.epoch
         self.state: BoardState | None = None
 

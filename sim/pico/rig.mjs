@@ -3,7 +3,8 @@
 //
 //   node sim/pico/rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT] [--control HOST:PORT]
 //                         [--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-rate R]
-//                         [--pio lazy|every|timer] [--physics-hz N] [--quiet]
+//                         [--pio lazy|every|timer] [--physics-hz N] [--imu PARTS] [--i2c BUS:SDA:SCL]
+//                         [--battery-adc PIN:DIVIDER] [--estop PIN[:LEVEL]] [--quiet]
 //
 // Prints "control on HOST:PORT" (with --control), then "listening on socket://HOST:PORT": the chip's USB CDC port,
 // which pyserial, mpremote and every viperdrive command open like /dev/ttyACM0. The flash file keeps the chip's
@@ -16,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 
 import { Chip, FLASH_SIZE, loadUf2, REASON_TIMER } from './chip.mjs';
 import { Plant, Rng, loadDescription, DescriptionError } from './plant.mjs';
+import { Sensors, IMU_PARTS, IMU_DEFAULT_ADDRESS } from './sensors.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -23,8 +25,19 @@ export const UF2_NAME = 'micropython-v1.28.0-RPI_PICO.uf2';
 export const BOOTROM_NAME = 'rp2040-bootrom-b1.bin';
 const USAGE = 'usage: rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT] [--control HOST:PORT] ' +
   '[--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-rate R] [--pio lazy|every|timer] ' +
-  '[--physics-hz N] [--quiet]';
-const FAULT_KINDS = ['cut_link', 'corrupt', 'garbage', 'stall', 'lift', 'encoder_drop', 'battery', 'freeze_control'];
+  '[--physics-hz N] [--imu PART[@ADDR],...|none] [--i2c BUS:SDA:SCL] [--battery-adc PIN:DIVIDER|none] ' +
+  '[--estop PIN[:CLOSED_LEVEL]|none] [--quiet]';
+const FAULT_KINDS = ['cut_link', 'corrupt', 'garbage', 'stall', 'lift', 'encoder_drop', 'battery', 'freeze_control',
+  'estop', 'imu'];
+// the sensors' wiring when neither the board config nor the command line says: both IMU parts at their default
+// addresses on I2C0 (GP16 SDA, GP17 SCL: free on mcu/boards/pico.json), the battery divider (100k over 33k) on
+// GP26 (ADC0), the e-stop contact to ground on GP22
+const SENSOR_DEFAULTS = {
+  i2c: { bus: 0, sda: 16, scl: 17 },
+  imu: IMU_PARTS.map((part) => ({ part, address: IMU_DEFAULT_ADDRESS[part] })),
+  battery: { pin: 26, divider: 133 / 33 },
+  estop: { pin: 22, closed_level: 0 },
+};
 const COMMANDS = ['truth', 'fault', 'push', 'reset', 'stats', 'ping', 'pin', 'time'];
 const RESET_NAMES = { 0: 'POWER_ON', 1: 'WATCHDOG' };
 
@@ -36,10 +49,11 @@ function parseArgs(argv) {
     flash: null, listen: '127.0.0.1:0', control: null,
     robot: path.join(ROOT, 'sim', 'robots', 'pico_mdd10.json'), board: path.join(ROOT, 'mcu', 'boards', 'pico.json'),
     seed: null, holdReplPin: false, maxRate: 1.0, pio: 'lazy', physicsHz: 4000, quiet: false,
+    imu: null, i2c: null, batteryAdc: null, estop: null,
   };
   const names = { '--images': 'images', '--flash': 'flash', '--listen': 'listen', '--control': 'control',
     '--robot': 'robot', '--board': 'board', '--seed': 'seed', '--max-rate': 'maxRate', '--pio': 'pio',
-    '--physics-hz': 'physicsHz' };
+    '--physics-hz': 'physicsHz', '--imu': 'imu', '--i2c': 'i2c', '--battery-adc': 'batteryAdc', '--estop': 'estop' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '-h' || a === '--help') throw new UsageError(USAGE);
@@ -80,6 +94,87 @@ export function findImages(dir) {
     if (!existsSync(f)) throw new UsageError(`missing image ${f}: ${what}; set VIPERDRIVE_PICO_IMAGES or --images`);
   }
   return { uf2, rom };
+}
+
+function intOf(text, what) {
+  const v = Number(text);
+  if (!Number.isInteger(v) || v < 0) throw new UsageError(`${what}: '${text}' is not a non-negative integer`);
+  return v;
+}
+
+/** The board's sensors and their wiring: the command line over the board config over SENSOR_DEFAULTS. */
+export function sensorSpec(cfg, o) {
+  const spec = JSON.parse(JSON.stringify(SENSOR_DEFAULTS));
+  const ci = cfg.imu;
+  if (ci && typeof ci === 'object') {
+    const list = Array.isArray(ci) ? ci : [ci];
+    spec.imu = list.map((d) => {
+      const part = String(d.part ?? '').toLowerCase().replace(/[-_]/g, '');
+      if (!IMU_PARTS.includes(part)) throw new UsageError(`board config: imu part '${d.part}' (one of ${IMU_PARTS.join(', ')})`);
+      return { part, address: d.address ?? IMU_DEFAULT_ADDRESS[part] };
+    });
+    const first = list[0];
+    if (Number.isInteger(first.i2c)) spec.i2c.bus = first.i2c;
+    if (Number.isInteger(first.sda)) spec.i2c.sda = first.sda;
+    if (Number.isInteger(first.scl)) spec.i2c.scl = first.scl;
+  }
+  const cb = cfg.battery;
+  if (cb && typeof cb === 'object') {
+    spec.battery.pin = cb.adc ?? spec.battery.pin;
+    spec.battery.divider = cb.divider ?? spec.battery.divider;
+  }
+  const ce = cfg.estop;
+  if (ce && typeof ce === 'object') {
+    spec.estop.pin = ce.pin ?? spec.estop.pin;
+    if ('closed' in ce) spec.estop.closed_level = ce.closed;
+  }
+  if (o.imu !== null) {
+    spec.imu = o.imu === 'none' ? [] : o.imu.split(',').map((item) => {
+      const [name, addr] = item.split('@');
+      const part = name.toLowerCase().replace(/[-_]/g, '');
+      if (!IMU_PARTS.includes(part)) throw new UsageError(`--imu: unknown part '${name}' (one of ${IMU_PARTS.join(', ')}, or none)`);
+      const address = addr === undefined ? IMU_DEFAULT_ADDRESS[part] : Number(addr);
+      if (!Number.isInteger(address) || address < 0x08 || address > 0x77) throw new UsageError(`--imu: bad address '${addr}'`);
+      return { part, address };
+    });
+  }
+  if (o.i2c !== null) {
+    const f = o.i2c.split(':');
+    if (f.length !== 3) throw new UsageError(`--i2c must be BUS:SDA:SCL, got '${o.i2c}'`);
+    spec.i2c = { bus: intOf(f[0], '--i2c bus'), sda: intOf(f[1], '--i2c sda'), scl: intOf(f[2], '--i2c scl') };
+  }
+  if (o.batteryAdc !== null) {
+    if (o.batteryAdc === 'none') spec.battery = null;
+    else {
+      const f = o.batteryAdc.split(':');
+      const divider = Number(f[1]);
+      if (f.length !== 2 || !(divider >= 1)) throw new UsageError(`--battery-adc must be PIN:DIVIDER (divider >= 1), got '${o.batteryAdc}'`);
+      spec.battery = { pin: intOf(f[0], '--battery-adc pin'), divider };
+    }
+  }
+  if (o.estop !== null) {
+    if (o.estop === 'none') spec.estop = null;
+    else {
+      const f = o.estop.split(':');
+      spec.estop = { pin: intOf(f[0], '--estop pin'), closed_level: f.length > 1 ? intOf(f[1], '--estop level') : 0 };
+    }
+  }
+  const used = new Map();
+  const pins = cfg.pins || {};
+  for (const w of ['left', 'right']) {
+    for (const [k, v] of Object.entries(pins[w] || {})) if (Number.isInteger(v)) used.set(v, `${w}.${k}`);
+    if (Number.isInteger((pins[w] || {}).enc_a)) used.set(pins[w].enc_a + 1, `${w}.enc_b`);
+  }
+  if (Number.isInteger(cfg.repl_pin)) used.set(cfg.repl_pin, 'repl_pin');
+  const mine = [];
+  if (spec.imu.length) mine.push([spec.i2c.sda, 'i2c sda'], [spec.i2c.scl, 'i2c scl']);
+  if (spec.battery) mine.push([spec.battery.pin, 'battery adc']);
+  if (spec.estop) mine.push([spec.estop.pin, 'estop']);
+  for (const [pin, what] of mine) {
+    if (used.has(pin)) throw new UsageError(`sensor wiring: ${what} on GP${pin}, which the board config uses for ${used.get(pin)}`);
+    used.set(pin, what);
+  }
+  return spec;
 }
 
 function loadBoardConfig(file) {
@@ -132,9 +227,16 @@ class Rig {
       // the REPL button pulls the pin to its active level
       this.external.set(this.replPin, this.cfg.repl_pull === 'down' ? 1 : 0);
     }
+    try {
+      this.sensors = new Sensors(this.plant, this.external, sensorSpec(this.cfg, o), this.desc.imu, this.plant.seed);
+    } catch (e) {
+      if (e instanceof UsageError) throw e;
+      throw new UsageError(e.message);
+    }
     this.edgeQueue = [];            // [chip ns, wheel index, count] in time order
     this.physicsNs = Math.round(1e9 / o.physicsHz);
     this.cut = false;
+    this.cutUntil = null;
     this.corruptRate = 0;
     this.frozen = false;
     this.client = null;
@@ -161,6 +263,7 @@ class Rig {
       onSerial: (buf) => this.fromBoard(buf),
       onFatal: (msg) => this.log(`chip halted: ${msg}`),
     });
+    this.sensors.attach(this.chip);
     this.chip.updateInputs();
     this.nextPhysics = this.physicsNs;
     this.edgeQueue = [];
@@ -178,7 +281,9 @@ class Rig {
   powerCycle() {
     this.stats.power_cycles++;
     this.plant.reset();
+    this.sensors.powerCycle();
     this.cut = false;
+    this.cutUntil = null;
     this.corruptRate = 0;
     this.saveFlash();
     this.boot(0, null);
@@ -228,6 +333,7 @@ class Rig {
     const dt = this.physicsNs / 1e9;
     const t0 = this.chip.nanos;
     p.step(dt, Math.round(duty[0] * 32767), Math.round(duty[1] * 32767));
+    this.sensors.afterPhysics();
     const q = this.edgeQueue;
     for (let i = 0; i < 2; i++) {
       const e = i === 0 ? p.edges_l : p.edges_r;
@@ -269,6 +375,10 @@ class Rig {
         }
       }
       const now = chip.nanos;
+      if (this.cutUntil !== null && this.chipSeconds() >= this.cutUntil) {
+        this.cut = false;
+        this.cutUntil = null;
+      }
       while (this.edgeQueue.length && this.edgeQueue[0][0] <= now) {
         const [, wheel, count] = this.edgeQueue.shift();
         this.edge(wheel, count);
@@ -455,7 +565,7 @@ class Rig {
       t.energized = !!this.driving;
       t.t = this.chipSeconds();
       t.plant_t = p.t;
-      return { ok: true, ...t };
+      return { ok: true, ...t, ...this.sensors.truth() };
     }
     if (cmd === 'fault') return this.fault(req);
     if (cmd === 'push') {
@@ -491,7 +601,12 @@ class Rig {
   fault(req) {
     const kind = req.kind;
     const p = this.plant;
-    if (kind === 'cut_link') { this.cut = bool(req, 'on'); return { ok: true, kind, on: this.cut }; }
+    if (kind === 'cut_link') {
+      // duration (chip seconds, optional): the rig ends the cut itself, to within a physics step
+      this.cut = bool(req, 'on');
+      this.cutUntil = this.cut && 'duration' in req ? this.chipSeconds() + number(req, 'duration', 0, 3600) : null;
+      return { ok: true, kind, on: this.cut, duration: this.cutUntil === null ? null : req.duration };
+    }
     if (kind === 'corrupt') { this.corruptRate = number(req, 'rate', 0, 1); return { ok: true, kind, rate: this.corruptRate }; }
     if (kind === 'garbage') {
       const n = Math.trunc(number(req, 'n', 0, 100000));
@@ -505,6 +620,21 @@ class Rig {
     if (kind === 'lift') { const on = bool(req, 'on'); p.set_lift(on); return { ok: true, kind, on }; }
     if (kind === 'encoder_drop') { const rate = number(req, 'rate', 0, 1); p.set_encoder_drop(rate); return { ok: true, kind, rate }; }
     if (kind === 'battery') { const volts = number(req, 'volts', 0, 60); p.set_battery(volts); return { ok: true, kind, volts }; }
+    if (kind === 'estop') {
+      // the operator's stop opens the normally-closed contact (open: true); closing it again is open: false
+      const s = this.sensors.estop;
+      if (!s) throw new Error('this rig has no e-stop input (--estop none)');
+      s.set(bool(req, 'open'));
+      this.chip.updateInputs();
+      return { ok: true, kind, open: s.open, pin: s.pin };
+    }
+    if (kind === 'imu') {
+      // answer: false: every IMU on the bus stops answering (NACK on its address: unplugged, dead, no power)
+      const bus = this.sensors.bus;
+      if (!bus) throw new Error('this rig has no IMU (--imu none)');
+      bus.nack = !bool(req, 'answer');
+      return { ok: true, kind, answer: !bus.nack };
+    }
     if (kind === 'freeze_control') {
       // the CPU stops (a control IRQ that never returns): timers, PWM, PIO and the watchdog go on
       this.frozen = bool(req, 'on');
@@ -524,7 +654,7 @@ class Rig {
       usb_connected: c.connected, pio_mode: this.o.pio, pio_steps: c.pioSteps, pio_skipped: c.pioSkipped,
       flash: c.flashOps, flash_file: this.o.flash, frozen: this.frozen, halted: c.fatal || null,
       sim_time: this.plant.t, physics_hz: this.o.physicsHz, watchdog_ms: this.cfg.watchdog_ms ?? null,
-      output_tail: this.tail.toString('latin1'), pc: c.core.PC >>> 0, lr: c.core.LR >>> 0, cpu_waiting: c.core.waiting,
+      sensors: this.sensors.stats(), output_tail: this.tail.toString('latin1'), pc: c.core.PC >>> 0, lr: c.core.LR >>> 0, cpu_waiting: c.core.waiting,
     };
   }
 }

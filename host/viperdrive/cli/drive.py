@@ -58,7 +58,10 @@ class DriveSession:
         self.config = config
         self.controller = DriveController(config)
         self.odometry = Odometry(config, counts_per_rev=board.counts_per_rev)
-        self.loop = DriveLoop(board, self.controller, self.odometry)
+        # the loop's period, a script's durations and --duration are the board's time (Board.clock: the host's
+        # clock on every real board; an emulated chip's at its measured speed)
+        self.clock = board.clock
+        self.loop = DriveLoop(board, self.controller, self.odometry, clock=self.clock)
         self.recorder = recorder
         self.telemetry_hz = telemetry_hz
         self.v = 0.0
@@ -105,7 +108,7 @@ class DriveSession:
         activate(self.board)
         self.controller.reset()
         self.odometry.reset()
-        self._last_diag = time.monotonic()
+        self._last_diag = self.clock.now()
         self.record_diagnostics(self._last_diag)
 
     def tick(self, now: float) -> None:
@@ -159,7 +162,7 @@ class DriveSession:
         if self.board.link is None or not self.board.link.is_open:
             return
         try:
-            self.record_diagnostics(time.monotonic())
+            self.record_diagnostics(self.clock.now())
         except UserError:
             pass
         self.stop_telemetry()
@@ -288,11 +291,11 @@ def run(args) -> int:
 def _run_keys(args, s: DriveSession, keys: TerminalKeys) -> int:
     view = LiveView()
     level = 1
-    t_end = None if args.duration is None else time.monotonic() + args.duration
+    t_end = None if args.duration is None else s.clock.now() + args.duration
     help_line = "keys: w/s or Up/Down speed, a/d or Left/Right turn, space stop, +/- step, c clear fault, q quit"
 
     def on_cycle(state, k):
-        now = time.monotonic()
+        now = s.clock.now()
         s.tick(now)
         v, w = s.v, s.w
         for key in keys.read():
@@ -370,13 +373,13 @@ def _clear_and_reenable(s: DriveSession) -> None:
 
 def _run_script(args, s: DriveSession, segments) -> int:
     follower = ScriptFollower(segments, s.config.max_rim_acceleration, s.config.effective_separation)
-    t_end = None if args.duration is None else time.monotonic() + args.duration
+    t_end = None if args.duration is None else s.clock.now() + args.duration
     last_index = -1
     note(args, f"script {args.script}: {len(segments)} segments")
 
     def on_cycle(state, k):
         nonlocal last_index
-        now = time.monotonic()
+        now = s.clock.now()
         s.tick(now)
         if s.fault_code:
             raise BoardFault(fault_message(s.fault_code if s.fault_code > 0 else 0, args))

@@ -37,6 +37,7 @@ IMAGE_ORIGINS = {
 }
 START_TIMEOUT_S = 30.0
 MAX_TIME_SCALE = 50.0           # a rig slower than 1/50 of real time is stuck, not slow
+SENSOR_OPTIONS = ("imu", "i2c", "battery-adc", "estop")
 SPEED_HEADROOM = 2.0            # time_scale = SPEED_HEADROOM / rate (rate: chip s per wall s, measured)
 
 
@@ -79,8 +80,11 @@ def node_exe() -> str:
 def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0", control: str = "127.0.0.1:0",
                 robot: str | os.PathLike | None = None, board: str | os.PathLike | None = None,
                 seed: int | None = None, hold_repl_pin: bool = False, max_rate: float | None = None,
-                pio: str | None = None, images: str | os.PathLike | None = None, quiet: bool = True) -> list[str]:
-    """The node command line of the rig (sim/pico/rig.mjs) with these options."""
+                pio: str | None = None, images: str | os.PathLike | None = None, quiet: bool = True,
+                sensors: dict[str, str] | None = None) -> list[str]:
+    """The node command line of the rig (sim/pico/rig.mjs) with these options. sensors: the rig's sensor wiring
+    options by name without the dashes ({"imu": "mpu6050@0x68", "i2c": "0:16:17", "battery-adc": "26:4.03",
+    "estop": "22"}; docs/pico-rig.md, "Sensors")."""
     d = rig_dir()
     if not (d / "node_modules" / "rp2040js").is_dir():
         raise SimError(f"rp2040js is not installed in {d}: run `make setup` (npm ci there)")
@@ -100,6 +104,10 @@ def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0",
         cmd += ["--max-rate", repr(float(max_rate))]
     if pio is not None:
         cmd += ["--pio", pio]
+    for name, value in (sensors or {}).items():
+        if name not in SENSOR_OPTIONS:
+            raise SimError(f"unknown rig sensor option {name!r} (one of {', '.join(SENSOR_OPTIONS)})")
+        cmd += ["--" + name, str(value)]
     if quiet:
         cmd.append("--quiet")
     return cmd
@@ -271,7 +279,8 @@ class PicoRig(VirtualBoard):
     folder, removed on close); a missing file starts MicroPython on a blank filesystem. robot: a robot file or
     dict (default sim/robots/pico_mdd10.json); board: the board config the rig wires (default mcu/boards/pico.json);
     hold_repl_pin: the board's repl_pin held at its active level from power-on (release: pin(..., None));
-    max_rate: chip seconds per wall second at most (default 1: never faster than a real chip).
+    max_rate: chip seconds per wall second at most (default 1: never faster than a real chip); sensors: the
+    sensors' wiring (rig_command), default the board config's, else the rig's defaults (docs/pico-rig.md).
     """
 
     ERROR_PREFIX = "pico-rig: error:"
@@ -280,7 +289,7 @@ class PicoRig(VirtualBoard):
                  board: str | os.PathLike | None = None, seed: int | None = None, hold_repl_pin: bool = False,
                  max_rate: float | None = None, pio: str | None = None, pty: bool = False,
                  listen: str | None = None, control: str | None = None, images: str | os.PathLike | None = None,
-                 start_timeout: float = START_TIMEOUT_S):
+                 start_timeout: float = START_TIMEOUT_S, sensors: dict[str, str] | None = None):
         super().__init__(robot=robot, listen=listen, control=control, board=board, seed=seed,
                          start_timeout=start_timeout)
         self.flash = flash
@@ -289,6 +298,7 @@ class PicoRig(VirtualBoard):
         self.pio = pio
         self.want_pty = pty
         self.images = images
+        self.sensors = dict(sensors or {})
         self.pty: str | None = None
         self._relay: PtyRelay | None = None
         self._clock = ChipClock(self)
@@ -300,7 +310,7 @@ class PicoRig(VirtualBoard):
         self.flash_path = Path(flash)
         return rig_command(flash=flash, listen=self.listen, control=self.control_address, robot=robot,
                            board=self.board, seed=self.seed, hold_repl_pin=self.hold_repl_pin,
-                           max_rate=self.max_rate, pio=self.pio, images=self.images)
+                           max_rate=self.max_rate, pio=self.pio, images=self.images, sensors=self.sensors)
 
     def _started(self) -> None:
         control = f"{self.control_host}:{self.control_port}"
