@@ -23,6 +23,7 @@ from .stats import percentile
 if TYPE_CHECKING:
     from .board import Board, BoardState
     from .drive import DriveController
+    from .link import BoardClock
     from .odometry import Odometry
 
 
@@ -121,7 +122,7 @@ class DriveLoop:
     """
 
     def __init__(self, board: Board, controller: DriveController, odometry: Odometry | None = None,
-                 rate_hz: float | None = None, clock=None):
+                 rate_hz: float | None = None, clock: BoardClock | None = None):
         """clock: what the period is counted in (now()/sleep(), e.g. Board.clock for the board's time); default
         the host's monotonic clock."""
         self.board = board
