@@ -67,7 +67,11 @@ def test_watchdog_reset_board_down_error_diagnostics_odom_continuous_commands_ig
 
     cfg = config()
     with VirtualBoard() as vb:
-        bridge = Ros2Bridge(Board(vb.url, config=cfg), cfg, namespace="rdown", domain_id=DOMAIN, env=LOCAL_ENV)
+        # the virtual board restarts as a new MicroPython process: on a loaded machine that is silent for longer
+        # than 5 cycles (the default max_misses, which test_board.py checks) and the bridge would stop on a lost
+        # link before it sees the restart. What this test checks is what the bridge does once it sees it.
+        bridge = Ros2Bridge(Board(vb.url, config=cfg, max_misses=50), cfg, namespace="rdown", domain_id=DOMAIN,
+                            env=LOCAL_ENV)
         graph = Graph("rdown")
         runner = threading.Thread(target=bridge.run, daemon=True)
         try:
