@@ -205,7 +205,9 @@ class App:
     def odom(self):
         o = self.odometry
         return (self._odom_us, int(round(o.x * protocol.ODOM_LENGTH_SCALE)),
-                int(round(o.y * protocol.ODOM_LENGTH_SCALE)), int(round(o.theta * protocol.ODOM_ANGLE_SCALE)))
+                int(round(o.y * protocol.ODOM_LENGTH_SCALE)), int(round(o.theta * protocol.ODOM_ANGLE_SCALE)),
+                int(round(o.theta_enc * protocol.ODOM_ANGLE_SCALE)),
+                protocol.ODOM_HEADING_GYRO if o.gyro_heading else protocol.ODOM_HEADING_ENCODERS)
 
     def diag(self):
         d = self.ctrl.stats()
