@@ -285,6 +285,9 @@ def validate(d):
     if "battery" in d:
         cfg["battery"] = _battery(d, backend)
     if "estop" in d:
+        if backend == "circuitpython":
+            # its control loop is run from the slow loop (no timer IRQ): no period to check the input in
+            raise ValueError("board config: estop is not supported on backend circuitpython (no control timer)")
         cfg["estop"] = _estop(d, backend)
     if backend == "rp2":
         cfg["pio"] = _int(d, "pio", 0, 2, 0)

@@ -288,6 +288,12 @@ class Board:
         self._duty_r = 0
         self._energized = False
         plant.energized = False
+        est = cfg.get("estop")
+        self._in_closed = self._in_open = 0
+        if est is not None:
+            bit = 1 << est["pin"]
+            self._in_closed = bit if est["closed"] else 0
+            self._in_open = bit ^ self._in_closed
         # one lock around the plant: the control thread steps it, the virtual board's endpoint reads and
         # disturbs it from the main thread (no GIL on the unix port)
         self.plant_lock = DEFAULTS.get("plant_lock") or _thread.allocate_lock()
@@ -330,6 +336,28 @@ class Board:
 
     def edge_period_us(self, buf):
         self.plant.edge_periods(buf)
+
+    # ---- board sensors: the plant's emulated parts ----
+
+    def read_inputs(self):
+        """The inputs word the control period reads: the e-stop circuit's level at bit estop.pin (closed: the
+        config's closed level; open: the other one, as the pull makes it)."""
+        if self.plant.estop_open:
+            return self._in_open
+        return self._in_closed
+
+    def sensor_bus(self):
+        """The plant's emulated I2C bus (sim/imu_parts.py), transfers under the plant lock (the control thread
+        writes the part's registers under it)."""
+        bus = self.plant.i2c
+        bus.lock = self.plant_lock
+        return bus
+
+    def battery_u16(self):
+        """The ADC reading of the plant's terminal volts through the config's divider (vref full scale)."""
+        bat = self.cfg["battery"]
+        u = int(self.plant.battery_terminal_v / bat["divider"] / bat["vref"] * 65535.0 + 0.5)
+        return 65535 if u > 65535 else (0 if u < 0 else u)
 
     # ---- the control "timer": a thread with absolute deadlines ----
 

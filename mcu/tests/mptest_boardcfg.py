@@ -171,7 +171,8 @@ def test_load_file_errors_name_the_file():
 def test_every_key_is_documented():
     with open("docs/board-config.md") as f:
         doc = f.read()
-    for keys in (boardcfg._TOP_KEYS, boardcfg._WHEEL_KEYS, boardcfg._LINK_KEYS):
+    for keys in (boardcfg._TOP_KEYS, boardcfg._WHEEL_KEYS, boardcfg._LINK_KEYS, boardcfg._IMU_KEYS,
+                 boardcfg._BATTERY_KEYS, boardcfg._ESTOP_KEYS):
         for k in keys:
             if k != "comment":
                 assert "`%s`" % k in doc, "docs/board-config.md does not document %s" % k

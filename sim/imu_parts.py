@@ -1,0 +1,221 @@
+# Register-level models of the IMU parts the firmware's driver (mcu/imu.py) speaks, on an emulated I2C bus: the
+# virtual board's "chips". MicroPython (unix port) and CPython, language only.
+#
+# What is modelled is what a driver can get wrong: WHO_AM_I, the reset (every register back to its default, the
+# part asleep / powered down), the power and rate registers (no new data until the driver wakes it), the full-scale
+# registers (the LSB the part outputs in depends on them), the data registers' byte order (MPU-6050 big-endian,
+# LSM6DS3 little-endian), register auto-increment on burst reads (LSM6DS3: only with CTRL3_C IF_INC, which is set
+# at reset, and a driver that clears it reads one register over and over), and a part that stops answering (every
+# transfer NACKs, as a disconnected or browned-out part does).
+#
+# The physics (true rates, bias, drift, noise, scale error) is the plant's (sim/plant.py); a part only turns the
+# values it is given into register bytes with its current full scale.
+_DEG = 0.017453292519943295
+G0 = 9.80665
+
+EIO = 5                 # a NACK: MicroPython's machine.I2C raises OSError(EIO) (rp2) or ENODEV
+ETIMEDOUT = 110
+
+
+class I2CBus:
+    """machine.I2C's memory interface over emulated parts: readfrom_mem_into / writeto_mem raise OSError(EIO)
+    when nothing answers at the address (no part, or a part that stopped answering). lock: held for each transfer
+    (the control thread writes the registers under the same lock: no torn samples from the emulation itself)."""
+
+    def __init__(self, lock=None):
+        self.parts = {}
+        self.lock = lock
+        self.nacks = 0
+        self.transfers = 0
+
+    def attach(self, part):
+        self.parts[part.address] = part
+
+    def _part(self, addr):
+        p = self.parts.get(addr)
+        if p is None or not p.answering:
+            self.nacks += 1
+            raise OSError(EIO)
+        return p
+
+    def readfrom_mem_into(self, addr, reg, buf):
+        lock = self.lock
+        if lock is not None:
+            lock.acquire()
+        try:
+            p = self._part(addr)
+            self.transfers += 1
+            p.read_into(reg, buf)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def writeto_mem(self, addr, reg, buf):
+        lock = self.lock
+        if lock is not None:
+            lock.acquire()
+        try:
+            p = self._part(addr)
+            self.transfers += 1
+            for i in range(len(buf)):
+                p.write(reg + i, buf[i])
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def scan(self):
+        return sorted(a for a, p in self.parts.items() if p.answering)
+
+
+def _i16(x):
+    v = int(x + 0.5) if x >= 0 else -int(-x + 0.5)
+    return 32767 if v > 32767 else (-32768 if v < -32768 else v)
+
+
+class _Part:
+    address = 0
+    regs_len = 128
+
+    def __init__(self, address):
+        self.address = address
+        self.answering = True
+        self.regs = bytearray(self.regs_len)
+        self.writes = []            # (reg, value) in order: the init sequence a test checks
+        self.resets = 0
+        self.samples = 0
+        self.reset()
+
+    def reset(self):
+        r = self.regs
+        for i in range(len(r)):
+            r[i] = 0
+        self._defaults()
+        self.resets += 1
+
+    def read_into(self, reg, buf):
+        r = self.regs
+        n = len(buf)
+        inc = self.auto_increment()
+        for i in range(n):
+            a = reg + i if inc else reg
+            buf[i] = r[a] if a < self.regs_len else 0
+
+    def write(self, reg, value):
+        self.writes.append((reg, value))
+        self._write(reg, value & 0xFF)
+
+    def _put16(self, at, value, big):
+        v = value & 0xFFFF
+        hi = v >> 8
+        lo = v & 0xFF
+        if big:
+            self.regs[at] = hi
+            self.regs[at + 1] = lo
+        else:
+            self.regs[at] = lo
+            self.regs[at + 1] = hi
+
+
+class Mpu6050(_Part):
+    """MPU-6050 (RM-MPU-6000A): WHO_AM_I 0x75 = 0x68, PWR_MGMT_1 0x6B reset value 0x40 (SLEEP), GYRO_CONFIG 0x1B /
+    ACCEL_CONFIG 0x1C full scale in bits 4:3, data from 0x3B big-endian: accel x y z, temperature, gyro x y z."""
+    WHO = 0x68
+    GYRO_LSB_DPS = (131.0, 65.5, 32.8, 16.4)
+    ACCEL_LSB_G = (16384.0, 8192.0, 4096.0, 2048.0)
+
+    def __init__(self, address=0x68):
+        _Part.__init__(self, address)
+
+    def _defaults(self):
+        self.regs[0x75] = self.WHO
+        self.regs[0x6B] = 0x40
+
+    def auto_increment(self):
+        return True
+
+    def _write(self, reg, v):
+        if reg == 0x6B and v & 0x80:
+            self.reset()                # DEVICE_RESET: the bit clears itself, the part is asleep again
+            return
+        if reg in (0x75,) or 0x3B <= reg <= 0x48:
+            return                      # read-only
+        self.regs[reg] = v
+
+    def awake(self):
+        return not self.regs[0x6B] & 0x40
+
+    def gyro_fs(self):
+        return (self.regs[0x1B] >> 3) & 3
+
+    def accel_fs(self):
+        return (self.regs[0x1C] >> 3) & 3
+
+    def sample(self, gyro_rad_s, accel_m_s2, temp_c=25.0):
+        """New data in the part's axes (rad/s, m/s^2): into the data registers at the configured full scale, if
+        the part is awake (asleep, the registers keep what they had: zeros after a reset)."""
+        if not self.awake():
+            return
+        gl = self.GYRO_LSB_DPS[self.gyro_fs()]
+        al = self.ACCEL_LSB_G[self.accel_fs()]
+        for i in range(3):
+            self._put16(0x3B + 2 * i, _i16(accel_m_s2[i] / G0 * al), True)
+            self._put16(0x43 + 2 * i, _i16(gyro_rad_s[i] / _DEG * gl), True)
+        self._put16(0x41, _i16((temp_c - 36.53) * 340.0), True)
+        self.samples += 1
+
+
+class Lsm6ds3(_Part):
+    """LSM6DS3 (DocID026899): WHO_AM_I 0x0F = 0x69, CTRL1_XL 0x10 / CTRL2_G 0x11 (ODR bits 7:4, 0 = power-down;
+    FS bits 3:2), CTRL3_C 0x12 (reset value 0x04: IF_INC; bit 0 SW_RESET), data from 0x22 little-endian: gyro x y z
+    (OUTX_L_G..), accel x y z (OUTX_L_XL 0x28..)."""
+    WHO = 0x69
+    GYRO_MDPS = (8.75, 17.5, 35.0, 70.0)            # FS_G 00 245, 01 500, 10 1000, 11 2000 deg/s
+    ACCEL_MG = {0: 0.061, 2: 0.122, 3: 0.244, 1: 0.488}   # FS_XL 00 2 g, 10 4 g, 11 8 g, 01 16 g
+
+    def __init__(self, address=0x6A):
+        _Part.__init__(self, address)
+
+    def _defaults(self):
+        self.regs[0x0F] = self.WHO
+        self.regs[0x12] = 0x04
+
+    def auto_increment(self):
+        return bool(self.regs[0x12] & 0x04)
+
+    def _write(self, reg, v):
+        if reg == 0x12 and v & 0x01:
+            self.reset()
+            return
+        if reg == 0x0F or 0x20 <= reg <= 0x2D:
+            return
+        self.regs[reg] = v
+
+    def gyro_on(self):
+        return self.regs[0x11] >> 4 != 0
+
+    def accel_on(self):
+        return self.regs[0x10] >> 4 != 0
+
+    def sample(self, gyro_rad_s, accel_m_s2, temp_c=25.0):
+        if self.gyro_on():
+            lsb = self.GYRO_MDPS[(self.regs[0x11] >> 2) & 3] * 1e-3
+            for i in range(3):
+                self._put16(0x22 + 2 * i, _i16(gyro_rad_s[i] / _DEG / lsb), False)
+        if self.accel_on():
+            lsb = self.ACCEL_MG[(self.regs[0x10] >> 2) & 3] * 1e-3
+            for i in range(3):
+                self._put16(0x28 + 2 * i, _i16(accel_m_s2[i] / G0 / lsb), False)
+        if self.gyro_on() or self.accel_on():
+            self._put16(0x20, _i16((temp_c - 25.0) * 16.0), False)
+            self.samples += 1
+
+
+PARTS = {"mpu6050": Mpu6050, "lsm6ds3": Lsm6ds3}
+DEFAULT_ADDRESS = {"mpu6050": 0x68, "lsm6ds3": 0x6A}
+
+
+def make_part(name, address=None):
+    cls = PARTS.get(name)
+    if cls is None:
+        raise ValueError("unknown IMU part %r (one of %s)" % (name, ", ".join(sorted(PARTS))))
+    return cls(DEFAULT_ADDRESS[name] if address is None else address)
