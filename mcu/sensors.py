@@ -73,6 +73,7 @@ class Sensors:
         self.pending = False            # a sample waits to be sent (the App sends it)
         self.configure(values)
         self._next = hal.ticks_us()
+        self._retry_us = self._next     # the IMU's first init step: at the first sample
 
     def configure(self, values):
         self.warn_mv = int(values["battery_warn_v"] * 1000.0 + 0.5)
