@@ -19,8 +19,9 @@ ETIMEDOUT = 110
 
 class I2CBus:
     """machine.I2C's memory interface over emulated parts: readfrom_mem_into / writeto_mem raise OSError(EIO)
-    when nothing answers at the address (no part, or a part that stopped answering). lock: held for each transfer
-    (the control thread writes the registers under the same lock: no torn samples from the emulation itself)."""
+    when nothing answers at the address (no part, or a part that stopped answering). lock: None, or a lock held for
+    each transfer. The virtual board needs none: a part's data registers are swapped in whole by the control
+    thread (a burst read sees one sample, as the real parts latch their outputs during a burst read)."""
 
     def __init__(self, lock=None):
         self.parts = {}
@@ -76,10 +77,14 @@ class _Part:
     address = 0
     regs_len = 128
 
+    data_at = 0                 # first data register
+    data_len = 0
+
     def __init__(self, address):
         self.address = address
         self.answering = True
         self.regs = bytearray(self.regs_len)
+        self.data = bytearray(self.data_len)    # the data registers: replaced whole by each new sample
         self.writes = []            # (reg, value) in order: the init sequence a test checks
         self.resets = 0
         self.samples = 0
@@ -90,36 +95,46 @@ class _Part:
         for i in range(len(r)):
             r[i] = 0
         self._defaults()
+        self.data = bytearray(self.data_len)
         self.resets += 1
 
     def read_into(self, reg, buf):
         r = self.regs
+        d = self.data               # one sample for the whole burst
+        lo = self.data_at
+        hi = lo + self.data_len
         n = len(buf)
         inc = self.auto_increment()
         for i in range(n):
             a = reg + i if inc else reg
-            buf[i] = r[a] if a < self.regs_len else 0
+            if lo <= a < hi:
+                buf[i] = d[a - lo]
+            else:
+                buf[i] = r[a] if a < self.regs_len else 0
 
     def write(self, reg, value):
         self.writes.append((reg, value))
         self._write(reg, value & 0xFF)
 
-    def _put16(self, at, value, big):
+    def _put16(self, d, at, value, big):
         v = value & 0xFFFF
         hi = v >> 8
         lo = v & 0xFF
+        i = at - self.data_at
         if big:
-            self.regs[at] = hi
-            self.regs[at + 1] = lo
+            d[i] = hi
+            d[i + 1] = lo
         else:
-            self.regs[at] = lo
-            self.regs[at + 1] = hi
+            d[i] = lo
+            d[i + 1] = hi
 
 
 class Mpu6050(_Part):
     """MPU-6050 (RM-MPU-6000A): WHO_AM_I 0x75 = 0x68, PWR_MGMT_1 0x6B reset value 0x40 (SLEEP), GYRO_CONFIG 0x1B /
     ACCEL_CONFIG 0x1C full scale in bits 4:3, data from 0x3B big-endian: accel x y z, temperature, gyro x y z."""
     WHO = 0x68
+    data_at = 0x3B
+    data_len = 14
     GYRO_LSB_DPS = (131.0, 65.5, 32.8, 16.4)
     ACCEL_LSB_G = (16384.0, 8192.0, 4096.0, 2048.0)
 
@@ -144,6 +159,15 @@ class Mpu6050(_Part):
     def awake(self):
         return not self.regs[0x6B] & 0x40
 
+    def sample_period(self):
+        """Seconds between new samples: the gyro output rate (8 kHz, 1 kHz with the DLPF on) / (1 + SMPLRT_DIV);
+        None while asleep (no new data)."""
+        if not self.awake():
+            return None
+        dlpf = self.regs[0x1A] & 7
+        base = 1000.0 if 1 <= dlpf <= 6 else 8000.0
+        return (1 + self.regs[0x19]) / base
+
     def gyro_fs(self):
         return (self.regs[0x1B] >> 3) & 3
 
@@ -157,10 +181,12 @@ class Mpu6050(_Part):
             return
         gl = self.GYRO_LSB_DPS[self.gyro_fs()]
         al = self.ACCEL_LSB_G[self.accel_fs()]
+        d = bytearray(self.data_len)
         for i in range(3):
-            self._put16(0x3B + 2 * i, _i16(accel_m_s2[i] / G0 * al), True)
-            self._put16(0x43 + 2 * i, _i16(gyro_rad_s[i] / _DEG * gl), True)
-        self._put16(0x41, _i16((temp_c - 36.53) * 340.0), True)
+            self._put16(d, 0x3B + 2 * i, _i16(accel_m_s2[i] / G0 * al), True)
+            self._put16(d, 0x43 + 2 * i, _i16(gyro_rad_s[i] / _DEG * gl), True)
+        self._put16(d, 0x41, _i16((temp_c - 36.53) * 340.0), True)
+        self.data = d
         self.samples += 1
 
 
@@ -169,6 +195,8 @@ class Lsm6ds3(_Part):
     FS bits 3:2), CTRL3_C 0x12 (reset value 0x04: IF_INC; bit 0 SW_RESET), data from 0x22 little-endian: gyro x y z
     (OUTX_L_G..), accel x y z (OUTX_L_XL 0x28..)."""
     WHO = 0x69
+    data_at = 0x20              # OUT_TEMP_L, then gyro and accel
+    data_len = 14
     GYRO_MDPS = (8.75, 17.5, 35.0, 70.0)            # FS_G 00 245, 01 500, 10 1000, 11 2000 deg/s
     ACCEL_MG = {0: 0.061, 2: 0.122, 3: 0.244, 1: 0.488}   # FS_XL 00 2 g, 10 4 g, 11 8 g, 01 16 g
 
@@ -190,6 +218,15 @@ class Lsm6ds3(_Part):
             return
         self.regs[reg] = v
 
+    ODR_HZ = (0.0, 12.5, 26.0, 52.0, 104.0, 208.0, 416.0, 833.0, 1660.0, 3330.0, 6660.0)
+
+    def sample_period(self):
+        """Seconds between new gyro samples (CTRL2_G's ODR), None while the gyro is powered down."""
+        code = self.regs[0x11] >> 4
+        if code == 0 or code >= len(self.ODR_HZ):
+            return None
+        return 1.0 / self.ODR_HZ[code]
+
     def gyro_on(self):
         return self.regs[0x11] >> 4 != 0
 
@@ -197,17 +234,22 @@ class Lsm6ds3(_Part):
         return self.regs[0x10] >> 4 != 0
 
     def sample(self, gyro_rad_s, accel_m_s2, temp_c=25.0):
+        """New data in the part's axes: gyro and accel each only while its ODR is not power-down (a powered-down
+        sensor keeps its last output)."""
+        if not (self.gyro_on() or self.accel_on()):
+            return
+        d = bytearray(self.data)
         if self.gyro_on():
             lsb = self.GYRO_MDPS[(self.regs[0x11] >> 2) & 3] * 1e-3
             for i in range(3):
-                self._put16(0x22 + 2 * i, _i16(gyro_rad_s[i] / _DEG / lsb), False)
+                self._put16(d, 0x22 + 2 * i, _i16(gyro_rad_s[i] / _DEG / lsb), False)
         if self.accel_on():
             lsb = self.ACCEL_MG[(self.regs[0x10] >> 2) & 3] * 1e-3
             for i in range(3):
-                self._put16(0x28 + 2 * i, _i16(accel_m_s2[i] / G0 / lsb), False)
-        if self.gyro_on() or self.accel_on():
-            self._put16(0x20, _i16((temp_c - 25.0) * 16.0), False)
-            self.samples += 1
+                self._put16(d, 0x28 + 2 * i, _i16(accel_m_s2[i] / G0 / lsb), False)
+        self._put16(d, 0x20, _i16((temp_c - 25.0) * 16.0), False)
+        self.data = d
+        self.samples += 1
 
 
 PARTS = {"mpu6050": Mpu6050, "lsm6ds3": Lsm6ds3}

@@ -289,6 +289,7 @@ class Plant:
             self.imu_rng = Rng(self.imu_seed)
             self.gyro_bias = list(self.gyro_bias0)
             self.gyro_true = [0.0, 0.0, 0.0]
+            self.imu_acc_t = self.imu_acc_wz = self.imu_acc_ax = self.imu_acc_ay = 0.0
         self.energized = False
         self.t = 0.0
         self.steps = 0
@@ -513,14 +514,28 @@ class Plant:
         self.battery_terminal_v = vt if vt > 0.0 else 0.0
 
     def _imu_sample(self, dt):
+        # the part converts at its own output rate (what the driver set: 100 Hz): its sample is the mean over
+        # that interval (the parts' low-pass filters average), so nothing between two samples is lost
+        self.imu_acc_t += dt
+        self.imu_acc_wz += self.wz * dt
+        self.imu_acc_ax += self.a_x * dt
+        self.imu_acc_ay += self.v * self.wz * dt
+        per = self.imu.sample_period()
+        if per is None:
+            self.imu_acc_t = self.imu_acc_wz = self.imu_acc_ax = self.imu_acc_ay = 0.0
+            return
+        if self.imu_acc_t < per - 1e-9:
+            return
+        T = self.imu_acc_t
         rng = self.imu_rng
         true = self.gyro_true
         true[0] = 0.0
         true[1] = 0.0
-        true[2] = self.wz
+        true[2] = self.imu_acc_wz / T
         meas = [0.0, 0.0, 0.0]
-        acc = [self.a_x, self.v * self.wz, GRAVITY]
-        step = self.gyro_drift * math.sqrt(dt)
+        acc = [self.imu_acc_ax / T, self.imu_acc_ay / T, GRAVITY]
+        self.imu_acc_t = self.imu_acc_wz = self.imu_acc_ax = self.imu_acc_ay = 0.0
+        step = self.gyro_drift * math.sqrt(T)
         for i in range(3):
             if step > 0.0:
                 self.gyro_bias[i] += step * rng.normal()
