@@ -127,6 +127,8 @@ class App:
         dth = self.sensors.take_heading()
         if dl or dr or dth is not None:
             self.odometry.update(dl, dr, dth)
+        else:
+            self.odometry.gyro_heading = False      # no gyro this period: ODOM says the encoders hold the heading
 
     def _stream_telemetry(self):
         for rec in self.ring.drain(TELEMETRY_BURST):
