@@ -63,6 +63,13 @@ def main(argv=None) -> int:
                                            for st in s.status]])
 
     t0 = time.monotonic()
+    # tell a waiting test (a line on stderr) once the bridge's diagnostics writer is matched: from here on the
+    # bridge's messages reach us, its last one included
+    while not r_diag.get_matched_publications() and time.monotonic() - t0 < a.wait_match:
+        drain()
+        time.sleep(0.02)
+    print("diagnostics matched" if r_diag.get_matched_publications() else "diagnostics not matched",
+          file=sys.stderr, flush=True)
     if writer is not None:
         while not writer.get_matched_subscriptions() and time.monotonic() - t0 < a.wait_match:
             drain()
