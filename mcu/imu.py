@@ -24,6 +24,7 @@ MPU_PWR_MGMT_1 = const(0x6B)       # 0x80 DEVICE_RESET; after reset 0x40 (SLEEP)
 MPU_WHO_AM_I = const(0x75)
 MPU_IDS = (0x68, 0x70, 0x71)       # MPU-6050, MPU-6500, MPU-9250
 MPU_RESET_MS = const(100)
+MPU_STARTUP_MS = const(30)          # gyro start-up time (datasheet: 30 ms typical): the data registers hold 0 until
 MPU_DLPF_44HZ = const(3)           # CONFIG DLPF_CFG 3: gyro 42 Hz / accel 44 Hz bandwidth, gyro output rate 1 kHz
 
 # LSM6DS3 datasheet (DocID026899): 12 data bytes from OUTX_L_G, little-endian (gyro x, y, z, accel x, y, z)
@@ -34,6 +35,7 @@ LSM_CTRL3_C = const(0x12)          # 0x01 SW_RESET; 0x40 BDU (no torn samples); 
 LSM_OUTX_L_G = const(0x22)
 LSM_IDS = (0x69, 0x6A)             # LSM6DS3, LSM6DS3TR-C
 LSM_RESET_MS = const(20)
+LSM_STARTUP_MS = const(70)          # gyro turn-on time (datasheet): no output data before it
 LSM_ODR_104 = const(4)             # ODR code 0100: 104 Hz
 LSM_ODR_208 = const(5)             # 0101: 208 Hz
 
@@ -89,6 +91,7 @@ class Imu:
             self.gyro_at = 8            # gyro x high byte in the burst (after accel and temperature)
             self.accel_at = 0
             self.reset_ms = MPU_RESET_MS
+            self.startup_ms = MPU_STARTUP_MS
             g_lsb = _MPU_GYRO_LSB[fs]
             a_lsb = _MPU_ACCEL_LSB[afs]
         elif self.part == "lsm6ds3":
@@ -100,6 +103,7 @@ class Imu:
             self.gyro_at = 0
             self.accel_at = 6
             self.reset_ms = LSM_RESET_MS
+            self.startup_ms = LSM_STARTUP_MS
             g_lsb = _LSM_GYRO_LSB[fs]
             a_lsb = _LSM_ACCEL_LSB[afs]
         else:
@@ -142,7 +146,8 @@ class Imu:
 
     def configure(self):
         """After the reset time: wake the part, set the output rate, filter and full scales, and check the gyro
-        range register reads back. OSError: no answer (begin() again)."""
+        range register reads back. -> ms until its first sample is there (startup_ms: read() before gives the
+        zeros of the reset). OSError: no answer (begin() again)."""
         if self.big:
             self._write(MPU_PWR_MGMT_1, 0x01)      # awake, clock from the X gyro's PLL (better than the RC clock)
             self._write(MPU_CONFIG, MPU_DLPF_44HZ)
@@ -161,6 +166,7 @@ class Imu:
             self.phase = STARTING
             raise OSError(5)
         self.phase = RUNNING
+        return self.startup_ms
 
     # ---- the sample: allocation-free ----
 

@@ -122,10 +122,14 @@ class Sensors:
             if _ticks_diff(now, self._retry_us) < 0:
                 return
             try:
-                if imu.phase == imu_mod.RESETTING:
-                    imu.configure()
+                if imu.phase == imu_mod.RUNNING:
+                    # configured, and its start-up time has passed: its samples are real from here on
                     self.imu_state = protocol.IMU_OK
                     self._t_last = 0
+                elif imu.phase == imu_mod.RESETTING:
+                    wait_ms = imu.configure()
+                    self._retry_us = (now + wait_ms * 1000) & 0x3FFFFFFF
+                    return
                 else:
                     wait_ms = imu.begin()
                     self._retry_us = (now + wait_ms * 1000) & 0x3FFFFFFF

@@ -70,7 +70,9 @@ def test_sensors_stream_estop_battery_and_imu_loss_on_the_virtual_board():
         # the emulated MPU-6050's bias on z (0.6 deg/s in the robot file, drifting) is what the board estimated
         assert last.imu_ok and last.gyro_bias_z is not None
         assert abs(last.gyro_bias_z - truth["gyro_bias_z"]) < 5e-4, (last.gyro_bias_z, truth["gyro_bias_z"])
-        assert abs(last.accel[2] - 9.81) < 0.05 and abs(last.battery_v - 7.4) < 0.02
+        # at rest: g on z (the mean: one sample has ~0.03 m/s^2 of noise, 0.4 mg/sqrt(Hz) over 50 Hz)
+        az = sum(x.accel[2] for x in r if x.imu_ok) / len([x for x in r if x.imu_ok])
+        assert abs(az - 9.81) < 0.01 and abs(last.battery_v - 7.4) < 0.02, (az, last.battery_v)
         assert last.estop_open is False and last.still and last.gyro_heading
         seqs = [x.seq for x in r]
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "records lost on an idle link"

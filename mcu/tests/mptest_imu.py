@@ -43,7 +43,7 @@ def test_mpu6050_init_sequence_wakes_the_part_and_sets_the_ranges():
     assert not p.awake()                                # power-on: asleep, no data
     assert drv.begin() == imu.MPU_RESET_MS
     assert p.writes == [(0x6B, 0x80)] and p.resets == 2   # DEVICE_RESET (the part's own reset, then ours)
-    drv.configure()
+    assert drv.configure() == imu.MPU_STARTUP_MS
     assert p.writes[1:] == [(0x6B, 0x01), (0x1A, 3), (0x19, 4), (0x1B, 2 << 3), (0x1C, 2 << 3)], p.writes
     assert p.awake() and p.gyro_fs() == 2 and p.accel_fs() == 2
     assert abs(p.sample_period() - 0.005) < 1e-12      # 1 kHz / (1 + 4): the configured 200 Hz
@@ -232,6 +232,9 @@ def test_bias_estimated_while_still_and_the_heading_uses_it():
     task, hal, ctrl, p = _task("lsm6ds3")
     bias = (0.004, -0.002, 0.0105)                     # rad/s, the part's turn-on bias (0.6 deg/s on z)
     _run(task, hal, p, 0.05, bias)
+    # reset (20 ms), then the gyro's turn-on time (70 ms): no samples before
+    assert task.imu_state == protocol.IMU_STARTING and task.imu.reads == 0
+    _run(task, hal, p, 0.1, bias)
     assert task.imu_state == protocol.IMU_OK and not task.bias_valid
     # still for still_ms (500 ms), then one 32-sample window: the estimate exists
     _run(task, hal, p, 0.5 + 0.35, bias)
@@ -256,7 +259,7 @@ def test_bias_estimated_while_still_and_the_heading_uses_it():
 
 def test_imu_that_stops_answering_mid_run_is_a_diag_state_and_comes_back():
     task, hal, ctrl, p = _task("mpu6050")
-    _run(task, hal, p, 1.0)
+    _run(task, hal, p, 1.2)
     assert task.imu_state == protocol.IMU_OK and task.bias_valid
     p.answering = False                                # unplugged mid-run
     t0 = hal.now
@@ -269,7 +272,7 @@ def test_imu_that_stops_answering_mid_run_is_a_diag_state_and_comes_back():
     assert task.imu_errors == 4, task.imu_errors
     p.answering = True                                 # back (it reset itself: asleep, as at power-on)
     p.reset()
-    _run(task, hal, p, 1.2)
+    _run(task, hal, p, 1.5)
     assert task.imu_state == protocol.IMU_OK, task.imu_state
     assert p.awake() and task.gyro_heading()           # re-initialized; the bias estimate is kept
     assert hal.now - t0 < 5000000
@@ -317,7 +320,7 @@ def test_battery_warning_bit_and_latched_cut_off():
 def test_reads_and_bias_update_allocate_nothing():
     for part in ("mpu6050", "lsm6ds3"):
         task, hal, ctrl, p = _task(part)
-        _run(task, hal, p, 1.0, (0.01, 0.02, 0.03))
+        _run(task, hal, p, 1.3, (0.01, 0.02, 0.03))
         assert task.bias_valid
         drv = task.imu
         p.sample((0.1, -0.2, 0.3), (0.0, 0.0, 9.8))
