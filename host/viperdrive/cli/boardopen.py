@@ -43,6 +43,10 @@ FAULT_HINTS = {
                            "encoder (connector, supply, disk) and that nothing drags on the wheel; an uncalibrated kv "
                            "far below the motor's looks the same (`viperdrive calibrate feedforward`, or enc_ms 0 "
                            "turns the check off)",
+    P.FAULT_ESTOP: "release the e-stop button (or mend its wire: a cut wire reads as pressed); the fault stays "
+                   "latched while the stop circuit is open",
+    P.FAULT_BATTERY_LOW: "charge or replace the battery (it fell below battery_cutoff_v); if the voltage the board "
+                         "reports is not the pack's, check battery.divider in board.json",
 }
 
 
