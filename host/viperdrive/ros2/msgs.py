@@ -14,11 +14,15 @@ import math
 from dataclasses import dataclass, field
 
 from cyclonedds.idl import IdlStruct, make_idl_struct
-from cyclonedds.idl.types import array, bounded_str, float64, int32, sequence, uint8, uint32
+from cyclonedds.idl.types import array, bounded_str, float32, float64, int32, sequence, uint8, uint32
 
 
 def _zeros36():
     return [0.0] * 36
+
+
+def _zeros9():
+    return [0.0] * 9
 
 
 # ----------------------------------------------------------------------------------------- builtin_interfaces
@@ -120,6 +124,46 @@ class JointState(IdlStruct, typename="sensor_msgs::msg::dds_::JointState_"):
     effort: sequence[float64] = field(default_factory=list)
 
 
+@dataclass
+class Imu(IdlStruct, typename="sensor_msgs::msg::dds_::Imu_"):
+    header: Header = field(default_factory=Header)
+    orientation: Quaternion = field(default_factory=Quaternion)
+    orientation_covariance: array[float64, 9] = field(default_factory=_zeros9)     # [0] = -1: no orientation
+    angular_velocity: Vector3 = field(default_factory=Vector3)
+    angular_velocity_covariance: array[float64, 9] = field(default_factory=_zeros9)
+    linear_acceleration: Vector3 = field(default_factory=Vector3)
+    linear_acceleration_covariance: array[float64, 9] = field(default_factory=_zeros9)
+
+
+@dataclass
+class BatteryState(IdlStruct, typename="sensor_msgs::msg::dds_::BatteryState_"):
+    header: Header = field(default_factory=Header)
+    voltage: float32 = 0.0
+    temperature: float32 = 0.0
+    current: float32 = 0.0
+    charge: float32 = 0.0
+    capacity: float32 = 0.0
+    design_capacity: float32 = 0.0
+    percentage: float32 = 0.0
+    power_supply_status: uint8 = 0
+    power_supply_health: uint8 = 0
+    power_supply_technology: uint8 = 0
+    present: bool = False
+    cell_voltage: sequence[float32] = field(default_factory=list)
+    cell_temperature: sequence[float32] = field(default_factory=list)
+    location: str = ""
+    serial_number: str = ""
+
+
+# BatteryState constants (uint8 in the .msg; the Linux kernel's power_supply.h values)
+POWER_SUPPLY_STATUS_UNKNOWN = 0
+POWER_SUPPLY_STATUS_DISCHARGING = 2
+POWER_SUPPLY_HEALTH_UNKNOWN = 0
+POWER_SUPPLY_HEALTH_GOOD = 1
+POWER_SUPPLY_HEALTH_DEAD = 3
+POWER_SUPPLY_TECHNOLOGY_UNKNOWN = 0
+
+
 # ---------------------------------------------------------------------------------------------------- tf2_msgs
 @dataclass
 class TFMessage(IdlStruct, typename="tf2_msgs::msg::dds_::TFMessage_"):
@@ -159,7 +203,8 @@ class DiagnosticArray(IdlStruct, typename="diagnostic_msgs::msg::dds_::Diagnosti
 # Every type above, by its ROS 2 name (`<pkg>/msg/<Type>`).
 ALL_TYPES = (
     Time, Header, Vector3, Point, Quaternion, Pose, PoseWithCovariance, Twist, TwistStamped, TwistWithCovariance,
-    Transform, TransformStamped, Odometry, JointState, TFMessage, KeyValue, DiagnosticStatus, DiagnosticArray,
+    Transform, TransformStamped, Odometry, JointState, Imu, BatteryState, TFMessage, KeyValue, DiagnosticStatus,
+    DiagnosticArray,
 )
 
 
