@@ -11,6 +11,7 @@ Default values match ROS 2's (a Quaternion defaults to the identity, w = 1).
 """
 
 import math
+import typing
 from dataclasses import dataclass, field
 
 from cyclonedds.idl import IdlStruct, make_idl_struct
@@ -261,6 +262,19 @@ def gid_from_guid(guid_bytes: bytes, gid_size: int = GID_SIZE):
 
 
 # ------------------------------------------------------------------------------------------------------- helpers
+def from_fields(cls, fields: dict):
+    """A message of cls from its fields as a dict in ROS field form (nested messages as dicts too): what
+    mcap_ros2's writer takes, so one dict (viperdrive.sensormsgs) serves a recording and a live topic."""
+    hints = typing.get_type_hints(cls)
+    kw = {}
+    for name, value in fields.items():
+        t = hints[name]
+        if isinstance(value, dict) and isinstance(t, type) and issubclass(t, IdlStruct):
+            value = from_fields(t, value)
+        kw[name] = value
+    return cls(**kw)
+
+
 def time_from_ns(ns: int) -> Time:
     """builtin_interfaces/Time from integer nanoseconds (floor division keeps nanosec in [0, 1e9) for ns < 0)."""
     sec, nanosec = divmod(int(ns), 1_000_000_000)
