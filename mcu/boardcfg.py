@@ -211,6 +211,8 @@ def _battery(d, backend):
         if "adc" not in v:
             raise ValueError("board config: battery.adc is missing (the ADC pin of the divider's midpoint)")
         out["adc"] = _pin(v["adc"], "battery.adc", backend)
+        if backend == "rp2" and out["adc"] not in (26, 27, 28, 29):
+            raise _bad("battery.adc", out["adc"], "an ADC pin: GPIO 26..29 on rp2")
     if "divider" not in v:
         raise ValueError("board config: battery.divider is missing (battery volts per ADC pin volt, e.g. 3.0 for "
                          "20k over 10k)")

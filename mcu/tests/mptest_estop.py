@@ -48,7 +48,7 @@ def _driving():
     a.start()
     h = Host(hal, a)
     assert P.unpack_enable_ack(h.one(P.pack_enable(True), P.ENABLE_ACK))
-    for i in range(100):                       # up to speed: 3000 counts/s, the PID driving both wheels
+    for _ in range(100):                       # up to speed: 3000 counts/s, the PID driving both wheels
         hal.counts = [hal.counts[0] + 6, hal.counts[1] + 6]
         h.one(P.pack_set_vel(3000, 3000), P.STATE)
     assert hal.energized and hal.duty[0] > 0 and hal.duty[1] > 0
@@ -151,7 +151,7 @@ def test_reaction_time_on_the_sim_backend_from_the_firmware_clock():
     try:
         reactions = []
         periods = []
-        for trial in range(5):
+        for _trial in range(5):
             assert a.enable(True), a.ctrl.fault()
             end = time.ticks_add(time.ticks_ms(), 400)
             while time.ticks_diff(end, time.ticks_ms()) > 0:
