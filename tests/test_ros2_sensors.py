@@ -243,3 +243,32 @@ def test_recording_has_imu_and_battery_state_at_the_rate_asked(tmp_path):
     names = {st.name for st in diag}
     assert {"viperdrive: e-stop", "viperdrive: battery", "viperdrive: imu"} <= names
     assert [st.message for st in diag if st.name == "viperdrive: e-stop"][-1] == "closed"
+    # base_link -> imu_link once (identity: the board config's axis map gives the robot's axes) ...
+    (_, tf), = data["/tf_static"]
+    t = tf.transforms[0]
+    assert (t.header.frame_id, t.child_frame_id, t.transform.rotation.w) == ("base_link", "imu_t", 1.0)
+
+    # ... so `viperdrive fuse` takes the recording's Imu as an imuN input in base_link, every message used
+    ekf = tmp_path / "ekf.yaml"
+    ekf.write_text("""\
+ekf_filter_node:
+  ros__parameters:
+    frequency: 20.0
+    two_d_mode: true
+    odom0: odom
+    odom0_config: [false, false, false, false, false, false, true, true, false, false, false, false,
+                   false, false, false]
+    imu0: imu/data_raw
+    imu0_config: [false, false, false, false, false, false, false, false, false, false, false, true,
+                  false, false, false]
+""")
+    csv_out = tmp_path / "fused.csv"
+    f = subprocess.run([str(VIPERDRIVE), "fuse", str(out), "--config", str(ekf), "--out", str(csv_out)],
+                       capture_output=True, text=True, timeout=120)
+    assert f.returncode == 0, f.stderr
+    row = next(line.split() for line in f.stdout.splitlines() if line.startswith("imu0"))
+    assert row[1] == "/imu/data_raw" and int(row[2]) == len(imu) and int(row[3]) == len(imu), row
+    assert "no static transform" not in f.stdout + f.stderr
+    # the fused yaw rate follows the gyro's: the last estimates of the turn
+    rows = [list(map(float, r.split(","))) for r in csv_out.read_text().splitlines()[1:]]
+    assert max(r[12] for r in rows) > 0.8                          # vyaw, CCW positive

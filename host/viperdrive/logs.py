@@ -13,6 +13,11 @@ Topics written by McapRecorder (ros2msg schemas, all from viperdrive.rosmsg_defs
     /imu/data_raw            sensor_msgs/msg/Imu                   every SENSORS_DATA record with a working IMU
     /battery_state           sensor_msgs/msg/BatteryState          every SENSORS_DATA record, when the board
                                                                    has a battery input
+    /tf_static               tf2_msgs/msg/TFMessage                base_link -> imu_link, once, before the
+                                                                   first Imu: the board config's imu.axes turn
+                                                                   the part's axes into the robot's, so the
+                                                                   rotation is the identity (the mounting
+                                                                   position is not known here: zero)
 (the Imu and BatteryState fields are viperdrive.sensormsgs': the same numbers `viperdrive ros2` publishes)
 
 Stamps are wall-clock (UNIX epoch) nanoseconds, mapped from the host's monotonic clock once at the start; board
@@ -49,6 +54,7 @@ TOPICS = {
     "/cmd_vel": rosmsg_defs.TWIST_STAMPED,
     "/diagnostics": DIAGNOSTIC_ARRAY,
     "/viperdrive/telemetry": WHEEL_TELEMETRY,
+    "/tf_static": TF_MESSAGE,
     "/imu/data_raw": rosmsg_defs.IMU,
     "/battery_state": rosmsg_defs.BATTERY_STATE,
 }
@@ -171,6 +177,11 @@ class McapRecorder:
         mono = r.t if r.t is not None else r.stamp
         stamp = _stamp(self.ns(mono))
         if r.imu_ok:
+            if not self.counts["/imu/data_raw"] and self.imu_frame != self.base_frame:
+                self._write("/tf_static", {"transforms": [{
+                    "header": self._header(mono, self.base_frame), "child_frame_id": self.imu_frame,
+                    "transform": {"translation": {"x": 0.0, "y": 0.0, "z": 0.0}, "rotation": _quaternion(0.0)}}]},
+                    mono)
             self._write("/imu/data_raw", sensormsgs.imu_msg(r, stamp, self.imu_frame, self.imu_noise), mono)
         if r.battery_v is not None:
             self._write("/battery_state", sensormsgs.battery_msg(r, stamp, self.base_frame, cutoff_latched), mono)
