@@ -153,7 +153,8 @@ def sensor_statuses(r, fault_code: int, warn_v: float | None, cutoff_v: float | 
         values = [("state", r.imu_state_name),
                   ("gyro_bias_z_rad_s", f"{r.gyro_bias_z:.6g}" if r.gyro_bias_z is not None else "-"),
                   ("yaw_rate_rad_s", f"{r.yaw_rate:.6g}"), ("heading_source", "gyro" if r.gyro_heading
-                                                             else "encoders")]
+                                                             else "encoders"),
+                  ("still", str(r.still)), ("gyro_z_raw_rad_s", f"{r.gyro[2]:.6g}")]
         if imu_errors is not None:
             values.append(("imu_errors", str(imu_errors)))
         level = {P.IMU_OK: OK, P.IMU_NONE: OK, P.IMU_STARTING: WARN}.get(r.imu_state, ERROR)
