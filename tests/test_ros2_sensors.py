@@ -14,6 +14,7 @@ import time
 import pytest
 
 from test_ros2_bridge import HERE, VIPERDRIVE, Bridge
+from test_ros2_bridge import ROBOT_FILE as BRIDGE_ROBOT_FILE
 from test_ros2_dds import DOMAIN, ddsls, peer_env
 
 from viperdrive.ros2 import msgs, typehash
@@ -22,18 +23,8 @@ from viperdrive.sim import VirtualBoard
 
 pytestmark = [pytest.mark.slow]
 
-SEPARATION = 0.152
-RADIUS = 0.0325
-ROBOT_FILE = f"""
-wheel_separation: {SEPARATION}
-wheel_radius: {RADIUS}
-max_rim_speed: 0.55
-max_rim_acceleration: 1.0
-cmd_vel_timeout: 0.3
-update_rate: 100
-ros2:
-  publish_rate: 50
-  tf_frame_prefix: robot_s
+# the bridge tests' robot (its ros2 section last: tf_frame_prefix robot_t) with the sensor keys
+ROBOT_FILE = BRIDGE_ROBOT_FILE + """\
   imu_frame_id: imu_t
   imu_part: mpu6050
   sensor_rate: 50
@@ -98,7 +89,7 @@ def test_imu_angular_velocity_z_follows_the_turn_ccw_positive(sensors_bridge):
     imu = rec["imu"]
     assert len(imu) >= 100, (len(imu), bridge.stderr())        # 50 Hz for 3.5 s, fewer on a loaded machine
     last = imu[-1]
-    assert last[2] == "robot_s/imu_t"                          # ros2.imu_frame_id with the tf prefix
+    assert last[2] == "robot_t/imu_t"                          # ros2.imu_frame_id with the tf prefix
     assert last[9] == -1.0                                     # REP-145: no orientation
     noise = IMU_NOISE["mpu6050"]
     assert last[10] == [noise.gyro_variance, 0, 0, 0, noise.gyro_variance, 0, 0, 0, noise.gyro_variance]
@@ -107,13 +98,13 @@ def test_imu_angular_velocity_z_follows_the_turn_ccw_positive(sensors_bridge):
 
     # stamps: the board's sample times in ROS (wall) time, 20 ms apart at 50 Hz
     stamps = [r[1] for r in imu]
-    steps = sorted(b - a for a, b in zip(stamps, stamps[1:]))
+    steps = sorted(b - a for a, b in zip(stamps, stamps[1:], strict=False))
     assert steps[len(steps) // 2] == pytest.approx(0.02, abs=0.002) and steps[0] > 0
     assert abs(stamps[-1] - time.time()) < 5.0
     # still at the first and the last record: the whole turn is inside the stream
     assert abs(imu[0][5]) < 3e-3 and abs(imu[-1][5]) < 3e-3, (imu[0][5], imu[-1][5])
     # the turn: trapezoids over the stamps
-    integral = sum(0.5 * (a[5] + b[5]) * (b[1] - a[1]) for a, b in zip(imu, imu[1:]))
+    integral = sum(0.5 * (a[5] + b[5]) * (b[1] - a[1]) for a, b in zip(imu, imu[1:], strict=False))
     assert 1.5 < turned < 2.5, turned                          # CCW positive (REP-103) in the truth ...
     # ... and in the gyro, within its modelled error: scale error, the bias residual over the run, and 10 mrad
     # for the trapezoid rule at 50 Hz across the ramps' corners
@@ -139,7 +130,7 @@ def test_battery_state_follows_the_battery_and_warns_below_battery_warn_v(sensor
     low = [r for r in bat if r[3] < 6.9]
     assert len(low) >= 50                                      # ~2 s at 50 Hz
     last = bat[-1]
-    assert last[2] == "robot_s/base_link" and last[4] is True
+    assert last[2] == "robot_t/base_link" and last[4] is True
     assert (last[5], last[6]) == (0, 1)                        # status UNKNOWN, health GOOD
     assert last[7] is None and last[8] is None                 # current, percentage: not measured -> NaN
     diag = statuses(rec, "battery")
@@ -172,19 +163,27 @@ def test_ddsls_lists_imu_and_battery_state_with_types_and_qos(sensors_bridge):
     assert pubs["rt/robot_s/imu/data_raw"]["participant_key"] == pubs["rt/robot_s/odom"]["participant_key"]
 
 
-def test_estop_open_is_an_error_in_diagnostics_and_stays_one_until_cleared(tmp_path):
+def run_with_faults(tmp_path, namespace, faults, listen):
+    """A bridge on its own virtual board and a listening peer; faults: [(seconds to wait, kind, {args})] applied
+    in turn. The board goes down during the run (a latched fault), so stopping the bridge exits 6. -> the peer's
+    record."""
     with VirtualBoard() as vb:
-        bridge = Bridge(tmp_path, "--namespace", "robot_e", robot_file=ROBOT_FILE, port=vb.url)
+        bridge = Bridge(tmp_path, "--namespace", namespace, robot_file=ROBOT_FILE, port=vb.url)
         try:
             wait_active(bridge)
-            p = peer_start("--type", "none", "--listen", "7.0", namespace="robot_e")
-            time.sleep(3.0)
-            assert vb.fault("estop", open=True)["ok"]
-            time.sleep(2.0)
-            assert vb.fault("estop", open=False)["ok"]
+            p = peer_start("--type", "none", "--listen", str(listen), namespace=namespace)
+            for wait, kind, kw in faults:
+                time.sleep(wait)
+                assert vb.fault(kind, **kw)["ok"]
             rec = peer_end(p)
         finally:
-            assert bridge.stop() == 6, bridge.stderr()      # the board went down (FAULT_ESTOP latched)
+            assert bridge.stop() == 6, bridge.stderr()
+    return rec
+
+
+def test_estop_open_is_an_error_in_diagnostics_and_stays_one_until_cleared(tmp_path):
+    rec = run_with_faults(tmp_path, "robot_e", [(3.0, "estop", {"open": True}), (2.0, "estop", {"open": False})],
+                          listen=9.0)
     diag = statuses(rec, "e-stop", "robot_e")
     assert diag and diag[0][1] == 0 and diag[0][2] == "closed"
     opened = [d for d in diag if d[2] == "e-stop open"]
@@ -198,16 +197,8 @@ def test_estop_open_is_an_error_in_diagnostics_and_stays_one_until_cleared(tmp_p
 
 
 def test_battery_cutoff_is_an_error_and_the_battery_dead(tmp_path):
-    with VirtualBoard() as vb:
-        bridge = Bridge(tmp_path, "--namespace", "robot_c", robot_file=ROBOT_FILE, port=vb.url)
-        try:
-            wait_active(bridge)
-            p = peer_start("--type", "none", "--listen", "5.0", namespace="robot_c")
-            time.sleep(2.5)
-            assert vb.fault("battery", volts=6.0)["ok"]     # below battery_cutoff_v for battery_ms (500 ms)
-            rec = peer_end(p)
-        finally:
-            assert bridge.stop() == 6, bridge.stderr()
+    # below battery_cutoff_v for battery_ms (500 ms): FAULT_BATTERY_LOW
+    rec = run_with_faults(tmp_path, "robot_c", [(2.5, "battery", {"volts": 6.0})], listen=5.0)
     diag = statuses(rec, "battery", "robot_c")
     assert diag[0][1] == 0 and diag[-1][1] == 2, [(d[1], d[2]) for d in diag]
     assert diag[-1][2].startswith(f"battery cut-off: below {BATTERY_CUTOFF_V:g} V")

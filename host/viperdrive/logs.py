@@ -107,7 +107,7 @@ class McapRecorder:
         self.flushes = 0
 
     @classmethod
-    def for_robot(cls, path, config) -> "McapRecorder":
+    def for_robot(cls, path, config) -> McapRecorder:
         """A recorder with the robot file's frame ids and IMU part (config: RobotConfig)."""
         r = config.ros2
         return cls(path, r.odom_frame_id, r.base_frame_id, imu_frame=r.imu_frame_id, imu_part=r.imu_part)

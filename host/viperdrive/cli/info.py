@@ -50,16 +50,17 @@ def sensors_info(r, diag: dict, params: dict, config) -> dict:
     """The board's sensors in SI units: one SENSORS_DATA record r (None: none came), GET_DIAG's IMU state and
     error count, the battery thresholds. The IMU part is not on the wire: the robot file's ros2.imu_part (what
     the ROS covariances assume) is shown as such."""
-    imu = {"state": diag["imu"], "errors": diag["imu_errors"],
-           "part_assumed": config.ros2.imu_part if config is not None else None}
+    part = config.ros2.imu_part if config is not None else None
+    imu = {"state": diag["imu"], "errors": diag["imu_errors"], "part_assumed": part}
     out = {"record": r is not None, "imu": imu,
            "battery": {"warn_v": params.get("battery_warn_v"), "cutoff_v": params.get("battery_cutoff_v"),
                        "volts": None, "low": None},
            "estop": {"configured": None, "open": None}}
     if r is None:
         return out
-    imu.update(state=r.imu_state_name, gyro_rad_s=list(r.gyro), accel_m_s2=list(r.accel), gyro_bias_z_rad_s=r.gyro_bias_z,
-               yaw_rate_rad_s=r.yaw_rate, heading_source="gyro" if r.gyro_heading else "encoders", still=r.still)
+    imu.update(state=r.imu_state_name, gyro_rad_s=list(r.gyro), accel_m_s2=list(r.accel),
+               gyro_bias_z_rad_s=r.gyro_bias_z, yaw_rate_rad_s=r.yaw_rate,
+               heading_source="gyro" if r.gyro_heading else "encoders", still=r.still)
     out["battery"].update(volts=r.battery_v, low=r.battery_low)
     out["estop"].update(configured=r.estop_open is not None, open=r.estop_open)
     return out

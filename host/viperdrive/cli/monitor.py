@@ -1,8 +1,9 @@
 """`viperdrive monitor`: a live view of the board without driving it: per-wheel setpoint, measured speed, PWM output
 and integrator (the control telemetry stream), status bits, the board's own pose (GET_ODOM), its sensors (gyro z and
 yaw rate, battery volts, e-stop, IMU state: the SENSORS_DATA stream), its loop timing and jitter, and the link
-counters of both ends. --json prints the same summary as one JSON object per line, four times a second. --foxglove serves the same data live to Foxglove Studio over a local
-WebSocket (foxglove-sdk); --duration ends it on its own (scripts, tests).
+counters of both ends. --json prints the same summary as one JSON object per line, four times a second; --foxglove
+serves the same data live to Foxglove Studio over a local WebSocket (foxglove-sdk); --duration ends it on its own
+(scripts, tests).
 
 Keys (on a terminal): q quit, c clear a latched FAULT, space pause the display."""
 from __future__ import annotations
