@@ -18,7 +18,8 @@ from .output import note, print_json, warn
 from .signals import sigterm_as_interrupt
 from .terminal import Progress
 
-HELP = "record a run to MCAP (odometry, joint states, commands, diagnostics, telemetry) or plot one to PNG"
+HELP = ("record a run to MCAP (odometry, joint states, commands, diagnostics, telemetry, IMU, battery) or plot one "
+        "to PNG")
 
 
 def register(parser: argparse.ArgumentParser) -> None:

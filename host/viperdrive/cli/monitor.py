@@ -21,7 +21,8 @@ from .signals import sigterm_as_interrupt
 from .terminal import LiveView, TerminalKeys
 from viperdrive.shared import protocol as P
 
-HELP = "live view of setpoints, speeds, PWM, pose, status bits, link statistics and loop jitter (--foxglove)"
+HELP = ("live view of setpoints, speeds, PWM, pose, sensors, status bits, link statistics and loop jitter "
+        "(--foxglove, --json)")
 
 WHEEL_SCHEMA = {
     "type": "object", "title": "viperdrive wheel telemetry (SI units, duty 1.0 = full PWM)",
