@@ -753,6 +753,12 @@ class Ros2Bridge:
                 except Exception as e:      # the board's own deadman stops the wheels if we cannot
                     problems.append(f"{what} failed: {e}")
             self._activated = False
+        if self.sensor_rate:
+            try:    # the next client of the board starts without a stream it did not ask for
+                self.board.sensors(0)
+            except Exception as e:      # the outputs are what matters here; the stream is only traffic
+                log.warning("sensor stream not stopped: %s", e)
+            self.sensor_rate = 0
         try:
             self.board.cleanup()
         except Exception as e:
