@@ -46,8 +46,10 @@ def main(argv=None) -> int:
     r_joints = node.subscription("joint_states", msgs.JointState, qos.default_qos())
     r_tf = node.subscription("/tf", msgs.TFMessage, qos.tf_qos())
     r_diag = node.subscription("/diagnostics", msgs.DiagnosticArray, qos.default_qos())
-    r_imu = node.subscription("imu/data_raw", msgs.Imu, qos.sensor_qos())
-    r_battery = node.subscription("battery_state", msgs.BatteryState, qos.sensor_qos())
+    # the bridge's writers keep 5 (sensor_qos); a deeper reader history keeps every sample between two drains of
+    # this loop on a loaded machine (history is not part of the request/offer match)
+    r_imu = node.subscription("imu/data_raw", msgs.Imu, qos.default_qos(200))
+    r_battery = node.subscription("battery_state", msgs.BatteryState, qos.default_qos(200))
     writer = None
     if a.type != "none":
         writer = node.publisher("cmd_vel", msgs.TwistStamped if a.type == "stamped" else msgs.Twist,
@@ -82,6 +84,12 @@ def main(argv=None) -> int:
                                            for st in s.status]])
 
     t0 = time.monotonic()
+    if writer is None:
+        # listening only: wait for the bridge's data, then say so on stderr (the caller injects its faults after)
+        while not (out["diagnostics"] and out["battery"]) and time.monotonic() - t0 < a.wait_match:
+            drain()
+            time.sleep(0.02)
+        print("ready", file=sys.stderr, flush=True)
     if writer is not None:
         while not writer.get_matched_subscriptions() and time.monotonic() - t0 < a.wait_match:
             drain()

@@ -43,6 +43,17 @@ def peer_start(*args, namespace="robot_s"):
                             env=peer_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def peer_ready(proc, timeout=30.0):
+    """Until a listening peer saw the bridge's diagnostics and battery_state (it prints "ready" on stderr)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        line = proc.stderr.readline()
+        if line.strip() == "ready":
+            return
+        assert line or proc.poll() is None, "the peer ended before it was ready"
+    raise AssertionError("the peer saw no data from the bridge")
+
+
 def peer_end(proc, timeout=60.0) -> dict:
     out, err = proc.communicate(timeout=timeout)
     assert proc.returncode == 0, err
@@ -103,6 +114,8 @@ def test_imu_angular_velocity_z_follows_the_turn_ccw_positive(sensors_bridge):
     assert abs(stamps[-1] - time.time()) < 5.0
     # still at the first and the last record: the whole turn is inside the stream
     assert abs(imu[0][5]) < 3e-3 and abs(imu[-1][5]) < 3e-3, (imu[0][5], imu[-1][5])
+    # every record of the turn reached the peer: no gap in the board's stamps
+    assert steps[-1] < 0.05, steps[-5:]
     # the turn: trapezoids over the stamps
     integral = sum(0.5 * (a[5] + b[5]) * (b[1] - a[1]) for a, b in zip(imu, imu[1:], strict=False))
     assert 1.5 < turned < 2.5, turned                          # CCW positive (REP-103) in the truth ...
@@ -118,7 +131,8 @@ def test_imu_angular_velocity_z_follows_the_turn_ccw_positive(sensors_bridge):
 def test_battery_state_follows_the_battery_and_warns_below_battery_warn_v(sensors_bridge):
     vb, bridge = sensors_bridge
     p = peer_start("--type", "none", "--listen", "5.0")
-    time.sleep(1.5)
+    peer_ready(p)
+    time.sleep(0.5)
     assert vb.fault("battery", volts=6.8)["ok"]
     time.sleep(2.0)
     assert vb.fault("battery", volts=7.4)["ok"]
@@ -172,6 +186,7 @@ def run_with_faults(tmp_path, namespace, faults, listen):
         try:
             wait_active(bridge)
             p = peer_start("--type", "none", "--listen", str(listen), namespace=namespace)
+            peer_ready(p)
             for wait, kind, kw in faults:
                 time.sleep(wait)
                 assert vb.fault(kind, **kw)["ok"]
@@ -182,7 +197,7 @@ def run_with_faults(tmp_path, namespace, faults, listen):
 
 
 def test_estop_open_is_an_error_in_diagnostics_and_stays_one_until_cleared(tmp_path):
-    rec = run_with_faults(tmp_path, "robot_e", [(3.0, "estop", {"open": True}), (2.0, "estop", {"open": False})],
+    rec = run_with_faults(tmp_path, "robot_e", [(1.5, "estop", {"open": True}), (2.0, "estop", {"open": False})],
                           listen=9.0)
     diag = statuses(rec, "e-stop", "robot_e")
     assert diag and diag[0][1] == 0 and diag[0][2] == "closed"
@@ -198,7 +213,7 @@ def test_estop_open_is_an_error_in_diagnostics_and_stays_one_until_cleared(tmp_p
 
 def test_battery_cutoff_is_an_error_and_the_battery_dead(tmp_path):
     # below battery_cutoff_v for battery_ms (500 ms): FAULT_BATTERY_LOW
-    rec = run_with_faults(tmp_path, "robot_c", [(2.5, "battery", {"volts": 6.0})], listen=5.0)
+    rec = run_with_faults(tmp_path, "robot_c", [(1.5, "battery", {"volts": 6.0})], listen=5.0)
     diag = statuses(rec, "battery", "robot_c")
     assert diag[0][1] == 0 and diag[-1][1] == 2, [(d[1], d[2]) for d in diag]
     assert diag[-1][2].startswith(f"battery cut-off: below {BATTERY_CUTOFF_V:g} V")

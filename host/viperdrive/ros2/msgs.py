@@ -262,10 +262,15 @@ def gid_from_guid(guid_bytes: bytes, gid_size: int = GID_SIZE):
 
 
 # ------------------------------------------------------------------------------------------------------- helpers
+_hints: dict = {}
+
+
 def from_fields(cls, fields: dict):
     """A message of cls from its fields as a dict in ROS field form (nested messages as dicts too): what
     mcap_ros2's writer takes, so one dict (viperdrive.sensormsgs) serves a recording and a live topic."""
-    hints = typing.get_type_hints(cls)
+    hints = _hints.get(cls)
+    if hints is None:
+        hints = _hints[cls] = typing.get_type_hints(cls)
     kw = {}
     for name, value in fields.items():
         t = hints[name]
