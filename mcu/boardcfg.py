@@ -170,11 +170,17 @@ def _axes(v):
                ' (each part axis once; board axes REP-103: x forward, y left, z up)')
 
 
-def _imu(d, backend):
-    v = d["imu"]
+def _section(d, key, keys, example):
+    """The board config's object d[key], its keys checked against keys."""
+    v = d[key]
     if not isinstance(v, dict):
-        raise _bad("imu", v, 'an object like {"part": "mpu6050", "i2c": 0, "sda": 4, "scl": 5}')
-    _unknown(v, _IMU_KEYS, "imu.")
+        raise _bad(key, v, "an object like %s" % example)
+    _unknown(v, keys, key + ".")
+    return v
+
+
+def _imu(d, backend):
+    v = _section(d, "imu", _IMU_KEYS, '{"part": "mpu6050", "i2c": 0, "sda": 4, "scl": 5}')
     part = _choice(v, "part", IMU_PARTS, label="imu.part")
     out = {"part": part}
     if backend != "sim":
@@ -202,10 +208,7 @@ def _number(v, label, lo, hi):
 
 
 def _battery(d, backend):
-    v = d["battery"]
-    if not isinstance(v, dict):
-        raise _bad("battery", v, 'an object like {"adc": 26, "divider": 3.0}')
-    _unknown(v, _BATTERY_KEYS, "battery.")
+    v = _section(d, "battery", _BATTERY_KEYS, '{"adc": 26, "divider": 3.0}')
     out = {}
     if backend != "sim":
         if "adc" not in v:
@@ -222,10 +225,7 @@ def _battery(d, backend):
 
 
 def _estop(d, backend):
-    v = d["estop"]
-    if not isinstance(v, dict):
-        raise _bad("estop", v, 'an object like {"pin": 14, "closed": 0, "pull": "up"}')
-    _unknown(v, _ESTOP_KEYS, "estop.")
+    v = _section(d, "estop", _ESTOP_KEYS, '{"pin": 14, "closed": 0, "pull": "up"}')
     out = {}
     if "pin" not in v:
         raise ValueError("board config: estop.pin is missing (the normally-closed stop circuit's input)")
@@ -282,6 +282,10 @@ def validate(d):
     if "repl_pin" in d:
         cfg["repl_pin"] = _pin(d["repl_pin"], "repl_pin", backend)
         cfg["repl_pull"] = _choice(d, "repl_pull", ("up", "down"), "up")
+    for k in ("imu", "battery"):
+        if k in d and backend == "circuitpython":
+            raise ValueError("board config: %s is not supported on backend circuitpython yet (its hal has no I2C "
+                             "bus or ADC reading for the sensor task)" % k)
     if "imu" in d:
         cfg["imu"] = _imu(d, backend)
     if "battery" in d:

@@ -173,8 +173,8 @@ class Imu:
         big = self.big
         g = self.gyro_at
         a = self.accel_at
-        for i in range(3):
-            j = g + 2 * i
+        for i in range(6):
+            j = g + 2 * i if i < 3 else a + 2 * (i - 3)
             if big:
                 v = (buf[j] << 8) | buf[j + 1]
             else:
@@ -182,14 +182,6 @@ class Imu:
             if v & 0x8000:
                 v -= 0x10000
             raw[i] = v
-            j = a + 2 * i
-            if big:
-                v = (buf[j] << 8) | buf[j + 1]
-            else:
-                v = buf[j] | (buf[j + 1] << 8)
-            if v & 0x8000:
-                v -= 0x10000
-            raw[3 + i] = v
         out = self.out
         gm = self.gm
         gs = self.gs

@@ -40,26 +40,23 @@ class I2CBus:
         return p
 
     def readfrom_mem_into(self, addr, reg, buf):
-        lock = self.lock
-        if lock is not None:
-            lock.acquire()
-        try:
-            p = self._part(addr)
-            self.transfers += 1
-            p.read_into(reg, buf)
-        finally:
-            if lock is not None:
-                lock.release()
+        self._transfer(addr, reg, buf, True)
 
     def writeto_mem(self, addr, reg, buf):
+        self._transfer(addr, reg, buf, False)
+
+    def _transfer(self, addr, reg, buf, read):
         lock = self.lock
         if lock is not None:
             lock.acquire()
         try:
             p = self._part(addr)
             self.transfers += 1
-            for i in range(len(buf)):
-                p.write(reg + i, buf[i])
+            if read:
+                p.read_into(reg, buf)
+            else:
+                for i in range(len(buf)):
+                    p.write(reg + i, buf[i])
         finally:
             if lock is not None:
                 lock.release()
@@ -79,9 +76,13 @@ class _Part:
 
     data_at = 0                 # first data register
     data_len = 0
+    DEFAULT_ADDRESS = 0
+    DEFAULTS = ()               # (register, value) after power-on and reset; every other register 0
+    WHO_REG = 0
+    RESET = (0, 0)              # (register, bit): writing the bit resets the part
 
-    def __init__(self, address):
-        self.address = address
+    def __init__(self, address=None):
+        self.address = self.DEFAULT_ADDRESS if address is None else address
         self.answering = True
         self.regs = bytearray(self.regs_len)
         self.data = bytearray(self.data_len)    # the data registers: replaced whole by each new sample
@@ -94,7 +95,8 @@ class _Part:
         r = self.regs
         for i in range(len(r)):
             r[i] = 0
-        self._defaults()
+        for reg, v in self.DEFAULTS:
+            r[reg] = v
         self.data = bytearray(self.data_len)
         self.resets += 1
 
@@ -114,7 +116,13 @@ class _Part:
 
     def write(self, reg, value):
         self.writes.append((reg, value))
-        self._write(reg, value & 0xFF)
+        v = value & 0xFF
+        if reg == self.RESET[0] and v & self.RESET[1]:
+            self.reset()                # the bit clears itself; the part is asleep / powered down again
+            return
+        if reg == self.WHO_REG or self.data_at <= reg < self.data_at + self.data_len:
+            return                      # read-only
+        self.regs[reg] = v
 
     def _put16(self, d, at, value, big):
         v = value & 0xFFFF
@@ -133,28 +141,17 @@ class Mpu6050(_Part):
     """MPU-6050 (RM-MPU-6000A): WHO_AM_I 0x75 = 0x68, PWR_MGMT_1 0x6B reset value 0x40 (SLEEP), GYRO_CONFIG 0x1B /
     ACCEL_CONFIG 0x1C full scale in bits 4:3, data from 0x3B big-endian: accel x y z, temperature, gyro x y z."""
     WHO = 0x68
+    WHO_REG = 0x75
+    DEFAULT_ADDRESS = 0x68
+    DEFAULTS = ((0x75, 0x68), (0x6B, 0x40))         # WHO_AM_I; PWR_MGMT_1 SLEEP
+    RESET = (0x6B, 0x80)                            # PWR_MGMT_1 DEVICE_RESET
     data_at = 0x3B
     data_len = 14
     GYRO_LSB_DPS = (131.0, 65.5, 32.8, 16.4)
     ACCEL_LSB_G = (16384.0, 8192.0, 4096.0, 2048.0)
 
-    def __init__(self, address=0x68):
-        _Part.__init__(self, address)
-
-    def _defaults(self):
-        self.regs[0x75] = self.WHO
-        self.regs[0x6B] = 0x40
-
     def auto_increment(self):
         return True
-
-    def _write(self, reg, v):
-        if reg == 0x6B and v & 0x80:
-            self.reset()                # DEVICE_RESET: the bit clears itself, the part is asleep again
-            return
-        if reg in (0x75,) or 0x3B <= reg <= 0x48:
-            return                      # read-only
-        self.regs[reg] = v
 
     def awake(self):
         return not self.regs[0x6B] & 0x40
@@ -195,28 +192,17 @@ class Lsm6ds3(_Part):
     FS bits 3:2), CTRL3_C 0x12 (reset value 0x04: IF_INC; bit 0 SW_RESET), data from 0x22 little-endian: gyro x y z
     (OUTX_L_G..), accel x y z (OUTX_L_XL 0x28..)."""
     WHO = 0x69
+    WHO_REG = 0x0F
+    DEFAULT_ADDRESS = 0x6A
+    DEFAULTS = ((0x0F, 0x69), (0x12, 0x04))         # WHO_AM_I; CTRL3_C IF_INC
+    RESET = (0x12, 0x01)                            # CTRL3_C SW_RESET
     data_at = 0x20              # OUT_TEMP_L, then gyro and accel
     data_len = 14
     GYRO_MDPS = (8.75, 17.5, 35.0, 70.0)            # FS_G 00 245, 01 500, 10 1000, 11 2000 deg/s
     ACCEL_MG = {0: 0.061, 2: 0.122, 3: 0.244, 1: 0.488}   # FS_XL 00 2 g, 10 4 g, 11 8 g, 01 16 g
 
-    def __init__(self, address=0x6A):
-        _Part.__init__(self, address)
-
-    def _defaults(self):
-        self.regs[0x0F] = self.WHO
-        self.regs[0x12] = 0x04
-
     def auto_increment(self):
         return bool(self.regs[0x12] & 0x04)
-
-    def _write(self, reg, v):
-        if reg == 0x12 and v & 0x01:
-            self.reset()
-            return
-        if reg == 0x0F or 0x20 <= reg <= 0x2D:
-            return
-        self.regs[reg] = v
 
     ODR_HZ = (0.0, 12.5, 26.0, 52.0, 104.0, 208.0, 416.0, 833.0, 1660.0, 3330.0, 6660.0)
 
@@ -253,11 +239,10 @@ class Lsm6ds3(_Part):
 
 
 PARTS = {"mpu6050": Mpu6050, "lsm6ds3": Lsm6ds3}
-DEFAULT_ADDRESS = {"mpu6050": 0x68, "lsm6ds3": 0x6A}
 
 
 def make_part(name, address=None):
     cls = PARTS.get(name)
     if cls is None:
         raise ValueError("unknown IMU part %r (one of %s)" % (name, ", ".join(sorted(PARTS))))
-    return cls(DEFAULT_ADDRESS[name] if address is None else address)
+    return cls(address)

@@ -103,4 +103,14 @@ def test_sensors_stream_estop_battery_and_imu_loss_on_the_virtual_board():
         vb.fault("imu", answer=True)
         time.sleep(1.5)
         assert b.diag()["imu_state"] == P.IMU_OK
+
+        # below battery_cutoff_v (6.4 V) for battery_ms (500 ms): latched, outputs off; back up, it stays latched
+        vb.fault("battery", volts=6.0)
+        rec = _wait(lambda s: s.status & P.ST_FAULT, b)
+        assert not rec.status & P.ST_ENABLED and not vb.truth()["energized"]
+        assert b.diag()["fault_code"] == P.FAULT_BATTERY_LOW
+        vb.fault("battery", volts=7.4)
+        time.sleep(0.3)
+        assert b.diag()["fault_code"] == P.FAULT_BATTERY_LOW
+        assert b.clear_fault() == P.FAULT_BATTERY_LOW
         assert b.sensors(0) == 0
