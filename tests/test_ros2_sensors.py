@@ -236,8 +236,12 @@ def test_recording_has_imu_and_battery_state_at_the_rate_asked(tmp_path):
     imu, bat = data["/imu/data_raw"], data["/battery_state"]
     for topic, msgs_ in (("imu", imu), ("battery", bat)):
         stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for _, m in msgs_]
+        steps = sorted(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+        # the board's sample times 40 ms apart (every 4th of the emulated part's 100 Hz samples) ...
+        assert steps[len(steps) // 2] == pytest.approx(1 / 25, abs=0.002), (topic, steps[len(steps) // 2])
+        # ... and (nearly) all of them recorded: a loaded machine may cost the virtual board a few samples
         rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
-        assert rate == pytest.approx(25.0, rel=0.05), (topic, rate, len(stamps))
+        assert rate == pytest.approx(25.0, rel=0.15), (topic, rate, len(stamps))
         assert len(stamps) >= 0.8 * 25 * 4, (topic, len(stamps))
     _, m = imu[len(imu) // 2]
     assert m.header.frame_id == "imu_t" and m.orientation_covariance[0] == -1.0
