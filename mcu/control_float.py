@@ -135,16 +135,13 @@ class FloatLaw:
 
     def step(self, counts, edges=(0, 0)):
         """counts: raw counters (left, right); edges: edge periods us. -> duties (left, right) in Q15 (floats)."""
-        bump = False
-        if self.g_new is not None:
-            self.g = self.g_new
-            self.g_new = None
-            bump = True
         g = self.g
         enabled = self.enabled
         self.ticks = (self.ticks + 1) & 0x3FFFFFFF     # periods run (the step's G_TICKS): which wheel is checked
 
+        moved = False
         if self.pending is not None:
+            moved = list(self.pending) != self.cmd
             self.cmd = list(self.pending)
             self.pending = None
             self.age = 0
@@ -161,6 +158,14 @@ class FloatLaw:
                 if self.age > g["dis_n"] and enabled and self.sp[0] == 0.0 and self.sp[1] == 0.0:
                     # de-energize only after the ramp reached zero on both wheels (stop category 1, as step())
                     self.enabled = enabled = False
+
+        # the gain switch waits one period when this period's command moved the setpoints (as step() does: the
+        # transfer would count the setpoint step as part of the gains' jump and cancel it)
+        bump = False
+        if self.g_new is not None and not moved:
+            self.g = g = self.g_new
+            self.g_new = None
+            bump = True
 
         dl = dr = 0.0
         if enabled:

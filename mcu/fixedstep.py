@@ -237,18 +237,14 @@ def step(st_a, k_a, c_a, e_a, io_a):
     if int(st[G_REQ]) != 0:
         requests(st_a, c_a)
 
-    # ---- gain bank: switch only here, at a period boundary, and remember to make it bumpless ----
-    bump = 0
-    bank = int(st[G_BANK_REQ])
-    if bank != int(st[G_BANK]):
-        st[G_BANK] = bank
-        bump = 1
-    kb = bank * KB
-
+    kb = int(st[G_BANK]) * KB
     enabled = int(st[G_ENABLED])
 
     # ---- command intake and deadman ----
+    moved = 0
     if int(st[G_CMD_NEW]) != 0:
+        if int(st[W_SPN]) != int(st[W_SPC]) or int(st[WS + W_SPN]) != int(st[WS + W_SPC]):
+            moved = 1
         st[W_SPC] = st[W_SPN]
         st[WS + W_SPC] = st[WS + W_SPN]
         st[G_CMD_NEW] = 0
@@ -275,6 +271,17 @@ def step(st_a, k_a, c_a, e_a, io_a):
                 # let the wheels coast (stop category 0) instead of being braked (category 1).
                 st[G_ENABLED] = 0
                 enabled = 0
+
+    # ---- gain bank: switch only here, at a period boundary, and remember to make it bumpless. The transfer
+    # moves the integrator by the jump of the other terms since the last period, so a new setpoint taken in the
+    # same period would count as part of that jump and be cancelled: the switch then waits one period (commands
+    # come at the link's rate, far below the control rate, so it waits one period, not forever) ----
+    bump = 0
+    bank = int(st[G_BANK_REQ])
+    if bank != int(st[G_BANK]) and moved == 0:
+        st[G_BANK] = bank
+        bump = 1
+        kb = bank * KB
 
     # ---- joint acceleration limit: one factor for both wheels keeps the ratio of their steps ----
     dl = 0

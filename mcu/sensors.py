@@ -36,8 +36,17 @@ class Sensors:
         self.imu_errors = 0
         self._retry_us = 0              # ticks_us when the IMU's next init step may run
         if icfg is not None:
-            self.imu = imu_mod.Imu(hal.sensor_bus(), icfg)
-            self.imu_state = protocol.IMU_STARTING
+            try:
+                bus = hal.sensor_bus()
+            except (ValueError, OSError) as e:
+                # pins that are no I2C bus of this chip: the IMU is out, the wheels are not (DIAG says no answer)
+                print("viperdrive: IMU bus: %s" % e)
+                bus = None
+            if bus is not None:
+                self.imu = imu_mod.Imu(bus, icfg)
+                self.imu_state = protocol.IMU_STARTING
+            else:
+                self.imu_state = protocol.IMU_NO_ANSWER
         self.out = self.imu.out if self.imu is not None else array("i", [0] * 6)
         # gyro bias, urad/s per axis, estimated while still
         self.bias = array("i", [0, 0, 0])

@@ -199,7 +199,7 @@ def test_bridge_parameters_from_the_robot_file():
         assert bridge.stamped == "false" and bridge.cmd.type_name == TWIST
         assert (bridge.odom_frame, bridge.base_frame) == ("robot9/odom_wheels", "robot9/base_link")
         assert bridge.w_tf is None
-        assert bridge.pose_cov_override == [1.0, 1.0, 1e3, 1e3, 1e3, 0.5] and bridge.twist_cov_override is None
+        assert bridge.pose_cov_override == (1.0, 1.0, 1e3, 1e3, 1e3, 0.5) and bridge.twist_cov_override is None
         assert bridge.cmd.ros_name == "/robot9/cmd_vel"
         # the command line wins over the file; a bad choice is refused before anything is opened
         other = Ros2Bridge(Board("sim", config=config), config, stamped="true", domain_id=DOMAIN, env=LOCAL_ENV)

@@ -23,8 +23,6 @@ Q15_FULL = 32767
 BITS_PER_BYTE = 10          # start bit, 8 data bits, stop bit
 US_PER_S = 1000000
 USB_FRAME_US = 1000         # the bridge's packet period toward the host
-CATCHUP_MAX = 250           # missed periods the plant still catches up (0.5 s at 500 Hz); beyond, the world pauses
-CATCHUP_PER_PERIOD = 4      # extra plant steps per period while catching up (5x real time: bounded extra load)
 
 
 class PacedLink:
@@ -283,6 +281,9 @@ class Board:
             reset_cause = DEFAULTS.get("reset_cause", RESET_POWER_ON)
         self.cfg = cfg
         self.plant = plant
+        # the firmware's clock: the emulated IMU reports the world's rotation per interval of it (the world pauses
+        # when this thread misses periods, the firmware's clock does not: sim/plant.py, "IMU")
+        plant.wall_clock = time.ticks_us
         self.link = link
         self.counter_bits = plant.counter_bits
         self._reset_cause = reset_cause
@@ -306,8 +307,6 @@ class Board:
         self.hz = 0
         self.periods = 0            # control periods run (firmware step called)
         self.plant_steps = 0
-        self.catchup_steps = 0      # plant steps run for periods the firmware missed (overruns)
-        self.world_lost_us = 0      # missed time beyond CATCHUP_MAX per overrun: the plant's clock fell behind
         self.overruns = 0           # periods that started more than one period late (the schedule slipped)
         self.period_min_us = 0
         self.period_max_us = 0
@@ -389,8 +388,6 @@ class Board:
         ticks_add = time.ticks_add
         deadline = ticks_add(ticks_us(), period)
         last = 0
-        world = 0                   # the wall-clock time (ticks_us) the plant has been stepped to
-        first_world = True
         first = True
         pmin = 1 << 30
         pmax = 0
@@ -414,33 +411,10 @@ class Board:
                 if late > self.late_max_us:
                     self.late_max_us = late
                 self.late_sum_us += late
-                # the physics first: the encoders the firmware reads next reflect the last period's duty. The
-                # world keeps the wall clock's time: when the firmware missed periods (a loaded machine) the plant
-                # steps through them too, with the duties held (a PWM peripheral keeps its duty while the CPU is
-                # late), up to CATCHUP_PER_PERIOD extra steps a period. The firmware's own clock (ticks_us) is the
-                # wall clock, and a gyro's rate integrated over it must see the world move in the same time
-                n = 1
-                if first_world:
-                    world = start
-                    first_world = False
-                else:
-                    world = ticks_add(world, period)
-                    behind = ticks_diff(start, world)
-                    if behind >= period:
-                        k = behind // period
-                        if k > CATCHUP_PER_PERIOD:
-                            k = CATCHUP_PER_PERIOD
-                        n += k
-                        world = ticks_add(world, k * period)
-                        self.catchup_steps += k
-                        if ticks_diff(start, world) > CATCHUP_MAX * period:
-                            # too far behind to catch up (a stopped process): the world pauses instead
-                            self.world_lost_us += ticks_diff(start, world)
-                            world = start
+                # the physics first: the encoders the firmware reads next reflect the last period's duty
                 with lock:
-                    for _ in range(n):
-                        plant.step(dt, self._duty_l, self._duty_r)
-                self.plant_steps += n
+                    plant.step(dt, self._duty_l, self._duty_r)
+                self.plant_steps += 1
                 t_plant = ticks_diff(ticks_us(), start)
                 if t_plant > self.plant_max_us:
                     self.plant_max_us = t_plant
@@ -453,8 +427,7 @@ class Board:
                 deadline = ticks_add(deadline, period)
                 if ticks_diff(ticks_us(), deadline) > period:
                     # more than a whole period behind (a loaded machine): count it and restart the schedule
-                    # from now instead of running a burst of catch-up firmware periods with stale timing (the
-                    # plant catches up the missed time itself, above)
+                    # from now instead of running a burst of catch-up periods with stale timing
                     self.overruns += 1
                     deadline = ticks_add(ticks_us(), period)
         finally:
@@ -463,7 +436,6 @@ class Board:
     def loop_stats(self):
         n = max(1, self.plant_steps)
         return {"hz": self.hz, "periods": self.periods, "plant_steps": self.plant_steps, "overruns": self.overruns,
-                "catchup_steps": self.catchup_steps, "world_lost_us": self.world_lost_us,
                 "period_min_us": self.period_min_us, "period_max_us": self.period_max_us,
                 "late_max_us": self.late_max_us, "late_avg_us": self.late_sum_us // n,
                 "step_max_us": self.step_max_us, "plant_max_us": self.plant_max_us, "frozen": self.frozen}

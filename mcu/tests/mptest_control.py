@@ -540,6 +540,59 @@ def test_bumpless_gain_change():
     assert naive > 10 * jump
 
 
+def test_setpoint_step_with_a_gain_change_in_the_same_period():
+    """A new setpoint and a gain-bank switch taken in the same period: the transfer moves the integrator by the
+    jump of the other terms, and before the fix it counted the setpoint step as part of that jump and cancelled
+    it (the output stayed where it was). The switch now waits one period; the step goes through with the old
+    gains, and the switch one period later is bumpless."""
+    for law in ("viper", "float"):
+        hal, c = make(max_accel=5000.0, ks=0.0)
+        f = control_float.FloatLaw(500, 4096, 32, (1, 1), (1, 1))
+        f.configure(values(max_accel=5000.0, ks=0.0))
+        c.enable(True)
+        f.enable([hal.counts[0], hal.counts[1]])
+        sp1 = int(counts_per_s(c, 4.0))
+        sp2 = int(counts_per_s(c, 8.0))
+
+        def period(sp, hal=hal, c=c, f=f, law=law, sp1=sp1):
+            hal.counts[0] += sp1 // 500
+            hal.counts[1] += sp1 // 500
+            if law == "viper":
+                c.set_velocity(sp, sp)
+                hal.fire(1)
+                return hal.duty[0]
+            f.set_velocity(sp, sp)
+            return f.step([hal.counts[0], hal.counts[1]])[0]
+
+        for _i in range(400):
+            before = period(sp1)
+        old = dict(c.values)
+        v = dict(c.values, ks=0.0, max_accel=5000.0)
+        v["kp"] = v["kp"] * 8
+        v["kv"] = v["kv"] * 0.5
+        if law == "viper":
+            c.set_velocity(sp2, sp2)        # staged: the next period takes it ...
+            c.configure(v)                  # ... and the bank request with it
+            hal.counts[0] += sp1 // 500
+            hal.counts[1] += sp1 // 500
+            hal.fire(1)
+            first = hal.duty[0]
+        else:
+            f.set_velocity(sp2, sp2)
+            f.configure(v)
+            hal.counts[0] += sp1 // 500
+            hal.counts[1] += sp1 // 500
+            first = f.step([hal.counts[0], hal.counts[1]])[0]
+        second = period(sp2)
+        # the old gains' answer to a 4 rad/s step: kV and kp on 4 rad/s (the wheel still turns at 4 rad/s)
+        rpc = TWO_PI / 4096
+        want = (old["kv"] + old["kp"]) * (sp2 - sp1) * rpc * 32768
+        print("%s: step with a gain change in the same period: %d Q15 LSB (old gains' step %d), then %d" % (
+            law, first - before, want, second - first))
+        assert abs((first - before) - want) < 0.05 * want, (first - before, want)
+        assert abs(second - first) < 100, second - first
+
+
 def test_loop_statistics_and_overruns():
     hal, c = make(hz=500)
     hal.fire(10)

@@ -331,3 +331,16 @@ def test_reads_and_bias_update_allocate_nothing():
         finally:
             micropython.heap_unlock()
         assert drv.reads >= 200 and abs(drv.out[2] - 300000) < 400
+
+
+def test_a_bus_the_chip_cannot_make_leaves_the_wheels_running():
+    class BadHal(_Hal):
+        def sensor_bus(self):
+            raise ValueError("bad SCL pin")
+    cfg = boardcfg.validate({"backend": "sim", "counts_per_rev": 4096, "imu": {"part": "mpu6050"}})
+    hal = BadHal(None)
+    task = sensors.Sensors(hal, cfg, _Ctrl(), params.defaults())
+    for _ in range(50):
+        hal.now += task.period_us
+        task.service()
+    assert task.imu is None and task.imu_state == protocol.IMU_NO_ANSWER and task.take_heading() is None

@@ -231,11 +231,8 @@ def test_control_thread_steps_plant_then_firmware_and_freezes():
         seen.append(p.steps)
         calls[0] += 1
 
-    t0 = time.ticks_us()
     b.start_periodic(500, step)
     time.sleep_ms(200)
-    wall = time.ticks_diff(time.ticks_us(), t0) / 1e6
-    world = p.t
     b.frozen = True
     n_frozen = calls[0]
     time.sleep_ms(100)
@@ -245,12 +242,8 @@ def test_control_thread_steps_plant_then_firmware_and_freezes():
     assert n_frozen >= 20, n_frozen            # 100 expected; a loaded machine may run fewer
     assert frozen_calls <= n_frozen + 1        # frozen: the firmware's step no longer runs ...
     assert steps_frozen > seen[-1]             # ... while the physics goes on
-    # one plant step per firmware period, plus the steps that caught up periods a loaded machine missed
-    gaps = [seen[i] - seen[i - 1] for i in range(1, len(seen))]
-    assert all(g >= 1 for g in gaps) and sum(g - 1 for g in gaps) <= b.catchup_steps, (gaps, b.catchup_steps)
+    assert all(seen[i] == seen[i - 1] + 1 for i in range(1, len(seen)))
     assert b.periods == len(seen)
-    # the world keeps the wall clock's time (the firmware's clock): within a few periods of catching up
-    assert abs(wall - world) < 0.02 + b.world_lost_us / 1e6, (wall, world, b.catchup_steps, b.world_lost_us)
     st = b.loop_stats()
     print("500 Hz loop: periods %d, period min %d max %d us, late max %d us, overruns %d"
           % (st["periods"], st["period_min_us"], st["period_max_us"], st["late_max_us"], st["overruns"]))
