@@ -86,6 +86,25 @@ def sensors_bridge(tmp_path_factory):
         assert rc == 0, b.stderr()
 
 
+def test_ddsls_lists_imu_and_battery_state_with_types_and_qos(sensors_bridge):
+    expected = {"rt/robot_s/imu/data_raw": "sensor_msgs::msg::dds_::Imu_",
+                "rt/robot_s/battery_state": "sensor_msgs::msg::dds_::BatteryState_"}
+    for runtime in (1.5, 3.0, 6.0):
+        listing = ddsls(DOMAIN, runtime=runtime)
+        pubs = {v["topic_name"]: v for v in listing["PUBLICATION"]["New"].values()}
+        if set(expected) <= set(pubs):
+            break
+    for topic, type_name in expected.items():
+        assert pubs[topic]["type_name"] == type_name
+        q = pubs[topic]["qos"]
+        cls = msgs.TYPES_BY_ROS_NAME[msgs.ros_type_name(type_name)]
+        assert base64.b64decode(q["Userdata"]["data"]) == typehash.user_data(cls)
+        assert q["Reliability"]["kind"] == "Reliable" and q["Durability"]["kind"] == "Volatile"
+        assert q["History"] == {"kind": "KeepLast", "depth": 5}
+    # the same participant as odom
+    assert pubs["rt/robot_s/imu/data_raw"]["participant_key"] == pubs["rt/robot_s/odom"]["participant_key"]
+
+
 def test_imu_angular_velocity_z_follows_the_turn_ccw_positive(sensors_bridge):
     """The yaw rate integrated over a left turn equals the ground truth's heading change within the gyro's
     modelled error (the stamps, not the arrival times, give the integration steps)."""
@@ -160,25 +179,6 @@ def test_battery_state_follows_the_battery_and_warns_below_battery_warn_v(sensor
     assert all(lvl == 0 for _, lvl, _, _ in statuses(rec, "e-stop"))
     imu = statuses(rec, "imu")
     assert imu and imu[-1][1] == 0 and imu[-1][3]["state"] == "ok" and float(imu[-1][3]["gyro_bias_z_rad_s"]) != 0
-
-
-def test_ddsls_lists_imu_and_battery_state_with_types_and_qos(sensors_bridge):
-    expected = {"rt/robot_s/imu/data_raw": "sensor_msgs::msg::dds_::Imu_",
-                "rt/robot_s/battery_state": "sensor_msgs::msg::dds_::BatteryState_"}
-    for runtime in (1.5, 3.0, 6.0):
-        listing = ddsls(DOMAIN, runtime=runtime)
-        pubs = {v["topic_name"]: v for v in listing["PUBLICATION"]["New"].values()}
-        if set(expected) <= set(pubs):
-            break
-    for topic, type_name in expected.items():
-        assert pubs[topic]["type_name"] == type_name
-        q = pubs[topic]["qos"]
-        cls = msgs.TYPES_BY_ROS_NAME[msgs.ros_type_name(type_name)]
-        assert base64.b64decode(q["Userdata"]["data"]) == typehash.user_data(cls)
-        assert q["Reliability"]["kind"] == "Reliable" and q["Durability"]["kind"] == "Volatile"
-        assert q["History"] == {"kind": "KeepLast", "depth": 5}
-    # the same participant as odom
-    assert pubs["rt/robot_s/imu/data_raw"]["participant_key"] == pubs["rt/robot_s/odom"]["participant_key"]
 
 
 def run_with_faults(tmp_path, namespace, faults, listen):
