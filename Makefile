@@ -39,8 +39,20 @@ setup: $(STAMP) $(STUBS_STAMP) $(NODE_STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+# Two mypy runs, one [tool.mypy] (pyproject.toml): mcu/ as MicroPython sees it (the rp2 stubs as its typeshed,
+# docs/firmware-typecheck.md), then the host package as CPython sees it. mypy cannot follow the editable install's
+# import hook (viperdrive.shared is the repo's shared/), so the host run checks a tree of symlinks laid out like
+# the installed package (rebuilt every run: a new module is checked at once); paths are printed as in the repo.
+HOST_TREE := $(VENV)/typecheck-host
+MCU_MYPYPATH := $(abspath $(STUBS)):$(CURDIR):$(CURDIR)/sim:$(CURDIR)/mcu/tests
 typecheck: $(STUBS_STAMP)
-	cd mcu && MYPYPATH=$(abspath $(STUBS)) ../$(VENV)/bin/mypy --config-file ../pyproject.toml --exclude '^tests/' .
+	cd mcu && MYPYPATH=$(MCU_MYPYPATH) ../$(VENV)/bin/mypy --config-file ../pyproject.toml \
+	  --custom-typeshed-dir $(abspath $(STUBS)) --exclude '^tests/' .
+	@rm -rf $(HOST_TREE) && mkdir -p $(HOST_TREE) && cp -as $(CURDIR)/host/viperdrive $(HOST_TREE)/viperdrive \
+	  && cp -as $(CURDIR)/shared $(HOST_TREE)/viperdrive/shared && rm -rf $(HOST_TREE)/viperdrive/shared/tests \
+	  && find $(HOST_TREE) -name __pycache__ -prune -exec rm -rf {} +
+	set -o pipefail; MYPYPATH=$(abspath $(HOST_TREE)) $(VENV)/bin/mypy --config-file pyproject.toml -p viperdrive \
+	  | sed -e 's#^$(HOST_TREE)/viperdrive/shared/#shared/#' -e 's#^$(HOST_TREE)/#host/#'
 
 # Most of the suite waits on real time (virtual boards, links at their baud rate, deadman and watchdog timeouts):
 # three workers on two cores halve its wall time. PYTEST_WORKERS=0 runs it in one process.

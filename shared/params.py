@@ -8,14 +8,19 @@
 # --settle 100ms --overshoot 5%` computes them from that model (rounded). kA stays 0: a board whose motor was not
 # identified has no inertia model, and `tune --design` then asks for the identification instead of guessing.
 
-ID = 0
-NAME = 1
-TYPE = 2        # struct code on the wire: "f" float32, "H" u16
-UNIT = 3
-MIN = 4
-MAX = 5
-DEFAULT = 6
-HELP = 7
+# Column indexes of a TABLE entry. `# type: Final` makes each a literal for the type checker (so p[NAME] is a str,
+# p[MIN] a number); a comment, and an import the type checker alone runs, because MicroPython has no typing module.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final  # noqa: F401 -- used by the type comments below
+ID = 0  # type: Final
+NAME = 1  # type: Final
+TYPE = 2  # type: Final     # struct code on the wire: "f" float32, "H" u16
+UNIT = 3  # type: Final
+MIN = 4  # type: Final
+MAX = 5  # type: Final
+DEFAULT = 6  # type: Final
+HELP = 7  # type: Final
 
 TABLE = (
     # id, name, type, unit, min, max, default, meaning
@@ -78,7 +83,7 @@ def schema_hash():
     Ranges and defaults are left out on purpose (a float's text differs between ports)."""
     h = 0x811C9DC5
     for p in TABLE:
-        for ch in "%d:%s:%s:%s;" % (p[ID], p[NAME], p[TYPE], p[UNIT]):
+        for ch in "%s:%s:%s:%s;" % (p[ID], p[NAME], p[TYPE], p[UNIT]):
             h ^= ord(ch)
             h = (h * 0x01000193) & 0xFFFFFFFF
     return h

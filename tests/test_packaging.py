@@ -103,3 +103,47 @@ def test_license_is_declared_and_shipped():
     assert meta["License-Expression"] == "MIT" and "LICENSE" in meta.get_all("License-File")
     text = (ROOT / "LICENSE").read_text()
     assert text.startswith("MIT License\n\nCopyright (c) 2026 the viperdrive authors\n")
+
+
+def test_py_typed_is_shipped():
+    """PEP 561: the marker is in the package folder and declared as package data (a wheel built from this tree
+    ships it: viperdrive/py.typed), so users' type checkers read viperdrive's annotations."""
+    assert (HOST_PKG / "py.typed").is_file()
+    assert "py.typed" in pyproject()["tool"]["setuptools"]["package-data"]["viperdrive"]
+
+
+# The modules docs/architecture.md ("Host interfaces") and docs/host.md call public, with names they document.
+PUBLIC = {
+    "link": {"Link", "NackError", "BoardClock"},
+    "board": {"Board", "BoardState", "BoardInfo", "BoardDeenergized", "count_delta", "fault_text"},
+    "kinematics": {"twist_to_wheels", "wheels_to_twist", "max_angular", "desaturate", "envelope",
+                   "DifferentialDriveKinematics"},
+    "drive": {"DriveController"},
+    "odometry": {"Odometry", "lint_covariance"},
+    "config": {"RobotConfig", "Ros2Settings", "read_robot_file"},
+    "rosparams": {"Document", "Params"},
+    "loop": {"FixedRateLoop", "DriveLoop"},
+    "lint": {"lint"},
+    "transforms": {"SE2", "SE3", "StaticFrames", "FrameContext"},
+    "ekf": {"Ekf", "load_config", "SensorInput", "measurements_of"},
+    "fuse": {"fuse", "FuseSummary", "FuseError", "StaticFrames", "FrameContext", "measurements_of"},
+    "logs": {"McapRecorder", "read_mcap", "read_mcap_partial", "plot_mcap"},
+    "sim": {"VirtualBoard"},
+    "sim.pico": {"PicoRig", "time_scale"},
+}
+
+
+def test_public_modules_declare_all():
+    problems = []
+    for name, documented in PUBLIC.items():
+        mod = importlib.import_module(f"viperdrive.{name}")
+        exported = getattr(mod, "__all__", None)
+        if exported is None:
+            problems.append(f"viperdrive.{name}: no __all__")
+            continue
+        problems += [f"viperdrive.{name}.__all__ names {n!r}, which the module lacks" for n in exported
+                     if not hasattr(mod, n)]
+        problems += [f"viperdrive.{name}.__all__ lacks the documented {n!r}"
+                     for n in sorted(documented - set(exported))]
+        problems += [f"viperdrive.{name}.__all__ lists {n!r} twice" for n in set(exported) if exported.count(n) > 1]
+    assert not problems, "\n".join(problems)

@@ -9,6 +9,7 @@ import base64
 import json
 import math
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -208,7 +209,11 @@ def test_plain_twist_under_auto_turns_in_place_left_wheel_backwards(bridge_b):
 def test_ctrl_c_disables_the_board_and_says_so_last(bridge_b):
     listener = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--type", "none", "--listen", "4"],
                                 env=peer_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)                                        # the listener is discovered and gets diagnostics
+    # the listener says when the bridge's diagnostics writer has matched it (a loaded machine takes seconds to
+    # start a Python with cyclonedds); then the last diagnostics of the bridge are delivered to it
+    ready, _, _ = select.select([listener.stderr], [], [], 30)
+    assert ready and listener.stderr.readline().strip() == "diagnostics matched"
+    time.sleep(0.5)
     rc = bridge_b.stop(signal.SIGINT)
     out, err = listener.communicate(timeout=20)
     assert rc == 0, bridge_b.stderr()

@@ -31,6 +31,7 @@ import difflib
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import errors
 from .config import RobotConfig
@@ -38,6 +39,9 @@ from .errors import BadValue, BoardFault, LinkLost, NoReplyError, UserError, Ver
 from .link import BoardClock, Link, NackError
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
+
+if TYPE_CHECKING:
+    from .sim import VirtualBoard
 
 _WALL = BoardClock()            # a Board without a link yet: the host's own clock
 
@@ -184,7 +188,7 @@ class Board:
     """
 
     def __init__(self, port: str | None = None, baud: int | None = None, config: RobotConfig | None = None,
-                 **options):
+                 **options: Any):
         unknown = set(options) - _OPTIONS
         if unknown:
             raise TypeError(f"unknown Board option(s): {', '.join(sorted(unknown))}; "
@@ -195,7 +199,7 @@ class Board:
         self.options = options
         self.max_misses = int(options.get("max_misses", 5))
         self.link: Link | None = options.get("link")
-        self._sim = None
+        self._sim: VirtualBoard | None = None
         self.info: BoardInfo | None = None
         self.active = False
         self.configured = False
@@ -210,8 +214,10 @@ class Board:
         self.late_replies = 0               # STATEs that came after their cycle's deadline (link alive, slow)
         self.cycles = 0
         self.last_nack: NackError | None = None
-        self._telemetry = collections.deque(maxlen=int(options.get("telemetry_queue", 10000)))
-        self._sensors = collections.deque(maxlen=int(options.get("sensor_queue", 10000)))
+        self._telemetry: collections.deque[tuple[float, Any]] = collections.deque(
+            maxlen=int(options.get("telemetry_queue", 10000)))
+        self._sensors: collections.deque[SensorReading] = collections.deque(
+            maxlen=int(options.get("sensor_queue", 10000)))
         self.latest_sensors: SensorReading | None = None    # the newest SENSORS_DATA record seen
         self._last_reopen = 0.0
         self._active_since = 0.0            # host time of the last activate()
@@ -232,21 +238,23 @@ class Board:
                 from .sim import VirtualBoard   # lazily: the sim needs the MicroPython executable
                 self._sim = VirtualBoard(baud=self.baud, **self.options.get("sim", {}))
                 self._sim.__enter__()
+                assert self._sim.url is not None    # __enter__ returns once the board listens
                 url = self._sim.url
             self.link = Link(url, self.baud, margin=self.options.get("margin", 0.05))
         try:
-            self.link.open()
+            self._io.open()
             self._hello()
             if self.options.get("clock_sync", True):
-                self.link.sync_clock(5)
+                self._io.sync_clock(5)
         except BaseException:
             self.cleanup()
             raise
         self.configured = True
+        assert self.info is not None        # set by _hello()
         return self.info
 
     def _hello(self) -> None:
-        payload = self.link.request(P.pack_hello(), P.INFO)
+        payload = self._io.request(P.pack_hello(), P.INFO)
         try:
             info = BoardInfo(*P.unpack_info(payload))
         except (ValueError, UnicodeDecodeError) as e:
@@ -277,9 +285,9 @@ class Board:
         # The board answers in order: a STATE that comes before ZERO_ACK or ENABLE_ACK answers a SET_VEL sent
         # earlier (possibly by someone else just before) and carries positions from before the zero: drop it, so
         # the state activate() returns is the board's answer after ZERO and ENABLE.
-        self.link.request(P.pack_zero(), P.ZERO_ACK, stale=P.STATE)
+        self._io.request(P.pack_zero(), P.ZERO_ACK, stale=P.STATE)
         try:
-            payload = self.link.request(P.pack_enable(True), P.ENABLE_ACK, stale=P.STATE)
+            payload = self._io.request(P.pack_enable(True), P.ENABLE_ACK, stale=P.STATE)
         except NackError as e:
             if e.code == P.NACK_NOT_ALLOWED:
                 code = self._fault_code()
@@ -294,6 +302,7 @@ class Board:
         self._baseline = None
         self._active_since = time.monotonic()
         state = self._exchange_zero()
+        assert state is not None            # None only with tolerate_nack
         # the restart checks start from the board's first answer after ENABLE (a WDT_RESET bit already latched
         # then is old news, not a new reset)
         self._baseline = state
@@ -302,7 +311,7 @@ class Board:
 
     def _exchange_zero(self, tolerate_nack: bool = False) -> BoardState | None:
         try:
-            payload = self.link.request(P.pack_set_vel(0, 0), P.STATE)
+            payload = self._io.request(P.pack_set_vel(0, 0), P.STATE)
         except NackError:
             if tolerate_nack:
                 return None
@@ -330,7 +339,7 @@ class Board:
         self.total_misses += 1
         self._pending = None
         if self.misses > self.max_misses:
-            raise LinkLost(f"no STATE from the board on {self.link.url} for {self.misses} cycles in a row; "
+            raise LinkLost(f"no STATE from the board on {self._io.url} for {self.misses} cycles in a row; "
                            f"stopping (check the cable, power and the board's status LED)")
         held = self._state if self._state is not None else BoardState((0.0, 0.0), (0.0, 0.0), 0, (0, 0), now, False)
         self._state = _held(held, self.misses)
@@ -338,13 +347,14 @@ class Board:
 
     def _collect(self) -> tuple[bytes | None, float]:
         """The newest STATE that arrived (waiting for the outstanding one up to its deadline), or None."""
+        link = self._io         # once per call: the hot path
         latest = None
         last_empty = self._pending[0] if self._pending is not None else 0.0
         while True:
             try:
-                if not self.link.is_open and not self._reopen():
+                if not link.is_open and not self._reopen():
                     return None, time.monotonic()
-                frames = self.link.poll()
+                frames = link.poll()
             except LinkLost:
                 return None, time.monotonic()
             for cmd, payload in frames:
@@ -357,10 +367,10 @@ class Board:
                 if latest is not None and self._pending is not None and now - last_empty < 0.001:
                     # the reply was not there < 1 ms ago: now - sent is its round trip to within 1 ms (a reply
                     # that waited since the last cycle only bounds it from above and is not recorded)
-                    self.link.record_rtt(now - self._pending[0])
+                    link.record_rtt(now - self._pending[0])
                 return latest, now
             last_empty = now
-            self.link.wait_readable(min(self._pending[1] - now, 0.002))
+            link.wait_readable(min(self._pending[1] - now, 0.002))
 
     def _reopen(self) -> bool:
         # the port vanished: one quick attempt per half second, never a wait inside the control loop
@@ -368,7 +378,7 @@ class Board:
         if now - self._last_reopen < 0.5:
             return False
         self._last_reopen = now
-        if not self.link.try_reopen():
+        if not self._io.try_reopen():
             return False
         # Whatever is on the port now may have rebooted (USB re-plug powers it down) or be another board: HELLO
         # again (one round trip, only on this rare path), and a new epoch, because counts from before the gap and
@@ -377,7 +387,7 @@ class Board:
         try:
             self._hello()
         except (NoReplyError, LinkLost, NackError):
-            self.link.close()       # not answering yet: stays a miss, the next attempt in half a second
+            self._io.close()       # not answering yet: stays a miss, the next attempt in half a second
             return False
         self.epoch += 1
         self._baseline = None
@@ -451,7 +461,7 @@ class Board:
         top = max(self.config.wheel_speed_limits)
         return 3.0 * top * self.counts_per_rev / TWO_PI * (max(dt, 0.0) + self.config.period) + self.counts_per_rev
 
-    def _went_down(self, state: BoardState, what: str, restarted: bool):
+    def _went_down(self, state: BoardState, what: str, restarted: bool) -> NoReturn:
         """Inactive, new epoch, raise BoardDeenergized naming what the board says (one GET_DIAG, off the hot path
         since the loop stops here anyway)."""
         self.active = False
@@ -460,7 +470,7 @@ class Board:
         self.epoch += 1         # the next activate() bumps it again; this one stops a caller integrating across
         detail = []
         try:
-            d = P.unpack_diag(self.link.request(P.pack_get_diag(), P.DIAG))
+            d = P.unpack_diag(self._io.request(P.pack_get_diag(), P.DIAG))
             if d["fault_code"]:
                 detail.append(f"fault: {fault_text(d['fault_code'])}")
             detail.append("last reset: " + P.RESET_NAMES.get(d["reset_cause"], f"unknown ({d['reset_cause']})"))
@@ -485,6 +495,7 @@ class Board:
         """Send wheel speeds (rad/s). Clamped jointly (same ratio) to the robot file's max_rim_speed (as wheel rad/s:
         RobotConfig.wheel_speed_limits) BEFORE the conversion."""
         self._require(active=True)
+        link = self._io         # once per call: the hot path
         if not (math.isfinite(left_rad_s) and math.isfinite(right_rad_s)):
             raise BadValue(f"wheel speeds must be finite, got left={left_rad_s} right={right_rad_s}")
         lim_l, lim_r = self.config.wheel_speed_limits
@@ -500,11 +511,11 @@ class Board:
         self._asked = True
         self._pending = None
         try:
-            if not self.link.is_open:
+            if not link.is_open:
                 return      # counted as a miss by the next read(), which also tries to reopen
             # a STATE still unread belongs to an earlier exchange: take it now (newest values win) so the next
             # read() returns the reply to THIS command
-            for cmd, payload in self.link.poll():
+            for cmd, payload in link.poll():
                 if cmd == P.STATE:
                     # a late reply: the values are newer than what read() held, and the link is alive, so the
                     # run of misses ends here (a late frame is not a lost one; only persistent loss is an error)
@@ -513,15 +524,15 @@ class Board:
                     self.misses = 0
                 else:
                     self._other_frame(cmd, payload)
-            self.link.send(frame)
+            link.send(frame)
         except LinkLost:
             return
         now = time.monotonic()
-        wait = self.link.timeout_for(len(frame), P.STATE)
+        wait = link.timeout_for(len(frame), P.STATE)
         # within the loop's period of the board's time (an emulated chip's is longer in host time): at its measured
         # speed, as the loop paces itself, not with the reply timeouts' headroom (a missed cycle would then last
         # 1.6 periods and a lost link be noticed that much later)
-        wait = min(wait, self.link.clock.host_seconds(0.8 * self.config.period))
+        wait = min(wait, link.clock.host_seconds(0.8 * self.config.period))
         self._pending = (now, now + wait)
 
     def deactivate(self) -> None:
@@ -548,7 +559,7 @@ class Board:
             # also on KeyboardInterrupt/SystemExit inside the stop: the outputs go off now
             if self.link is not None and self.link.is_open:
                 try:
-                    self.link.request(P.pack_enable(False), P.ENABLE_ACK)
+                    self._io.request(P.pack_enable(False), P.ENABLE_ACK)
                     problems = []   # disabled: that is what matters
                 except UserError as e:
                     problems.append(str(e))
@@ -592,7 +603,7 @@ class Board:
         replies = 0
         while True:
             try:
-                payload = self.link.request(P.pack_set_vel(0, 0), P.STATE)
+                payload = self._io.request(P.pack_set_vel(0, 0), P.STATE)
             except NoReplyError:
                 payload = None      # keep commanding zero: the board brakes on its deadman anyway
             except NackError:
@@ -622,7 +633,7 @@ class Board:
 
     def cleanup(self) -> None:
         if self.link is not None:
-            self.link.close()
+            self._io.close()
         if self._sim is not None:
             sim, self._sim = self._sim, None
             sim.__exit__(None, None, None)
@@ -636,17 +647,18 @@ class Board:
         controller and odometry baseline (DriveController.reset(), Odometry.rebase())."""
         was_active = self.active
         self.active = False
-        self.link.reconnect(timeout)
+        self._io.reconnect(timeout)
         self._unwrap = None         # the counts after the gap need not continue the ones before it
         self._hello()
         if self.options.get("clock_sync", True):
-            self.link.sync_clock(5)
+            self._io.sync_clock(5)
         self.misses = 0
         self._pending = None
         if was_active:
             self.activate()
         else:
             self._exchange_zero(tolerate_nack=True)
+        assert self.info is not None        # set by _hello() above
         return self.info
 
     def __enter__(self) -> Board:
@@ -658,13 +670,20 @@ class Board:
             if self.active:
                 self.deactivate()
             elif self.link is not None and self.link.is_open:
-                self.link.request(P.pack_enable(False), P.ENABLE_ACK)
+                self._io.request(P.pack_enable(False), P.ENABLE_ACK)
         except UserError:
             if exc_type is None:
                 raise
         finally:
             self.cleanup()
         return False
+
+    @property
+    def _io(self) -> Link:
+        """The link, which every exchange needs: there from configure() (or the `link` option) on."""
+        if self.link is None:
+            raise RuntimeError("Board.configure() first")
+        return self.link
 
     def _require(self, configured: bool = False, active: bool = False) -> None:
         if active and not self.active:
@@ -673,13 +692,13 @@ class Board:
             raise RuntimeError("Board.configure() first")
 
     # ---- services (request/response; not for the hot loop) ----
-    def get_param(self, name: str):
+    def get_param(self, name: str) -> float:
         p = _param(name)
         self._require(configured=True)
-        pid, value = P.unpack_param_value(self.link.request(P.pack_get_param(p[PARAMS.ID]), P.PARAM))
+        pid, value = P.unpack_param_value(self._io.request(P.pack_get_param(p[PARAMS.ID]), P.PARAM))
         return value
 
-    def set_param(self, name: str, value):
+    def set_param(self, name: str, value: float) -> float:
         """Set a parameter (in the table's units); returns the value the board applied (float32)."""
         p = _param(name)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -689,7 +708,7 @@ class Board:
             raise BadValue(reason)
         self._require(configured=True)
         try:
-            payload = self.link.request(P.pack_set_param(p[PARAMS.ID], value), P.PARAM_SET)
+            payload = self._io.request(P.pack_set_param(p[PARAMS.ID], value), P.PARAM_SET)
         except NackError as e:
             if e.code == P.NACK_OUT_OF_RANGE:
                 raise BadValue(f"the board rejected {name}={value}: allowed [{p[PARAMS.MIN]}, {p[PARAMS.MAX]}] "
@@ -710,23 +729,23 @@ class Board:
 
     def save_params(self) -> None:
         self._require(configured=True)
-        self.link.request(P.pack_save_params(), P.SAVE_ACK)
+        self._io.request(P.pack_save_params(), P.SAVE_ACK)
 
     def load_params(self) -> bool:
         """LOAD_PARAMS: every live parameter back to the saved one (what a reset would load), applied at once.
         Returns True when the board had a saved value for each, False when defaults stood in."""
         self._require(configured=True)
-        return P.unpack_load_ack(self.link.request(P.pack_load_params(), P.LOAD_ACK))
+        return P.unpack_load_ack(self._io.request(P.pack_load_params(), P.LOAD_ACK))
 
     def diag(self) -> dict:
         """GET_DIAG decoded, plus fault/reset/flag names and this side's link counters."""
         self._require(configured=True)
-        d = P.unpack_diag(self.link.request(P.pack_get_diag(), P.DIAG))
+        d = P.unpack_diag(self._io.request(P.pack_get_diag(), P.DIAG))
         d["fault"] = fault_text(d["fault_code"])
         d["reset"] = P.RESET_NAMES.get(d["reset_cause"], f"unknown ({d['reset_cause']})")
         d["flag_names"] = [name for bit, name in P.DIAG_FLAG_NAMES if d["flags"] & bit]
         d["imu"] = P.IMU_NAMES.get(d["imu_state"], f"unknown ({d['imu_state']})")
-        d["host_link"] = self.link.stats()
+        d["host_link"] = self._io.stats()
         d["host_misses"] = self.total_misses
         return d
 
@@ -739,7 +758,7 @@ class Board:
         last). Returns the seconds within which the board resets (0.0: its REPL is there already). A USB board
         re-enumerates in that reset: wait for its port to come back before opening it again."""
         self._require(configured=True)
-        payload = self.link.request(P.pack_stop_link(), P.STOP_LINK_ACK, stale=P.STATE)
+        payload = self._io.request(P.pack_stop_link(), P.STOP_LINK_ACK, stale=P.STATE)
         reset_s = P.unpack_stop_link_ack(payload) / 1000.0
         self.active = False
         self._pending = None
@@ -748,27 +767,27 @@ class Board:
 
     def _fault_code(self) -> int:
         try:
-            return P.unpack_diag(self.link.request(P.pack_get_diag(), P.DIAG))["fault_code"]
+            return P.unpack_diag(self._io.request(P.pack_get_diag(), P.DIAG))["fault_code"]
         except UserError:
             return -1
 
     def clear_fault(self) -> int:
         """Clear a latched fault; returns the code that was latched (0: none)."""
         self._require(configured=True)
-        return P.unpack_fault_cleared(self.link.request(P.pack_clear_fault(), P.FAULT_CLEARED))
+        return P.unpack_fault_cleared(self._io.request(P.pack_clear_fault(), P.FAULT_CLEARED))
 
     def odom(self) -> tuple[float | None, float, float, float]:
         """The board's own odometry: (host monotonic time of the board stamp or None if unsynced, x m, y m, th)."""
         self._require(configured=True)
-        t_us, x, y, th, _th_enc, _src = P.unpack_odom(self.link.request(P.pack_get_odom(), P.ODOM))
-        t = self.link.board_to_host(t_us)
+        t_us, x, y, th, _th_enc, _src = P.unpack_odom(self._io.request(P.pack_get_odom(), P.ODOM))
+        t = self._io.board_to_host(t_us)
         return t, x / P.ODOM_LENGTH_SCALE, y / P.ODOM_LENGTH_SCALE, th / P.ODOM_ANGLE_SCALE
 
     def odometry(self) -> BoardOdometry:
         """The board's own odometry (GET_ODOM) with both headings: the pose's (gyro when present) and the encoders'."""
         self._require(configured=True)
-        t_us, x, y, th, th_enc, src = P.unpack_odom(self.link.request(P.pack_get_odom(), P.ODOM))
-        return BoardOdometry(self.link.board_to_host(t_us), x / P.ODOM_LENGTH_SCALE, y / P.ODOM_LENGTH_SCALE,
+        t_us, x, y, th, th_enc, src = P.unpack_odom(self._io.request(P.pack_get_odom(), P.ODOM))
+        return BoardOdometry(self._io.board_to_host(t_us), x / P.ODOM_LENGTH_SCALE, y / P.ODOM_LENGTH_SCALE,
                              th / P.ODOM_ANGLE_SCALE, th_enc / P.ODOM_ANGLE_SCALE,
                              "gyro" if src == P.ODOM_HEADING_GYRO else "encoders")
 
@@ -779,7 +798,7 @@ class Board:
             raise BadValue(f"sensor rate {rate_hz!r} must be a whole number of Hz in [0, 65535]")
         self._require(configured=True)
         try:
-            return P.unpack_sensors_ack(self.link.request(P.pack_sensors(rate_hz), P.SENSORS_ACK))
+            return P.unpack_sensors_ack(self._io.request(P.pack_sensors(rate_hz), P.SENSORS_ACK))
         except NackError as e:
             if e.code == P.NACK_OUT_OF_RANGE:
                 raise BadValue(f"sensor rate {rate_hz} Hz is above the board's sensor rate") from None
@@ -795,10 +814,10 @@ class Board:
     def _poll_other(self) -> None:
         if self.link is not None and self.link.is_open:
             try:
-                for cmd, payload in self.link.poll():
+                for cmd, payload in self._io.poll():
                     if cmd == P.STATE:
                         # a STATE outside read(): keep it for the next read() rather than lose it
-                        self.link.push_back([(cmd, payload)])
+                        self._io.push_back([(cmd, payload)])
                     else:
                         self._other_frame(cmd, payload)
             except LinkLost:
@@ -809,7 +828,7 @@ class Board:
         if not (isinstance(rate_hz, int) and 0 <= rate_hz <= 65535):
             raise BadValue(f"telemetry rate {rate_hz!r} must be a whole number of Hz in [0, 65535]")
         self._require(configured=True)
-        return P.unpack_telemetry_ack(self.link.request(P.pack_telemetry(rate_hz), P.TELEMETRY_ACK))
+        return P.unpack_telemetry_ack(self._io.request(P.pack_telemetry(rate_hz), P.TELEMETRY_ACK))
 
     def telemetry_frames(self) -> list[dict]:
         """TELEMETRY_DATA received so far (drained), each a dict with "handled" (host time it was taken off the
@@ -828,12 +847,12 @@ class Board:
     def sync_clock(self, samples: int = 5) -> dict:
         """Another TIME burst (Link.sync_clock): call every few seconds so drift is tracked."""
         self._require(configured=True)
-        return self.link.sync_clock(samples)
+        return self._io.sync_clock(samples)
 
     def stats(self) -> dict:
         return {"cycles": self.cycles, "misses": self.misses, "total_misses": self.total_misses,
                 "late_replies": self.late_replies,
-                "epoch": self.epoch, "link": self.link.stats() if self.link else None}
+                "epoch": self.epoch, "link": self._io.stats() if self.link else None}
 
 
 def _table_ramp() -> tuple[float, float, float]:
@@ -841,7 +860,7 @@ def _table_ramp() -> tuple[float, float, float]:
     return float(d["max_wheel_speed"]), float(d["max_accel"]), d["deadman_ms"] / 1000.0
 
 
-def _param(name: str):
+def _param(name: str) -> tuple:
     p = PARAMS.by_name(name)
     if p is None:
         names = [q[PARAMS.NAME] for q in PARAMS.TABLE]

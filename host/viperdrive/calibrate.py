@@ -74,7 +74,7 @@ def wheel_separation_from_spin(separation: float, runs) -> SpinResult:
     problems = []
     if separation <= 0:
         raise ValueError("separation must be > 0")
-    est = {1: [], -1: []}
+    est: dict[int, list[float]] = {1: [], -1: []}
     for i, r in enumerate(runs):
         if r.commanded == 0 or r.measured == 0:
             problems.append(f"run {i}: zero turn")

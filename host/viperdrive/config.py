@@ -242,7 +242,7 @@ for _axis, _u in (("linear.x", "m/s"), ("angular.z", "rad/s")):
 # Robot-file keys renamed at 0.1 (old -> new, same value and unit): still read, with a note saying the new name.
 # "wheel speed" is rad/s everywhere in viperdrive (the board's max_wheel_speed, Board.write); the m/s limit at
 # the rim got a name of its own (docs/host.md, "One unit per name").
-RENAMED_KEYS = {"max_wheel_speed": "max_rim_speed", "max_wheel_acceleration": "max_rim_acceleration"}
+RENAMED_KEYS: dict[str, str] = {"max_wheel_speed": "max_rim_speed", "max_wheel_acceleration": "max_rim_acceleration"}
 
 _META_FIELDS = ("source", "ignored", "node", "layout", "notes", "explicit")
 
@@ -332,7 +332,7 @@ def _select_ros2(doc: Document, node: str | None):
     check_ros2_layout(doc, BadValue)
     src = doc.source or "robot file"
     notes: list[str] = []
-    named = {}
+    named: dict[str, Any] = {}
     for e in entries:
         if not e.wildcard:
             named.setdefault(e.fqn, e)
@@ -378,7 +378,7 @@ def _select_ros2(doc: Document, node: str | None):
         if typed:
             chosen = nodes[typed[0]]
         else:
-            untyped = [f for f, p in nodes.items() if kinds[f] is None and _looks_like_ddc(p)]
+            untyped: list[str] | None = [f for f, p in nodes.items() if kinds[f] is None and _looks_like_ddc(p)]
             if not untyped and len([f for f in nodes if kinds[f] is None]) == 1 and not declared:
                 untyped = [f for f in nodes if kinds[f] is None]
             if not untyped and not nodes:
@@ -637,3 +637,6 @@ def _one_line(e: Exception) -> str:
 def replace_config(config: RobotConfig, **changes) -> RobotConfig:
     """dataclasses.replace without validation (tests and programmatic setups with already-checked values)."""
     return replace(config, **changes)
+
+
+__all__ = ["RobotConfig", "Ros2Settings", "AxisLimits", "OdometryNoise", "read_robot_file", "parse_robot_file"]

@@ -52,7 +52,7 @@ class PathRunner:
         self.late_max = 0.0
         self.late_sum = 0.0
         self.track: Track | None = None
-        self._next = None
+        self._next = 0.0        # the next cycle's deadline (board clock s), set by start()
 
     def start(self, track: Track) -> None:
         """Activate from rest with every pose at zero (truth, board odometry via ZERO, host odometry)."""
@@ -166,6 +166,7 @@ class PathRunner:
     def finish(self) -> dict:
         """End points: host and board odometry, truth; errors vs the commanded end (the origin) and vs truth."""
         tr = self.track
+        assert tr is not None, "finish() after start()"
         _, bx, by, bth = self.board.odom()
         end = {"host": (self.odom.x, self.odom.y, self.odom.theta), "board": (bx, by, bth)}
         if self.vb is not None:
@@ -257,6 +258,7 @@ def table(tracks: list[Track], board: Board, vb, runner: PathRunner) -> str:
             x, y, th = tr.crossing
             rows.append(f"{tr.name}: circles changed at ({x:+.3f}, {y:+.3f}) m, heading {math.degrees(th):+.1f}° "
                         f"(commanded: the origin, 0°)")
+    assert board.link is not None and board.info is not None     # a configured board
     ls = board.link.stats()
     rows.append("")
     rows.append(f"link: {ls['frames_tx']} frames sent, {ls['frames_rx']} received, crc errors {ls['crc_errors']}, "
@@ -306,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     config = RobotConfig()
     with VirtualBoard(baud=args.baud) as vb, Board(vb.url, baud=args.baud, config=config) as board:
+        assert board.info is not None
         print(f"virtual board at {vb.url} ({board.info.firmware}, {board.info.control_hz} Hz, "
               f"{board.info.counts_per_rev} counts/rev), {args.baud} baud", flush=True)
         runner = PathRunner(board, config, vb)

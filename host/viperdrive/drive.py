@@ -173,3 +173,6 @@ def _axis_fraction(limits: AxisLimits, current: float, delta: float, prev_acc: f
     if math.isinf(cap):
         return 1.0
     return min(1.0, cap * dt / mag)
+
+
+__all__ = ["DriveController"]

@@ -132,6 +132,8 @@ def load_board_config(spec: str) -> tuple[Path, dict]:
 def _boardcfg_module(root: Path):
     # the firmware's validator, loaded from its file: the same rules the board applies at boot
     spec = importlib.util.spec_from_file_location("_viperdrive_boardcfg", root / "mcu" / "boardcfg.py")
+    if spec is None or spec.loader is None:
+        raise UserError(f"cannot load the firmware's board config validator {root / 'mcu' / 'boardcfg.py'}")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -21,6 +21,7 @@ import csv
 import math
 import struct
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from . import rosmsg_defs
 from .ekf import STATE_NAMES, Ekf, FilterConfig, SensorInput
-from .ekf.core import SensorStatus
+from .ekf.core import Measurement, SensorStatus
 from .ekf.sensors import measurements_of
 from .errors import FuseError
 from .logs import McapDamage, _open_reader, _OutputFile, guarded
@@ -85,7 +86,7 @@ class FuseSummary:
         lines.append(f"{'sensor':<8} {'topic':<28} {'msgs':>7} {'used':>7} {'rejected':>8} {'too late':>8} "
                      f"{'late*':>6} {'order':>6} {'invalid':>7}")
         for s in self.sensors.values():
-            f = s.outcomes
+            f = s.outcomes if s.outcomes is not None else SensorStatus(s.name, 0.0)     # zeros before a run
             lines.append(f"{s.name:<8} {s.topic[:28]:<28} {s.messages:>7} {f.used:>7} {f.rejected:>8} "
                          f"{f.too_late:>8} {f.late_fused:>6} {s.out_of_order:>6} {s.invalid:>7}")
         lines.append("  (used/rejected/too late count measurements: an odometry message gives a pose and a twist one;"
@@ -96,6 +97,7 @@ class FuseSummary:
             parts = [f"{n}={sd[i]:.4g}" for i, n in enumerate(CSV_VARIABLES)]
             lines.append("final 1-sigma: " + " ".join(parts))
             st = self.final_state
+            assert st is not None           # set with final_covariance
             lines.append(f"final pose: x={st[0]:.4f} m y={st[1]:.4f} m yaw={st[5]:.4f} rad")
         if self.time_to_limit is not None:
             ttl = "never (within 600 s)" if math.isinf(self.time_to_limit) else f"{self.time_to_limit:.1f} s"
@@ -228,11 +230,11 @@ class _Fusion:
         result, config, ekf = self.result, self.config, self.ekf
         self.writer = _Outputs(out_csv, mcap_out, config)
         self.period = 1.0 / config.frequency
-        self.batch = []
+        self.batch: list[Measurement] = []
         self.offset = math.inf
-        self.last_row_t = None
+        self.last_row_t: float | None = None
         decoders = DecoderFactory()
-        decoder_of: dict[int, Callable] = {}
+        decoder_of: dict[int, Callable | None] = {}
         last_stamp: dict[str, float] = {}
         wanted = [c for t in self.readers_of for c in (t, t.lstrip("/"))]
         if self.damaged:
@@ -315,7 +317,7 @@ class _Fusion:
         for s in result.sensors.values():
             if s.invalid:
                 result.warnings.append(f"{s.name}: {s.invalid} invalid messages skipped (first: {s.first_problem})")
-            if s.outcomes.too_late:
+            if s.outcomes is not None and s.outcomes.too_late:
                 result.warnings.append(f"{s.name}: {s.outcomes.too_late} measurements older than history_length "
                                        f"({config.history_length} s) were dropped")
             if s.stale_gaps:
@@ -409,6 +411,7 @@ class _Fusion:
         if not ekf.initialized:
             return
         now = (cycle + 1) * self.period - self.offset       # end of this cycle on the stamp clock
+        assert ekf.time is not None         # an initialized filter has a time
         dead = False
         if now - ekf.time > self.config.sensor_timeout:
             # nothing for longer than sensor_timeout: predict forward as robot_localization does
@@ -425,9 +428,10 @@ class _Outputs:
     """The CSV (and MCAP) of one run; `close(keep)` publishes them together, or discards both."""
 
     def __init__(self, out_csv, mcap_out, config: FilterConfig):
-        self._mcap_file = self._mcap = None
+        self._mcap_file: _OutputFile | None = None
+        self._mcap: Any = None      # mcap_ros2's Writer (imported only for an MCAP output)
         self.frame, self.child = config.world_frame, config.base_link_frame
-        self._csv_file = _OutputFile(out_csv, "w", newline="")
+        self._csv_file: _OutputFile | None = _OutputFile(out_csv, "w", newline="")
         self._csv = csv.writer(self._csv_file.file)
         self._csv.writerow(CSV_COLUMNS)
         if mcap_out is not None:
@@ -463,4 +467,5 @@ class _Outputs:
             self._csv_file = self._mcap_file = None
 
 
-__all__ = ["CSV_COLUMNS", "FuseError", "FuseSummary", "OUTPUT_TOPIC", "SensorTally", "fuse", "measurements_of"]
+__all__ = ["CSV_COLUMNS", "FuseError", "FuseSummary", "OUTPUT_TOPIC", "SensorTally", "fuse", "measurements_of",
+           "StaticFrames", "FrameContext"]

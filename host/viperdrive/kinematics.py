@@ -14,6 +14,10 @@ drives the same curve, slower.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .config import RobotConfig
 
 
 def saturation_scale(left: float, right: float, limit: float | None) -> float:
@@ -110,7 +114,7 @@ class DifferentialDriveKinematics:
         self.max_rim_speed = max_rim_speed
 
     @classmethod
-    def from_config(cls, config) -> DifferentialDriveKinematics:
+    def from_config(cls, config: RobotConfig) -> DifferentialDriveKinematics:
         return cls(config.wheel_separation, config.wheel_radius, config.wheel_separation_multiplier,
                    config.left_wheel_radius_multiplier, config.right_wheel_radius_multiplier,
                    config.max_rim_speed)
@@ -131,3 +135,7 @@ class DifferentialDriveKinematics:
         if self.max_rim_speed is None:
             return math.inf
         return max_angular(v, self.max_rim_speed, self.separation)
+
+
+__all__ = ["twist_to_wheels", "wheels_to_twist", "max_angular", "desaturate", "envelope", "saturation_scale",
+           "twist_scale", "DifferentialDriveKinematics"]

@@ -27,6 +27,8 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Iterable
+from typing import Any
 
 import serial
 
@@ -51,7 +53,7 @@ REPLY_SIZES = {
     P.SENSORS_ACK: _frame_size(P.FMT_U16),
 }
 # Extra time some commands need on the board itself (s): saving parameters writes flash.
-COMMAND_EXTRA_S = {P.SAVE_PARAMS: 1.0, P.HELLO: 0.1}
+COMMAND_EXTRA_S: dict[int | None, float] = {P.SAVE_PARAMS: 1.0, P.HELLO: 0.1}
 # The host sees bytes through USB and the OS: a USB-serial adapter holds a partial packet for its latency timer
 # (16 ms by default on FTDI chips), and the virtual board is a process a loaded machine deschedules for tens of ms
 # (48 ms seen), so a frame may reach the host in two pieces that far apart. 100 ms is longer than the host loop's
@@ -80,7 +82,7 @@ class Link:
         self.baud = int(baud)
         self.margin = margin              # s: the board's slow-task period plus OS scheduling slack
         self.exclusive = exclusive
-        self._ser = None
+        self._ser: serial.SerialBase | None = None
         self._lock = threading.RLock()
         self.parser = P.Parser(P.frame_gap_us(self.baud, HOST_FRAME_GAP_MIN_US))
         self._inbox: collections.deque = collections.deque()
@@ -89,7 +91,7 @@ class Link:
         self._clock: list[tuple[float, float]] = []    # (host s, board s unwrapped) per sync burst
         self._fit = (0.0, 1.0)                          # board_s = a + b * host_s
         self._ref: tuple[float, int] | None = None      # (host s, board us unwrapped) for unwrapping
-        self.counts = collections.Counter()
+        self.counts: collections.Counter[str] = collections.Counter()
         # the board's speed (board seconds per host second: 1 for real boards) and the reply timeouts' scale (host
         # seconds per board second, with headroom): an emulated chip slower than real time (the Pico rig,
         # viperdrive.sim.pico.board_speed) stretches every reply timeout by time_scale, and `clock` (BoardClock:
@@ -99,7 +101,7 @@ class Link:
         self.time_scale = 1.0
         self._scale_at = 0.0
         self.clock = BoardClock()
-        self._late = collections.Counter()             # reply codes of timed-out requests, per code
+        self._late: collections.Counter[int] = collections.Counter()     # reply codes of timed-out requests, per code
         self._garbage_at_frame = 0
 
     # ---- open / close ----
@@ -111,7 +113,7 @@ class Link:
         with self._lock:
             if self._ser is not None:
                 return self
-            kwargs = {"baudrate": self.baud, "timeout": 0, "write_timeout": 1.0}
+            kwargs: dict[str, Any] = {"baudrate": self.baud, "timeout": 0, "write_timeout": 1.0}
             if "://" not in self.url and self.exclusive:
                 kwargs["exclusive"] = True
             try:
@@ -246,7 +248,7 @@ class Link:
             out.append((cmd, payload))
             cmd = p.poll()
 
-    def _stash(self, frames) -> None:
+    def _stash(self, frames: Iterable[tuple[int, bytes]]) -> None:
         for f in frames:
             if self._late[f[0]] > 0 and f[0] != P.STATE:
                 # the late reply to a request that already timed out: drop it (STATE is always current data)
@@ -266,7 +268,7 @@ class Link:
             self._inbox.clear()
             return out
 
-    def push_back(self, frames) -> None:
+    def push_back(self, frames: Iterable[tuple[int, bytes]]) -> None:
         """Return frames to the front of the inbox (a consumer took more than it handles)."""
         with self._lock:
             self._inbox.extendleft(reversed(list(frames)))
@@ -507,7 +509,7 @@ def _board_time_scale(url: str) -> float:
     return _scale_of(_board_speed(url))
 
 
-def _close_quietly(ser) -> None:
+def _close_quietly(ser: serial.SerialBase) -> None:
     try:
         ser.close()
     except (serial.SerialException, OSError):
@@ -598,3 +600,6 @@ def explain_open_error(url: str, e: Exception) -> PortError:
         return PortError(f"port {url} is busy{': in use by ' + who if who else ' (another program has it open)'}; "
                          f"close that program first")
     return PortError(f"cannot open {url}: {text}")
+
+
+__all__ = ["Link", "NackError", "BoardClock", "HOST_FRAME_GAP_MIN_US", "explain_open_error", "port_holders"]

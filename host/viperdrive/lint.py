@@ -22,7 +22,9 @@ what only the data can tell. Each Finding names the key and the fix; none change
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -153,7 +155,7 @@ def scan_recording(path, cfg) -> RecordingScan:
             by_topic.setdefault(_norm_topic(s.topic), []).append(s)
         frames = StaticFrames()
         decoders = DecoderFactory()
-        decoder_of: dict[int, object] = {}
+        decoder_of: dict[int, Callable[[bytes], Any] | None] = {}
         last: dict[str, float] = {}
         wanted = [c for t in list(by_topic) + [TF_STATIC] for c in (t, t.lstrip("/"))]
         try:

@@ -251,10 +251,9 @@ class _OutputFile:
             raise FuseError(f"{path}: cannot write: {e.strerror}") from None
 
     def close(self, keep: bool) -> None:
-        if self.file is None:
+        if self.file.closed:
             return
         self.file.close()
-        self.file = None
         if self.tmp is None:
             return
         if not keep:
@@ -485,3 +484,6 @@ def _save(fig, path: Path, plt) -> Path:
     finally:
         plt.close(fig)
     return path
+
+
+__all__ = ["McapRecorder", "McapDamage", "read_mcap", "read_mcap_partial", "plot_mcap", "guarded", "FLUSH_PERIOD_S"]

@@ -12,14 +12,23 @@ per period.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .stats import percentile
 
+if TYPE_CHECKING:
+    from .board import Board, BoardState
+    from .drive import DriveController
+    from .odometry import Odometry
+
 
 class FixedRateLoop:
-    def __init__(self, rate_hz: float, spin: float = 0.0002, clock=time.monotonic, sleep=time.sleep,
+    def __init__(self, rate_hz: float, spin: float = 0.0002, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Any] = time.sleep,
                  history: int = 10000):
         if not (math.isfinite(rate_hz) and rate_hz > 0):
             raise ValueError(f"rate_hz must be > 0, got {rate_hz}")
@@ -45,7 +54,8 @@ class FixedRateLoop:
             elif self.spin:
                 self.sleep(0)       # yield while spinning the last fraction of a millisecond
 
-    def run(self, step, cycles: int | None = None, duration: float | None = None, stop=None) -> dict:
+    def run(self, step: Callable[[float, int], Any], cycles: int | None = None, duration: float | None = None,
+            stop: threading.Event | None = None) -> dict:
         """Call step(now, k) at each deadline until cycles/duration are done, stop (a threading.Event) is set or
         step returns False. Returns stats()."""
         period = self.period
@@ -84,8 +94,9 @@ class FixedRateLoop:
         late = sorted(self._late)
         ex = sorted(self._exec)
 
-        def pct(v, q):
-            return percentile(v, q) * 1e6 if v else None
+        def pct(v: list[float], q: float) -> float | None:
+            p = percentile(v, q)
+            return p * 1e6 if p is not None else None
 
         exec_max = ex[-1] if ex else None
         return {
@@ -93,9 +104,9 @@ class FixedRateLoop:
             "late_p50_us": pct(late, 0.5), "late_p99_us": pct(late, 0.99),
             "late_max_us": late[-1] * 1e6 if late else None,
             "exec_mean_us": sum(ex) / len(ex) * 1e6 if ex else None, "exec_p99_us": pct(ex, 0.99),
-            "exec_max_us": exec_max * 1e6 if ex else None,
+            "exec_max_us": exec_max * 1e6 if exec_max is not None else None,
             # keep >= 20 % of the period free at the worst case: room for the jitter Linux does not bound
-            "margin_pct": (1.0 - exec_max / self.period) * 100.0 if ex else None,
+            "margin_pct": (1.0 - exec_max / self.period) * 100.0 if exec_max is not None else None,
         }
 
 
@@ -109,16 +120,17 @@ class DriveLoop:
     that showed the restart is never integrated); after clear_fault()/activate() the loop continues from it.
     """
 
-    def __init__(self, board, controller, odometry=None, rate_hz: float | None = None):
+    def __init__(self, board: Board, controller: DriveController, odometry: Odometry | None = None,
+                 rate_hz: float | None = None):
         self.board = board
         self.controller = controller
         self.odometry = odometry
         self.rate_hz = rate_hz if rate_hz is not None else controller.config.update_rate
         self.loop = FixedRateLoop(self.rate_hz)
         self._epoch = board.epoch
-        self.state = None
+        self.state: BoardState | None = None
 
-    def cycle(self, now: float):
+    def cycle(self, now: float) -> BoardState:
         state = self.board.read()
         if self.board.epoch != self._epoch:
             self._epoch = self.board.epoch
@@ -133,11 +145,15 @@ class DriveLoop:
         self.state = state
         return state
 
-    def run(self, cycles: int | None = None, duration: float | None = None, stop=None, on_cycle=None) -> dict:
+    def run(self, cycles: int | None = None, duration: float | None = None, stop: threading.Event | None = None,
+            on_cycle: Callable[[BoardState, int], Any] | None = None) -> dict:
         """Run the cycle on absolute deadlines; on_cycle(state, k) after each (return False to stop)."""
-        def step(now, k):
+        def step(now: float, k: int) -> Any:
             state = self.cycle(now)
             if on_cycle is not None:
                 return on_cycle(state, k)
             return None
         return self.loop.run(step, cycles=cycles, duration=duration, stop=stop)
+
+
+__all__ = ["FixedRateLoop", "DriveLoop"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from .config import RobotConfig
 from .kinematics import wheels_to_twist
@@ -200,7 +201,8 @@ def _embed(block: np.ndarray, index: tuple[int, ...], planar: float) -> np.ndarr
     return out
 
 
-def lint_covariance(matrix, name: str = "covariance", huge: float = 1e3, tiny: float = 1e-15) -> list[str]:
+def lint_covariance(matrix: npt.ArrayLike, name: str = "covariance", huge: float = 1e3,
+                    tiny: float = 1e-15) -> list[str]:
     """Warnings about a covariance matrix (6x6 or any square): zero/tiny or huge diagonal entries, asymmetry,
     non-finite values, and not being positive definite. An empty list means it looks usable."""
     m = np.asarray(matrix, dtype=float)
@@ -229,3 +231,6 @@ def lint_covariance(matrix, name: str = "covariance", huge: float = 1e3, tiny: f
         warnings.append(f"{name}: not positive definite (smallest eigenvalue "
                         f"{float(np.min(np.linalg.eigvalsh((m + m.T) / 2.0))):g})")
     return warnings
+
+
+__all__ = ["Odometry", "lint_covariance", "wrap_pi", "integrate_arc", "integrate_midpoint", "integrate_euler"]

@@ -131,18 +131,17 @@ def parse_script(text: str, speed: float = 0.2, turn_rate: float = 1.0, source: 
 def _out_of_range(s: Segment) -> str | None:
     """Why a segment's numbers are outside LIMITS (written `not lo < x <= hi`: NaN fails every comparison)."""
     L = LIMITS
-    speed = s.b if s.kind in ("forward", "turn") else s.c if s.kind == "arc" else None
-    checks = []
+    checks: list[tuple[str, float, float, float, str, bool]] = []
     if s.kind == "forward":
         checks.append(("the distance", abs(s.a), 0.0, L["distance_m"], "m", True))
-        checks.append(("the speed", speed, 0.0, L["speed_m_s"], "m/s", False))
+        checks.append(("the speed", s.b, 0.0, L["speed_m_s"], "m/s", False))
     elif s.kind == "turn":
         checks.append(("the angle", abs(math.degrees(s.a)), 0.0, L["angle_deg"], "deg", True))
-        checks.append(("the rate", speed, 0.0, L["rate_rad_s"], "rad/s", False))
+        checks.append(("the rate", s.b, 0.0, L["rate_rad_s"], "rad/s", False))
     elif s.kind == "arc":
         checks.append(("the radius", s.b, 0.0, L["distance_m"], "m", False))
         checks.append(("the angle", abs(math.degrees(s.a)), 0.0, L["angle_deg"], "deg", True))
-        checks.append(("the speed", speed, 0.0, L["speed_m_s"], "m/s", False))
+        checks.append(("the speed", s.c, 0.0, L["speed_m_s"], "m/s", False))
     elif s.kind == "twist":
         checks.append(("v", abs(s.a), 0.0, L["speed_m_s"], "m/s", True))
         checks.append(("w", abs(s.b), 0.0, L["rate_rad_s"], "rad/s", True))
@@ -184,11 +183,11 @@ class ScriptFollower:
         self.accel = 0.8 * max_accel                          # m/s^2 at the wheels
         self.alpha = 0.8 * 2.0 * max_accel / wheel_separation  # rad/s^2 turning in place
         self.index = 0
-        self._start = None      # (t, x, y, theta, travelled, turned) at the start of the segment
+        self._start: tuple[float, float, float] | None = None   # (t, travelled, turned) at the start of the segment
         self.travelled = 0.0    # along-path distance, m (signed per segment)
         self.turned = 0.0       # unwrapped heading change, rad
-        self._last = None
-        self._settling = None
+        self._last: tuple[float, float, float] | None = None
+        self._settling: float | None = None
         self._hold = 0.0
         self._intended = 0.0    # unwrapped heading the script means to have reached so far (rad)
 
@@ -236,7 +235,8 @@ class ScriptFollower:
                 if twist is not None and seg.kind in ("forward", "turn", "arc"):
                     self._settling = now
             if self._settling is not None:
-                moving = abs(twist[0]) > self.SETTLE_V or abs(twist[1]) > self.SETTLE_W
+                # a caller that stopped passing twist: nothing says the robot still moves
+                moving = twist is not None and (abs(twist[0]) > self.SETTLE_V or abs(twist[1]) > self.SETTLE_W)
                 if moving and now - self._settling < self.SETTLE_MAX:
                     return 0.0, 0.0
             if seg.kind in ("turn", "arc"):

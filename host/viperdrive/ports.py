@@ -16,8 +16,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import PortError, UserError
+
+if TYPE_CHECKING:
+    from .sim import VirtualBoard
 
 # USB vendor id -> (vendor, kind). kind "board": the MCU's own USB (a MicroPython/CircuitPython board);
 # "bridge": a USB-UART bridge chip, what ESP32 dev kits and many STM32/ESP8266 boards carry.
@@ -80,14 +84,14 @@ class SerialPortInfo:
         if self.vid not in USB_VENDORS:
             return False
         # the RP2 boot ROM is a mass-storage device, but a serial port with its id is not MicroPython either
-        return USB_PRODUCTS.get((self.vid, self.pid), "").find("BOOTSEL") < 0
+        return USB_PRODUCTS.get((self.vid, self.pid or 0), "").find("BOOTSEL") < 0
 
     @property
     def guess(self) -> str:
         """A human guess of what is on this port."""
         if self.vid is None:
             return "not USB (built-in UART or virtual)"
-        exact = USB_PRODUCTS.get((self.vid, self.pid))
+        exact = USB_PRODUCTS.get((self.vid, self.pid or 0))
         if exact:
             return exact
         known = USB_VENDORS.get(self.vid)
@@ -144,7 +148,7 @@ class ResolvedPort:
     spec: str
     url: str
     description: str
-    virtual_board: object | None = None
+    virtual_board: VirtualBoard | None = None
 
     def close(self) -> None:
         vb, self.virtual_board = self.virtual_board, None
@@ -194,6 +198,7 @@ def resolve_port(spec: str | None, baud: int = 115200, sim_options: dict | None 
         from .sim import VirtualBoard
         vb = VirtualBoard(baud=baud, **(sim_options or {}))
         vb.start()
+        assert vb.url is not None       # start() returns once the board listens
         return ResolvedPort(spec, vb.url, f"virtual board {vb.url}", vb)
     if spec == "auto":
         found = choose_auto(list_serial_ports() if ports is None else ports)

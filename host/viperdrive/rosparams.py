@@ -23,12 +23,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 from .errors import BadValue
 
 RCL_TRUE = frozenset("Y y yes Yes YES true True TRUE on On ON".split())
 RCL_FALSE = frozenset("N n no No NO false False FALSE off Off OFF".split())
+
+_D = TypeVar("_D")     # a getter's default: what it returns for a missing key
 
 
 class ParamError(BadValue):
@@ -267,7 +269,7 @@ class Params:
     """One node's parameters, flattened to dotted names (`linear.x.max_velocity`), with where each came from.
     The typed getters raise `error` with file, node, key, value and line; `notes` collects what ROS reads
     differently from the file's face value (each (key, text) once)."""
-    values: dict = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
     paths: dict = field(default_factory=dict)
     doc: Document | None = None
     source: str = ""
@@ -308,7 +310,7 @@ class Params:
         line = self.line(key, index)
         return f" (line {line})" if line else ""
 
-    def fail(self, key: str, text: str, index: int | None = None):
+    def fail(self, key: str, text: str, index: int | None = None) -> NoReturn:
         raise self.error(f"{self.where(key, index)}: {text}{self.at(key, index)}")
 
     def note(self, key: str, text: str) -> None:
@@ -384,7 +386,7 @@ class Params:
                                f"array this parameter is, and refuses it{self.at(key)}: write {float(v[0])!r}, ...")
 
     # ---- typed getters: default when absent, the value when of the right type, else an error naming it
-    def boolean(self, key: str, default: bool | None) -> bool | None:
+    def boolean(self, key: str, default: _D) -> bool | _D:
         if key not in self.values:
             return default
         return self.as_bool(key, self.values[key])
@@ -405,7 +407,7 @@ class Params:
             self.fail(key, f"expected a number >= {minimum}, got {_shown(v)}")
         return x
 
-    def string(self, key: str, default: str | None) -> str | None:
+    def string(self, key: str, default: _D) -> str | _D:
         if key not in self.values:
             return default
         v = self.values[key]
@@ -448,3 +450,7 @@ def _shown(v) -> str:
     if v is None:
         return "nothing (null)"
     return repr(v)
+
+
+__all__ = ["Document", "Params", "ParamError", "NodeEntry", "parse_yaml", "ros2_entries", "ros1_nodes", "node_params",
+           "choose_entry", "check_ros2_layout"]

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 
-def percentile(sorted_values, q: float):
+def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     """The q-quantile (0 <= q <= 1) of values sorted ascending, by the nearest-rank rule: the smallest value such
     that at least a fraction q of the values are <= it, i.e. sorted_values[ceil(q * n) - 1] (q = 0: the minimum,
     q = 1: the maximum). Always one of the values (a latency that happened, never an interpolation between two).

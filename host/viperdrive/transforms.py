@@ -161,8 +161,8 @@ def quat_from_matrix(R) -> np.ndarray:
     else:
         s = 2.0 * math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1])
         q = [(R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s]
-    q = quat_normalize(q)
-    return -q if q[0] < 0 else q
+    qn = quat_normalize(q)
+    return -qn if qn[0] < 0 else qn
 
 
 def euler_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:

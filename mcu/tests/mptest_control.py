@@ -554,7 +554,7 @@ def test_setpoint_step_with_a_gain_change_in_the_same_period():
         sp1 = int(counts_per_s(c, 4.0))
         sp2 = int(counts_per_s(c, 8.0))
 
-        def period(sp, hal=hal, c=c, f=f, law=law, sp1=sp1):
+        def period(sp, hal=hal, c=c, f=f, law=law, sp1=sp1):     # this iteration's objects (ruff B023)
             hal.counts[0] += sp1 // 500
             hal.counts[1] += sp1 // 500
             if law == "viper":

@@ -118,6 +118,7 @@ def activate(board: Board, args=None):
 def read_status(board: Board, timeout: float = 1.0) -> int:
     """The board's status byte without commanding anything: from one TELEMETRY_DATA record (a zero SET_VEL would
     count as a fresh command and hold off the deadman of a board whose host went away)."""
+    assert board.info is not None and board.link is not None     # an open board (open_board)
     board.telemetry(board.info.control_hz)
     try:
         deadline = time.monotonic() + timeout

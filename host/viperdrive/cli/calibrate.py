@@ -256,7 +256,8 @@ def _umbmark(args, board, config) -> int:
           f"start position and heading; after each run measure where the robot stopped, in metres, x along the "
           f"first leg and y to its left.")
     s = DriveSession(board, config)
-    cw_err, ccw_err = [], []
+    cw_err: list[tuple[float, float]] = []      # (x, y) end errors, m
+    ccw_err: list[tuple[float, float]] = []
     for i in range(n):
         clockwise = i % 2 == 0
         name = "clockwise" if clockwise else "counter-clockwise"

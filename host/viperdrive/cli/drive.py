@@ -10,6 +10,7 @@ import argparse
 import math
 import time
 
+from ..board import BoardState
 from ..drive import DriveController
 from ..errors import BoardFault, UserError
 from ..loop import DriveLoop
@@ -55,11 +56,11 @@ class DriveSession:
         self.battery_thresholds = (None, None)      # the board's battery_warn_v, battery_cutoff_v
         self.v = 0.0
         self.w = 0.0
-        self.state = None
+        self.state: BoardState | None = None
         self.fault_code = 0
         self._last_diag = -1e9
-        self.board_diag = None
-        self.stop_reason = None
+        self.board_diag: dict | None = None
+        self.stop_reason: str | None = None
 
     def start(self) -> None:
         if self.sensor_hz:
@@ -179,7 +180,7 @@ def run(args) -> int:
     segments = None
     if args.script:
         segments = load_script(args.script, args.side, args.speed, args.turn_rate)
-    keys = None
+    keys: TerminalKeys | None = None
     if segments is None:
         keys = TerminalKeys()
         if not keys.tty:
@@ -197,6 +198,7 @@ def run(args) -> int:
             try:
                 if segments is not None:
                     return _run_script(args, session, segments)
+                assert keys is not None         # made above for a drive without a script
                 with keys:
                     return _run_keys(args, session, keys)
             finally:
@@ -305,9 +307,10 @@ def _run_script(args, s: DriveSession, segments) -> int:
         v, w = follower.update(now, s.odometry.pose, s.odometry.twist)
         if follower.index != last_index and not follower.done:
             last_index = follower.index
-            if not args.quiet:
+            seg = follower.current
+            if not args.quiet and seg is not None:     # not done: there is a current segment
                 x, y, th = s.odometry.pose
-                print(*[f"segment {follower.index + 1}/{len(segments)}: {follower.current.describe()}  "
+                print(*[f"segment {follower.index + 1}/{len(segments)}: {seg.describe()}  "
                            f"(at x {x:+.3f} y {y:+.3f} heading {math.degrees(th):+.1f} deg)"], flush=True)
         s.command(v, w, now)
         if follower.done:

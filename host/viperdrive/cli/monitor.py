@@ -99,7 +99,7 @@ class MonitorState:
     def __init__(self, counts_per_rev: int, control_hz: int):
         self.k = 2 * math.pi / counts_per_rev
         self.control_hz = control_hz
-        self.last = None            # latest telemetry record in SI units
+        self.last: dict | None = None   # latest telemetry record in SI units
         self.received = 0
         self.lost = 0
         self._seq = None
@@ -127,7 +127,7 @@ class MonitorState:
         self.received += 1
         self._window.append(now)
         k = self.k
-        self.last = {
+        last = self.last = {
             "board_time_us": rec["t_us"],
             "setpoint_left": rec["setpoint_l"] * k, "measured_left": rec["measured_l"] * k,
             "output_left": rec["output_l"] / P.Q15, "integrator_left": rec["integrator_l"] / P.Q15,
@@ -135,7 +135,7 @@ class MonitorState:
             "output_right": rec["output_r"] / P.Q15, "integrator_right": rec["integrator_r"] / P.Q15,
             "status": rec["status"],
         }
-        return self.last
+        return last
 
     def update_rate(self, now: float) -> None:
         self._window = [t for t in self._window if now - t <= 1.0]

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 from ..errors import UserError
 from ..sim import _die_with_parent, startup_error, vboard_command
@@ -76,7 +77,7 @@ def _run_repl(cmd: list[str]) -> int:
 def _run_link(cmd: list[str]) -> int:
     # stdout (the "listening on" line) goes straight through; stderr is passed on too, and kept so that a start-up
     # failure becomes a clear error with an exit code instead of a dead process
-    kw = {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
+    kw: dict[str, Any] = {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, bufsize=1, **kw)
     lines: list[str] = []
 

@@ -177,20 +177,22 @@ def select_node(doc: Document, node: str | None) -> Params:
         if node is not None:
             raise ConfigError(f"{src}: --node {node}: the file is flat (one node's parameters), it names no nodes")
         return Params.of(data, doc, error=ConfigError)
-    filters = [(n, p, path) for n, p, path in nodes if is_filter_node(p)] or \
-        [(n, p, path) for n, p, path in nodes if not set(map(str, p)) & NAVSAT_KEYS]
+    # named nodes only (None names the flat file's one entry, returned above)
+    candidates = [(n, p, path) for n, p, path in nodes if n is not None and is_filter_node(p)] or \
+        [(n, p, path) for n, p, path in nodes if n is not None and not set(map(str, p)) & NAVSAT_KEYS]
     if node is not None:
-        hits = [x for x in filters if x[0] == node.strip("/") or x[0].split("/")[-1] == node]
+        hits = [x for x in candidates if x[0] == node.strip("/") or x[0].split("/")[-1] == node]
         if len(hits) != 1:
-            listed = ", ".join(n for n, _, _ in filters) or "none"
+            listed = ", ".join(n for n, _, _ in candidates) or "none"
             raise ConfigError(f"{src}: no node '{node}' (EKF/UKF nodes: {listed})" if not hits else
                               f"{src}: --node {node} matches {len(hits)} nodes ({listed}): give the full name")
-        filters = hits
-    if len(filters) != 1:
-        listed = ", ".join(n for n, _, _ in filters) or "none"
-        raise ConfigError(f"{src}: {len(filters)} EKF/UKF nodes ({listed})" +
-                          (": choose one with --node" if filters else f" (nodes: {', '.join(n for n, _, _ in nodes)})"))
-    name, params, path = filters[0]
+        candidates = hits
+    if len(candidates) != 1:
+        listed = ", ".join(n for n, _, _ in candidates) or "none"
+        everyone = ", ".join(n for n, _, _ in nodes if n)
+        raise ConfigError(f"{src}: {len(candidates)} EKF/UKF nodes ({listed})" +
+                          (": choose one with --node" if candidates else f" (nodes: {everyone})"))
+    name, params, path = candidates[0]
     return Params.of(params, doc, path, node=name, error=ConfigError)
 
 
@@ -276,7 +278,9 @@ def config_from_document(doc: Document, node: str | None = None) -> FilterConfig
 
     by_kind: dict[str, list[int]] = {k: [] for k in KINDS}
     for name, keys in sorted(sensor_keys.items()):
-        kind = re.match(r"[a-z]+", name).group(0)
+        m = re.match(r"[a-z]+", name)
+        assert m is not None                # sensor_keys holds names of the form <kind><index>
+        kind = m.group(0)
         index = int(name[len(kind):])
         if "" not in keys:
             for suffix in keys:

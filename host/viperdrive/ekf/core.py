@@ -278,6 +278,7 @@ class Ekf:
     def _step(self, m: Measurement) -> str:
         if not self.initialized:
             return self._initialize(m)
+        assert self.time is not None        # set with initialized
         dt = m.time - self.time
         if dt > 0.0:
             self._predict(dt)
@@ -289,6 +290,7 @@ class Ekf:
     def _remember(self, m: Measurement | None) -> None:
         if not self.config.smooth_lagged_data:
             return
+        assert self.time is not None        # called after a prediction or a processed measurement
         self._states.append((self.time, self.x.copy(), self.P.copy(), self.initialized))
         if m is not None:
             self._measurements.append(m)
@@ -302,6 +304,7 @@ class Ekf:
     def _rewind_and_replay(self, m: Measurement) -> str | None:
         """Restore the last state strictly before m.time, then replay m and every later measurement in order.
         None when the history does not reach back that far."""
+        assert self.time is not None        # only for a filter that is initialized (process())
         if not self._states or self._states[0][0] >= m.time or m.time < self.time - self.config.history_length:
             return None
         while self._states and self._states[-1][0] >= m.time:
@@ -328,7 +331,7 @@ class Ekf:
         if self.config.smooth_lagged_data and not self._states:
             # the state before any measurement, so a reading older than the first one can still be replayed
             self._states.append((-math.inf, self.x.copy(), self.P.copy(), False))
-        if self.initialized and m.time < self.time:
+        if self.initialized and self.time is not None and m.time < self.time:
             if self.config.smooth_lagged_data:
                 outcome = self._rewind_and_replay(m)
                 if outcome is None:

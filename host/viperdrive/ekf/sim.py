@@ -116,11 +116,12 @@ def simulate_run(duration: float = 20.0, seed: int = 0, dt: float = 0.001, odom_
 
 def write_mcap(path, messages) -> None:
     """Write (topic, type, stamp, log_time, dict) messages as a ROS 2 MCAP file (log order as given)."""
+    from mcap.records import Schema
     from mcap_ros2.writer import Writer
 
     with open(path, "wb") as f:
         w = Writer(f)
-        schemas = {}
+        schemas: dict[str, Schema] = {}
         for topic, type_name, _stamp, log_time, msg in messages:
             schema = schemas.get(type_name)
             if schema is None:

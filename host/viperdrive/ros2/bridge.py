@@ -29,9 +29,10 @@ from collections import deque
 
 from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsParticipant, BuiltinTopicDcpsPublication
 from cyclonedds.core import InstanceState, Policy
+from cyclonedds.sub import DataReader
 from cyclonedds.util import duration
 
-from ..board import BoardDeenergized
+from ..board import BoardDeenergized, BoardState
 from ..drive import DriveController
 from ..errors import BadValue, UserError
 from ..loop import DriveLoop
@@ -177,7 +178,7 @@ class CmdVelInput:
         self.name = name
         self.stamped = stamped
         self.warn = warn if warn is not None else RateLimitedWarning()
-        self.reader = None
+        self.reader: DataReader | None = None
         self.type_name: str | None = None      # the ROS type we read, once chosen
         self.offered: dict = {}                 # publication key -> ROS type name (other participants)
         self.samples = 0
@@ -234,7 +235,7 @@ class CmdVelInput:
                 self._use(known[0], f"auto: a publisher offers {known[0]}")
             elif self.type_name is not None and self.type_name not in types and known:
                 self._use(known[0], f"auto: no {self.type_name} publisher left, a publisher offers {known[0]}")
-        out = []
+        out: list[tuple[float, float, float | None]] = []
         if self.reader is not None:
             for s in take_valid(self.reader, 32):
                 if self.allow is not None and not self._allowed(s):
@@ -251,6 +252,8 @@ class CmdVelInput:
     def _allowed(self, sample) -> bool:
         """Is the sample's writer in a participant --allow-publisher names? Unknown writers are refused (fail
         closed); the verdict is cached per publication handle."""
+        # a sample of our reader, with --allow-publisher (the participant reader exists then)
+        assert self.reader is not None and self.allow is not None and self._participant_reader is not None
         handle = sample.sample_info.publication_handle
         verdict = self._verdicts.get(handle)
         if verdict is None:
@@ -341,15 +344,15 @@ class Ros2Bridge:
         self.twist_cov_override = ros.twist_covariance_diagonal
         self.drive = drive if drive is not None else DriveController(config)
         self._odometry_factory = odometry_factory if odometry_factory is not None else Odometry
-        self.odometry = None
+        self.odometry: Odometry | None = None
         self.allow = PublisherFilter(allow_publishers) if allow_publishers else None
         self.node = RosNode(namespace, domain_id=domain_id, discovery=discovery, env=env)
         self.warn = RateLimitedWarning()
-        self.cmd = None
+        self.cmd: CmdVelInput | None = None
         self._stop = threading.Event()
         self._next_publish = 0.0
         self._next_diag = 0.0
-        self.drive_loop = None
+        self.drive_loop: DriveLoop | None = None
         self.board_diag: dict = {}          # the last GET_DIAG, decoded
         self.board_diag_at: float | None = None
         self._alarm_bits = 0                # FAULT|DEADMAN bits of STATE when GET_DIAG was last read
@@ -357,10 +360,10 @@ class Ros2Bridge:
         self.stop_reason = "stopped"
         self.published = {"odom": 0, "joint_states": 0, "tf": 0, "diagnostics": 0, "imu": 0, "battery_state": 0}
         self.dropped_writes = 0
-        self.last_state = None
+        self.last_state: BoardState | None = None
         self.last_wheels = (0.0, 0.0)
         self.commands_in = 0
-        self.command_age = deque(maxlen=JITTER_WINDOW)   # stamped commands: header stamp -> taken (s)
+        self.command_age: deque[float] = deque(maxlen=JITTER_WINDOW)   # stamped commands: header stamp -> taken (s)
         self._activated = False
         self.board_down: BoardDeenergized | None = None     # the board restarted/de-energized on its own
         self.ignored_commands = 0           # cmd_vel samples taken while the board was down (not executed)
@@ -463,6 +466,7 @@ class Ros2Bridge:
         try:
             if not self._activated:
                 self.start()
+            assert self.drive_loop is not None      # made by start()
             self.drive_loop.loop.run(self._step, duration=duration_s, stop=self._stop)
             if not self._stop.is_set():
                 self.stop_reason = f"ran for {duration_s} s"
@@ -491,7 +495,8 @@ class Ros2Bridge:
         self.publish_sensors()
         after = time.monotonic()
         alarm = getattr(self.last_state, "status", 0) & (protocol.ST_FAULT | protocol.ST_DEADMAN)
-        if alarm != self._alarm_bits or (alarm and after - self.board_diag_at >= BOARD_DIAG_MIN_INTERVAL_S):
+        if alarm != self._alarm_bits or (alarm and (self.board_diag_at is None
+                                                    or after - self.board_diag_at >= BOARD_DIAG_MIN_INTERVAL_S)):
             # FAULT/DEADMAN appeared or went away: read the board's account of it now (the fault's name), then
             # while it lasts at most every BOARD_DIAG_MIN_INTERVAL_S
             self._alarm_bits = alarm
@@ -516,6 +521,7 @@ class Ros2Bridge:
     def tick(self, now: float) -> None:
         """One loop period: the new cmd_vel samples into the controller, then read -> odometry -> update ->
         write (DriveLoop.cycle, which also resets controller and odometry baseline when the board restarts)."""
+        assert self.cmd is not None and self.drive_loop is not None     # made by start()
         wall_minus_mono = time.time() - time.monotonic()
         cmds = self.cmd.poll(wall_minus_mono)
         taken = time.monotonic()

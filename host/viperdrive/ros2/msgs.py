@@ -13,9 +13,20 @@ Default values match ROS 2's (a Quaternion defaults to the identity, w = 1).
 import math
 import typing
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from cyclonedds.idl import IdlStruct, make_idl_struct
-from cyclonedds.idl.types import array, bounded_str, float32, float64, int32, sequence, uint8, uint32
+from cyclonedds.idl import types as _idl_types
+from cyclonedds.idl.types import array, float32, float64, int32, uint8, uint32
+
+if TYPE_CHECKING:
+    # A sequence<T> field holds a list, a double[36] field a list of 36 floats (what Cyclone takes and decodes);
+    # its IDL marker (sequence[T], array[T, N]) is no static type: the type checker is told what the field holds.
+    sequence = list
+    Covariance = list[float]
+else:
+    from cyclonedds.idl.types import sequence
+    Covariance = array[float64, 36]     # row-major 6x6 (x, y, z, rotX, rotY, rotZ)
 
 
 def _zeros36():
@@ -72,7 +83,7 @@ class Pose(IdlStruct, typename="geometry_msgs::msg::dds_::Pose_"):
 @dataclass
 class PoseWithCovariance(IdlStruct, typename="geometry_msgs::msg::dds_::PoseWithCovariance_"):
     pose: Pose = field(default_factory=Pose)
-    covariance: array[float64, 36] = field(default_factory=_zeros36)   # row-major 6x6 (x, y, z, rotX, rotY, rotZ)
+    covariance: Covariance = field(default_factory=_zeros36)   # row-major 6x6 (x, y, z, rotX, rotY, rotZ)
 
 
 @dataclass
@@ -90,7 +101,7 @@ class TwistStamped(IdlStruct, typename="geometry_msgs::msg::dds_::TwistStamped_"
 @dataclass
 class TwistWithCovariance(IdlStruct, typename="geometry_msgs::msg::dds_::TwistWithCovariance_"):
     twist: Twist = field(default_factory=Twist)
-    covariance: array[float64, 36] = field(default_factory=_zeros36)
+    covariance: Covariance = field(default_factory=_zeros36)
 
 
 @dataclass
@@ -243,13 +254,14 @@ def gid_size_for_distro(distro: str | None) -> int:
 def graph_types(gid_size: int = GID_SIZE):
     """(Gid, NodeEntitiesInfo, ParticipantEntitiesInfo) IDL structs for a Gid of gid_size bytes."""
     if gid_size not in _graph_types:
-        gid = make_idl_struct("Gid", "rmw_dds_common::msg::dds_::Gid_", {"data": array[uint8, gid_size]})
+        idl: Any = _idl_types       # IDL types built at run time (gid_size): values, not static types
+        gid = make_idl_struct("Gid", "rmw_dds_common::msg::dds_::Gid_", {"data": idl.array[uint8, gid_size]})
         node = make_idl_struct("NodeEntitiesInfo", "rmw_dds_common::msg::dds_::NodeEntitiesInfo_",
-                               {"node_namespace": bounded_str[256], "node_name": bounded_str[256],
-                                "reader_gid_seq": sequence[gid], "writer_gid_seq": sequence[gid]})
+                               {"node_namespace": idl.bounded_str[256], "node_name": idl.bounded_str[256],
+                                "reader_gid_seq": idl.sequence[gid], "writer_gid_seq": idl.sequence[gid]})
         participant = make_idl_struct("ParticipantEntitiesInfo",
                                       "rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_",
-                                      {"gid": gid, "node_entities_info_seq": sequence[node]})
+                                      {"gid": gid, "node_entities_info_seq": idl.sequence[node]})
         _graph_types[gid_size] = (gid, node, participant)
     return _graph_types[gid_size]
 

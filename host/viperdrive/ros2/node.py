@@ -333,7 +333,7 @@ class RosNode:
         self._topics: dict = {}
         self._closed = False
         self.gid_size = msgs.gid_size_for_distro(env.get("ROS_DISTRO"))
-        self._graph_writer = None
+        self._graph_writer: DataWriter | None = None
 
     def topic_name(self, name: str) -> str:
         return resolve_topic(name, self.namespace)

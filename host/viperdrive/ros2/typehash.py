@@ -36,7 +36,7 @@ def field_type(base: str | None, nested: str = "", kind: str = "single", capacit
 
 def type_hash(ros_type: str, describe) -> str:
     """RIHS01 hash of ros_type; describe(ros_type) -> [(field name, FieldType dict)] for it and every nested type."""
-    referenced = {}
+    referenced: dict[str, None] = {}
 
     def collect(name):
         for _, ftype in describe(name):

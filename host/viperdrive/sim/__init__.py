@@ -21,7 +21,9 @@ import sys
 import tempfile
 import threading
 import time
+from io import BufferedReader
 from pathlib import Path
+from typing import Any
 
 from .. import executables
 from ..errors import BadValue, PortError, UserError
@@ -143,7 +145,7 @@ class VirtualBoard:
         self.control_port: int | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._sock: socket.socket | None = None
-        self._rfile = None
+        self._rfile: BufferedReader | None = None
         self._lock = threading.Lock()
         self._stdout: queue.Queue[str | None] = queue.Queue()
         self.stderr_lines: list[str] = []
@@ -161,7 +163,7 @@ class VirtualBoard:
             path.write_text(json.dumps(robot))
             robot = path
         cmd = self._command(robot)
-        kw = {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
+        kw: dict[str, Any] = {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, bufsize=1, cwd=self._tmp.name, **kw)
         threading.Thread(target=self._pump_stdout, daemon=True).start()
@@ -174,6 +176,7 @@ class VirtualBoard:
         return self
 
     def _command(self, robot) -> list[str]:
+        assert self._tmp is not None        # made by start()
         params = self.params if self.params is not None else Path(self._tmp.name) / "params.json"
         return vboard_command(listen=self.listen, control=self.control_address, baud=self.baud, robot=robot,
                               board=self.board, params=params, seed=self.seed)
@@ -280,11 +283,13 @@ class VirtualBoard:
         with self._lock:
             for attempt in (1, 2):
                 try:
-                    if self._sock is None:
+                    if self._sock is None or self._rfile is None:
                         self._connect()
-                    self._sock.settimeout(timeout)
-                    self._sock.sendall(data)
-                    line = self._rfile.readline()
+                    sock, rfile = self._sock, self._rfile
+                    assert sock is not None and rfile is not None      # made by _connect()
+                    sock.settimeout(timeout)
+                    sock.sendall(data)
+                    line = rfile.readline()
                     if not line:
                         raise ConnectionError("the control endpoint closed the connection")
                     return json.loads(line)
@@ -326,3 +331,6 @@ class VirtualBoard:
     def reset(self, what: str = "board") -> dict:
         """'board': power cycle (plant at rest at the origin, firmware restarted); 'pose': zero the ground truth."""
         return self._ok({"cmd": "reset", "what": what})
+
+
+__all__ = ["VirtualBoard", "SimError", "WallClock", "WALL_CLOCK", "firmware_root", "vboard_command", "startup_error"]

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ..errors import LinkLost, NoReplyError, UserError
-from . import SimError, VirtualBoard, firmware_root
+from . import SimError, VirtualBoard, WallClock, firmware_root
 
 UF2_NAME = "micropython-v1.28.0-RPI_PICO.uf2"
 BOOTROM_NAME = "rp2040-bootrom-b1.bin"
@@ -52,7 +52,7 @@ def images_dir() -> Path:
     return firmware_root().parent / "shared" / "firmware"
 
 
-def find_images(directory: Path | None = None) -> dict[str, Path]:
+def find_images(directory: str | os.PathLike | None = None) -> dict[str, Path]:
     """{"uf2": path, "bootrom": path}; ImagesMissing naming the first missing file and where users get it."""
     d = Path(directory) if directory is not None else images_dir()
     out = {}
@@ -185,7 +185,7 @@ def scale_of(rate: float | None) -> float:
 
 # ---------------------------------------------------------------------------------------------- chip clock
 
-class ChipClock:
+class ChipClock(WallClock):
     """The emulated chip's time (chip seconds since the rig started, across resets), from its control endpoint.
     sleep() waits until that much chip time has passed; `rate` is the last measured chip s per wall s."""
 
@@ -235,7 +235,8 @@ class PtyRelay:
         m, s = self.master, self.sock
         while not self._stop:
             try:
-                r, _, _ = select.select([m, s], [], [], 0.2)
+                watched: list[int | socket.socket] = [m, s]
+                r, _, _ = select.select(watched, [], [], 0.2)
                 if m in r:
                     data = os.read(m, 4096)
                     if data:
@@ -294,6 +295,7 @@ class PicoRig(VirtualBoard):
         find_images(images)     # a missing image is an error before anything starts
 
     def _command(self, robot) -> list[str]:
+        assert self._tmp is not None        # made by start()
         flash = self.flash if self.flash is not None else Path(self._tmp.name) / "pico.flash"
         self.flash_path = Path(flash)
         return rig_command(flash=flash, listen=self.listen, control=self.control_address, robot=robot,
@@ -302,6 +304,7 @@ class PicoRig(VirtualBoard):
 
     def _started(self) -> None:
         control = f"{self.control_host}:{self.control_port}"
+        assert self.url is not None         # called once the rig listens
         register(self.url, control)
         if self.want_pty:
             self._relay = PtyRelay(self.url)
@@ -361,3 +364,8 @@ def require_images_or_skip(skip) -> dict[str, Path]:
             raise UserError(f"CI=true and {e}") from None
         skip(str(e))
         raise
+
+
+__all__ = ["PicoRig", "ChipClock", "PtyRelay", "ImagesMissing", "find_images", "images_dir", "rig_command", "register",
+           "unregister", "board_speed", "time_scale", "scale_of", "wait_for_link", "require_images_or_skip",
+           "SPEED_HEADROOM", "registry_dir"]

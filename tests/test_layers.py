@@ -1,0 +1,172 @@
+"""The layers of the tree hold (docs/architecture.md, "Layers"): every import, read from the source with ast (at
+module level, inside functions, under TYPE_CHECKING), runs down or sideways, never up.
+
+- host/viperdrive: each module belongs to one layer; it imports only from its own layer or lower ones.
+- mcu/ and sim/ (MicroPython): never import the host package, nor a module only the host has.
+- shared/ (the same files on the board and the host): imports only what MicroPython and CPython both have;
+  a module one of them lacks only behind `except ImportError`, `typing` only under TYPE_CHECKING.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST_PKG = ROOT / "host" / "viperdrive"
+
+# Lowest first. A name is a module or subpackage directly under viperdrive (viperdrive.ekf.core is "ekf").
+LAYERS: list[tuple[str, set[str]]] = [
+    ("base", {"shared", "errors", "stats", "transforms", "executables", "rosmsg_defs"}),
+    ("configuration", {"rosparams", "config", "robotfile"}),
+    ("hardware", {"link", "board", "ports", "flashing", "sim"}),
+    ("motion", {"kinematics", "odometry", "drive", "loop", "paths", "arm", "calibrate", "steptest",
+                "tuning_design"}),
+    ("recordings and estimation", {"logs", "ekf", "fuse", "lint"}),
+    ("applications", {"cli", "ros2", "demo", "__init__"}),
+]
+RANK = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
+
+# What the MicroPython ports and CPython both provide, as far as shared/ may use it.
+BOTH = {"struct", "math", "binascii", "array", "sys", "errno", "json", "re", "io", "collections"}
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str         # absolute dotted name ("" level: as written)
+    line: int
+    guarded: bool       # inside `try: ... except ImportError`
+    typing_only: bool   # under `if TYPE_CHECKING:`
+
+
+def imports_of(path: Path, package: str | None = None) -> list[Import]:
+    """Every import in the file; relative ones resolved against `package` (the module's package)."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: list[Import] = []
+
+    def absolute(node: ast.ImportFrom) -> list[str]:
+        if node.level == 0:
+            return [node.module or ""]
+        assert package is not None, f"{path}:{node.lineno}: a relative import outside a package"
+        base = package.split(".")
+        base = base[:len(base) - (node.level - 1)]
+        if node.module:
+            return [".".join(base + [node.module])]
+        return [".".join(base + [a.name]) for a in node.names]     # from . import x: the submodule x
+
+    def visit(node: ast.AST, guarded: bool, typing_only: bool) -> None:
+        if isinstance(node, ast.Import):
+            found.extend(Import(a.name, node.lineno, guarded, typing_only) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.extend(Import(m, node.lineno, guarded, typing_only) for m in absolute(node))
+        if isinstance(node, ast.Try):
+            catches = any(h.type is None or "ImportError" in ast.unparse(h.type) for h in node.handlers)
+            for child in node.body:
+                visit(child, guarded or catches, typing_only)
+            for child in node.handlers + node.orelse + node.finalbody:
+                visit(child, guarded, typing_only)
+            return
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            for child in node.body:
+                visit(child, guarded, True)
+            for child in node.orelse:
+                visit(child, guarded, typing_only)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, guarded, typing_only)
+
+    visit(tree, False, False)
+    return found
+
+
+def host_modules() -> dict[str, Path]:
+    """viperdrive.* dotted name -> file, for every module of the host package (shared/ is checked on its own)."""
+    out = {}
+    for path in sorted(HOST_PKG.rglob("*.py")):
+        rel = path.relative_to(HOST_PKG).with_suffix("")
+        parts = ("viperdrive",) + rel.parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def layer_key(dotted: str) -> str:
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_host_module_has_a_layer():
+    keys = {layer_key(m) for m in host_modules()}
+    missing = sorted(keys - set(RANK))
+    assert not missing, f"put these in a layer of tests/test_layers.py and docs/architecture.md: {missing}"
+    gone = sorted(set(RANK) - keys - {"shared"})       # shared/ is shipped as viperdrive.shared
+    assert not gone, f"listed in a layer but not in host/viperdrive: {gone}"
+
+
+def test_host_imports_never_run_up_a_layer():
+    mods = host_modules()
+    upward = []
+    for dotted, path in mods.items():
+        package = dotted if path.name == "__init__.py" else dotted.rpartition(".")[0]
+        mine = RANK[layer_key(dotted)]
+        for imp in imports_of(path, package):
+            if imp.module != "viperdrive" and not imp.module.startswith("viperdrive."):
+                continue
+            target = imp.module
+            while target not in mods and target.count(".") > 1:    # `from .. import __version__`: a name of
+                target = target.rpartition(".")[0]                 # the package, not a submodule
+            if target not in mods and target.count(".") == 1 and layer_key(target) not in RANK:
+                target = "viperdrive"
+            theirs = RANK[layer_key(target)]
+            if theirs > mine:
+                upward.append(f"{path.relative_to(ROOT)}:{imp.line}: {dotted} ({LAYERS[mine][0]}) imports "
+                              f"{imp.module} ({LAYERS[theirs][0]})")
+    assert not upward, "\n".join(upward)
+
+
+def micropython_sources() -> list[Path]:
+    return sorted(p for d in ("mcu", "sim") for p in (ROOT / d).rglob("*.py") if "node_modules" not in p.parts)
+
+
+def test_mcu_and_sim_never_import_the_host():
+    # names only the host package has (mcu/ has its own link and odometry; `board` is CircuitPython's module)
+    board_side = {p.stem for p in micropython_sources()} | {"board", "hal"}
+    host_only = {p.stem for p in HOST_PKG.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    host_only = (host_only - board_side - {"__init__", "shared"}) | {"viperdrive"}
+    assert {"config", "drive", "kinematics", "rosparams"} <= host_only     # the check has teeth
+    bad = []
+    for path in micropython_sources():
+        rel = path.relative_to(ROOT)
+        package = ".".join(rel.parts[1:-1]) or None       # mcu/hal/x.py: package "hal" (flattened on the board)
+        for imp in imports_of(path, package):
+            if imp.module.split(".")[0] in host_only:
+                bad.append(f"{rel}:{imp.line}: imports {imp.module}")
+    assert not bad, "\n".join(bad)
+
+
+def test_shared_imports_only_what_both_pythons_have():
+    bad = []
+    for path in sorted((ROOT / "shared").glob("*.py")):
+        for imp in imports_of(path, "shared"):
+            top = imp.module.split(".")[0]
+            if top == "shared" or imp.guarded or top in BOTH:
+                continue
+            if imp.typing_only and top == "typing":
+                continue
+            bad.append(f"{path.relative_to(ROOT)}:{imp.line}: {imp.module}")
+    assert not bad, "shared/ runs on MicroPython and CPython alike:\n" + "\n".join(bad)
+
+
+def test_the_checker_sees_the_imports_it_judges(tmp_path):
+    """The parser finds imports at every depth, resolves relative ones, and tells guarded and typing-only ones
+    apart: the checks above cannot pass by missing an import."""
+    src = tmp_path / "m.py"
+    src.write_text("import struct\n"
+                   "from . import board\n"
+                   "from ..config import RobotConfig\n"
+                   "try:\n    from micropython import const\nexcept ImportError:\n    pass\n"
+                   "if TYPE_CHECKING:\n    from typing import Final\n"
+                   "def f():\n    from .sim import VirtualBoard\n")
+    got = {(i.module, i.guarded, i.typing_only) for i in imports_of(src, "viperdrive.cli")}
+    assert got == {("struct", False, False), ("viperdrive.cli.board", False, False),
+                   ("viperdrive.config", False, False), ("micropython", True, False), ("typing", False, True),
+                   ("viperdrive.cli.sim", False, False)}
