@@ -137,6 +137,7 @@ def read_status(board: Board, timeout: float = 1.0) -> int:
 def read_sensors(board: Board, timeout: float = 1.0):
     """One SENSORS_DATA record (SensorReading) without leaving the stream on; None when none came in timeout (a
     board without the sensor task answers SENSORS with a NACK: UserError)."""
+    assert board.link is not None       # an open board (open_board)
     board.sensors(10)
     try:
         deadline = time.monotonic() + timeout

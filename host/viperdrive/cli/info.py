@@ -3,6 +3,7 @@ parameter. --clear-fault clears a latched fault after showing it."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..board import fault_text
 from .boardopen import FAULT_HINTS, open_board, read_sensors, read_status
@@ -52,7 +53,7 @@ def sensors_info(r, diag: dict, params: dict, config) -> dict:
     the ROS covariances assume) is shown as such."""
     part = config.ros2.imu_part if config is not None else None
     imu = {"state": diag["imu"], "errors": diag["imu_errors"], "part_assumed": part}
-    out = {"record": r is not None, "imu": imu,
+    out: dict[str, Any] = {"record": r is not None, "imu": imu,
            "battery": {"warn_v": params.get("battery_warn_v"), "cutoff_v": params.get("battery_cutoff_v"),
                        "volts": None, "low": None},
            "estop": {"configured": None, "open": None}}

@@ -24,9 +24,11 @@ if TYPE_CHECKING:
     # its IDL marker (sequence[T], array[T, N]) is no static type: the type checker is told what the field holds.
     sequence = list
     Covariance = list[float]
+    Covariance3 = list[float]
 else:
     from cyclonedds.idl.types import sequence
     Covariance = array[float64, 36]     # row-major 6x6 (x, y, z, rotX, rotY, rotZ)
+    Covariance3 = array[float64, 9]     # row-major 3x3 (sensor_msgs/Imu)
 
 
 def _zeros36():
@@ -140,11 +142,11 @@ class JointState(IdlStruct, typename="sensor_msgs::msg::dds_::JointState_"):
 class Imu(IdlStruct, typename="sensor_msgs::msg::dds_::Imu_"):
     header: Header = field(default_factory=Header)
     orientation: Quaternion = field(default_factory=Quaternion)
-    orientation_covariance: array[float64, 9] = field(default_factory=_zeros9)     # [0] = -1: no orientation
+    orientation_covariance: Covariance3 = field(default_factory=_zeros9)     # [0] = -1: no orientation
     angular_velocity: Vector3 = field(default_factory=Vector3)
-    angular_velocity_covariance: array[float64, 9] = field(default_factory=_zeros9)
+    angular_velocity_covariance: Covariance3 = field(default_factory=_zeros9)
     linear_acceleration: Vector3 = field(default_factory=Vector3)
-    linear_acceleration_covariance: array[float64, 9] = field(default_factory=_zeros9)
+    linear_acceleration_covariance: Covariance3 = field(default_factory=_zeros9)
 
 
 @dataclass
