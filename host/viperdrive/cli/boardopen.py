@@ -134,6 +134,25 @@ def read_status(board: Board, timeout: float = 1.0) -> int:
     raise NoReplyError("the board sent no telemetry record to read its status from")
 
 
+def read_sensors(board: Board, timeout: float = 1.0):
+    """One SENSORS_DATA record (SensorReading) without leaving the stream on; None when none came in timeout (a
+    board without the sensor task answers SENSORS with a NACK: UserError)."""
+    assert board.link is not None       # an open board (open_board)
+    board.sensors(10)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            readings = board.sensor_readings()
+            if readings:
+                return readings[-1]
+            board.link.wait_readable(0.01)
+        return None
+    finally:
+        board.sensors(0)
+        time.sleep(0.02)
+        board.sensor_readings()         # drop what was still on its way
+
+
 def param_guard(board, args):
     """A steptest.ParamGuard for a command: the restoring runs under deferred_signals and failures are warned."""
     from ..steptest import ParamGuard
