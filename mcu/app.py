@@ -10,6 +10,7 @@ import control
 import odometry
 import params_store
 import safety
+import sensors
 import telemetry
 from hal.portable import wrap_delta
 from shared import protocol
@@ -41,6 +42,8 @@ class App:
         self.ctrl = control.controller(hal, cfg, self.params.values)
         v = self.params.values
         self.odometry = odometry.Odometry(v["wheel_radius"], v["wheel_separation"], self.cpr)
+        # IMU, battery and e-stop state at the sensor rate (docs/firmware.md, "Sensors")
+        self.sensors = sensors.Sensors(hal, cfg, self.ctrl, v)
         self.ring = telemetry.Ring(TELEMETRY_RECORDS)
         self.ctrl.attach_ring(self.ring.buf, self.ring.hdr, self.ring)
         self.telemetry_hz = 0
@@ -81,6 +84,10 @@ class App:
         """One pass of the slow tasks; never blocks."""
         if self.link is not None:
             self.link.service()
+        self.sensors.service()
+        if self.sensors.pending and self.link is not None:
+            self.sensors.pending = False
+            self.link.send(protocol.pack_sensors_data(*self.sensors.record()))
         now = self.hal.ticks_ms()
         if _ticks_diff(now, self._next_odom) >= 0:
             self._next_odom = (now + ODOM_PERIOD_MS) & 0x3FFFFFFF
@@ -117,8 +124,11 @@ class App:
         dr = wrap_delta(pr, self._last_pos[1], 32)
         self._last_pos = (pl, pr)
         self._odom_us = self.hal.ticks_us()
-        if dl or dr:
-            self.odometry.update(dl, dr)
+        dth = self.sensors.take_heading()
+        if dl or dr or dth is not None:
+            self.odometry.update(dl, dr, dth)
+        else:
+            self.odometry.gyro_heading = False      # no gyro this period: ODOM says the encoders hold the heading
 
     def _stream_telemetry(self):
         for rec in self.ring.drain(TELEMETRY_BURST):
@@ -170,6 +180,7 @@ class App:
         v = self.params.values
         self.ctrl.configure(v)
         self.odometry.configure(v["wheel_radius"], v["wheel_separation"], self.cpr)
+        self.sensors.configure(v)
 
     def save_params(self):
         self.params.save(self.params_path)
@@ -195,6 +206,10 @@ class App:
         self.telemetry_hz = self.hz // div
         return self.telemetry_hz
 
+    def set_sensors(self, rate_hz):
+        """SENSORS: the SENSORS_DATA stream rate (0: off). -> the rate applied, None above the sensor rate."""
+        return self.sensors.set_stream(rate_hz)
+
     def stop_link(self):
         """STOP_LINK: de-energize now (before the ACK leaves); run() returns after this pass and main() hands the
         board to its REPL. -> ms within which the unfed watchdog resets the board (0: no watchdog runs)."""
@@ -205,7 +220,9 @@ class App:
     def odom(self):
         o = self.odometry
         return (self._odom_us, int(round(o.x * protocol.ODOM_LENGTH_SCALE)),
-                int(round(o.y * protocol.ODOM_LENGTH_SCALE)), int(round(o.theta * protocol.ODOM_ANGLE_SCALE)))
+                int(round(o.y * protocol.ODOM_LENGTH_SCALE)), int(round(o.theta * protocol.ODOM_ANGLE_SCALE)),
+                int(round(o.theta_enc * protocol.ODOM_ANGLE_SCALE)),
+                protocol.ODOM_HEADING_GYRO if o.gyro_heading else protocol.ODOM_HEADING_ENCODERS)
 
     def diag(self):
         d = self.ctrl.stats()
@@ -228,6 +245,8 @@ class App:
         d["free_heap"] = min(self.hal.free_heap(), 0xFFFFFFFF)
         d["reset_cause"] = self.reset_cause
         d["flags"] = flags
+        d["imu_state"] = self.sensors.imu_state
+        d["imu_errors"] = self.sensors.imu_errors
         return d
 
 

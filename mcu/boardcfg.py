@@ -20,10 +20,20 @@ _TIMER_DEFAULT = {"rp2": -1, "esp32": 0, "stm32": 7, "circuitpython": -1, "sim":
 
 _TOP_KEYS = ("name", "backend", "control_hz", "counts_per_rev", "counter_bits", "driver", "pwm_freq",
              "motor_sign", "encoder_sign", "pins", "link", "watchdog_ms", "repl_pin", "repl_pull",
-             "control_timer", "pio", "encoder", "sim", "comment")
+             "control_timer", "pio", "encoder", "sim", "imu", "battery", "estop", "comment")
 _WHEEL_KEYS = ("pwm", "dir", "in1", "in2", "enc_a", "enc_b", "enable", "pwm_timer", "pwm_channel",
                "in2_channel", "enc_timer", "pcnt_unit", "comment")
 _LINK_KEYS = ("type", "uart_id", "baud", "tx", "rx", "comment")
+# board sensors (docs/board-config.md, "imu", "battery", "estop")
+IMU_PARTS = ("mpu6050", "lsm6ds3")
+_IMU_KEYS = ("part", "i2c", "sda", "scl", "freq", "address", "axes", "gyro_fs_dps", "accel_fs_g", "rate_hz",
+             "comment")
+_IMU_ADDRESSES = {"mpu6050": (0x68, 0x69), "lsm6ds3": (0x6A, 0x6B)}
+_GYRO_FS = (250, 500, 1000, 2000)       # deg/s (the LSM6DS3's 245 is its "250")
+_ACCEL_FS = (2, 4, 8, 16)               # g
+_AXIS_NAMES = ("x", "y", "z")
+_BATTERY_KEYS = ("adc", "divider", "vref", "comment")
+_ESTOP_KEYS = ("pin", "closed", "pull", "comment")
 
 
 def _bad(key, value, allowed):
@@ -140,6 +150,98 @@ def _link(d, backend):
     return out
 
 
+def _axes(v):
+    """["x", "-y", "z"]-style axis map -> ([part axis index per board axis], [sign per board axis])."""
+    ok = isinstance(v, list) and len(v) == 3 and all(isinstance(a, str) for a in v)
+    if ok:
+        idx = []
+        sign = []
+        for a in v:
+            neg = a.startswith("-")
+            name = a[1:] if neg or a.startswith("+") else a
+            if name not in _AXIS_NAMES:
+                ok = False
+                break
+            idx.append(_AXIS_NAMES.index(name))
+            sign.append(-1 if neg else 1)
+        if ok and sorted(idx) == [0, 1, 2]:
+            return idx, sign
+    raise _bad("imu.axes", v, 'the part\'s axis on each board axis x, y, z, e.g. ["x", "y", "z"] or ["-y", "x", "z"]'
+               ' (each part axis once; board axes REP-103: x forward, y left, z up)')
+
+
+def _section(d, key, keys, example):
+    """The board config's object d[key], its keys checked against keys."""
+    v = d[key]
+    if not isinstance(v, dict):
+        raise _bad(key, v, "an object like %s" % example)
+    _unknown(v, keys, key + ".")
+    return v
+
+
+def _imu(d, backend):
+    v = _section(d, "imu", _IMU_KEYS, '{"part": "mpu6050", "i2c": 0, "sda": 4, "scl": 5}')
+    part = _choice(v, "part", IMU_PARTS, label="imu.part")
+    out = {"part": part}
+    if backend != "sim":
+        out["i2c"] = _int(v, "i2c", 0, 9, label="imu.i2c")
+        for k in ("sda", "scl"):
+            if k not in v:
+                raise ValueError("board config: imu.%s is missing (the I2C bus pins)" % k)
+            out[k] = _pin(v[k], "imu." + k, backend)
+    out["freq"] = _int(v, "freq", 10000, 1000000, 400000, "imu.freq")
+    addrs = _IMU_ADDRESSES[part]
+    out["address"] = _int(v, "address", 0, 127, addrs[0], "imu.address")
+    if out["address"] not in addrs:
+        raise _bad("imu.address", out["address"], "%s answers at %s" % (part, " or ".join(str(a) for a in addrs)))
+    out["map"], out["sign"] = _axes(v.get("axes", ["x", "y", "z"]))
+    out["gyro_fs_dps"] = _choice(v, "gyro_fs_dps", _GYRO_FS, 500, "imu.gyro_fs_dps")
+    out["accel_fs_g"] = _choice(v, "accel_fs_g", _ACCEL_FS, 4, "imu.accel_fs_g")
+    out["rate_hz"] = _int(v, "rate_hz", 100, 200, 100, "imu.rate_hz")
+    return out
+
+
+def _number(v, label, lo, hi):
+    if (not isinstance(v, (int, float))) or isinstance(v, bool) or not lo <= v <= hi:
+        raise _bad(label, v, "a number %s..%s" % (lo, hi))
+    return float(v)
+
+
+def _battery(d, backend):
+    v = _section(d, "battery", _BATTERY_KEYS, '{"adc": 26, "divider": 3.0}')
+    out = {}
+    if backend != "sim":
+        if "adc" not in v:
+            raise ValueError("board config: battery.adc is missing (the ADC pin of the divider's midpoint)")
+        out["adc"] = _pin(v["adc"], "battery.adc", backend)
+        if backend == "rp2" and out["adc"] not in (26, 27, 28, 29):
+            raise _bad("battery.adc", out["adc"], "an ADC pin: GPIO 26..29 on rp2")
+    if "divider" not in v:
+        raise ValueError("board config: battery.divider is missing (battery volts per ADC pin volt, e.g. 3.0 for "
+                         "20k over 10k)")
+    out["divider"] = _number(v["divider"], "battery.divider", 1.0, 100.0)
+    out["vref"] = _number(v.get("vref", 3.3), "battery.vref", 1.0, 5.5)
+    return out
+
+
+def _estop(d, backend):
+    v = _section(d, "estop", _ESTOP_KEYS, '{"pin": 14, "closed": 0, "pull": "up"}')
+    out = {}
+    if "pin" not in v:
+        raise ValueError("board config: estop.pin is missing (the normally-closed stop circuit's input)")
+    pin = v["pin"]
+    if backend in ("rp2", "sim"):
+        # rp2: the period reads it from SIO GPIO_IN (bank 0, GPIO 0..29); the sim's inputs word has 30 bits too
+        if not _is_int(pin) or not 0 <= pin <= 29:
+            raise _bad("estop.pin", pin, "a GPIO number 0..29 on %s" % backend)
+        out["pin"] = pin
+    else:
+        out["pin"] = _pin(pin, "estop.pin", backend)
+    out["closed"] = _int(v, "closed", 0, 1, 0, "estop.closed")
+    out["pull"] = _choice(v, "pull", ("up", "down", "none"), "up" if out["closed"] == 0 else "down", "estop.pull")
+    return out
+
+
 def validate(d):
     """A validated copy of the config dict d with every default filled in; ValueError naming the bad key."""
     if not isinstance(d, dict):
@@ -180,6 +282,19 @@ def validate(d):
     if "repl_pin" in d:
         cfg["repl_pin"] = _pin(d["repl_pin"], "repl_pin", backend)
         cfg["repl_pull"] = _choice(d, "repl_pull", ("up", "down"), "up")
+    for k in ("imu", "battery"):
+        if k in d and backend == "circuitpython":
+            raise ValueError("board config: %s is not supported on backend circuitpython yet (its hal has no I2C "
+                             "bus or ADC reading for the sensor task)" % k)
+    if "imu" in d:
+        cfg["imu"] = _imu(d, backend)
+    if "battery" in d:
+        cfg["battery"] = _battery(d, backend)
+    if "estop" in d:
+        if backend == "circuitpython":
+            # its control loop is run from the slow loop (no timer IRQ): no period to check the input in
+            raise ValueError("board config: estop is not supported on backend circuitpython (no control timer)")
+        cfg["estop"] = _estop(d, backend)
     if backend == "rp2":
         cfg["pio"] = _int(d, "pio", 0, 2, 0)
     if backend == "esp32":

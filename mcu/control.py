@@ -12,8 +12,8 @@ from array import array
 try:
     import fixedstep as fx
     from fixedstep import (G_BANK, G_BANK_REQ, G_CMD_NEW, G_ENABLED, G_FAULT, G_REQ, G_SB, G_STATUS, G_TICKS,
-                           G_WDT, IO_DL, IO_DR, IO_T0, IO_T1, REQ_CLEAR, REQ_DISABLE, REQ_ENABLE, REQ_ZERO, W_POS,
-                           W_SPN, W_VEL, WS)
+                           G_WDT, IO_DL, IO_DR, IO_IN, IO_T0, IO_T1, REQ_CLEAR, REQ_DISABLE, REQ_ENABLE, REQ_ZERO,
+                           W_POS, W_SPN, W_VEL, WS)
 except (ImportError, SyntaxError):  # no viper emitter (CircuitPython): controller() returns the float law
     fx = None  # type: ignore[assignment]
 
@@ -147,6 +147,19 @@ class Controller:
         # past a quarter second without an edge the low-speed estimate is zero (< 4 counts/s)
         k[fx.K_IDLE_MAX] = max(2, self.hz // 4)
         k[fx.K_OVR_US] = 1500000 // self.hz
+        # e-stop: which bit of the inputs word (IO_IN) is the stop circuit, and its value while closed. The period
+        # reads the inputs before the step (hal period_fn: SIO GPIO_IN; else hal.read_inputs()), so an open circuit
+        # cuts the outputs in the period that sees it
+        self._inputs = None
+        est = cfg.get("estop")
+        if est is not None:
+            self._inputs = getattr(hal, "read_inputs", None)
+            if self._inputs is None:
+                raise ValueError("board config: estop is set but the %s backend cannot read inputs in the control "
+                                 "period" % cfg.get("backend", "?"))
+            bit = 1 << est["pin"] if isinstance(est["pin"], int) else 1   # a pin name: bit 0 (read_inputs)
+            k[fx.K_ESTOP_M] = bit
+            k[fx.K_ESTOP_C] = bit if est["closed"] else 0
         self.period_us = 1000000 // self.hz
         # bound methods made once: the period calls them without allocating
         self._read = hal.read_counts
@@ -180,7 +193,7 @@ class Controller:
         Every Python-level call counts on a microcontroller: on the emulated RP2040 a call is ~10 us, and the
         tick with its eight calls took 137 us of a 1 kHz period (docs/firmware.md, "Timing")."""
         make = getattr(self.hal, "period_fn", None)
-        if make is not None and (fx.IO_T0, fx.IO_T1, fx.IO_DL, fx.IO_DR) == (0, 1, 2, 3):
+        if make is not None and (fx.IO_T0, fx.IO_T1, fx.IO_DL, fx.IO_DR, fx.IO_IN) == (0, 1, 2, 3, 4):
             fn = make(fx.step, self.st, self.k, self.c, self.e, self.io, self._tail, self._ctl)
             if fn is not None:
                 return fn
@@ -190,6 +203,8 @@ class Controller:
         """One period through the hal's methods (every backend without period_fn)."""
         io = self.io
         io[IO_T0] = self._ticks()
+        if self._inputs is not None:
+            io[IO_IN] = self._inputs()
         self._read(self.c)
         if self._edge is not None:
             self._edge(self.e)
@@ -291,10 +306,24 @@ class Controller:
         self._request(REQ_ZERO)
 
     def clear_fault(self):
-        """Clear a latched fault and the watchdog flag; returns the fault code that was latched."""
+        """Clear a latched fault and the watchdog flag; returns the fault code that was cleared (0: none, or an
+        e-stop whose circuit is still open: that one stays latched)."""
         code = self.st[G_FAULT]
         self._request(REQ_CLEAR)
-        return code
+        return code if self.st[G_FAULT] == 0 else 0
+
+    def latch_fault(self, code):
+        """A fault the slow path found (FAULT_BATTERY_LOW): the step latches it at the next period boundary and
+        turns the outputs off there."""
+        self.st[fx.G_XFAULT] = code
+
+    def set_status_bits(self, bits):
+        """Status bits the slow path owns (ST_BATTERY_LOW), ORed into every STATE from the next period on."""
+        self.st[fx.G_XSTATUS] = bits
+
+    def estop_open(self):
+        """The e-stop input read open at the last period (False without an e-stop input)."""
+        return self.st[fx.G_ESTOP] == 1
 
     def set_velocity(self, left, right):
         """New wheel setpoints in counts/s (from SET_VEL): scaled jointly to max_wheel_speed, staged for the step,
@@ -344,6 +373,12 @@ class Controller:
 
     def positions(self):
         return self.st[W_POS], self.st[WS + W_POS]
+
+    def positions_into(self, buf):
+        """Both positions into buf (array('i', 2)) without allocating (the sensor task's still detection)."""
+        st = self.st
+        buf[0] = st[W_POS]
+        buf[1] = st[WS + W_POS]
 
     def velocities(self):
         """Board velocity estimates, counts/s (rounded)."""

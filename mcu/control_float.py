@@ -336,6 +336,8 @@ class FloatController:
         self._cnt = 0
         self._ticks = 0
         self._t_last = None
+        self._xfault = 0            # latch_fault(): taken at the next tick
+        self._xstatus = 0           # set_status_bits(): ORed into the status byte
         self._stats = {"period_min_us": 0, "period_max_us": 0, "exec_max_us": 0, "exec_avg_us": 0,
                        "overruns": 0}
         self.values = {}
@@ -352,6 +354,12 @@ class FloatController:
         if self._edge is not None:
             self._edge(self.e)
         dl, dr = self.law.step(self.c, self.e)
+        if self._xfault:
+            if not self.law.fault:
+                self.law.fault = self._xfault
+            self._xfault = 0
+            self.law.disable()
+            dl = dr = 0
         hal.write_duty(int(dl), int(dr))
         if self._energized and not self.law.enabled:
             self._energized = False
@@ -434,6 +442,16 @@ class FloatController:
         self._cnt = 0
         self._div = div
 
+    def latch_fault(self, code):
+        """A fault the slow path found (FAULT_BATTERY_LOW): latched at the next period, outputs off."""
+        self._xfault = code
+
+    def set_status_bits(self, bits):
+        self._xstatus = bits
+
+    def estop_open(self):
+        return False            # no e-stop input on the float law's backends (boardcfg refuses one there)
+
     def fault(self):
         return self.law.fault
 
@@ -441,7 +459,7 @@ class FloatController:
         return self._ticks
 
     def status(self):
-        return self.law.status()
+        return self.law.status() | self._xstatus
 
     def enabled(self):
         return self.law.enabled
@@ -449,12 +467,16 @@ class FloatController:
     def positions(self):
         return self.law.pos[0], self.law.pos[1]
 
+    def positions_into(self, buf):
+        buf[0] = self.law.pos[0]
+        buf[1] = self.law.pos[1]
+
     def velocities(self):
         return int(round(self.law.vel[0])), int(round(self.law.vel[1]))
 
     def state(self):
         vl, vr = self.velocities()
-        return self.law.pos[0], self.law.pos[1], vl, vr, self.law.status()
+        return self.law.pos[0], self.law.pos[1], vl, vr, self.status()
 
     def wheel(self, w):
         law = self.law

@@ -76,7 +76,10 @@ G_NSTAT = const(58)             # periods that contributed to the statistics
 G_TLM_CNT = const(59)           # telemetry decimation counter
 G_TLM_DIV = const(60)           # periods per telemetry record (0: off)
 G_SB = const(61)                # -2**31 again, for log() which gets no k array
-ST_LEN = const(64)
+G_XFAULT = const(62)            # a fault the slow path asks the step to latch (FAULT_BATTERY_LOW), 0 = none
+G_ESTOP = const(63)             # 1 while the e-stop input reads open (ST_ESTOP)
+G_XSTATUS = const(64)           # status bits the slow path owns (ST_BATTERY_LOW), ORed into G_STATUS
+ST_LEN = const(66)
 
 # request bits (G_REQ)
 REQ_ENABLE = const(1)           # zero commands, PID state, encoder reference and positions; energize
@@ -121,14 +124,17 @@ K_ES = const(90)                # encoder mirrored, left, right (1: the count's 
 K_EDGE = const(92)              # 1: the backend times encoder edges (edge_period_us)
 K_IDLE_MAX = const(93)          # periods without an edge after which the low-speed estimate is zero
 K_OVR_US = const(94)            # a period longer than this (1.5 x nominal, us) is an overrun
-K_LEN = const(96)
+K_ESTOP_M = const(95)           # e-stop: the input bit in IO_IN (0: no e-stop input)
+K_ESTOP_C = const(96)           # e-stop: the bit's value while the stop circuit is closed (K_ESTOP_M or 0)
+K_LEN = const(98)
 
 # ---- io array (array('i', IO_LEN)) between the Python tick wrapper and the step ----
 IO_T0 = const(0)                # ticks_us at the start of this period
 IO_T1 = const(1)                # ticks_us when the previous period's step finished
 IO_DL = const(2)                # duty out, Q15, left (motor sign applied)
 IO_DR = const(3)                # duty out, Q15, right
-IO_LEN = const(4)
+IO_IN = const(4)                # digital inputs read at the start of this period (the e-stop's bit: K_ESTOP_M)
+IO_LEN = const(6)
 
 # ---- telemetry record, written by log() into telemetry.Ring (the field order of its records) ----
 TLM_T = const(0)                # ticks_us
@@ -170,7 +176,9 @@ def requests(st_a, c_a):
         st[G_AGE] = 0
         st[G_ENABLED] = 0
     if req & REQ_CLEAR:
-        st[G_FAULT] = 0
+        # an e-stop that is still open stays latched: it clears only once the circuit is closed again
+        if int(st[G_ESTOP]) == 0:
+            st[G_FAULT] = 0
         st[G_WDT] = 0
     if req & (REQ_ENABLE | REQ_ZERO):
         # the encoders' reference: positions restart at zero from the current raw counters
@@ -612,9 +620,27 @@ def step(st_a, k_a, c_a, e_a, io_a):
                                 fault = 8 + w   # FAULT_ENCODER_LEFT / RIGHT
             st[b + W_ENC] = n
 
+    # ---- e-stop (normally closed: any other level is a press or a broken wire) and the slow path's faults ----
+    em = int(k[K_ESTOP_M])
+    if em != 0:
+        if (int(io[IO_IN]) & em) != int(k[K_ESTOP_C]):
+            st[G_ESTOP] = 1
+            fault = 10                  # FAULT_ESTOP: outranks whatever the wheels found this period
+            st[G_FAULT] = 10            # latched also while disabled: ENABLE is refused until it is cleared
+        else:
+            st[G_ESTOP] = 0
+    xf = int(st[G_XFAULT])
+    if xf != 0:
+        st[G_XFAULT] = 0
+        if fault == 0:
+            fault = xf
+        if int(st[G_FAULT]) == 0:
+            st[G_FAULT] = xf
     if fault != 0 and enabled:
-        # latched: outputs off now, the PID state is dropped; only CLEAR_FAULT then ENABLE drives again
-        st[G_FAULT] = fault
+        # latched: outputs off now (no ramp: stop category 0), the PID state is dropped; only CLEAR_FAULT then
+        # ENABLE drives again
+        if int(st[G_FAULT]) == 0 or fault == 10:
+            st[G_FAULT] = fault
         st[G_ENABLED] = 0
         enabled = 0
         st[W_DUTY] = 0
@@ -641,7 +667,9 @@ def step(st_a, k_a, c_a, e_a, io_a):
         status |= 0x08              # ST_SATURATED
     if int(st[G_WDT]):
         status |= 0x10              # ST_WDT_RESET
-    st[G_STATUS] = status
+    if int(st[G_ESTOP]):
+        status |= 0x40              # ST_ESTOP
+    st[G_STATUS] = status | int(st[G_XSTATUS])
 
 
 @micropython.viper

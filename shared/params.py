@@ -51,6 +51,11 @@ TABLE = (
     (21, "enc_ratio", "f", "ratio", 1.1, 10.0, 1.5, "encoder check: duty-predicted / measured speed above this"),
     (22, "enc_margin", "f", "duty", 0.0, 1.0, 0.14, "encoder check: and duty above kS + kV*|speed| by this"),
     (23, "enc_ms", "H", "ms", 0, 10000, 500, "encoder check: both this long: FAULT (0: check off)"),
+    # board sensors (docs/firmware.md, "Sensors"): only meaningful where the board config has the input
+    (24, "battery_warn_v", "f", "V", 0.0, 60.0, 7.0, "battery below this: ST_BATTERY_LOW (a warning)"),
+    (25, "battery_cutoff_v", "f", "V", 0.0, 60.0, 6.4, "battery below this for battery_ms: FAULT_BATTERY_LOW"),
+    (26, "battery_ms", "H", "ms", 0, 10000, 500, "how long below battery_cutoff_v before the fault (0: off)"),
+    (27, "still_ms", "H", "ms", 100, 10000, 500, "encoders still this long: the gyro bias estimate updates"),
 )
 
 _BY_ID = {}

@@ -14,8 +14,10 @@ except ImportError:  # CPython (Blinka's micropython module may be absent)
     def const(x):  # type: ignore[misc]  # mypy (make typecheck) sees the stubs' generic const
         return x
 
-PROTOCOL_VERSION = const(3)     # 2: STOP_LINK / STOP_LINK_ACK; 3: FAULT_ENCODER_*, NACK_BUSY, DIAG frame_timeouts,
-#                                 LOAD_PARAMS / LOAD_ACK, DIAG_PARAMS_UNSAVED
+PROTOCOL_VERSION = const(4)     # 2: STOP_LINK / STOP_LINK_ACK; 3: FAULT_ENCODER_*, NACK_BUSY, DIAG frame_timeouts,
+#                                 LOAD_PARAMS / LOAD_ACK, DIAG_PARAMS_UNSAVED; 4: board sensors (SENSORS /
+#                                 SENSORS_ACK / SENSORS_DATA, ST_BATTERY_LOW, ST_ESTOP, FAULT_ESTOP,
+#                                 FAULT_BATTERY_LOW, ODOM's encoder heading, DIAG imu_state / imu_errors)
 
 SYNC = const(0xAA)
 MAX_LEN = const(64)             # LEN upper bound: CMD + PAYLOAD
@@ -38,6 +40,7 @@ TELEMETRY = const(0x0A)
 GET_ODOM = const(0x0B)
 STOP_LINK = const(0x0C)        # hand the board back to its REPL (docs/protocol.md)
 LOAD_PARAMS = const(0x0D)      # live parameters back to the saved ones (what a reset would load)
+SENSORS = const(0x0E)          # u16 rate Hz of the SENSORS_DATA stream (0: off)
 
 # board -> host replies (CMD | 0x80)
 INFO = const(0x80)
@@ -54,20 +57,22 @@ TELEMETRY_ACK = const(0x8A)
 ODOM = const(0x8B)
 STOP_LINK_ACK = const(0x8C)
 LOAD_ACK = const(0x8D)
+SENSORS_ACK = const(0x8E)
 # unsolicited board -> host frames (0x90..0xFE): sent without a request
 TELEMETRY_DATA = const(0x90)
+SENSORS_DATA = const(0x91)      # one record per sensor sample (IMU, battery, e-stop), at the rate SENSORS set
 NACK = const(0xFF)
 
 COMMAND_NAMES = {
     HELLO: "HELLO", SET_VEL: "SET_VEL", ENABLE: "ENABLE", ZERO: "ZERO", TIME: "TIME",
     GET_PARAM: "GET_PARAM", SET_PARAM: "SET_PARAM", SAVE_PARAMS: "SAVE_PARAMS", CLEAR_FAULT: "CLEAR_FAULT",
     GET_DIAG: "GET_DIAG", TELEMETRY: "TELEMETRY", GET_ODOM: "GET_ODOM", STOP_LINK: "STOP_LINK",
-    LOAD_PARAMS: "LOAD_PARAMS",
+    LOAD_PARAMS: "LOAD_PARAMS", SENSORS: "SENSORS",
     INFO: "INFO", STATE: "STATE", ENABLE_ACK: "ENABLE_ACK", ZERO_ACK: "ZERO_ACK", TIME_ACK: "TIME_ACK",
     PARAM: "PARAM", PARAM_SET: "PARAM_SET", SAVE_ACK: "SAVE_ACK", FAULT_CLEARED: "FAULT_CLEARED",
     DIAG: "DIAG", TELEMETRY_ACK: "TELEMETRY_ACK", ODOM: "ODOM", STOP_LINK_ACK: "STOP_LINK_ACK",
-    LOAD_ACK: "LOAD_ACK",
-    TELEMETRY_DATA: "TELEMETRY_DATA",
+    LOAD_ACK: "LOAD_ACK", SENSORS_ACK: "SENSORS_ACK",
+    TELEMETRY_DATA: "TELEMETRY_DATA", SENSORS_DATA: "SENSORS_DATA",
     NACK: "NACK",
 }
 
@@ -91,8 +96,11 @@ ST_DEADMAN = const(0x02)        # no valid SET_VEL within deadman_ms; clears on 
 ST_FAULT = const(0x04)          # latched fault; cleared only by CLEAR_FAULT
 ST_SATURATED = const(0x08)      # a wheel's PID output is at its limit
 ST_WDT_RESET = const(0x10)      # the last reset was the watchdog's; cleared by CLEAR_FAULT
+ST_BATTERY_LOW = const(0x20)    # battery below battery_warn_v (a warning; below battery_cutoff_v: FAULT_BATTERY_LOW)
+ST_ESTOP = const(0x40)          # the e-stop input is open now (pressed, or its wire broken)
 STATUS_BITS = ((ST_ENABLED, "ENABLED"), (ST_DEADMAN, "DEADMAN"), (ST_FAULT, "FAULT"),
-               (ST_SATURATED, "SATURATED"), (ST_WDT_RESET, "WDT_RESET"))
+               (ST_SATURATED, "SATURATED"), (ST_WDT_RESET, "WDT_RESET"), (ST_BATTERY_LOW, "BATTERY_LOW"),
+               (ST_ESTOP, "ESTOP"))
 
 # fault codes (GET_DIAG fault_code, CLEAR_FAULT reply)
 FAULT_NONE = const(0)
@@ -105,6 +113,8 @@ FAULT_OVERSPEED_RIGHT = const(6)
 FAULT_WATCHDOG = const(7)       # the board came back from a watchdog reset
 FAULT_ENCODER_LEFT = const(8)   # left wheel measured far slower than its duty predicts (enc_ratio/enc_margin/enc_ms)
 FAULT_ENCODER_RIGHT = const(9)
+FAULT_ESTOP = const(10)         # the e-stop input opened: outputs cut in that control period (stop category 0)
+FAULT_BATTERY_LOW = const(11)   # battery below battery_cutoff_v for battery_ms
 FAULT_NAMES = {
     FAULT_NONE: "none",
     FAULT_STALL_LEFT: "left wheel stalled (output saturated, no motion)",
@@ -117,7 +127,32 @@ FAULT_NAMES = {
     FAULT_ENCODER_LEFT: "left wheel turns far faster than its encoder counts, or is held back (encoder or mechanical)",
     FAULT_ENCODER_RIGHT: "right wheel turns far faster than its encoder counts, or is held back (encoder or "
                          "mechanical)",
+    FAULT_ESTOP: "emergency stop: the e-stop input opened (button pressed or its wire broken)",
+    FAULT_BATTERY_LOW: "battery below the cut-off voltage (battery_cutoff_v)",
 }
+
+# IMU states (SENSORS_DATA imu_state, DIAG imu_state)
+IMU_NONE = const(0)             # the board config names no IMU
+IMU_OK = const(1)               # samples arriving
+IMU_STARTING = const(2)         # configured, its init sequence has not run yet
+IMU_NO_ANSWER = const(3)        # NACK on its address or an I2C timeout (missing, unpowered, stopped answering):
+#                                 retried every IMU_RETRY_MS; the odometry heading falls back to the encoders
+IMU_WRONG_ID = const(4)         # something answers at the address, but WHO_AM_I is not the configured part's
+IMU_NAMES = {IMU_NONE: "none", IMU_OK: "ok", IMU_STARTING: "starting", IMU_NO_ANSWER: "no answer",
+             IMU_WRONG_ID: "wrong WHO_AM_I"}
+IMU_RETRY_MS = const(1000)
+
+# SENSORS_DATA flags byte
+SF_ESTOP_OPEN = const(0x01)     # the e-stop input is open now
+SF_BATTERY_LOW = const(0x02)    # battery below battery_warn_v
+SF_GYRO_HEADING = const(0x04)   # the board odometry's heading comes from the gyro now (else the encoders)
+SF_BIAS_VALID = const(0x08)     # gyro_bias_z is an estimate from a still period (else 0)
+SF_STILL = const(0x10)          # the encoders say the robot is still: the bias estimate is being updated
+SF_HAS_ESTOP = const(0x20)      # the board config has an e-stop input
+SF_HAS_BATTERY = const(0x40)    # the board config has a battery ADC input (else battery_mv is 0)
+SENSOR_FLAG_BITS = ((SF_ESTOP_OPEN, "ESTOP_OPEN"), (SF_BATTERY_LOW, "BATTERY_LOW"),
+                    (SF_GYRO_HEADING, "GYRO_HEADING"), (SF_BIAS_VALID, "BIAS_VALID"), (SF_STILL, "STILL"),
+                    (SF_HAS_ESTOP, "HAS_ESTOP"), (SF_HAS_BATTERY, "HAS_BATTERY"))
 
 # reset causes (GET_DIAG reset_cause)
 RESET_POWER_ON = const(0)
@@ -406,7 +441,16 @@ FMT_U16 = "<H"
 FMT_TIME = "<I"                 # host time us (u32, wraps)
 FMT_TIME_ACK = "<III"           # host time echoed, board ticks_us at receipt, board ticks_us at reply
 FMT_NACK = "<BB"                # command, code
-FMT_ODOM = "<Iiii"              # board time us, x um, y um, theta urad (wrapped to [-pi, pi))
+FMT_ODOM = "<IiiiiB"            # board time us, x um, y um, theta urad (wrapped to [-pi, pi)), encoder-only theta
+#                                 urad (the same), heading source (ODOM_HEADING_*)
+ODOM_HEADING_ENCODERS = const(0)  # theta is the encoders' heading (no IMU, or it is not answering)
+ODOM_HEADING_GYRO = const(1)      # theta is integrated from the bias-corrected gyro z rate
+FMT_SENSORS_DATA = "<HIiiihhhiHBBB"  # seq, board time us of the sample, gyro x, y, z (urad/s, board axes, bias not
+#                                      subtracted), accel x, y, z (mm/s^2, board axes), gyro bias z (urad/s),
+#                                      battery mV, flags (SF_*), imu_state (IMU_*), status byte (ST_*)
+GYRO_SCALE = 1e6                # urad/s per rad/s (SENSORS_DATA gyro and bias)
+ACCEL_SCALE = 1e3               # mm/s^2 per m/s^2 (SENSORS_DATA accel, saturated at +-32767)
+BATTERY_SCALE = 1e3             # mV per V
 FMT_TELEMETRY_DATA = "<HIiihhiihhB"  # seq, board time us, then per wheel (left, right): setpoint counts/s,
 #                                    measured counts/s, output (Q15 duty), integrator (Q15 duty); status byte
 ODOM_LENGTH_SCALE = 1e6         # um per m
@@ -417,7 +461,8 @@ DIAG_FIELDS = (
     ("period_min_us", "I"), ("period_max_us", "I"), ("exec_max_us", "I"), ("exec_avg_us", "I"),
     ("overruns", "I"), ("frames_ok", "I"), ("crc_errors", "I"), ("length_errors", "I"),
     ("garbage_bytes", "I"), ("frame_timeouts", "I"), ("nacks", "I"), ("deadman_trips", "I"), ("fault_code", "B"),
-    ("uptime_ms", "I"), ("free_heap", "I"), ("reset_cause", "B"), ("flags", "B"),
+    ("uptime_ms", "I"), ("free_heap", "I"), ("reset_cause", "B"), ("flags", "B"), ("imu_state", "B"),
+    ("imu_errors", "H"),
 )
 FMT_DIAG = "<" + "".join(t for _, t in DIAG_FIELDS)
 
@@ -662,13 +707,49 @@ def pack_get_odom():
     return encode(GET_ODOM)
 
 
-def pack_odom(t_us, x_um, y_um, theta_urad):
-    return encode(ODOM, struct.pack(FMT_ODOM, t_us & 0xFFFFFFFF, x_um, y_um, theta_urad))
+def pack_odom(t_us, x_um, y_um, theta_urad, theta_enc_urad, heading_source):
+    return encode(ODOM, struct.pack(FMT_ODOM, t_us & 0xFFFFFFFF, x_um, y_um, theta_urad, theta_enc_urad,
+                                    heading_source))
 
 
 def unpack_odom(payload):
-    """-> (t_us, x_um, y_um, theta_urad); divide by ODOM_*_SCALE for m and rad."""
+    """-> (t_us, x_um, y_um, theta_urad, theta_enc_urad, heading_source); divide by ODOM_*_SCALE for m and rad.
+    theta is the odometry's heading (from the gyro when heading_source is ODOM_HEADING_GYRO), theta_enc the
+    encoders' own heading, integrated alongside for comparison."""
     return _unpack(FMT_ODOM, payload)
+
+
+# SENSORS
+def pack_sensors(rate_hz):
+    return encode(SENSORS, struct.pack(FMT_U16, rate_hz))
+
+
+def unpack_sensors(payload):
+    return _unpack(FMT_U16, payload)[0]
+
+
+def pack_sensors_ack(rate_hz):
+    return encode(SENSORS_ACK, struct.pack(FMT_U16, rate_hz))
+
+
+def unpack_sensors_ack(payload):
+    return _unpack(FMT_U16, payload)[0]
+
+
+def pack_sensors_data(seq, t_us, gx, gy, gz, ax, ay, az, bias_z, battery_mv, flags, imu_state, status):
+    return encode(SENSORS_DATA, struct.pack(FMT_SENSORS_DATA, seq & 0xFFFF, t_us & 0xFFFFFFFF, gx, gy, gz, ax, ay,
+                                            az, bias_z, battery_mv, flags, imu_state, status))
+
+
+def unpack_sensors_data(payload):
+    """-> (seq, t_us, gx, gy, gz, ax, ay, az, bias_z, battery_mv, flags, imu_state, status): wire units
+    (urad/s, mm/s^2, urad/s, mV); divide by GYRO_SCALE, ACCEL_SCALE, BATTERY_SCALE for SI."""
+    return _unpack(FMT_SENSORS_DATA, payload)
+
+
+def sensor_flag_names(flags):
+    """The names of the SF_* bits set in a SENSORS_DATA flags byte."""
+    return [name for bit, name in SENSOR_FLAG_BITS if flags & bit]
 
 
 # STOP_LINK

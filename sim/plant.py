@@ -23,13 +23,29 @@
 # limit are bounded constraint impulses solved by a few projected Gauss-Seidel sweeps (the method physics
 # engines use for contact with friction), which gives exact stick/slip without a stiff spring.
 # Ground-truth pose is integrated from the body's real velocity (midpoint heading), never from the encoders.
+#
+# Board sensors (docs/virtual-board.md, "Sensors"):
+#   battery:  terminal volts V = battery_v - R_int * I, I = the bridges' supply current of the last step
+#             (sum of duty x armature current (V*duty - ke*G*w)/R per motor): the pack sags under load
+#   IMU:      an emulated MPU-6050 or LSM6DS3 on an I2C bus (sim/imu_parts.py, register level), mounted as the robot
+#             file's imu.axes says. It measures the body's true yaw rate (the same wz the pose integrates) with
+#             gyro = (1 + scale_error) * true + bias + drift + noise per axis, drift a random walk, noise white with
+#             the datasheet's density over a 50 Hz bandwidth; accel = (dv/dt, v*wz, g) + noise. Its own seeded
+#             generator: adding an IMU changes no other random draw. With wall_clock set (the sim backend: the
+#             firmware's ticks_us) the rate is the interval's rotation per interval of that clock, because the
+#             world pauses while the sim's control thread misses periods and the firmware's clock does not.
+#   e-stop:   estop_open (the switch; the control endpoint opens and closes it)
 import math
+
+import imu_parts
 
 TWO_PI = 2.0 * math.pi
 GRAVITY = 9.81
 Q15_FULL = 32767
 PGS_SWEEPS = 6          # constraint sweeps per step; the coupling between constraints is weak, 6 converge
 _BLOCKED = 1e9          # friction impulse bound of a blocked (stalled) wheel: it does not turn at all
+_DEG = math.pi / 180.0
+IMU_BANDWIDTH_HZ = 50.0  # the emulated parts' noise bandwidth (their low-pass filters as the driver sets them)
 
 
 class DescriptionError(ValueError):
@@ -117,12 +133,56 @@ def validate(desc):
         _num(desc, "turn_scrub_per_rad_s", 0.0, 1.0)
     if "edge_jitter_counts" in e:
         _num(e, "edge_jitter_counts", 0.0, 0.5, "encoder.")
+    if "battery_internal_resistance_ohm" in desc:
+        _num(desc, "battery_internal_resistance_ohm", 0.0, 10.0)
+    if "imu" in desc:
+        i = desc["imu"]
+        if not isinstance(i, dict):
+            raise DescriptionError("robot description: imu must be an object")
+        if i.get("part") not in imu_parts.PARTS:
+            raise DescriptionError("robot description: imu.part must be one of %s, got %r"
+                                   % (", ".join(sorted(imu_parts.PARTS)), i.get("part")))
+        if "address" in i:
+            _num(i, "address", 0, 127, "imu.")
+        _mount(i.get("axes", ["x", "y", "z"]))
+        for k in ("gyro_bias_dps",):
+            b = i.get(k, [0.0, 0.0, 0.0])
+            if not (isinstance(b, list) and len(b) == 3 and all(isinstance(x, (int, float)) and -50 <= x <= 50
+                                                                  for x in b)):
+                raise DescriptionError("robot description: imu.%s must be [x, y, z] deg/s in [-50, 50]" % k)
+        for k, hi in (("gyro_drift_dps_per_sqrt_s", 1.0), ("gyro_noise_dps_per_sqrt_hz", 1.0),
+                      ("gyro_scale_error", 0.1), ("accel_noise_mg_per_sqrt_hz", 10.0)):
+            if k in i:
+                _num(i, k, -hi if k == "gyro_scale_error" else 0.0, hi, "imu.")
+        if "seed" in i:
+            _num(i, "seed", 0, 0xFFFFFFFF, "imu.")
     n = desc.get("noise", {})
     if "torque_std_nm" in n:
         _num(n, "torque_std_nm", 0.0, 10.0, "noise.")
     if "seed" in n:
         _num(n, "seed", 0, 0xFFFFFFFF, "noise.")
     return desc
+
+
+def _mount(axes):
+    """["x", "-y", "z"] (the part's axis along each board axis) -> (index, sign) lists."""
+    names = ("x", "y", "z")
+    if isinstance(axes, list) and len(axes) == 3:
+        idx = []
+        sign = []
+        for a in axes:
+            if not isinstance(a, str):
+                break
+            neg = a.startswith("-")
+            n = a[1:] if neg or a.startswith("+") else a
+            if n not in names:
+                break
+            idx.append(names.index(n))
+            sign.append(-1.0 if neg else 1.0)
+        if len(idx) == 3 and sorted(idx) == [0, 1, 2]:
+            return idx, sign
+    raise DescriptionError("robot description: imu.axes must name each part axis once, e.g. [\"x\", \"-y\", "
+                           "\"z\"], got %r" % (axes,))
 
 
 class Rng:
@@ -206,6 +266,27 @@ class Plant:
         self.torque_std = noise.get("torque_std_nm", 0.0)
         self.seed = int(noise.get("seed", 1) if seed is None else seed)
         self.nominal_battery_v = desc["battery_v"]
+        self.r_internal = desc.get("battery_internal_resistance_ohm", 0.0)
+        self.motor_r = res
+        self.emf_per_wheel_rad_s = g * kt          # ke * G: back-EMF volts per rad/s of the wheel
+        # the IMU (register-level part on an emulated I2C bus) and its error model
+        self.i2c = imu_parts.I2CBus()
+        self.imu = None
+        self.wall_clock = None       # the firmware's ticks_us (the sim backend sets it): the IMU's time base
+        self.imu_wall_t0 = None
+        imu = desc.get("imu")
+        if imu is not None:
+            self.imu = imu_parts.make_part(imu["part"], imu.get("address"))
+            self.i2c.attach(self.imu)
+            self.imu_map, self.imu_sign = _mount(imu.get("axes", ["x", "y", "z"]))
+            self.gyro_bias0 = [b * _DEG for b in imu.get("gyro_bias_dps", [0.0, 0.0, 0.0])]
+            self.gyro_drift = imu.get("gyro_drift_dps_per_sqrt_s", 0.0) * _DEG
+            # per-sample white noise: density over the parts' ~50 Hz filter bandwidth
+            self.gyro_noise = imu.get("gyro_noise_dps_per_sqrt_hz", 0.0) * _DEG * math.sqrt(IMU_BANDWIDTH_HZ)
+            self.gyro_scale = 1.0 + imu.get("gyro_scale_error", 0.0)
+            self.accel_noise = imu.get("accel_noise_mg_per_sqrt_hz", 0.0) * 1e-3 * GRAVITY * math.sqrt(
+                IMU_BANDWIDTH_HZ)
+            self.imu_seed = int(imu.get("seed", self.seed * 7919 + 17)) & 0xFFFFFFFF
         self.reset()
 
     # ---- state ----
@@ -213,7 +294,18 @@ class Plant:
     def reset(self):
         """Back to power-on: at rest at the origin, no faults, counters at zero, the noise re-seeded."""
         self.rng = Rng(self.seed)
-        self.battery_v = self.nominal_battery_v
+        self.battery_v = self.nominal_battery_v     # open-circuit volts (the control endpoint's "battery")
+        self.battery_terminal_v = self.battery_v    # what the bridges and the ADC see: sags with the current
+        self.battery_current = 0.0
+        self.estop_open = False
+        self.a_x = 0.0                              # true body acceleration, m/s^2 (the IMU's x)
+        if self.imu is not None:
+            self.imu.answering = True
+            self.imu.reset()
+            self.imu_rng = Rng(self.imu_seed)
+            self.gyro_bias = list(self.gyro_bias0)
+            self.gyro_true = [0.0, 0.0, 0.0]
+            self.imu_acc_t = self.imu_acc_wz = self.imu_acc_ax = self.imu_acc_ay = 0.0
         self.energized = False
         self.t = 0.0
         self.steps = 0
@@ -223,6 +315,7 @@ class Plant:
         self.angle_l = 0.0       # true wheel angles, rad
         self.angle_r = 0.0
         self.v = 0.0             # body forward speed m/s and yaw rate rad/s (true)
+        self.v_prev = 0.0
         self.wz = 0.0
         self.count_l = 0         # unwrapped encoder counts (raw sign: encoder direction applied)
         self.count_r = 0
@@ -283,6 +376,15 @@ class Plant:
 
     def set_battery(self, volts):
         self.battery_v = float(volts)
+        self.battery_terminal_v = self.battery_v - self.r_internal * self.battery_current
+
+    def set_estop(self, open_):
+        self.estop_open = bool(open_)
+
+    def set_imu_answering(self, on):
+        if self.imu is None:
+            raise ValueError("the robot file has no imu")
+        self.imu.answering = bool(on)
 
     def push(self, wheel, torque, duration=None):
         """External torque (N m, + turns the wheel forward) on wheel 'left'|'right'|'both', for duration s
@@ -306,7 +408,7 @@ class Plant:
         if self.energized:
             dl = _clamp(duty_l_q15, -Q15_FULL, Q15_FULL) / Q15_FULL
             dr = _clamp(duty_r_q15, -Q15_FULL, Q15_FULL) / Q15_FULL
-            kv = self.torque_per_volt * self.battery_v
+            kv = self.torque_per_volt * self.battery_terminal_v
             drive_l = kv * dl * self.motor_dir_l
             drive_r = kv * dr * self.motor_dir_r
             damp = self.emf_damping + visc
@@ -407,9 +509,77 @@ class Plant:
             th += TWO_PI
         self.theta = th
         self.distance += abs(ds)
+        self.a_x = (v - self.v_prev) / dt if dt > 0 else 0.0
+        self.v_prev = v
+        self._battery(dl, dr)
+        if self.imu is not None:
+            self._imu_sample(dt)
         self._encoders(dt)
         self.t += dt
         self.steps += 1
+
+    def _battery(self, dl, dr):
+        # supply current of the two bridges this step (duty x armature current; negative while regenerating)
+        vt = self.battery_terminal_v
+        if self.energized and self.r_internal > 0.0:
+            ke = self.emf_per_wheel_rad_s
+            il = (vt * dl - ke * self.w_l * self.motor_dir_l) / self.motor_r
+            ir = (vt * dr - ke * self.w_r * self.motor_dir_r) / self.motor_r
+            self.battery_current = dl * il + dr * ir
+        else:
+            self.battery_current = 0.0
+        vt = self.battery_v - self.r_internal * self.battery_current
+        self.battery_terminal_v = vt if vt > 0.0 else 0.0
+
+    def _imu_sample(self, dt):
+        # the part converts at its own output rate (what the driver set: 100 Hz): its sample is the mean over
+        # that interval (the parts' low-pass filters average), so nothing between two samples is lost
+        self.imu_acc_t += dt
+        self.imu_acc_wz += self.wz * dt
+        self.imu_acc_ax += self.a_x * dt
+        self.imu_acc_ay += self.v * self.wz * dt
+        per = self.imu.sample_period()
+        if per is None:
+            self.imu_acc_t = self.imu_acc_wz = self.imu_acc_ax = self.imu_acc_ay = 0.0
+            return
+        if self.imu_acc_t < per - 1e-9:
+            return
+        T = self.imu_acc_t
+        # the rate in the firmware's time: the world pauses while the sim's control thread misses periods (a
+        # loaded machine) and the firmware's clock (ticks_us) does not, so the rotation of this interval is
+        # reported per the interval of that clock: integrated over it, it is the world's rotation, exactly as the
+        # encoders count it. Without a clock (tests stepping the plant by hand) the two times are one.
+        Tr = T
+        clock = self.wall_clock
+        if clock is not None:
+            now = clock()
+            t0 = self.imu_wall_t0
+            self.imu_wall_t0 = now
+            if t0 is not None:
+                d = ((now - t0) & 0x3FFFFFFF) * 1e-6
+                if T <= d < 1.0:
+                    Tr = d
+        rng = self.imu_rng
+        true = self.gyro_true
+        true[0] = 0.0
+        true[1] = 0.0
+        true[2] = self.imu_acc_wz / Tr
+        meas = [0.0, 0.0, 0.0]
+        acc = [self.imu_acc_ax / T, self.imu_acc_ay / T, GRAVITY]
+        self.imu_acc_t = self.imu_acc_wz = self.imu_acc_ax = self.imu_acc_ay = 0.0
+        step = self.gyro_drift * math.sqrt(T)
+        for i in range(3):
+            if step > 0.0:
+                self.gyro_bias[i] += step * rng.normal()
+            meas[i] = self.gyro_scale * true[i] + self.gyro_bias[i] + self.gyro_noise * rng.normal()
+            acc[i] += self.accel_noise * rng.normal()
+        # board axes -> the part's: board axis i is sign[i] x part axis map[i]
+        pg = [0.0, 0.0, 0.0]
+        pa = [0.0, 0.0, 0.0]
+        for i in range(3):
+            pg[self.imu_map[i]] = self.imu_sign[i] * meas[i]
+            pa[self.imu_map[i]] = self.imu_sign[i] * acc[i]
+        self.imu.sample(pg, pa)
 
     def _encoders(self, dt):
         k = self.cpr / TWO_PI
@@ -487,6 +657,9 @@ class Plant:
             "distance": self.distance, "slip_left": self.slip_l, "slip_right": self.slip_r,
             "slip_distance": self.slip_distance, "energized": self.energized,
             "duty_left": self.duty_l, "duty_right": self.duty_r, "battery_v": self.battery_v,
+            "battery_terminal_v": self.battery_terminal_v, "battery_current_a": self.battery_current,
+            "estop_open": self.estop_open, "imu_answering": self.imu.answering if self.imu is not None else None,
+            "gyro_z_true": self.wz, "gyro_bias_z": self.gyro_bias[2] if self.imu is not None else None,
             "counts_left": self.count_l, "counts_right": self.count_r, "lost_counts": self.lost_counts,
             "stalled_left": self.stalled_l, "stalled_right": self.stalled_r, "lifted": self.lifted,
             "encoder_drop": self.encoder_drop, "encoder_drop_left": self.drop_l, "encoder_drop_right": self.drop_r,

@@ -29,7 +29,7 @@ USAGE = ("usage: vboard.py [--listen HOST:PORT] [--control HOST:PORT] [--baud N]
          "[--params FILE] [--seed N] [--repl] [--app MODULE]")
 WHEELS = ("left", "right", "both")
 FAULT_KINDS = ("cut_link", "corrupt", "garbage", "inject", "stall", "lift", "encoder_drop", "battery",
-               "freeze_control")
+               "freeze_control", "estop", "imu")
 COMMANDS = ("truth", "fault", "push", "reset", "stats", "ping")
 
 
@@ -386,6 +386,21 @@ class VirtualBoard:
             with self.plant_lock:
                 p.set_battery(volts)
             return {"ok": True, "kind": kind, "volts": volts}
+        if kind == "estop":
+            # the normally-closed stop circuit: open = pressed (or its wire cut), closed = released
+            is_open = _bool(req, "open")
+            with self.plant_lock:
+                p.set_estop(is_open)
+                t_us = time.ticks_us()
+            return {"ok": True, "kind": kind, "open": is_open, "t_us": t_us}
+        if kind == "imu":
+            # the emulated IMU stops answering (every transfer NACKs: unplugged, browned out) or answers again
+            answer = _bool(req, "answer")
+            if p.imu is None:
+                raise ValueError("the robot file has no imu")
+            with self.plant_lock:
+                p.set_imu_answering(answer)
+            return {"ok": True, "kind": kind, "answer": answer}
         if kind == "freeze_control":
             on = _bool(req, "on")
             if self.hal is None:

@@ -223,7 +223,7 @@ class Responder:
                 self.telemetry_hz = P.unpack_telemetry(payload)
                 return P.pack_telemetry_ack(self.telemetry_hz)
             if cmd == P.GET_ODOM:
-                return P.pack_odom(self.board_us(), 1500000, -250000, 785398)
+                return P.pack_odom(self.board_us(), 1500000, -250000, 785398, 785398, P.ODOM_HEADING_ENCODERS)
             return P.pack_nack(cmd, P.NACK_UNKNOWN)
         except (ValueError, KeyError):
             return P.pack_nack(cmd, P.NACK_BAD_LENGTH)

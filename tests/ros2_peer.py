@@ -4,18 +4,26 @@ It publishes cmd_vel (Twist or TwistStamped) at a rate for a while, then stops p
 meanwhile it records odom, joint_states, tf and diagnostics. At the end it prints one JSON object on stdout:
   {"sent": n, "stop_sent_at": t, "odom": [[t, x, y, theta, v, w, frame, child, cov00, twcov00], ...],
    "joints": [[t, names, pos_l, pos_r, vel_l, vel_r], ...], "tf": [[t, parent, child, x, y], ...],
-   "diagnostics": [[t, [[level, name, message, {key: value}], ...]], ...]}
+   "diagnostics": [[t, [[level, name, message, {key: value}], ...]], ...],
+   "imu": [[t, stamp, frame, wx, wy, wz, ax, ay, az, orientation_cov0, angular_velocity_cov, accel_cov], ...],
+   "battery": [[t, stamp, frame, voltage, present, status, health, current, percentage], ...]}
+(stamp: the header stamp in ROS time, wall-clock seconds; NaN written as null)
 t are host monotonic seconds (same clock as the caller's on this host).
 Discovery and domain come from the environment (ROS_DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE, ...).
 """
 import argparse
 import json
+import math
 import random
 import sys
 import time
 
 from viperdrive.ros2 import msgs, qos
 from viperdrive.ros2.node import RosNode, take_valid
+
+
+def _num(x):
+    return None if math.isnan(x) else x
 
 
 def main(argv=None) -> int:
@@ -38,12 +46,16 @@ def main(argv=None) -> int:
     r_joints = node.subscription("joint_states", msgs.JointState, qos.default_qos())
     r_tf = node.subscription("/tf", msgs.TFMessage, qos.tf_qos())
     r_diag = node.subscription("/diagnostics", msgs.DiagnosticArray, qos.default_qos())
+    # the bridge's writers keep 5 (sensor_qos); a deeper reader history keeps every sample between two drains of
+    # this loop on a loaded machine (history is not part of the request/offer match)
+    r_imu = node.subscription("imu/data_raw", msgs.Imu, qos.default_qos(200))
+    r_battery = node.subscription("battery_state", msgs.BatteryState, qos.default_qos(200))
     writer = None
     if a.type != "none":
         writer = node.publisher("cmd_vel", msgs.TwistStamped if a.type == "stamped" else msgs.Twist,
                                 qos.default_qos())
     out = {"sent": 0, "matched_after": None, "stop_sent_at": None, "odom": [], "joints": [], "tf": [],
-           "diagnostics": []}
+           "diagnostics": [], "imu": [], "battery": []}
 
     def drain():
         t = time.monotonic()
@@ -58,6 +70,15 @@ def main(argv=None) -> int:
             for tr in s.transforms:
                 out["tf"].append([t, tr.header.frame_id, tr.child_frame_id, tr.transform.translation.x,
                                   tr.transform.translation.y])
+        for s in take_valid(r_imu, 64):
+            w, a = s.angular_velocity, s.linear_acceleration
+            out["imu"].append([t, msgs.time_to_s(s.header.stamp), s.header.frame_id, w.x, w.y, w.z, a.x, a.y, a.z,
+                               s.orientation_covariance[0], list(s.angular_velocity_covariance),
+                               list(s.linear_acceleration_covariance)])
+        for s in take_valid(r_battery, 64):
+            out["battery"].append([t, msgs.time_to_s(s.header.stamp), s.header.frame_id, _num(s.voltage), s.present,
+                                   s.power_supply_status, s.power_supply_health, _num(s.current),
+                                   _num(s.percentage)])
         for s in take_valid(r_diag):
             out["diagnostics"].append([t, [[st.level, st.name, st.message, {kv.key: kv.value for kv in st.values}]
                                            for st in s.status]])
@@ -70,6 +91,12 @@ def main(argv=None) -> int:
         time.sleep(0.02)
     print("diagnostics matched" if r_diag.get_matched_publications() else "diagnostics not matched",
           file=sys.stderr, flush=True)
+    if writer is None:
+        # listening only: wait for the bridge's data, then say so on stderr (the caller injects its faults after)
+        while not (out["diagnostics"] and out["battery"]) and time.monotonic() - t0 < a.wait_match:
+            drain()
+            time.sleep(0.02)
+        print("ready", file=sys.stderr, flush=True)
     if writer is not None:
         while not writer.get_matched_subscriptions() and time.monotonic() - t0 < a.wait_match:
             drain()

@@ -135,8 +135,10 @@ def test_hostile_numbers_are_usage_errors_naming_the_option():
         assert "Traceback" not in text, (argv, text)
         refused += 1
     # what each accepted value is: zero where zero is a valid id or seed, a negative step (backwards)
+    # (--sensors 0: no sensor records)
     assert sorted((" ".join(p), o, v) for p, o, v in ACCEPTED) == [
-        ("ros2", "--domain-id", "0"), ("sim", "--seed", "0"), ("tune", "--step", "-1")]
+        ("log record", "--sensors", "0"), ("monitor", "--sensors", "0"), ("ros2", "--domain-id", "0"),
+        ("sim", "--seed", "0"), ("tune", "--step", "-1")]
     assert refused >= 6 * 40 - len(ACCEPTED)
     # and through the entry point itself, as a user's shell runs it
     rc, text = _main(["drive", "--script", "square", "--side", "nan", "--port", NOWHERE])
@@ -148,6 +150,8 @@ BOUNDED = {
     "tune": ["--duration", "0.3", "--png", "{tmp}/fuzz.png"],
     # a 20 Hz loop: at the default 100 Hz a loaded CI machine can miss 6 replies in a row (a lost link, exit 8)
     "ros2": ["--duration", "1", "--config", "{tmp}/slow.yaml"],
+    "log record": ["{tmp}/fuzz.mcap", "--duration", "0.5", "--quiet"],
+    "monitor": ["--duration", "0.5"],
 }
 
 

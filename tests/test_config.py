@@ -1,5 +1,6 @@
 """RobotConfig: YAML and TOML robot files, validation messages naming key, value and range."""
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -160,8 +161,17 @@ def test_ros2_section_is_a_frozen_typed_settings_object_with_the_one_set_of_defa
     assert RobotConfig().ros2 == Ros2Settings() and RobotConfig().ros2.publish_rate == 50.0
     with pytest.raises(dataclasses.FrozenInstanceError):
         RobotConfig().ros2.publish_rate = 10.0
-    # the keys diff_drive_controller keeps at its top level are exactly the settings' fields
-    assert {f.name for f in dataclasses.fields(Ros2Settings)} == C._DDC_ROS2
+    # the keys diff_drive_controller keeps at its top level and the bridge's own sensor keys are the settings' fields
+    assert {f.name for f in dataclasses.fields(Ros2Settings)} == C._DDC_ROS2 | C._OWN_ROS2
+    assert not C._DDC_ROS2 & C._OWN_ROS2
+    s = RobotConfig.from_dict({"ros2": {"imu_frame_id": "imu", "imu_part": "lsm6ds3", "sensor_rate": 100}}).ros2
+    assert (s.imu_frame_id, s.imu_part, s.sensor_rate) == ("imu", "lsm6ds3", 100)
+    assert (Ros2Settings().imu_frame_id, Ros2Settings().imu_part, Ros2Settings().sensor_rate) == ("imu_link",
+                                                                                                 "mpu6050", 50)
+    for bad, words in (({"imu_part": "bno055"}, "must be one of lsm6ds3, mpu6050"),
+                       ({"sensor_rate": 12.5}, "whole number"), ({"sensor_rate": 500}, "[0, 200] Hz")):
+        with pytest.raises(BadValue, match=re.escape(words)):
+            RobotConfig.from_dict({"ros2": bad})
     c = RobotConfig.from_dict({"ros2": {"publish_rate": 20, "use_stamped_vel": True, "tf_frame_prefix": "r1",
                                         "twist_covariance_diagonal": [1, 2, 3, 4, 5, 6]}})
     r = c.ros2

@@ -17,7 +17,7 @@ HOST_PKG = ROOT / "host" / "viperdrive"
 
 # Lowest first. A name is a module or subpackage directly under viperdrive (viperdrive.ekf.core is "ekf").
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"shared", "errors", "stats", "transforms", "executables", "rosmsg_defs"}),
+    ("base", {"shared", "errors", "stats", "transforms", "executables", "rosmsg_defs", "sensormsgs"}),
     ("configuration", {"rosparams", "config", "robotfile"}),
     ("hardware", {"link", "board", "ports", "flashing", "sim"}),
     ("motion", {"kinematics", "odometry", "drive", "loop", "paths", "arm", "calibrate", "steptest",

@@ -24,6 +24,9 @@ WIRE_FINGERPRINTS = {
     # FAULT_ENCODER_LEFT/RIGHT, NACK_BUSY, DIAG frame_timeouts, the frame gap (FRAME_GAP_*), LOAD_PARAMS, LOAD_ACK,
     # DIAG_PARAMS_UNSAVED
     3: "bec16b4d80a95f1d4a0ba6bfeaf77bd39c6fa18eb0e59395a58f4d6cd291bf2d",
+    # board sensors: SENSORS/SENSORS_ACK/SENSORS_DATA (SF_*, IMU_*, *_SCALE), ST_BATTERY_LOW, ST_ESTOP, FAULT_ESTOP,
+    # FAULT_BATTERY_LOW, ODOM's encoder heading and heading source, DIAG imu_state and imu_errors
+    4: "79a21645e4bf401475a9cfa5be76863100a7c92600a4bca4630765a18e6437b2",
 }
 
 
@@ -85,7 +88,9 @@ def test_every_command_and_reply_is_documented_with_its_code_and_frame_size():
         "STATE": P.pack_state(1, 2, 3, 4, 5), "ENABLE_ACK": P.pack_enable_ack(True), "ZERO_ACK": P.pack_zero_ack(),
         "TIME_ACK": P.pack_time_ack(1, 2, 3), "SAVE_ACK": P.pack_save_ack(),
         "FAULT_CLEARED": P.pack_fault_cleared(1), "DIAG": P.pack_diag({n: 0 for n, _ in P.DIAG_FIELDS}),
-        "TELEMETRY_ACK": P.pack_telemetry_ack(50), "ODOM": P.pack_odom(1, 2, 3, 4),
+        "TELEMETRY_ACK": P.pack_telemetry_ack(50), "ODOM": P.pack_odom(1, 2, 3, 4, 5, 1),
+        "SENSORS": P.pack_sensors(100), "SENSORS_ACK": P.pack_sensors_ack(100),
+        "SENSORS_DATA": P.pack_sensors_data(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1, 1),
         "TELEMETRY_DATA": P.pack_telemetry_data(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11), "NACK": P.pack_nack(1, 1),
     }
     f_param = [p[params.ID] for p in params.TABLE if p[params.TYPE] == "f"][0]
@@ -142,6 +147,18 @@ def test_diag_and_telemetry_layouts_are_documented():
         offset += struct.calcsize("<" + t)
     assert tele == expect
     assert f"Payload, {offset} bytes" in DOC
+    sens = [(int(c[0]), c[1]) for c in table_rows("### SENSORS_DATA")]
+    offset, expect = 0, []
+    for t in P.FMT_SENSORS_DATA[1:]:
+        expect.append((offset, wire[t]))
+        offset += struct.calcsize("<" + t)
+    assert sens == expect
+    assert f"Payload, {offset} bytes, format `protocol.FMT_SENSORS_DATA`" in DOC
+    flags = {int(c[1], 16): c[2] for c in table_rows("### Sensor flags") if c[1]}
+    assert flags == {bit: name for bit, name in P.SENSOR_FLAG_BITS}
+    imu = {int(c[0]): c[1] for c in table_rows("### IMU states")}
+    assert imu == {getattr(P, n): n for n in dir(P) if n.startswith("IMU_") and n not in ("IMU_NAMES",
+                                                                                           "IMU_RETRY_MS")}
 
 
 def test_false_accept_theory_in_the_doc_matches_the_bench():

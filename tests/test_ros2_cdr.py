@@ -34,6 +34,11 @@ def _random_scalar(rng, node, detail, fielddefs, depth):
             return "".join(rng.choice("abcdefgh_/0123456789") for _ in range(rng.randint(0, 11)))
         if base == "float64":
             return rng.choice([0.0, -1.5, 1e-9, math.pi, rng.uniform(-1e6, 1e6)])
+        if base == "float32":
+            # values a float32 holds exactly, so the round trip compares equal
+            return rng.choice([0.0, -1.5, 7.25, 2.0 ** -20, float(rng.randint(-2**23, 2**23))])
+        if base == "bool":
+            return rng.choice([False, True])
         if base == "int32":
             return rng.randint(-2**31, 2**31 - 1)
         if base == "uint32":
@@ -73,6 +78,8 @@ def _to_rosbags(store, ros_type, value):
                 v = [_to_rosbags(store, inner_detail, x) for x in v]
             elif inner_detail[0] == "float64":
                 v = np.array(v, dtype=np.float64)
+            elif inner_detail[0] == "float32":
+                v = np.array(v, dtype=np.float32)
             elif inner_detail[0] == "string":
                 v = list(v)
             else:

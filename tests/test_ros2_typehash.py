@@ -22,6 +22,9 @@ JAZZY = {
     "sensor_msgs/msg/JointState": "a13ee3a330e346c9d87b5aa18d24e11690752bd33a0350f11c5882bc9179260e",
     "tf2_msgs/msg/TFMessage": "e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087",
     "diagnostic_msgs/msg/DiagnosticArray": "5a8a36efb05fb25070fa0fb3810290c0e6cd4862b54a8fb975a1ee8dc55a333e",
+    # `ros2 topic info -v` on Jazzy for a battery_state publisher and an imu/data one
+    "sensor_msgs/msg/Imu": "7d9a00ff131080897a5ec7e26e315954b8eae3353c3f995c55faf71574000b5b",
+    "sensor_msgs/msg/BatteryState": "4bee5dfce981c98faa6828b868307a0a73f992ed0789f374ee96c8f840e69741",
 }
 OTHER_JAZZY = {
     "std_msgs/msg/String": "df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18",

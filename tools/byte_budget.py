@@ -50,6 +50,7 @@ def traffic() -> list[tuple[str, int, int]]:
         ("TIME -> TIME_ACK", frame_size(P.FMT_TIME), frame_size(P.FMT_TIME_ACK)),
         ("GET_DIAG -> DIAG", frame_size(None), frame_size(P.FMT_DIAG)),
         ("TELEMETRY_DATA stream", 0, frame_size(P.FMT_TELEMETRY_DATA)),
+        ("SENSORS_DATA stream", 0, frame_size(P.FMT_SENSORS_DATA)),
         ("largest frames (LEN 64) both ways", P.MAX_FRAME, P.MAX_FRAME),
     ]
 

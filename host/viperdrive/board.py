@@ -81,6 +81,75 @@ class BoardState:
     def faulted(self) -> bool:
         return bool(self.status & P.ST_FAULT)
 
+    @property
+    def estop(self) -> bool:
+        """The board's e-stop input is open now (ST_ESTOP)."""
+        return bool(self.status & P.ST_ESTOP)
+
+    @property
+    def battery_low(self) -> bool:
+        """The battery is below battery_warn_v (ST_BATTERY_LOW)."""
+        return bool(self.status & P.ST_BATTERY_LOW)
+
+
+@dataclass(frozen=True)
+class SensorReading:
+    """One SENSORS_DATA record in SI units (docs/protocol.md "SENSORS_DATA"; board axes are REP-103: x forward,
+    y left, z up, so gyro[2] > 0 turns the robot counter-clockwise seen from above)."""
+    seq: int                                # u16, wraps; a gap means records were dropped
+    t_us: int                               # board ticks_us of the sample
+    t: float | None                         # that stamp on the host's monotonic clock (None: clock not synced)
+    stamp: float                            # host time.monotonic() when the frame was taken off the link
+    gyro: tuple[float, float, float]        # rad/s, board axes, bias NOT subtracted (0s without a working IMU)
+    accel: tuple[float, float, float]       # m/s^2, board axes (+9.81 on z at rest, level)
+    gyro_bias_z: float | None               # rad/s, the board's still-period estimate; None until it has one
+    battery_v: float | None                 # V; None when the board config has no battery input
+    battery_low: bool                       # below battery_warn_v
+    estop_open: bool | None                 # the e-stop input is open now; None when the board has no e-stop input
+    imu_state: int                          # protocol.IMU_*
+    gyro_heading: bool                      # the board odometry's heading comes from the gyro now
+    still: bool                             # the encoders say the robot is still (bias being estimated)
+    status: int                             # the STATE status byte at the sample
+
+    @property
+    def imu_state_name(self) -> str:
+        return P.IMU_NAMES.get(self.imu_state, f"unknown ({self.imu_state})")
+
+    @property
+    def imu_ok(self) -> bool:
+        return self.imu_state == P.IMU_OK
+
+    @property
+    def yaw_rate(self) -> float:
+        """gyro z minus the board's bias estimate (rad/s): the rate the board's heading integrates."""
+        return self.gyro[2] - (self.gyro_bias_z or 0.0)
+
+
+@dataclass(frozen=True)
+class BoardOdometry:
+    """GET_ODOM in SI: the board's own pose, and the encoders' heading integrated alongside for comparison."""
+    t: float | None                         # host monotonic time of the board stamp (None: clock not synced)
+    x: float                                # m
+    y: float                                # m
+    theta: float                            # rad, [-pi, pi): from the gyro when heading_source == "gyro"
+    theta_encoders: float                   # rad, [-pi, pi): wheel odometry only
+    heading_source: str                     # "gyro" or "encoders"
+
+
+def sensor_reading(v: tuple, stamp: float, t: float | None) -> SensorReading:
+    """A SensorReading from protocol.unpack_sensors_data's tuple (wire units)."""
+    seq, t_us, gx, gy, gz, ax, ay, az, bias, mv, flags, imu, status = v
+    g = P.GYRO_SCALE
+    a = P.ACCEL_SCALE
+    return SensorReading(
+        seq=seq, t_us=t_us, t=t, stamp=stamp, gyro=(gx / g, gy / g, gz / g), accel=(ax / a, ay / a, az / a),
+        gyro_bias_z=bias / g if flags & P.SF_BIAS_VALID else None,
+        battery_v=mv / P.BATTERY_SCALE if flags & P.SF_HAS_BATTERY else None,
+        battery_low=bool(flags & P.SF_BATTERY_LOW),
+        estop_open=bool(flags & P.SF_ESTOP_OPEN) if flags & P.SF_HAS_ESTOP else None,
+        imu_state=imu, gyro_heading=bool(flags & P.SF_GYRO_HEADING), still=bool(flags & P.SF_STILL),
+        status=status)
+
 
 class BoardDeenergized(BoardFault):
     """While active, the board restarted (watchdog, power) or turned its outputs off on its own (a latched fault,
@@ -100,7 +169,8 @@ def fault_text(code: int) -> str:
     return P.FAULT_NAMES.get(code, f"unknown fault code {code}")
 
 
-_OPTIONS = {"counts_per_rev", "max_misses", "margin", "clock_sync", "sim", "link", "telemetry_queue"}
+_OPTIONS = {"counts_per_rev", "max_misses", "margin", "clock_sync", "sim", "link", "telemetry_queue",
+            "sensor_queue"}
 
 REST_SPEED = 0.25           # rad/s: both wheels below this (the board's estimate, twice in a row) are at rest
 BRAKE_MARGIN_S = 0.25       # on top of the board's braking time max_wheel_speed / max_accel (its parameters,
@@ -113,7 +183,8 @@ class Board:
 
     options: counts_per_rev (override HELLO's), max_misses (5), margin (s, reply-timeout margin, 0.05),
     clock_sync (True: sync the board clock on configure), sim (dict of VirtualBoard keyword arguments),
-    link (an already-open Link to use instead of opening port), telemetry_queue (frames kept, 10000).
+    link (an already-open Link to use instead of opening port), telemetry_queue (frames kept, 10000),
+    sensor_queue (SENSORS_DATA records kept until sensor_readings() drains them, 10000).
     """
 
     def __init__(self, port: str | None = None, baud: int | None = None, config: RobotConfig | None = None,
@@ -145,6 +216,9 @@ class Board:
         self.last_nack: NackError | None = None
         self._telemetry: collections.deque[tuple[float, Any]] = collections.deque(
             maxlen=int(options.get("telemetry_queue", 10000)))
+        self._sensors: collections.deque[SensorReading] = collections.deque(
+            maxlen=int(options.get("sensor_queue", 10000)))
+        self.latest_sensors: SensorReading | None = None    # the newest SENSORS_DATA record seen
         self._last_reopen = 0.0
         self._active_since = 0.0            # host time of the last activate()
         self._asked = False                 # write() was called since the last read()
@@ -326,6 +400,14 @@ class Board:
                 self._telemetry.append((time.monotonic(), P.unpack_telemetry_data(payload)))
             except ValueError:
                 pass
+        elif cmd == P.SENSORS_DATA:
+            try:
+                v = P.unpack_sensors_data(payload)
+            except ValueError:
+                return
+            rec = sensor_reading(v, time.monotonic(), self.link.board_to_host(v[1]) if self.link else None)
+            self._sensors.append(rec)
+            self.latest_sensors = rec
         elif cmd == P.NACK and len(payload) == 2:
             self.last_nack = NackError(payload[0], payload[1])
 
@@ -662,6 +744,7 @@ class Board:
         d["fault"] = fault_text(d["fault_code"])
         d["reset"] = P.RESET_NAMES.get(d["reset_cause"], f"unknown ({d['reset_cause']})")
         d["flag_names"] = [name for bit, name in P.DIAG_FLAG_NAMES if d["flags"] & bit]
+        d["imu"] = P.IMU_NAMES.get(d["imu_state"], f"unknown ({d['imu_state']})")
         d["host_link"] = self._io.stats()
         d["host_misses"] = self.total_misses
         return d
@@ -696,9 +779,49 @@ class Board:
     def odom(self) -> tuple[float | None, float, float, float]:
         """The board's own odometry: (host monotonic time of the board stamp or None if unsynced, x m, y m, th)."""
         self._require(configured=True)
-        t_us, x, y, th = P.unpack_odom(self._io.request(P.pack_get_odom(), P.ODOM))
+        t_us, x, y, th, _th_enc, _src = P.unpack_odom(self._io.request(P.pack_get_odom(), P.ODOM))
         t = self._io.board_to_host(t_us)
         return t, x / P.ODOM_LENGTH_SCALE, y / P.ODOM_LENGTH_SCALE, th / P.ODOM_ANGLE_SCALE
+
+    def odometry(self) -> BoardOdometry:
+        """The board's own odometry (GET_ODOM) with both headings: the pose's (gyro when present) and the encoders'."""
+        self._require(configured=True)
+        t_us, x, y, th, th_enc, src = P.unpack_odom(self._io.request(P.pack_get_odom(), P.ODOM))
+        return BoardOdometry(self._io.board_to_host(t_us), x / P.ODOM_LENGTH_SCALE, y / P.ODOM_LENGTH_SCALE,
+                             th / P.ODOM_ANGLE_SCALE, th_enc / P.ODOM_ANGLE_SCALE,
+                             "gyro" if src == P.ODOM_HEADING_GYRO else "encoders")
+
+    def sensors(self, rate_hz: int) -> int:
+        """Ask for SENSORS_DATA at rate_hz (0 stops); returns the rate the board granted (its sensor rate divided
+        by a whole number). The records arrive alongside read()/write(): sensor_readings() drains them."""
+        if not (isinstance(rate_hz, int) and not isinstance(rate_hz, bool) and 0 <= rate_hz <= 65535):
+            raise BadValue(f"sensor rate {rate_hz!r} must be a whole number of Hz in [0, 65535]")
+        self._require(configured=True)
+        try:
+            return P.unpack_sensors_ack(self._io.request(P.pack_sensors(rate_hz), P.SENSORS_ACK))
+        except NackError as e:
+            if e.code == P.NACK_OUT_OF_RANGE:
+                raise BadValue(f"sensor rate {rate_hz} Hz is above the board's sensor rate") from None
+            raise
+
+    def sensor_readings(self) -> list[SensorReading]:
+        """SENSORS_DATA records received so far (drained, oldest first); latest_sensors keeps the newest."""
+        self._poll_other()
+        out = list(self._sensors)
+        self._sensors.clear()
+        return out
+
+    def _poll_other(self) -> None:
+        if self.link is not None and self.link.is_open:
+            try:
+                for cmd, payload in self._io.poll():
+                    if cmd == P.STATE:
+                        # a STATE outside read(): keep it for the next read() rather than lose it
+                        self._io.push_back([(cmd, payload)])
+                    else:
+                        self._other_frame(cmd, payload)
+            except LinkLost:
+                pass
 
     def telemetry(self, rate_hz: int) -> int:
         """Ask for TELEMETRY_DATA at rate_hz (0 stops); returns the rate the board granted."""
@@ -710,16 +833,7 @@ class Board:
     def telemetry_frames(self) -> list[dict]:
         """TELEMETRY_DATA received so far (drained), each a dict with "handled" (host time it was taken off the
         link) and, when the clock is synced, "t": the board's stamp on the host clock (use that one)."""
-        if self.link is not None and self.link.is_open:
-            try:
-                for cmd, payload in self._io.poll():
-                    if cmd == P.STATE:
-                        # a STATE outside read(): keep it for the next read() rather than lose it
-                        self._io.push_back([(cmd, payload)])
-                    else:
-                        self._other_frame(cmd, payload)
-            except LinkLost:
-                pass
+        self._poll_other()
         out = []
         while self._telemetry:
             arrived, v = self._telemetry.popleft()
@@ -771,4 +885,5 @@ def _clamp_i32(x: int) -> int:
     return max(-INT32_MAX, min(INT32_MAX, int(x)))
 
 
-__all__ = ["Board", "BoardDeenergized", "BoardInfo", "BoardState", "count_delta", "fault_text", "errors"]
+__all__ = ["Board", "BoardDeenergized", "BoardInfo", "BoardOdometry", "BoardState", "SensorReading", "count_delta",
+           "fault_text", "errors", "sensor_reading"]

@@ -58,6 +58,10 @@ class Ros2Settings:
     pose_covariance_diagonal: tuple[float, ...] | None = None       # 6 values; None: the propagated covariance
     twist_covariance_diagonal: tuple[float, ...] | None = None
     use_stamped_vel: bool | None = None         # cmd_vel as TwistStamped (True), Twist (False); None: detect
+    # board sensors (imu/data_raw, battery_state, their diagnostics; docs/ros2.md "Board sensors")
+    imu_frame_id: str = "imu_link"              # Imu header frame (with tf_frame_prefix); board axes, REP-103
+    imu_part: str = "mpu6050"                   # the board's IMU part: its noise gives the Imu covariances
+    sensor_rate: int = 50                       # Hz of SENSORS_DATA asked of the board (0: no sensor topics)
 
 
 @dataclass(frozen=True)
@@ -248,6 +252,8 @@ DDC_TYPE = "diff_drive_controller/DiffDriveController"
 # ros_controllers' diff_drive_controller, Melodic/Noetic). Bridge settings it keeps at top level:
 _DDC_ROS2 = {"odom_frame_id", "base_frame_id", "tf_frame_prefix", "publish_rate", "enable_odom_tf",
              "pose_covariance_diagonal", "twist_covariance_diagonal", "use_stamped_vel"}
+# the bridge's own settings (board sensors), only in a `ros2` section: no diff_drive_controller key
+_OWN_ROS2 = {"imu_frame_id", "imu_part", "sensor_rate"}
 # ... and the ones without meaning here (one wheel per side, odometry always from the encoders, no rolling mean):
 _DDC_IGNORED = {"left_wheel_names", "right_wheel_names", "open_loop", "position_feedback",
                 "velocity_rolling_window_size", "tf_frame_prefix_enable", "wheels_per_side",
@@ -602,6 +608,13 @@ def _check_ros2(p: Params, key: str, sub: str, value):
         return None if value is None else p.as_bool(key, value)
     if sub == "publish_rate":
         return _check(p, key, value, ("f", 0.1, 1000.0, False, "Hz"))
+    if sub == "sensor_rate":
+        return _check(p, key, value, ("i", 0, 200, False, "Hz"))
+    if sub == "imu_part":
+        from .sensormsgs import IMU_PARTS
+        if value not in IMU_PARTS:
+            raise BadValue(f"{where}={value!r} must be one of {', '.join(IMU_PARTS)}{at}")
+        return value
     if not isinstance(value, str):
         raise BadValue(f"{where}={value!r} must be a string{at}")
     return value

@@ -10,8 +10,18 @@ Topics written by McapRecorder (ros2msg schemas, all from viperdrive.rosmsg_defs
     /diagnostics             diagnostic_msgs/msg/DiagnosticArray   board status, faults, loop and link counters
     /viperdrive/telemetry    viperdrive_msgs/msg/WheelTelemetry    raw control-step records (setpoint,
                                                                    measurement, output, integrator per wheel)
+    /imu/data_raw            sensor_msgs/msg/Imu                   every SENSORS_DATA record with a working IMU
+    /battery_state           sensor_msgs/msg/BatteryState          every SENSORS_DATA record, when the board
+                                                                   has a battery input
+    /tf_static               tf2_msgs/msg/TFMessage                base_link -> imu_link, once, before the
+                                                                   first Imu: the board config's imu.axes turn
+                                                                   the part's axes into the robot's, so the
+                                                                   rotation is the identity (the mounting
+                                                                   position is not known here: zero)
+(the Imu and BatteryState fields are viperdrive.sensormsgs': the same numbers `viperdrive ros2` publishes)
 
-Stamps are wall-clock (UNIX epoch) nanoseconds, mapped from the host's monotonic clock once at the start.
+Stamps are wall-clock (UNIX epoch) nanoseconds, mapped from the host's monotonic clock once at the start; board
+records (telemetry, sensors) are stamped with the board's own sample time (mapped to the host clock by the link).
 
 A recording survives its process being killed: the open chunk is closed and handed to the kernel every
 FLUSH_PERIOD_S (1 s), so a SIGKILL (or a crash) loses at most the last second; the file then has no summary or
@@ -30,7 +40,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from . import rosmsg_defs
+from . import rosmsg_defs, sensormsgs
 from .errors import BadValue, FuseError, UserError
 
 JOINT_STATE = rosmsg_defs.JOINT_STATE
@@ -45,6 +55,9 @@ TOPICS = {
     "/cmd_vel": rosmsg_defs.TWIST_STAMPED,
     "/diagnostics": DIAGNOSTIC_ARRAY,
     "/viperdrive/telemetry": WHEEL_TELEMETRY,
+    "/tf_static": TF_MESSAGE,
+    "/imu/data_raw": rosmsg_defs.IMU,
+    "/battery_state": rosmsg_defs.BATTERY_STATE,
 }
 
 JOINT_NAMES = ("left_wheel_joint", "right_wheel_joint")
@@ -70,7 +83,7 @@ class McapRecorder:
     """Write a run as MCAP. Every method takes the host monotonic time of the data (time.monotonic())."""
 
     def __init__(self, path, odom_frame: str = "odom", base_frame: str = "base_link",
-                 joint_names: tuple[str, str] = JOINT_NAMES):
+                 joint_names: tuple[str, str] = JOINT_NAMES, imu_frame: str = "imu_link", imu_part: str = "mpu6050"):
         from mcap_ros2.writer import Writer
         self.path = Path(path)
         if self.path.suffix.lower() != ".mcap":
@@ -84,6 +97,8 @@ class McapRecorder:
         self.odom_frame = odom_frame
         self.base_frame = base_frame
         self.joint_names = list(joint_names)
+        self.imu_frame = imu_frame
+        self.imu_noise = sensormsgs.IMU_NOISE[imu_part]
         self._wall0 = time.time_ns()
         self._mono0 = time.monotonic()
         self.counts: dict[str, int] = defaultdict(int)
@@ -92,6 +107,12 @@ class McapRecorder:
         self._next_flush = self._mono0 + FLUSH_PERIOD_S
         self.flushes = 0
         self._lock = threading.RLock()
+
+    @classmethod
+    def for_robot(cls, path, config) -> McapRecorder:
+        """A recorder with the robot file's frame ids and IMU part (config: RobotConfig)."""
+        r = config.ros2
+        return cls(path, r.odom_frame_id, r.base_frame_id, imu_frame=r.imu_frame_id, imu_part=r.imu_part)
 
     def ns(self, mono: float) -> int:
         return self._wall0 + int(round((mono - self._mono0) * 1e9))
@@ -171,8 +192,25 @@ class McapRecorder:
             "output_right": rec["output_r"] / Q15, "integrator_right": rec["integrator_r"] / Q15,
             "status": rec["status"]}, mono)
 
-    def diagnostics(self, mono: float, diag: dict, status: int | None = None, hardware_id: str = "") -> None:
-        """Board.diag() as one DiagnosticStatus: ERROR on a fault, WARN on deadman/overruns, else OK."""
+    def sensors(self, r, cutoff_latched: bool = False) -> None:
+        """One SensorReading: /imu/data_raw while its IMU works, /battery_state when the board has a battery input;
+        stamped with the board's sample time (the host's receive time if the clock is not synced)."""
+        mono = r.t if r.t is not None else r.stamp
+        stamp = _stamp(self.ns(mono))
+        if r.imu_ok:
+            if not self.counts["/imu/data_raw"] and self.imu_frame != self.base_frame:
+                self._write("/tf_static", {"transforms": [{
+                    "header": self._header(mono, self.base_frame), "child_frame_id": self.imu_frame,
+                    "transform": {"translation": {"x": 0.0, "y": 0.0, "z": 0.0}, "rotation": _quaternion(0.0)}}]},
+                    mono)
+            self._write("/imu/data_raw", sensormsgs.imu_msg(r, stamp, self.imu_frame, self.imu_noise), mono)
+        if r.battery_v is not None:
+            self._write("/battery_state", sensormsgs.battery_msg(r, stamp, self.base_frame, cutoff_latched), mono)
+
+    def diagnostics(self, mono: float, diag: dict, status: int | None = None, hardware_id: str = "",
+                    sensors: list | None = None) -> None:
+        """Board.diag() as one DiagnosticStatus: ERROR on a fault, WARN on deadman/overruns, else OK; sensors:
+        sensormsgs.sensor_statuses (e-stop, battery, IMU) as a status each."""
         from viperdrive.shared import protocol as P
         level, message = 0, "ok"
         overruns = diag.get("overruns", 0)
@@ -188,9 +226,12 @@ class McapRecorder:
         values = [{"key": k, "value": str(v)} for k, v in diag.items() if not isinstance(v, (dict, list))]
         if status is not None:
             values.append({"key": "status", "value": " ".join(P.status_names(status)) or "disabled"})
-        self._write("/diagnostics", {"header": self._header(mono, ""), "status": [{
-            "level": level, "name": "viperdrive: motor board", "message": message,
-            "hardware_id": hardware_id, "values": values}]}, mono)
+        statuses = [{"level": level, "name": "viperdrive: motor board", "message": message,
+                     "hardware_id": hardware_id, "values": values}]
+        for name, lvl, text, kv in sensors or ():
+            statuses.append({"level": lvl, "name": f"viperdrive: {name}", "message": text,
+                             "hardware_id": hardware_id, "values": [{"key": k, "value": v} for k, v in kv]})
+        self._write("/diagnostics", {"header": self._header(mono, ""), "status": statuses}, mono)
 
     def close(self) -> dict:
         with self._lock:

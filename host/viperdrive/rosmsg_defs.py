@@ -107,6 +107,52 @@ float64[9] angular_velocity_covariance
 geometry_msgs/Vector3 linear_acceleration
 float64[9] linear_acceleration_covariance
 """,
+    "sensor_msgs/msg/BatteryState": """\
+# The state of a battery. Constants: the Linux kernel's power_supply.h. A value not measured is NaN.
+uint8 POWER_SUPPLY_STATUS_UNKNOWN = 0
+uint8 POWER_SUPPLY_STATUS_CHARGING = 1
+uint8 POWER_SUPPLY_STATUS_DISCHARGING = 2
+uint8 POWER_SUPPLY_STATUS_NOT_CHARGING = 3
+uint8 POWER_SUPPLY_STATUS_FULL = 4
+
+uint8 POWER_SUPPLY_HEALTH_UNKNOWN = 0
+uint8 POWER_SUPPLY_HEALTH_GOOD = 1
+uint8 POWER_SUPPLY_HEALTH_OVERHEAT = 2
+uint8 POWER_SUPPLY_HEALTH_DEAD = 3
+uint8 POWER_SUPPLY_HEALTH_OVERVOLTAGE = 4
+uint8 POWER_SUPPLY_HEALTH_UNSPEC_FAILURE = 5
+uint8 POWER_SUPPLY_HEALTH_COLD = 6
+uint8 POWER_SUPPLY_HEALTH_WATCHDOG_TIMER_EXPIRE = 7
+uint8 POWER_SUPPLY_HEALTH_SAFETY_TIMER_EXPIRE = 8
+
+uint8 POWER_SUPPLY_TECHNOLOGY_UNKNOWN = 0
+uint8 POWER_SUPPLY_TECHNOLOGY_NIMH = 1
+uint8 POWER_SUPPLY_TECHNOLOGY_LION = 2
+uint8 POWER_SUPPLY_TECHNOLOGY_LIPO = 3
+uint8 POWER_SUPPLY_TECHNOLOGY_LIFE = 4
+uint8 POWER_SUPPLY_TECHNOLOGY_NICD = 5
+uint8 POWER_SUPPLY_TECHNOLOGY_LIMN = 6
+uint8 POWER_SUPPLY_TECHNOLOGY_TERNARY = 7
+uint8 POWER_SUPPLY_TECHNOLOGY_VRLA = 8
+
+std_msgs/Header  header
+float32 voltage          # V (mandatory)
+float32 temperature      # deg C (NaN if unmeasured)
+float32 current          # A, negative when discharging (NaN if unmeasured)
+float32 charge           # Ah (NaN if unmeasured)
+float32 capacity         # Ah, last full capacity (NaN if unmeasured)
+float32 design_capacity  # Ah (NaN if unmeasured)
+float32 percentage       # 0 to 1 (NaN if unmeasured)
+uint8   power_supply_status
+uint8   power_supply_health
+uint8   power_supply_technology
+bool    present
+
+float32[] cell_voltage   # per cell; NaN each if the count is known but not the voltages
+float32[] cell_temperature
+string location          # slot or plug
+string serial_number
+""",
     "nav_msgs/msg/Odometry": """\
 # Position and velocity estimate: pose in header.frame_id, twist in child_frame_id
 std_msgs/Header header
@@ -210,6 +256,7 @@ def full_definition(type_name: str) -> str:
 
 ODOMETRY = "nav_msgs/msg/Odometry"
 IMU = "sensor_msgs/msg/Imu"
+BATTERY_STATE = "sensor_msgs/msg/BatteryState"
 POSE_WITH_COVARIANCE_STAMPED = "geometry_msgs/msg/PoseWithCovarianceStamped"
 TWIST_WITH_COVARIANCE_STAMPED = "geometry_msgs/msg/TwistWithCovarianceStamped"
 TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"
@@ -222,4 +269,4 @@ WHEEL_TELEMETRY = "viperdrive_msgs/msg/WheelTelemetry"
 #: {type name: complete concatenated definition}
 DEFINITIONS: dict[str, str] = {name: full_definition(name) for name in (
     ODOMETRY, IMU, POSE_WITH_COVARIANCE_STAMPED, TWIST_WITH_COVARIANCE_STAMPED, TWIST_STAMPED, TWIST, TF_MESSAGE,
-    JOINT_STATE, DIAGNOSTIC_ARRAY, WHEEL_TELEMETRY)}
+    JOINT_STATE, DIAGNOSTIC_ARRAY, WHEEL_TELEMETRY, BATTERY_STATE)}

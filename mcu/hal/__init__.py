@@ -38,6 +38,13 @@
 #                                   read_counts(c); step(st, k, c, e, io); write_duty(io[2], io[3]); tail() when
 #                                   ctl[0], or when ctl[1] and st[ctl[2]] == 0; io[1] = ticks_us(). No allocation.
 #                                   start_periodic(hz, fn) given that fn calls it from the timer directly.
+#   read_inputs()                   optional, needed with a board config "estop": the digital inputs word, the
+#                                   e-stop pin's level at bit estop.pin (bit 0 for a pin name). Called in the
+#                                   control period (allocation-free); rp2's period_fn reads SIO GPIO_IN instead
+#   sensor_bus()                    optional, needed with "imu": the I2C bus (machine.I2C interface:
+#                                   readfrom_mem_into, writeto_mem; OSError on NACK/timeout). Slow loop only
+#   battery_u16()                   optional, needed with "battery": the divider's ADC reading, 0..65535 for
+#                                   0..battery.vref volts. Slow loop only
 #   idle()                          called by the slow loop when it has nothing to do (sleep ~1 ms).
 #                                   circuitpython (no timer IRQ, no threads): start_periodic only arms a
 #                                   schedule and idle() runs the step when it is due, so the slow loop must

@@ -423,6 +423,44 @@ class MachineBoard(BoardBase):
     def idle(self):
         time.sleep_ms(1)
 
+    # ---- board sensors (optional hal methods; the firmware calls them only when the board config has the part) ----
+
+    def read_inputs(self):
+        """The digital inputs word: the e-stop pin's level at bit estop.pin (a GPIO number; bit 0 for a pin name).
+        Called in the control period: one Pin.value(), no allocation."""
+        pin = self._estop_pin
+        if pin is None:
+            est = self.cfg["estop"]
+            pull = {"up": self._machine.Pin.PULL_UP, "down": self._machine.Pin.PULL_DOWN}.get(est["pull"])
+            pin = self._machine.Pin(est["pin"], self._machine.Pin.IN, pull)
+            self._estop_pin = pin
+            self._estop_shift = est["pin"] if isinstance(est["pin"], int) else 0
+        return pin.value() << self._estop_shift
+
+    _estop_pin = None
+    _estop_shift = 0
+
+    def sensor_bus(self):
+        """The IMU's I2C bus (machine.I2C: readfrom_mem_into / writeto_mem raise OSError on a NACK or a timeout).
+        A short transfer timeout: a dead bus costs the slow loop milliseconds, not the default 50 ms."""
+        imu = self.cfg["imu"]
+        m = self._machine
+        kw = {"sda": m.Pin(imu["sda"]), "scl": m.Pin(imu["scl"]), "freq": imu["freq"]}
+        try:
+            return m.I2C(imu["i2c"], timeout=5000, **kw)
+        except TypeError:           # a port whose I2C takes no timeout
+            return m.I2C(imu["i2c"], **kw)
+
+    def battery_u16(self):
+        """The battery divider's ADC reading, 0..65535 for 0..battery.vref volts at the pin."""
+        adc = self._adc
+        if adc is None:
+            adc = self._machine.ADC(self._machine.Pin(self.cfg["battery"]["adc"]))
+            self._adc = adc
+        return adc.read_u16()
+
+    _adc = None
+
 
 def machine_repl_pin_held(machine, cfg):
     """The boot switch on a machine.Pin port (rp2, esp32, stm32): the board config's repl_pin at its active level

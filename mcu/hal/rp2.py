@@ -170,12 +170,17 @@ class Board(portable.MachineBoard):
             return None
         perif, pio, sio = self._regs
         env = (st, k, e, ctl, self._wd, pio, sio, perif, tail)
+        if "estop" in self.cfg:
+            # the pin an input with its pull, once: the period then reads SIO GPIO_IN (one load) for the e-stop
+            self.read_inputs()
 
         @micropython.viper
         def period(_t):
             o = ptr32(io)
             ps = ptr32(env[7])                      # PWM 0x40050000 (slice n at word 5n: CC +3, TOP +4), TIMER
             o[0] = ps[_TIMERAWL_WORD] & 0x3FFFFFFF  # ... at 0x40054000: TIMERAWL, as time.ticks_us() reads it
+            sw = ptr32(env[6])                      # SIO 0xd0000000: GPIO_IN word 1, GPIO_OUT_SET 5, GPIO_OUT_CLR 6
+            o[4] = sw[1]                            # every GPIO's level, the e-stop's too (the step checks it)
             p = ptr32(env[5])
             p[4] = 1                                # TXF0 (0x010), TXF1 (0x014): a request to each machine
             p[5] = 1
@@ -197,7 +202,6 @@ class Board(portable.MachineBoard):
             step(sa, env[1], c, env[2], io)
             w = ptr32(env[4])                       # _duty_registers: mode, per wheel 4 words, energized
             if w[_WD_ON]:
-                sw = ptr32(env[6])                  # SIO 0xd0000000: GPIO_OUT_SET word 5, GPIO_OUT_CLR word 6
                 mode = w[0]
                 sb = w[_WD_SB]
                 i = 0

@@ -281,6 +281,9 @@ class Board:
             reset_cause = DEFAULTS.get("reset_cause", RESET_POWER_ON)
         self.cfg = cfg
         self.plant = plant
+        # the firmware's clock: the emulated IMU reports the world's rotation per interval of it (the world pauses
+        # when this thread misses periods, the firmware's clock does not: sim/plant.py, "IMU")
+        plant.wall_clock = time.ticks_us
         self.link = link
         self.counter_bits = plant.counter_bits
         self._reset_cause = reset_cause
@@ -288,6 +291,12 @@ class Board:
         self._duty_r = 0
         self._energized = False
         plant.energized = False
+        est = cfg.get("estop")
+        self._in_closed = self._in_open = 0
+        if est is not None:
+            bit = 1 << est["pin"]
+            self._in_closed = bit if est["closed"] else 0
+            self._in_open = bit ^ self._in_closed
         # one lock around the plant: the control thread steps it, the virtual board's endpoint reads and
         # disturbs it from the main thread (no GIL on the unix port)
         self.plant_lock = DEFAULTS.get("plant_lock") or _thread.allocate_lock()
@@ -330,6 +339,26 @@ class Board:
 
     def edge_period_us(self, buf):
         self.plant.edge_periods(buf)
+
+    # ---- board sensors: the plant's emulated parts ----
+
+    def read_inputs(self):
+        """The inputs word the control period reads: the e-stop circuit's level at bit estop.pin (closed: the
+        config's closed level; open: the other one, as the pull makes it)."""
+        if self.plant.estop_open:
+            return self._in_open
+        return self._in_closed
+
+    def sensor_bus(self):
+        """The plant's emulated I2C bus (sim/imu_parts.py). No lock: the control thread swaps a part's data
+        registers in whole, so a burst read sees one sample and never waits for the plant's step."""
+        return self.plant.i2c
+
+    def battery_u16(self):
+        """The ADC reading of the plant's terminal volts through the config's divider (vref full scale)."""
+        bat = self.cfg["battery"]
+        u = int(self.plant.battery_terminal_v / bat["divider"] / bat["vref"] * 65535.0 + 0.5)
+        return 65535 if u > 65535 else (0 if u < 0 else u)
 
     # ---- the control "timer": a thread with absolute deadlines ----
 

@@ -64,6 +64,21 @@ class Board:
         if edge:
             self.edge_period_us = self._edge_period_us
 
+    # ---- board sensors (the tests set them): inputs word, battery ADC, an I2C bus (sim/imu_parts.I2CBus) ----
+
+    inputs = 0
+    battery_raw = 0
+    bus = None
+
+    def read_inputs(self):
+        return self.inputs
+
+    def battery_u16(self):
+        return self.battery_raw
+
+    def sensor_bus(self):
+        return self.bus
+
     def read_counts(self, buf):
         m = (1 << self.counter_bits) - 1
         buf[0] = self.counts[0] & m if self.counter_bits < 32 else _wrap32(self.counts[0])

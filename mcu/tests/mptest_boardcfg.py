@@ -171,9 +171,58 @@ def test_load_file_errors_name_the_file():
 def test_every_key_is_documented():
     with open("docs/board-config.md") as f:
         doc = f.read()
-    for keys in (boardcfg._TOP_KEYS, boardcfg._WHEEL_KEYS, boardcfg._LINK_KEYS):
+    for keys in (boardcfg._TOP_KEYS, boardcfg._WHEEL_KEYS, boardcfg._LINK_KEYS, boardcfg._IMU_KEYS,
+                 boardcfg._BATTERY_KEYS, boardcfg._ESTOP_KEYS):
         for k in keys:
             if k != "comment":
                 assert "`%s`" % k in doc, "docs/board-config.md does not document %s" % k
     for b in boardcfg.BACKENDS + boardcfg.DRIVERS + boardcfg.LINK_TYPES:
         assert "`%s`" % b in doc or "**%s**" % b in doc, b
+
+
+def test_sensor_sections():
+    base = {"backend": "rp2", "counts_per_rev": 1496,
+            "pins": {"left": {"pwm": 6, "dir": 7, "enc_a": 2, "enc_b": 3},
+                     "right": {"pwm": 8, "dir": 9, "enc_a": 4, "enc_b": 5}}}
+
+    def bad(extra, words):
+        d = dict(base)
+        d.update(extra)
+        try:
+            boardcfg.validate(d)
+        except ValueError as e:
+            assert words in str(e), (str(e), words)
+        else:
+            raise AssertionError("accepted %r" % (extra,))
+
+    d = dict(base, imu={"part": "lsm6ds3", "i2c": 0, "sda": 16, "scl": 17, "axes": ["y", "-x", "z"]},
+             battery={"adc": 26, "divider": 3.0}, estop={"pin": 14})
+    cfg = boardcfg.validate(d)
+    assert cfg["imu"]["address"] == 0x6A and cfg["imu"]["map"] == [1, 0, 2] and cfg["imu"]["sign"] == [1, -1, 1]
+    assert cfg["imu"]["gyro_fs_dps"] == 500 and cfg["imu"]["rate_hz"] == 100 and cfg["imu"]["freq"] == 400000
+    assert cfg["battery"] == {"adc": 26, "divider": 3.0, "vref": 3.3}
+    assert cfg["estop"] == {"pin": 14, "closed": 0, "pull": "up"}
+    bad({"imu": {"part": "bno055"}}, 'imu.part = "bno055"')
+    bad({"imu": {"part": "mpu6050", "i2c": 0, "sda": 4}}, "imu.scl is missing")
+    bad({"imu": {"part": "mpu6050", "i2c": 0, "sda": 4, "scl": 5, "address": 0x6A}}, "mpu6050 answers at 104 or 105")
+    bad({"imu": {"part": "mpu6050", "i2c": 0, "sda": 4, "scl": 5, "axes": ["x", "x", "z"]}}, "imu.axes")
+    bad({"imu": {"part": "mpu6050", "i2c": 0, "sda": 4, "scl": 5, "gyro_fs_dps": 300}}, "imu.gyro_fs_dps")
+    bad({"imu": {"part": "mpu6050", "i2c": 0, "sda": 4, "scl": 5, "rate_hz": 1000}}, "imu.rate_hz")
+    bad({"imu": {"part": "mpu6050", "i2c": 0, "sda": 4, "scl": 5, "adress": 104}}, 'unknown key imu."adress"')
+    bad({"battery": {"adc": 5, "divider": 3.0}}, "GPIO 26..29 on rp2")
+    bad({"battery": {"adc": 26}}, "battery.divider is missing")
+    bad({"battery": {"adc": 26, "divider": float("nan")}}, "battery.divider")
+    bad({"estop": {"pin": 30}}, "estop.pin")
+    bad({"estop": {"closed": 0}}, "estop.pin is missing")
+    bad({"estop": {"pin": 3, "closed": 2}}, "estop.closed")
+    cp = {"backend": "circuitpython", "counts_per_rev": 100,
+          "pins": {"left": {"pwm": "D1", "dir": "D2", "enc_a": "D3", "enc_b": "D4"},
+                   "right": {"pwm": "D5", "dir": "D6", "enc_a": "D7", "enc_b": "D8"}},
+          "link": {"type": "uart", "uart_id": 0, "tx": "TX", "rx": "RX"}}
+    for k, v in (("estop", {"pin": "D9"}), ("imu", {"part": "mpu6050"}), ("battery", {"divider": 2.0})):
+        try:
+            boardcfg.validate(dict(cp, **{k: v}))
+        except ValueError as e:
+            assert "circuitpython" in str(e)
+        else:
+            raise AssertionError(k)

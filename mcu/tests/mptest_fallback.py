@@ -74,3 +74,22 @@ def test_fallback_latches_stall_fault():
     assert not a.enable(True)
     assert a.clear_fault() in (P.FAULT_STALL_LEFT, P.FAULT_STALL_RIGHT)
     assert a.enable(True) and hal.energized
+
+
+def test_fallback_controller_latches_the_slow_paths_fault_and_status_bits():
+    # the battery cut-off and warning bit on the float law (CircuitPython's controller; it has no e-stop input)
+    hal, a = make()
+    a.ctrl.enable(True)
+    for _ in range(20):
+        hal.counts[0] += 4
+        hal.counts[1] += 4
+        a.ctrl.set_velocity(2000, 2000)
+        hal.fire(1)
+    assert hal.energized and hal.duty[0] > 0
+    a.ctrl.set_status_bits(P.ST_BATTERY_LOW)
+    a.ctrl.latch_fault(P.FAULT_BATTERY_LOW)
+    hal.fire(1)
+    assert a.ctrl.fault() == P.FAULT_BATTERY_LOW and not hal.energized and hal.duty == [0, 0]
+    st = a.ctrl.state()[4]
+    assert st & P.ST_FAULT and st & P.ST_BATTERY_LOW and not st & P.ST_ENABLED
+    assert a.ctrl.clear_fault() == P.FAULT_BATTERY_LOW and a.ctrl.estop_open() is False

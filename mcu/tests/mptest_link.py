@@ -105,12 +105,13 @@ def test_zero_time_odom():
         h.xfer(P.pack_set_vel(0, 0), periods=3)
         hal.now_us += 10000             # odometry runs at 100 Hz of the hal's millisecond clock
     a.service()
-    t, x, y, th = P.unpack_odom(h.one(P.pack_get_odom(), P.ODOM))
+    t, x, y, th, th_enc, src = P.unpack_odom(h.one(P.pack_get_odom(), P.ODOM))
     assert abs(x - 1000000) < 1000 and abs(y) < 10 and abs(th) < 10, (x, y, th)
+    assert th_enc == th and src == P.ODOM_HEADING_ENCODERS     # no IMU in this config: the encoders' heading
     h.one(P.pack_zero(), P.ZERO_ACK)
     assert a.ctrl.positions() == (0, 0)
-    t, x, y, th = P.unpack_odom(h.one(P.pack_get_odom(), P.ODOM))
-    assert (x, y, th) == (0, 0, 0)
+    t, x, y, th, th_enc, src = P.unpack_odom(h.one(P.pack_get_odom(), P.ODOM))
+    assert (x, y, th, th_enc) == (0, 0, 0, 0)
     host_us, rx, tx = P.unpack_time_ack(h.one(P.pack_time(123456789), P.TIME_ACK))
     assert host_us == 123456789 and rx == hal.ticks_us() - 2000 or rx <= tx
 

@@ -4,8 +4,8 @@ import binascii
 
 from shared import protocol as P
 
-# every DIAG field numbered in order: u32 fields 1000 x their position, u8 fields their position
-DIAG_SAMPLE = {name: (i + 1 if t == "B" else 1000 * (i + 1)) for i, (name, t) in enumerate(P.DIAG_FIELDS)}
+# every DIAG field numbered in order: u32 fields 1000 x their position, u8 and u16 fields their position
+DIAG_SAMPLE = {name: (i + 1 if t in "BH" else 1000 * (i + 1)) for i, (name, t) in enumerate(P.DIAG_FIELDS)}
 
 GOLDEN = (
     ("HELLO", lambda: P.pack_hello(), "aa01003e2e"),
@@ -28,7 +28,9 @@ GOLDEN = (
     ("GET_DIAG", lambda: P.pack_get_diag(), "aa010917bf"),
     ("TELEMETRY 50 Hz", lambda: P.pack_telemetry(50), "aa030a32002abb"),
     ("GET_ODOM", lambda: P.pack_get_odom(), "aa010b559f"),
-    ("ODOM", lambda: P.pack_odom(1000000, 1000000, -250000, 1570796), "aa118b40420f0040420f00702ffcffecf7170044bd"),
+    # v4 layout (v1-v3: "aa118b40420f0040420f00702ffcffecf7170044bd", without the encoder heading and source)
+    ("ODOM", lambda: P.pack_odom(1000000, 1000000, -250000, 1570796, 1555000, P.ODOM_HEADING_GYRO),
+     "aa168b40420f0040420f00702ffcffecf7170038ba17000152c1"),
     ("NACK", lambda: P.pack_nack(P.SET_PARAM, P.NACK_OUT_OF_RANGE), "aa03ff0603ba4a"),
     ("INFO", lambda: P.pack_info(1, 0x12345678, 500, 4096, "0.1.0", "sim"),
      "aa16800178563412f4010010000005302e312e300373696d50f3"),
@@ -39,12 +41,24 @@ GOLDEN = (
     # protocol v3
     ("NACK busy", lambda: P.pack_nack(P.HELLO, P.NACK_BUSY), "aa03ff000798a0"),
     ("FAULT_CLEARED encoder right", lambda: P.pack_fault_cleared(P.FAULT_ENCODER_RIGHT), "aa028809e4a1"),
+    # v4 layout: imu_state, imu_errors appended (v3: 59 bytes, "aa3c89...0010115d5b")
     ("DIAG", lambda: P.pack_diag(DIAG_SAMPLE),
-     "aa3c89e8030000d0070000b80b0000a00f00008813000070170000581b0000401f00002823000010270000f82a0000e02e00000d"
-     "b0360000983a000010115d5b"),
+     "aa3f89e8030000d0070000b80b0000a00f00008813000070170000581b0000401f00002823000010270000f82a0000e02e00000d"
+     "b0360000983a0000101112130028df"),
     ("LOAD_PARAMS", lambda: P.pack_load_params(), "aa010d93ff"),
     ("LOAD_ACK from file", lambda: P.pack_load_ack(True), "aa028d0119df"),
     ("LOAD_ACK defaults", lambda: P.pack_load_ack(False), "aa028d0038cf"),
+    # protocol v4 (board sensors)
+    ("SENSORS 100 Hz", lambda: P.pack_sensors(100), "aa030e6400f3c3"),
+    ("SENSORS_ACK 100 Hz", lambda: P.pack_sensors_ack(100), "aa038e6400a9f8"),
+    ("SENSORS_DATA", lambda: P.pack_sensors_data(9, 123456, -1000, 2000, 500000, 150, -300, 9810, -1234, 7400,
+                                                 P.SF_GYRO_HEADING | P.SF_BIAS_VALID | P.SF_HAS_BATTERY
+                                                 | P.SF_HAS_ESTOP, P.IMU_OK, P.ST_ENABLED),
+     "aa2291090040e2010018fcffffd007000020a107009600d4fe52262efbffffe81c6c010134ca"),
+    ("FAULT_CLEARED estop", lambda: P.pack_fault_cleared(P.FAULT_ESTOP), "aa02880a8791"),
+    ("FAULT_CLEARED battery low", lambda: P.pack_fault_cleared(P.FAULT_BATTERY_LOW), "aa02880ba681"),
+    ("STATE estop, battery low", lambda: P.pack_state(0, 0, 0, 0, P.ST_FAULT | P.ST_ESTOP | P.ST_BATTERY_LOW),
+     "aa128100000000000000000000000000000000642f14"),
 )
 
 
@@ -92,7 +106,7 @@ def test_golden_payloads_unpack():
     assert P.unpack_param_value(payload(12)) == (12, 150)
     assert P.unpack_fault_cleared(payload(15)) == P.FAULT_STALL_LEFT
     assert P.unpack_telemetry(payload(17)) == 50
-    assert P.unpack_odom(payload(19)) == (1000000, 1000000, -250000, 1570796)
+    assert P.unpack_odom(payload(19)) == (1000000, 1000000, -250000, 1570796, 1555000, 1)
     assert P.unpack_nack(payload(20)) == (P.SET_PARAM, P.NACK_OUT_OF_RANGE)
     assert P.unpack_info(payload(21)) == (1, 0x12345678, 500, 4096, "0.1.0", "sim")
     assert P.unpack_telemetry_data(payload(22)) == (7, 5000, 100, 90, 3000, 200, -100, -95, -3000, -150, 1)
@@ -105,12 +119,19 @@ def test_golden_payloads_unpack():
     assert payload(28) == b"" and binascii.unhexlify(GOLDEN[28][2])[2] == P.LOAD_PARAMS == 0x0D
     assert P.unpack_load_ack(payload(29)) is True and P.unpack_load_ack(payload(30)) is False
     assert P.LOAD_ACK == P.LOAD_PARAMS | P.REPLY
+    assert P.unpack_sensors(payload(31)) == 100 and P.SENSORS == 0x0E
+    assert P.unpack_sensors_ack(payload(32)) == 100 and P.SENSORS_ACK == P.SENSORS | P.REPLY
+    assert P.unpack_sensors_data(payload(33)) == (9, 123456, -1000, 2000, 500000, 150, -300, 9810, -1234, 7400,
+                                                  0x6C, 1, 1)
+    assert P.unpack_fault_cleared(payload(34)) == P.FAULT_ESTOP == 10
+    assert P.unpack_fault_cleared(payload(35)) == P.FAULT_BATTERY_LOW == 11
+    assert P.unpack_state(payload(36))[4] == 0x64 and P.status_names(0x64) == ["FAULT", "BATTERY_LOW", "ESTOP"]
 
 
 def test_diag_round_trip():
     values = {}
     for i, (name, t) in enumerate(P.DIAG_FIELDS):
-        values[name] = i + 1 if t == "B" else 100000 * (i + 1)
+        values[name] = i + 1 if t == "B" else (1000 * (i + 1) if t == "H" else 100000 * (i + 1))
     frame = P.pack_diag(values)
     assert len(frame) <= P.MAX_FRAME
     assert P.unpack_diag(frame[3:-2]) == values

@@ -43,6 +43,10 @@ FAULT_HINTS = {
                            "encoder (connector, supply, disk) and that nothing drags on the wheel; an uncalibrated kv "
                            "far below the motor's looks the same (`viperdrive calibrate feedforward`, or enc_ms 0 "
                            "turns the check off)",
+    P.FAULT_ESTOP: "release the e-stop button (or mend its wire: a cut wire reads as pressed); the fault stays "
+                   "latched while the stop circuit is open",
+    P.FAULT_BATTERY_LOW: "charge or replace the battery (it fell below battery_cutoff_v); if the voltage the board "
+                         "reports is not the pack's, check battery.divider in board.json",
 }
 
 
@@ -128,6 +132,25 @@ def read_status(board: Board, timeout: float = 1.0) -> int:
         time.sleep(0.02)
         board.telemetry_frames()        # drop what was still on its way
     raise NoReplyError("the board sent no telemetry record to read its status from")
+
+
+def read_sensors(board: Board, timeout: float = 1.0):
+    """One SENSORS_DATA record (SensorReading) without leaving the stream on; None when none came in timeout (a
+    board without the sensor task answers SENSORS with a NACK: UserError)."""
+    assert board.link is not None       # an open board (open_board)
+    board.sensors(10)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            readings = board.sensor_readings()
+            if readings:
+                return readings[-1]
+            board.link.wait_readable(0.01)
+        return None
+    finally:
+        board.sensors(0)
+        time.sleep(0.02)
+        board.sensor_readings()         # drop what was still on its way
 
 
 def param_guard(board, args):

@@ -18,6 +18,7 @@ from ..errors import BoardFault, UserError
 from ..loop import DriveLoop
 from ..odometry import Odometry
 from ..paths import BUILTINS, ScriptFollower, load_script
+from ..sensormsgs import sensor_statuses
 from .boardopen import activate, explain_fault, fault_message, open_board
 from .options import add_board_options, load_config, script_options, seconds
 from .output import note, warn
@@ -53,7 +54,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 class DriveSession:
     """The running parts of a drive: board loop, controller, odometry, optional recorder and telemetry."""
 
-    def __init__(self, board, config, recorder=None, telemetry_hz: int = 0, ekf=None, warn=None):
+    def __init__(self, board, config, recorder=None, telemetry_hz: int = 0, ekf=None, warn=None,
+                 sensor_hz: int = 0):
         self.board = board
         self.config = config
         self.controller = DriveController(config)
@@ -64,6 +66,10 @@ class DriveSession:
         self.loop = DriveLoop(board, self.controller, self.odometry, clock=self.clock)
         self.recorder = recorder
         self.telemetry_hz = telemetry_hz
+        self.sensor_hz = sensor_hz          # SENSORS_DATA asked for (0: none): into the recording
+        self.sensor_rate = 0                # what the board granted
+        self.latest_sensors = None
+        self.battery_thresholds = (None, None)      # the board's battery_warn_v, battery_cutoff_v
         self.v = 0.0
         self.w = 0.0
         self.state: BoardState | None = None
@@ -99,6 +105,10 @@ class DriveSession:
                                                  [float(v) for v in o.twist_covariance.ravel()]))
 
     def start(self) -> None:
+        if self.sensor_hz:
+            self.sensor_rate = self.board.sensors(self.sensor_hz)
+            self.battery_thresholds = (self.board.get_param("battery_warn_v"),
+                                       self.board.get_param("battery_cutoff_v"))
         if self.telemetry_hz:
             # start the stream before the loop: its first burst shares the line with STATE replies, and inside
             # the loop it would cost a run of misses
@@ -129,6 +139,10 @@ class DriveSession:
             rec.command(now, self.controller.v, self.controller.w)
             for t in self.board.telemetry_frames():
                 rec.telemetry(t, self.board.counts_per_rev)
+            if self.sensor_hz:
+                for r in self.board.sensor_readings():
+                    rec.sensors(r, cutoff_latched=self.fault_code == P.FAULT_BATTERY_LOW)
+                    self.latest_sensors = r
             if now - self._last_diag >= 1.0:
                 # GET_DIAG is a blocking round trip (~10 ms at 115200 baud): asked at the start, on a fault and at
                 # the end only; every second the last board answer goes out with this side's live counters
@@ -148,7 +162,13 @@ class DriveSession:
         loop = self.loop.loop.stats()
         d.update({f"loop_{k}": v for k, v in loop.items() if k in ("cycles", "overruns", "late_p99_us")})
         status = self.state.status if self.state is not None else None
-        self.recorder.diagnostics(now, d, status, hardware_id=self.board.info.board)
+        sensors = None
+        if self.sensor_hz:
+            warn_v, cutoff_v = self.battery_thresholds
+            sensors = sensor_statuses(self.latest_sensors, self.board_diag.get("fault_code", 0), warn_v, cutoff_v,
+                                      imu_errors=self.board_diag.get("imu_errors"),
+                                      estop_now=self.state.estop if self.state is not None else None)
+        self.recorder.diagnostics(now, d, status, hardware_id=self.board.info.board, sensors=sensors)
 
     def command(self, v: float, w: float, now: float) -> None:
         self.v, self.w = v, w
@@ -168,11 +188,14 @@ class DriveSession:
         self.stop_telemetry()
 
     def stop_telemetry(self) -> None:
-        if self.telemetry_hz and self.board.link is not None and self.board.link.is_open:
-            try:
-                self.board.telemetry(0)
-            except UserError:
-                pass
+        if self.board.link is None or not self.board.link.is_open:
+            return
+        for rate, stop in ((self.telemetry_hz, self.board.telemetry), (self.sensor_hz, self.board.sensors)):
+            if rate:
+                try:
+                    stop(0)
+                except UserError:
+                    pass
 
 
 def status_lines(s: DriveSession, mode: str, extra: list[str] | None = None) -> list[str]:
@@ -268,11 +291,12 @@ def run(args) -> int:
     recorder = None
     if args.record:
         from ..logs import McapRecorder
-        recorder = McapRecorder(args.record, config.ros2.odom_frame_id, config.ros2.base_frame_id)
+        recorder = McapRecorder.for_robot(args.record, config)
     try:
         with sigterm_as_interrupt(), open_board(args, config) as board:
             session = DriveSession(board, config, recorder, telemetry_hz=20 if recorder else 0, ekf=ekf,
-                                   warn=lambda text: warn(args, text))
+                                   warn=lambda text: warn(args, text),
+                                   sensor_hz=config.ros2.sensor_rate if recorder else 0)
             session.start()
             try:
                 if segments is not None:

@@ -3,15 +3,17 @@ parameter. --clear-fault clears a latched fault after showing it."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..board import fault_text
-from .boardopen import FAULT_HINTS, open_board, read_status
+from .boardopen import FAULT_HINTS, open_board, read_sensors, read_status
 from .options import add_board_options
 from .output import note, print_json, warn
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
 
-HELP = "show the board: firmware, protocol, status, faults in words, loop timing, link counters, parameters"
+HELP = ("show the board: firmware, protocol, status, faults in words, sensors (IMU, battery, e-stop), loop timing, "
+        "link counters, parameters")
 
 FLAG_MEANING = {
     "PARAMS_DEFAULTED": "the parameter file was missing or corrupt: defaults in use (`viperdrive params save`)",
@@ -31,6 +33,7 @@ def collect(board) -> dict:
     status = read_status(board)
     diag = board.diag()
     values = {p[PARAMS.NAME]: board.get_param(p[PARAMS.NAME]) for p in PARAMS.TABLE}
+    sensors = sensors_info(read_sensors(board), diag, values, board.config)
     return {
         "board": info.board, "firmware": info.firmware, "protocol_version": info.protocol_version,
         "schema_hash": f"{info.schema_hash:08x}", "control_hz": info.control_hz,
@@ -40,8 +43,28 @@ def collect(board) -> dict:
         "fault_hint": FAULT_HINTS.get(diag["fault_code"]),
         "reset_cause": diag["reset"], "flags": diag["flag_names"],
         "diag": {k: v for k, v in diag.items() if k not in ("host_link", "fault", "reset", "flag_names")},
-        "host_link": diag["host_link"], "params": values,
+        "host_link": diag["host_link"], "params": values, "sensors": sensors,
     }
+
+
+def sensors_info(r, diag: dict, params: dict, config) -> dict:
+    """The board's sensors in SI units: one SENSORS_DATA record r (None: none came), GET_DIAG's IMU state and
+    error count, the battery thresholds. The IMU part is not on the wire: the robot file's ros2.imu_part (what
+    the ROS covariances assume) is shown as such."""
+    part = config.ros2.imu_part if config is not None else None
+    imu = {"state": diag["imu"], "errors": diag["imu_errors"], "part_assumed": part}
+    out: dict[str, Any] = {"record": r is not None, "imu": imu,
+           "battery": {"warn_v": params.get("battery_warn_v"), "cutoff_v": params.get("battery_cutoff_v"),
+                       "volts": None, "low": None},
+           "estop": {"configured": None, "open": None}}
+    if r is None:
+        return out
+    imu.update(state=r.imu_state_name, gyro_rad_s=list(r.gyro), accel_m_s2=list(r.accel),
+               gyro_bias_z_rad_s=r.gyro_bias_z, yaw_rate_rad_s=r.yaw_rate,
+               heading_source="gyro" if r.gyro_heading else "encoders", still=r.still)
+    out["battery"].update(volts=r.battery_v, low=r.battery_low)
+    out["estop"].update(configured=r.estop_open is not None, open=r.estop_open)
+    return out
 
 
 def run(args) -> int:
@@ -83,6 +106,7 @@ def print_info(d: dict) -> None:
     print(f"fault       {fault}")
     if d["fault_hint"]:
         print(f"            what to do: {d['fault_hint']}")
+    print_sensors(d["sensors"])
     print(f"last reset  {d['reset_cause']}; up {g['uptime_ms'] / 1000:.1f} s; free heap {g['free_heap']} B")
     period = 1e6 / d["control_hz"]
     jitter = max(g["period_max_us"] - period, period - g["period_min_us"])
@@ -105,6 +129,29 @@ def print_info(d: dict) -> None:
         changed = "*" if abs(v - p[PARAMS.DEFAULT]) > 1e-6 * max(1.0, abs(p[PARAMS.DEFAULT])) else " "
         print(f"  {name:<19}{changed}{_num(v):>10} {p[PARAMS.UNIT]:<15} {p[PARAMS.HELP]}")
     print("  (* differs from the default)")
+
+
+def print_sensors(s: dict) -> None:
+    imu, bat, es = s["imu"], s["battery"], s["estop"]
+    part = f" (robot file assumes {imu['part_assumed']})" if imu.get("part_assumed") else ""
+    line = f"imu         {imu['state']}, {imu['errors']} I2C errors{part}"
+    if "gyro_rad_s" in imu:
+        bias = imu["gyro_bias_z_rad_s"]
+        gx, gy, gz = imu["gyro_rad_s"]
+        line += (f"; gyro {gx:+.4f} {gy:+.4f} {gz:+.4f} rad/s, bias z "
+                 + (f"{bias:+.5f} rad/s" if bias is not None else "not estimated yet (robot still 0.5 s)")
+                 + f", heading from {imu['heading_source']}")
+    print(line)
+    thresholds = f"warning below {_num(bat['warn_v'])} V, cut-off below {_num(bat['cutoff_v'])} V"
+    if not s["record"]:
+        print(f"battery     no sensor record from the board; {thresholds}")
+    elif bat["volts"] is None:
+        print(f"battery     no battery input configured; {thresholds}")
+    else:
+        print(f"battery     {bat['volts']:.2f} V{' LOW' if bat['low'] else ''}; {thresholds}")
+    if s["record"]:
+        print("e-stop      " + ("no e-stop input configured" if not es["configured"]
+                                else "OPEN: outputs off (close it, then clear the fault)" if es["open"] else "closed"))
 
 
 def _num(v) -> str:

@@ -18,7 +18,8 @@ from .output import note, print_json, warn
 from .signals import sigterm_as_interrupt
 from .terminal import Progress
 
-HELP = "record a run to MCAP (odometry, joint states, commands, diagnostics, telemetry) or plot one to PNG"
+HELP = ("record a run to MCAP (odometry, joint states, commands, diagnostics, telemetry, IMU, battery) or plot one "
+        "to PNG")
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +33,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--telemetry", type=int_range(1, 1000, "Hz"), default=20, metavar="HZ",
                    help="control telemetry records per second (default %(default)s; each costs ~3 ms of a 115200 "
                         "baud line)")
+    p.add_argument("--sensors", type=int_range(0, 200, "Hz"), default=None, metavar="HZ",
+                   help="board sensor records (Imu, BatteryState) per second (default: the robot file's "
+                        "ros2.sensor_rate, 50; 0: none; each costs ~3.3 ms of a 115200 baud line)")
     add_board_options(p)
     p = sub.add_parser("plot", help="write PNGs (path, wheel speeds, PID terms) of FILE.mcap")
     p.add_argument("file", metavar="FILE.mcap")
@@ -61,11 +65,12 @@ def _record(args) -> int:
     segments = load_script(args.script, args.side, args.speed, args.turn_rate) if args.script else None
     if segments is None and args.duration is None:
         note(args, "recording until Ctrl-C")
-    recorder = McapRecorder(args.out, config.ros2.odom_frame_id, config.ros2.base_frame_id)
+    recorder = McapRecorder.for_robot(args.out, config)
     interrupted = False
     try:
         with sigterm_as_interrupt(), open_board(args, config) as board:
-            s = DriveSession(board, config, recorder, telemetry_hz=args.telemetry)
+            sensor_hz = config.ros2.sensor_rate if args.sensors is None else args.sensors
+            s = DriveSession(board, config, recorder, telemetry_hz=args.telemetry, sensor_hz=sensor_hz)
             s.start()
             follower = None
             if segments is not None:

@@ -1,13 +1,17 @@
 """`viperdrive monitor`: a live view of the board without driving it: per-wheel setpoint, measured speed, PWM output
-and integrator (the control telemetry stream), status bits, the board's own pose (GET_ODOM), its loop timing and
-jitter, and the link counters of both ends. --foxglove serves the same data live to Foxglove Studio over a local
-WebSocket (foxglove-sdk); --duration ends it on its own (scripts, tests).
+and integrator (the control telemetry stream), status bits, the board's own pose (GET_ODOM), its sensors (gyro z and
+yaw rate, battery volts, e-stop, IMU state: the SENSORS_DATA stream), its loop timing and jitter, and the link
+counters of both ends. --json prints the same summary as one JSON object per line, four times a second; --foxglove
+serves the same data live to Foxglove Studio over a local WebSocket (foxglove-sdk); --duration ends it on its own
+(scripts, tests).
 
 Keys (on a terminal): q quit, c clear a latched FAULT, space pause the display."""
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import sys
 import time
 
 from ..errors import UserError
@@ -18,7 +22,8 @@ from .signals import sigterm_as_interrupt
 from .terminal import LiveView, TerminalKeys
 from viperdrive.shared import protocol as P
 
-HELP = "live view of setpoints, speeds, PWM, pose, status bits, link statistics and loop jitter (--foxglove)"
+HELP = ("live view of setpoints, speeds, PWM, pose, sensors, status bits, link statistics and loop jitter "
+        "(--foxglove, --json)")
 
 WHEEL_SCHEMA = {
     "type": "object", "title": "viperdrive wheel telemetry (SI units, duty 1.0 = full PWM)",
@@ -34,13 +39,19 @@ STATUS_SCHEMA = {
                    "jitter_us": {"type": "number"}, "exec_max_us": {"type": "number"},
                    "overruns": {"type": "number"}, "crc_errors": {"type": "number"},
                    "telemetry_rate": {"type": "number"}, "telemetry_lost": {"type": "number"},
-                   "rtt_p50_ms": {"type": "number"}},
+                   "rtt_p50_ms": {"type": "number"},
+                   "gyro_z": {"type": "number"}, "yaw_rate": {"type": "number"}, "gyro_bias_z": {"type": "number"},
+                   "battery_v": {"type": "number"}, "battery_low": {"type": "boolean"},
+                   "estop_open": {"type": "boolean"}, "imu_state": {"type": "string"},
+                   "sensor_rate": {"type": "number"}},
 }
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", type=int_range(1, 1000, "Hz"), default=50, metavar="HZ",
                         help="telemetry records per second from the board (default %(default)s)")
+    parser.add_argument("--sensors", type=int_range(0, 200, "Hz"), default=10, metavar="HZ",
+                        help="sensor records per second from the board (default %(default)s; 0: none)")
     parser.add_argument("--duration", type=seconds(), default=None, metavar="S", help="stop after S seconds")
     parser.add_argument("--foxglove", nargs="?", const="127.0.0.1:8765", default=None, metavar="HOST:PORT",
                         type=host_port,
@@ -49,7 +60,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="run the EKF live on the board's odometry and show it beside the raw pose "
                              "(robot_localization's file; a sensor on topic odom reads the board's odometry)")
     parser.add_argument("--ekf-node", default=None, metavar="NAME", help="the node in --ekf to use")
-    add_board_options(parser)
+    add_board_options(parser, data_output=True)
 
 
 EKF_ODOM_HZ = 10.0      # with --ekf: the board's odometry (GET_ODOM) this often, the filter's odom input
@@ -106,6 +117,16 @@ class MonitorState:
         self.diag: dict = {}
         self.rate = 0.0
         self.live = None            # the live filter (--ekf)
+        self.sensors = None         # the newest SensorReading
+        self.sensor_records = 0
+        self._sensor_window: list[float] = []
+        self.sensor_rate = 0.0
+
+    def add_sensors(self, readings: list, now: float) -> None:
+        if readings:
+            self.sensors = readings[-1]
+            self.sensor_records += len(readings)
+            self._sensor_window += [now] * len(readings)
 
     def add(self, rec: dict, now: float) -> dict:
         if self._seq is not None:
@@ -129,6 +150,8 @@ class MonitorState:
     def update_rate(self, now: float) -> None:
         self._window = [t for t in self._window if now - t <= 1.0]
         self.rate = float(len(self._window))
+        self._sensor_window = [t for t in self._sensor_window if now - t <= 1.0]
+        self.sensor_rate = float(len(self._sensor_window))
 
     def summary(self) -> dict:
         d = self.diag
@@ -137,7 +160,13 @@ class MonitorState:
         status = self.last["status"] if self.last else 0
         x, y, th = self.pose
         host = d.get("host_link", {})
-        return {"status": P.status_names(status), "fault": d.get("fault", "?"), "x": x, "y": y, "theta": th,
+        r = self.sensors
+        sensors = {"gyro_z": r.gyro[2] if r else None, "yaw_rate": r.yaw_rate if r else None,
+                   "gyro_bias_z": r.gyro_bias_z if r else None, "battery_v": r.battery_v if r else None,
+                   "battery_low": r.battery_low if r else None, "estop_open": r.estop_open if r else None,
+                   "imu_state": r.imu_state_name if r else d.get("imu", "?"), "imu_errors": d.get("imu_errors", 0),
+                   "sensor_rate": self.sensor_rate}
+        return {**sensors, "status": P.status_names(status), "fault": d.get("fault", "?"), "x": x, "y": y, "theta": th,
                 "period_min_us": d.get("period_min_us", 0), "period_max_us": d.get("period_max_us", 0),
                 "jitter_us": jitter, "exec_max_us": d.get("exec_max_us", 0), "overruns": d.get("overruns", 0),
                 "crc_errors": d.get("crc_errors", 0), "telemetry_rate": self.rate, "telemetry_lost": self.lost,
@@ -165,6 +194,7 @@ def view_lines(m: MonitorState, d: dict, url: str, paused: bool, fox: str | None
         f"deadman trips {diag.get('deadman_trips', 0)} | host: rx {host.get('frames_rx', 0)} tx "
         f"{host.get('frames_tx', 0)}, rtt {d['rtt_p50_ms']:.1f} ms",
         f"telemetry {d['telemetry_rate']:.0f} records/s, {m.received} received, {m.lost} lost",
+        sensor_line(d),
     ]
     if m.live is not None:
         from .drive import fused_lines
@@ -195,11 +225,25 @@ def _odom_input(board, m: MonitorState):
                          cov(cfg.ros2.pose_covariance_diagonal), cov(cfg.ros2.twist_covariance_diagonal))
 
 
+def sensor_line(d: dict) -> str:
+    if d["yaw_rate"] is None:
+        return f"sensors   no record yet (IMU {d['imu_state']})"
+    bias = d["gyro_bias_z"]
+    battery = "no input" if d["battery_v"] is None else f"{d['battery_v']:.2f} V{' LOW' if d['battery_low'] else ''}"
+    estop = {None: "no input", True: "OPEN", False: "closed"}[d["estop_open"]]
+    return (f"sensors   yaw rate {d['yaw_rate']:+.4f} rad/s (gyro z {d['gyro_z']:+.4f}, bias "
+            + (f"{bias:+.5f})" if bias is not None else "not estimated)")
+            + f"  battery {battery}  e-stop {estop}  IMU {d['imu_state']} ({d['imu_errors']} errors)"
+            + f"  {d['sensor_rate']:.0f} records/s")
+
+
 def run(args) -> int:
     keys = TerminalKeys()
     fox = None
     with sigterm_as_interrupt(), open_board(args) as board:
         granted = board.telemetry(min(args.rate, board.info.control_hz))
+        if args.sensors:
+            board.sensors(args.sensors)
         m = MonitorState(board.counts_per_rev, board.info.control_hz)
         live_stop = None
         next_odom = time.monotonic()
@@ -229,6 +273,8 @@ def run(args) -> int:
                         _, x, y, th = board.odom()
                         m.pose = (x, y, th)
                         m.live.feed(ODOM_TOPIC, _odom_input(board, m))
+                    if args.sensors:
+                        m.add_sensors(board.sensor_readings(), now)
                     if now >= next_slow:
                         # pose and diagnostics are request/response: a few times a second is plenty
                         next_slow = now + 0.25
@@ -240,11 +286,13 @@ def run(args) -> int:
                         d = m.summary()
                         if fox is not None:
                             fox.state(d)
-                        if not paused:
+                        if args.json:
+                            print(json.dumps(d), flush=True)
+                        elif not paused:
                             view.show(view_lines(m, d, board.link.url, paused, fox.url if fox else None))
                     for key in keys.read() if keys.tty else ():
                         if key in ("q", "Q"):
-                            return _done(m, granted)
+                            return _done(m, granted, args)
                         if key == " ":
                             paused = not paused
                             # redraw at once: while paused nothing else is drawn, so this frame says so
@@ -252,25 +300,29 @@ def run(args) -> int:
                         if key == "c":
                             board.clear_fault()
                     if args.duration is not None and now - t0 >= args.duration:
-                        return _done(m, granted)
+                        return _done(m, granted, args)
                     time.sleep(0.01)
         finally:
             if live_stop is not None:
                 live_stop.set()
-            try:
-                board.telemetry(0)
-            except UserError:
-                pass
+            for stop in (board.telemetry, board.sensors):
+                try:
+                    stop(0)
+                except UserError:
+                    pass
             if fox is not None:
                 fox.close()
 
 
-def _done(m: MonitorState, granted: int) -> int:
-    print(f"monitor: {m.received} telemetry records at {granted}/s requested, {m.lost} lost")
+def _done(m: MonitorState, granted: int, args) -> int:
+    # with --json stdout holds only the JSON lines
+    out = sys.stderr if args.json else sys.stdout
+    print(f"monitor: {m.received} telemetry records at {granted}/s requested, {m.lost} lost, {m.sensor_records} "
+          f"sensor records", file=out)
     e = m.live.estimate if m.live is not None else None
     if e is not None:
         x, y, th = m.pose
         print(f"monitor: raw pose x {x:+.4f} m  y {y:+.4f} m  heading {math.degrees(th):+.2f} deg; fused (--ekf) x "
               f"{float(e.state[0]):+.4f} m  y {float(e.state[1]):+.4f} m  heading "
-              f"{math.degrees(float(e.state[5])):+.2f} deg")
+              f"{math.degrees(float(e.state[5])):+.2f} deg", file=out)
     return 0

@@ -10,7 +10,8 @@ from .options import (BAUD, add_robot_file_options, baud_of, int_range, load_con
 
 DOMAIN_ID_MAX = 232     # viperdrive.ros2.node.DOMAIN_ID_MAX (not imported here: it loads cyclonedds)
 
-HELP = "run the ROS 2 bridge: cmd_vel in; odom, joint_states, tf, diagnostics out (DDS, no ROS install)"
+HELP = ("run the ROS 2 bridge: cmd_vel in; odom, joint_states, tf, imu/data_raw, battery_state, diagnostics out "
+        "(DDS, no ROS install)")
 
 
 def register(parser: argparse.ArgumentParser) -> None:

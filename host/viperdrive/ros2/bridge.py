@@ -4,7 +4,10 @@ In:   cmd_vel  geometry_msgs/TwistStamped or geometry_msgs/Twist (stamped = "aut
 Out:  odom          nav_msgs/Odometry (pose + twist with the odometry's propagated covariances)
       joint_states  sensor_msgs/JointState (wheel positions rad, velocities rad/s)
       /tf           tf2_msgs/TFMessage (odom -> base_link), when enable_odom_tf
-      /diagnostics  diagnostic_msgs/DiagnosticArray (link counters, latency, board faults, loop jitter, cmd_vel)
+      /diagnostics  diagnostic_msgs/DiagnosticArray (link counters, latency, board faults, loop jitter, cmd_vel,
+                    e-stop, battery, IMU)
+      imu/data_raw  sensor_msgs/Imu, every SENSORS_DATA record while the IMU works (ros2.sensor_rate, 50 Hz)
+      battery_state sensor_msgs/BatteryState, every SENSORS_DATA record when the board has a battery input
 
 One thread runs the board loop at the robot file's update_rate on absolute deadlines (viperdrive.loop: an overrun
 is counted and the missed deadlines skipped, never made up by a burst): take the new cmd_vel samples into the
@@ -35,6 +38,7 @@ from ..drive import DriveController
 from ..errors import BadValue, UserError
 from ..loop import DriveLoop
 from ..odometry import Odometry
+from ..sensormsgs import IMU_NOISE, battery_msg, imu_msg, sensor_statuses
 from ..shared import protocol
 from ..stats import percentile
 from . import msgs, qos
@@ -333,6 +337,13 @@ class Ros2Bridge:
                         1.0 / self.publish_period, config.update_rate)
         self.odom_frame = frame_with_prefix(ros.tf_frame_prefix, ros.odom_frame_id)
         self.base_frame = frame_with_prefix(ros.tf_frame_prefix, ros.base_frame_id)
+        self.imu_frame = frame_with_prefix(ros.tf_frame_prefix, ros.imu_frame_id)
+        self.imu_noise = IMU_NOISE[ros.imu_part]
+        self.sensor_hz = ros.sensor_rate        # SENSORS_DATA asked of the board (0: no sensor topics)
+        self.sensor_rate = 0                    # what it granted
+        self.sensor_records = 0
+        self.latest_sensors = None              # the newest SensorReading
+        self.battery_thresholds = (None, None)  # the board's battery_warn_v, battery_cutoff_v (read at start)
         self.enable_odom_tf = ros.enable_odom_tf
         self.pose_cov_override = ros.pose_covariance_diagonal
         self.twist_cov_override = ros.twist_covariance_diagonal
@@ -352,7 +363,7 @@ class Ros2Bridge:
         self._alarm_bits = 0                # FAULT|DEADMAN bits of STATE when GET_DIAG was last read
         self._shut = False
         self.stop_reason = "stopped"
-        self.published = {"odom": 0, "joint_states": 0, "tf": 0, "diagnostics": 0}
+        self.published = {"odom": 0, "joint_states": 0, "tf": 0, "diagnostics": 0, "imu": 0, "battery_state": 0}
         self.dropped_writes = 0
         self.last_state: BoardState | None = None
         self.last_wheels = (0.0, 0.0)
@@ -395,6 +406,10 @@ class Ros2Bridge:
         self.w_tf = n.publisher("/tf", msgs.TFMessage, qos.tf_qos()) if self.enable_odom_tf or self.filter_tf \
             else None
         self.w_diag = n.publisher("/diagnostics", msgs.DiagnosticArray, qos.default_qos())
+        self.w_imu = self.w_battery = None
+        if self.sensor_hz:
+            self.w_imu = n.publisher("imu/data_raw", msgs.Imu, qos.sensor_qos())
+            self.w_battery = n.publisher("battery_state", msgs.BatteryState, qos.sensor_qos())
         self.cmd = CmdVelInput(n, "cmd_vel", self.stamped, warn=self.warn, on_reader=self.announce, allow=self.allow)
         self.announce()
 
@@ -469,7 +484,8 @@ class Ros2Bridge:
         """Tell the ROS graph which node owns our endpoints (`ros2 node list` shows /NS/viperdrive)."""
         if self.cmd is None:
             return      # called again once the cmd_vel input exists
-        writers = [w for w in (self.w_odom, self.w_joints, self.w_tf, self.w_diag, self.w_filtered) if w is not None]
+        writers = [w for w in (self.w_odom, self.w_joints, self.w_tf, self.w_diag, self.w_filtered, self.w_imu,
+                               self.w_battery) if w is not None]
         readers = [self.cmd.reader] if self.cmd.reader is not None else []
         readers += [r for _, r in self._external_readers]
         try:
@@ -483,6 +499,7 @@ class Ros2Bridge:
         cpr = getattr(self.board, "counts_per_rev", None) or self.config.counts_per_rev
         self.odometry = self._odometry_factory(self.config, counts_per_rev=cpr)
         self.drive.reset()
+        self.start_sensors()
         self.board.activate()
         self._activated = True
         # after activate: the loop takes the board's encoder epoch as its baseline (a later restart of the
@@ -497,6 +514,21 @@ class Ros2Bridge:
         log.info("board active; node on domain %d, namespace %s, cmd_vel %s", self.node.domain_id,
                  self.node.namespace, self.stamped)
         self.log_exposure()
+
+    def start_sensors(self) -> None:
+        """SENSORS at ros2.sensor_rate and the battery thresholds; a board that refuses is logged, not fatal (the
+        wheels work without the sensor topics, and the diagnostics say there are no records)."""
+        if not self.sensor_hz:
+            return
+        try:
+            self.sensor_rate = self.board.sensors(self.sensor_hz)
+            self.battery_thresholds = (self.board.get_param("battery_warn_v"),
+                                       self.board.get_param("battery_cutoff_v"))
+        except UserError as e:
+            log.warning("board sensors not streamed (%s): no imu/data_raw or battery_state", e)
+            return
+        log.info("board sensors at %d Hz (asked %d): imu/data_raw in frame %s, battery_state", self.sensor_rate,
+                 self.sensor_hz, self.imu_frame)
 
     def exposure(self) -> tuple[bool, str]:
         """(reachable by others, the sentence): who can reach this node and who may drive the robot."""
@@ -565,6 +597,7 @@ class Ros2Bridge:
 
     def _step(self, now: float, k: int):
         self.tick(now)
+        self.publish_sensors()
         after = time.monotonic()
         alarm = getattr(self.last_state, "status", 0) & (protocol.ST_FAULT | protocol.ST_DEADMAN)
         if alarm != self._alarm_bits or (alarm and (self.board_diag_at is None
@@ -636,6 +669,30 @@ class Ros2Bridge:
 
     def _stamp(self, mono: float) -> msgs.Time:
         return msgs.time_from_s(mono + (time.time() - time.monotonic()))
+
+    def publish_sensors(self) -> None:
+        """Every SENSORS_DATA record received since the last tick: imu/data_raw while the IMU works, battery_state
+        when the board has a battery input; stamped with the board's sample time. Also while the board is down
+        (its sensor task keeps streaming: the e-stop and the battery are what the graph needs to see then)."""
+        if not self.sensor_rate:
+            return
+        readings = self.board.sensor_readings()
+        if not readings:
+            return
+        cutoff = (self.board_diag.get("fault_code") == protocol.FAULT_BATTERY_LOW
+                  and bool(getattr(self.last_state, "status", 0) & protocol.ST_FAULT))
+        for r in readings:
+            stamp = self._stamp(r.t if r.t is not None else r.stamp)
+            s = {"sec": stamp.sec, "nanosec": stamp.nanosec}
+            if r.imu_ok:
+                self._write(self.w_imu, msgs.from_fields(msgs.Imu, imu_msg(r, s, self.imu_frame, self.imu_noise)),
+                            "imu")
+            if r.battery_v is not None:
+                self._write(self.w_battery, msgs.from_fields(msgs.BatteryState,
+                                                             battery_msg(r, s, self.base_frame, cutoff)),
+                            "battery_state")
+        self.sensor_records += len(readings)
+        self.latest_sensors = readings[-1]
 
     def publish_state(self) -> None:
         # the last state the odometry integrated: after the board went down, the STATE that showed it carries
@@ -716,6 +773,22 @@ class Ros2Bridge:
             values.append(msgs.KeyValue("fresh", str(bool(state.fresh))))
         statuses.append(msgs.DiagnosticStatus(level=level, name=f"{who}: board", message=message,
                                               hardware_id=hw, values=values))
+
+        # e-stop, battery, IMU (the newest sensor record; STATE's e-stop bit when it is newer)
+        if self.sensor_hz:
+            latest = self.latest_sensors
+            estop_now = None
+            if state is not None and (latest is None or state.stamp > latest.stamp):
+                estop_now = state.estop
+            fault = diag.get("fault_code", 0) if status_bits is not None and status_bits & protocol.ST_FAULT else 0
+            warn_v, cutoff_v = self.battery_thresholds
+            for name, lvl, text, kv in sensor_statuses(latest, fault, warn_v, cutoff_v,
+                                                        imu_errors=diag.get("imu_errors"), estop_now=estop_now):
+                if name == "imu":
+                    kv = kv + [("records", str(self.sensor_records)), ("rate_hz", str(self.sensor_rate)),
+                               ("frame_id", self.imu_frame)]
+                statuses.append(msgs.DiagnosticStatus(level=lvl, name=f"{who}: {name}", message=text,
+                                                      hardware_id=hw, values=[msgs.KeyValue(k, v) for k, v in kv]))
 
         # loop timing (viperdrive.loop.FixedRateLoop statistics: lateness = wake-up jitter, exec = tick body)
         t = self.drive_loop.loop.stats() if self.drive_loop is not None else {}
@@ -801,6 +874,12 @@ class Ros2Bridge:
                 except Exception as e:      # the board's own deadman stops the wheels if we cannot
                     problems.append(f"{what} failed: {e}")
             self._activated = False
+        if self.sensor_rate:
+            try:    # the next client of the board starts without a stream it did not ask for
+                self.board.sensors(0)
+            except Exception as e:      # the outputs are what matters here; the stream is only traffic
+                log.warning("sensor stream not stopped: %s", e)
+            self.sensor_rate = 0
         try:
             self.board.cleanup()
         except Exception as e:

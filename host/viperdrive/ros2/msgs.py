@@ -11,27 +11,32 @@ Default values match ROS 2's (a Quaternion defaults to the identity, w = 1).
 """
 
 import math
+import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cyclonedds.idl import IdlStruct, make_idl_struct
 from cyclonedds.idl import types as _idl_types
-from cyclonedds.idl.types import array, float64, int32, uint8, uint32
+from cyclonedds.idl.types import array, float32, float64, int32, uint8, uint32
 
 if TYPE_CHECKING:
     # A sequence<T> field holds a list, a double[36] field a list of 36 floats (what Cyclone takes and decodes);
     # its IDL marker (sequence[T], array[T, N]) is no static type: the type checker is told what the field holds.
     sequence = list
     Covariance = list[float]
-    Covariance3x3 = list[float]
+    Covariance3 = list[float]
 else:
     from cyclonedds.idl.types import sequence
     Covariance = array[float64, 36]     # row-major 6x6 (x, y, z, rotX, rotY, rotZ)
-    Covariance3x3 = array[float64, 9]   # row-major 3x3 (x, y, z)
+    Covariance3 = array[float64, 9]     # row-major 3x3 (sensor_msgs/Imu)
 
 
 def _zeros36():
     return [0.0] * 36
+
+
+def _zeros9():
+    return [0.0] * 9
 
 
 # ----------------------------------------------------------------------------------------- builtin_interfaces
@@ -145,19 +150,44 @@ class JointState(IdlStruct, typename="sensor_msgs::msg::dds_::JointState_"):
     effort: sequence[float64] = field(default_factory=list)
 
 
-def _zeros9():
-    return [0.0] * 9
-
-
 @dataclass
 class Imu(IdlStruct, typename="sensor_msgs::msg::dds_::Imu_"):
     header: Header = field(default_factory=Header)
     orientation: Quaternion = field(default_factory=Quaternion)
-    orientation_covariance: Covariance3x3 = field(default_factory=_zeros9)     # [0] = -1: not provided
+    orientation_covariance: Covariance3 = field(default_factory=_zeros9)     # [0] = -1: no orientation
     angular_velocity: Vector3 = field(default_factory=Vector3)
-    angular_velocity_covariance: Covariance3x3 = field(default_factory=_zeros9)
+    angular_velocity_covariance: Covariance3 = field(default_factory=_zeros9)
     linear_acceleration: Vector3 = field(default_factory=Vector3)
-    linear_acceleration_covariance: Covariance3x3 = field(default_factory=_zeros9)
+    linear_acceleration_covariance: Covariance3 = field(default_factory=_zeros9)
+
+
+@dataclass
+class BatteryState(IdlStruct, typename="sensor_msgs::msg::dds_::BatteryState_"):
+    header: Header = field(default_factory=Header)
+    voltage: float32 = 0.0
+    temperature: float32 = 0.0
+    current: float32 = 0.0
+    charge: float32 = 0.0
+    capacity: float32 = 0.0
+    design_capacity: float32 = 0.0
+    percentage: float32 = 0.0
+    power_supply_status: uint8 = 0
+    power_supply_health: uint8 = 0
+    power_supply_technology: uint8 = 0
+    present: bool = False
+    cell_voltage: sequence[float32] = field(default_factory=list)
+    cell_temperature: sequence[float32] = field(default_factory=list)
+    location: str = ""
+    serial_number: str = ""
+
+
+# BatteryState constants (uint8 in the .msg; the Linux kernel's power_supply.h values)
+POWER_SUPPLY_STATUS_UNKNOWN = 0
+POWER_SUPPLY_STATUS_DISCHARGING = 2
+POWER_SUPPLY_HEALTH_UNKNOWN = 0
+POWER_SUPPLY_HEALTH_GOOD = 1
+POWER_SUPPLY_HEALTH_DEAD = 3
+POWER_SUPPLY_TECHNOLOGY_UNKNOWN = 0
 
 
 # ---------------------------------------------------------------------------------------------------- tf2_msgs
@@ -199,8 +229,9 @@ class DiagnosticArray(IdlStruct, typename="diagnostic_msgs::msg::dds_::Diagnosti
 # Every type above, by its ROS 2 name (`<pkg>/msg/<Type>`).
 ALL_TYPES = (
     Time, Header, Vector3, Point, Quaternion, Pose, PoseWithCovariance, Twist, TwistStamped, TwistWithCovariance,
+    Time, Header, Vector3, Point, Quaternion, Pose, PoseWithCovariance, Twist, TwistStamped, TwistWithCovariance,
     PoseWithCovarianceStamped, TwistWithCovarianceStamped, Transform, TransformStamped, Odometry, JointState, Imu,
-    TFMessage, KeyValue, DiagnosticStatus, DiagnosticArray,
+    BatteryState, TFMessage, KeyValue, DiagnosticStatus, DiagnosticArray,
 )
 
 
@@ -258,6 +289,24 @@ def gid_from_guid(guid_bytes: bytes, gid_size: int = GID_SIZE):
 
 
 # ------------------------------------------------------------------------------------------------------- helpers
+_hints: dict = {}
+
+
+def from_fields(cls, fields: dict):
+    """A message of cls from its fields as a dict in ROS field form (nested messages as dicts too): what
+    mcap_ros2's writer takes, so one dict (viperdrive.sensormsgs) serves a recording and a live topic."""
+    hints = _hints.get(cls)
+    if hints is None:
+        hints = _hints[cls] = typing.get_type_hints(cls)
+    kw = {}
+    for name, value in fields.items():
+        t = hints[name]
+        if isinstance(value, dict) and isinstance(t, type) and issubclass(t, IdlStruct):
+            value = from_fields(t, value)
+        kw[name] = value
+    return cls(**kw)
+
+
 def time_from_ns(ns: int) -> Time:
     """builtin_interfaces/Time from integer nanoseconds (floor division keeps nanosec in [0, 1e9) for ns < 0)."""
     sec, nanosec = divmod(int(ns), 1_000_000_000)

@@ -44,6 +44,20 @@ def tf_static_qos() -> Qos:
     return Qos(_reliable(), Policy.Durability.TransientLocal, Policy.History.KeepLast(TF_STATIC_DEPTH), _XCDR1)
 
 
+SENSOR_DEPTH = 5            # rclcpp::SensorDataQoS's depth
+
+
+def sensor_qos() -> Qos:
+    """imu/data_raw and battery_state: RELIABLE, VOLATILE, KEEP_LAST 5.
+
+    SensorDataQoS's depth, but RELIABLE: many IMU drivers publish BEST_EFFORT (SensorDataQoS), and a RELIABLE
+    subscriber (rclcpp's default QoS, which several estimators use for their IMU input) then matches nothing and
+    receives nothing. A RELIABLE writer matches readers of both kinds; its cost, a write blocked by a stuck reader,
+    is bounded like every other writer of the bridge (WRITE_MAX_BLOCKING_S, then dropped and counted).
+    """
+    return Qos(_reliable(), Policy.Durability.Volatile, Policy.History.KeepLast(SENSOR_DEPTH), _XCDR1)
+
+
 def command_qos(depth: int = DEFAULT_DEPTH) -> Qos:
     """Reader QoS for cmd_vel: BEST_EFFORT, VOLATILE, KEEP_LAST depth.
 

@@ -61,6 +61,8 @@ def _idl_field(ros_type: str, name: str, annotation) -> dict:
         return field_type("byte")
     if annotation is str:
         return field_type("string")
+    if annotation is bool:
+        return field_type("bool")
     if isinstance(annotation, type) and issubclass(annotation, msgs.IdlStruct):
         return field_type(None, msgs.ros_type_name(annotation))
     holder = typing.get_args(annotation)[1] if typing.get_origin(annotation) is typing.Annotated else None
@@ -72,7 +74,7 @@ def _idl_field(ros_type: str, name: str, annotation) -> dict:
         if holder.max_length:
             return dict(inner, type_id=inner["type_id"] + OFFSET_BOUNDED_SEQUENCE, capacity=holder.max_length)
         return dict(inner, type_id=inner["type_id"] + OFFSET_UNBOUNDED_SEQUENCE)
-    for base in ("float64", "int32", "uint32", "uint8"):
+    for base in ("float64", "float32", "int32", "uint32", "uint8"):
         if annotation == getattr(idl, base):
             return field_type(base)
     raise ValueError(f"{ros_type}.{name}: no type-description mapping for {annotation!r}")

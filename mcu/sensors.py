@@ -1,0 +1,291 @@
+# The sensor task (slow loop, fixed rate): the IMU (mcu/imu.py), the battery ADC, the e-stop state, the gyro bias
+# while the encoders say the robot is still, the gyro heading increment the board odometry takes, and the
+# SENSORS_DATA stream. docs/firmware.md, "Sensors".
+#
+# Never in the control period: an I2C burst takes ~0.4 ms at 400 kHz and can time out. The e-stop itself is
+# checked in the control period (fixedstep.py); this task only reports its state.
+#
+# sample_imu() (the driver's read, its integer scaling and axis map, the bias estimate) is allocation-free after
+# start (mcu/tests/mptest_imu.py: heap_lock). The heading increment is a float (the odometry is floats anyway).
+from array import array
+
+import imu as imu_mod
+from shared import protocol
+
+BIAS_WINDOW = 32                # still samples averaged into one bias estimate (0.32 s at 100 Hz)
+BIAS_SHIFT = 2                  # after the first window: bias += (window mean - bias) / 4
+BATTERY_SHIFT = 3               # battery low-pass: y += (x - y) / 8 per sample (~80 ms at 100 Hz)
+
+
+def _ticks_diff(a, b):
+    return ((a - b + 0x20000000) & 0x3FFFFFFF) - 0x20000000
+
+
+class Sensors:
+    """hal: the Board (sensor_bus, battery_u16); cfg: the validated board config; ctrl: the Controller
+    (positions, latch_fault, set_status_bits, estop_open, status); values: the live parameters (by name)."""
+
+    def __init__(self, hal, cfg, ctrl, values):
+        self.hal = hal
+        self.ctrl = ctrl
+        icfg = cfg.get("imu")
+        self.rate_hz = icfg["rate_hz"] if icfg is not None else 100
+        self.period_us = 1000000 // self.rate_hz
+        self.imu = None
+        self.imu_state = protocol.IMU_NONE
+        self.imu_errors = 0
+        self._retry_us = 0              # ticks_us when the IMU's next init step may run
+        if icfg is not None:
+            try:
+                bus = hal.sensor_bus()
+            except (ValueError, OSError) as e:
+                # pins that are no I2C bus of this chip: the IMU is out, the wheels are not (DIAG says no answer)
+                print("viperdrive: IMU bus: %s" % e)
+                bus = None
+            if bus is not None:
+                self.imu = imu_mod.Imu(bus, icfg)
+                self.imu_state = protocol.IMU_STARTING
+            else:
+                self.imu_state = protocol.IMU_NO_ANSWER
+        self.out = self.imu.out if self.imu is not None else array("i", [0] * 6)
+        # gyro bias, urad/s per axis, estimated while still
+        self.bias = array("i", [0, 0, 0])
+        self._acc = array("i", [0, 0, 0])
+        self._acc_n = 0
+        self.bias_valid = False
+        self.still = False
+        self._still_us = 0              # how long the encoders have not moved
+        self._pos = array("i", [0, 0])
+        self._last_pos = array("i", [0, 0])
+        ctrl.positions_into(self._last_pos)
+        self.still_us = 500000
+        # heading: the bias-corrected gyro z integrated since the odometry last took it (rad)
+        self.dth = 0.0
+        self._dth_ok = False            # every sample since the last take was good
+        self._t_last = 0                # ticks_us of the last good IMU sample (0: none yet)
+        self.t_sample = 0
+        # battery
+        bat = cfg.get("battery")
+        self.has_battery = bat is not None
+        self.battery_mv = 0
+        self._mv_q = -1                 # filtered mV << BATTERY_SHIFT (-1: no sample yet)
+        if bat is not None:
+            # raw u16 -> mV as m / 2**s (integers: raw * m < 2**30)
+            self._bm, self._bs = imu_mod.fixed_scale(bat["vref"] * bat["divider"] * 1000.0 / 65535.0)
+        self.battery_low = False
+        self._below_us = 0
+        self.has_estop = "estop" in cfg
+        # stream
+        self.stream_div = 0
+        self._stream_cnt = 0
+        self.seq = 0
+        self.pending = False            # a sample waits to be sent (the App sends it)
+        self.configure(values)
+        self._next = hal.ticks_us()
+        self._retry_us = self._next     # the IMU's first init step: at the first sample
+
+    def configure(self, values):
+        self.warn_mv = int(values["battery_warn_v"] * 1000.0 + 0.5)
+        self.cutoff_mv = int(values["battery_cutoff_v"] * 1000.0 + 0.5)
+        self.battery_us = values["battery_ms"] * 1000
+        self.still_us = values["still_ms"] * 1000
+
+    # ---- the fixed-rate task ----
+
+    def service(self):
+        """Run one sample when its time has come (called every slow-loop pass). -> True when it sampled."""
+        now = self.hal.ticks_us()
+        late = _ticks_diff(now, self._next)
+        if late < 0:
+            return False
+        if late > self.period_us:
+            self._next = now            # far behind (a long link pass): restart the schedule, no burst
+        self._next = (self._next + self.period_us) & 0x3FFFFFFF
+        self.sample(now)
+        return True
+
+    def sample(self, now):
+        self.t_sample = now
+        if self.imu is not None:
+            self._imu_step(now)
+        self._battery_step()
+        if self.stream_div:
+            self._stream_cnt += 1
+            if self._stream_cnt >= self.stream_div:
+                self._stream_cnt = 0
+                self.pending = True
+
+    def _imu_step(self, now):
+        imu = self.imu
+        st = self.imu_state
+        if st != protocol.IMU_OK:
+            if _ticks_diff(now, self._retry_us) < 0:
+                return
+            try:
+                if imu.phase == imu_mod.RUNNING:
+                    # configured, and its start-up time has passed: its samples are real from here on
+                    self.imu_state = protocol.IMU_OK
+                    self._t_last = 0
+                elif imu.phase == imu_mod.RESETTING:
+                    wait_ms = imu.configure()
+                    self._retry_us = (now + wait_ms * 1000) & 0x3FFFFFFF
+                    return
+                else:
+                    wait_ms = imu.begin()
+                    self._retry_us = (now + wait_ms * 1000) & 0x3FFFFFFF
+                    return
+            except imu_mod.WrongPart:
+                self.imu_state = protocol.IMU_WRONG_ID
+                self._retry_us = (now + protocol.IMU_RETRY_MS * 1000) & 0x3FFFFFFF
+                return
+            except OSError:
+                self._fail(now)
+                return
+        if not self.sample_imu(now):
+            self._fail(now)
+
+    def _fail(self, now):
+        if self.imu_errors < 0xFFFF:
+            self.imu_errors += 1
+        self.imu_state = protocol.IMU_NO_ANSWER
+        self.imu.phase = imu_mod.STARTING
+        self._retry_us = (now + protocol.IMU_RETRY_MS * 1000) & 0x3FFFFFFF
+        self._dth_ok = False
+        self._t_last = 0
+
+    def sample_imu(self, now):
+        """Read the IMU, update the still detection and the bias; add the heading increment. -> False on an I2C
+        error. Allocation-free except the heading's float (integrate())."""
+        try:
+            self.imu.read()
+        except OSError:
+            return False
+        self.update_bias()
+        self.integrate(now)
+        return True
+
+    def update_bias(self):
+        """Still detection from the encoder positions and the bias average (integers, allocation-free)."""
+        pos = self._pos
+        self.ctrl.positions_into(pos)
+        last = self._last_pos
+        if pos[0] == last[0] and pos[1] == last[1]:
+            if self._still_us < self.still_us:
+                self._still_us += self.period_us
+        else:
+            self._still_us = 0
+            self._acc_n = 0
+            last[0] = pos[0]
+            last[1] = pos[1]
+        self.still = self._still_us >= self.still_us
+        if not self.still:
+            return
+        out = self.out
+        acc = self._acc
+        for i in range(3):
+            acc[i] += out[i]
+        self._acc_n += 1
+        if self._acc_n < BIAS_WINDOW:
+            return
+        b = self.bias
+        for i in range(3):
+            mean = acc[i] // BIAS_WINDOW
+            if self.bias_valid:
+                b[i] += (mean - b[i]) >> BIAS_SHIFT
+            else:
+                b[i] = mean
+            acc[i] = 0
+        self._acc_n = 0
+        self.bias_valid = True
+
+    def integrate(self, now):
+        t0 = self._t_last
+        self._t_last = now
+        if t0 == 0 or not self.bias_valid:
+            return
+        dt_us = _ticks_diff(now, t0)
+        self.dth += (self.out[2] - self.bias[2]) * 1e-6 * dt_us * 1e-6
+
+    def take_heading(self):
+        """The gyro's heading change since the last call (rad), or None when the odometry must use the encoders
+        (no IMU, not answering, no bias estimate yet, or a sample failed in between)."""
+        ok = self._dth_ok and self.imu_state == protocol.IMU_OK and self.bias_valid
+        d = self.dth
+        self.dth = 0.0
+        self._dth_ok = self.imu_state == protocol.IMU_OK and self.bias_valid
+        return d if ok else None
+
+    def gyro_heading(self):
+        return self.imu_state == protocol.IMU_OK and self.bias_valid
+
+    def _battery_step(self):
+        if not self.has_battery:
+            return
+        raw = self.hal.battery_u16()
+        mv = (raw * self._bm) >> self._bs
+        q = mv << BATTERY_SHIFT
+        if self._mv_q < 0:
+            self._mv_q = q
+        else:
+            self._mv_q += (q - self._mv_q) >> BATTERY_SHIFT
+        mv = self._mv_q >> BATTERY_SHIFT
+        self.battery_mv = mv
+        low = mv < self.warn_mv
+        if low != self.battery_low:
+            self.battery_low = low
+            self.ctrl.set_status_bits(protocol.ST_BATTERY_LOW if low else 0)
+        if self.battery_us and mv < self.cutoff_mv:
+            self._below_us += self.period_us
+            if self._below_us >= self.battery_us:
+                self._below_us = 0
+                if self.ctrl.fault() == 0:
+                    # latched in the next control period: outputs off, CLEAR_FAULT to drive again
+                    self.ctrl.latch_fault(protocol.FAULT_BATTERY_LOW)
+        else:
+            self._below_us = 0
+
+    # ---- reports ----
+
+    def flags(self):
+        f = 0
+        if self.ctrl.estop_open():
+            f |= protocol.SF_ESTOP_OPEN
+        if self.battery_low:
+            f |= protocol.SF_BATTERY_LOW
+        if self.gyro_heading():
+            f |= protocol.SF_GYRO_HEADING
+        if self.bias_valid:
+            f |= protocol.SF_BIAS_VALID
+        if self.still:
+            f |= protocol.SF_STILL
+        if self.has_estop:
+            f |= protocol.SF_HAS_ESTOP
+        if self.has_battery:
+            f |= protocol.SF_HAS_BATTERY
+        return f
+
+    def record(self):
+        """The SENSORS_DATA fields (protocol.pack_sensors_data's arguments) of the latest sample."""
+        o = self.out
+        ok = self.imu_state == protocol.IMU_OK
+        a = [0, 0, 0]
+        if ok:
+            for i in range(3):
+                v = o[3 + i]
+                a[i] = 32767 if v > 32767 else (-32767 if v < -32767 else v)
+        self.seq = (self.seq + 1) & 0xFFFF
+        return (self.seq, self.t_sample, o[0] if ok else 0, o[1] if ok else 0, o[2] if ok else 0, a[0], a[1], a[2],
+                self.bias[2] if self.bias_valid else 0, min(self.battery_mv, 0xFFFF), self.flags(), self.imu_state,
+                self.ctrl.status())
+
+    def set_stream(self, rate_hz):
+        """SENSORS: a record every rate/rate_hz samples (0: off). -> the rate applied, None above the rate."""
+        if rate_hz > self.rate_hz:
+            return None
+        if rate_hz == 0:
+            self.stream_div = 0
+            self.pending = False
+            return 0
+        self.stream_div = max(1, self.rate_hz // rate_hz)
+        self._stream_cnt = 0
+        return self.rate_hz // self.stream_div

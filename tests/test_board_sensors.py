@@ -1,0 +1,126 @@
+"""Board sensors end to end on the virtual board (issue 13): SENSORS_DATA decoded to SI by Board, the e-stop and
+battery through the control endpoint, an IMU that stops answering, and the CLI's words for the new faults."""
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from viperdrive.board import Board, BoardDeenergized, SensorReading, sensor_reading
+from viperdrive.cli.boardopen import FAULT_HINTS
+from viperdrive.shared import protocol as P
+from viperdrive.sim import VirtualBoard
+
+pytestmark = pytest.mark.xdist_group("vboard")
+
+
+def test_sensor_reading_decodes_the_wire_units():
+    v = P.unpack_sensors_data(P.pack_sensors_data(5, 1000, 1000, -2000, 500000, 150, -300, 9810, -1234, 7400,
+                                                  P.SF_BIAS_VALID | P.SF_HAS_BATTERY | P.SF_GYRO_HEADING,
+                                                  P.IMU_OK, P.ST_ENABLED)[3:-2])
+    r = sensor_reading(v, 12.0, None)
+    assert isinstance(r, SensorReading)
+    assert r.gyro == (0.001, -0.002, 0.5) and r.accel == (0.15, -0.3, 9.81)
+    assert r.gyro_bias_z == -0.001234 and math.isclose(r.yaw_rate, 0.501234)
+    assert r.battery_v == 7.4 and r.estop_open is None and r.imu_ok and r.gyro_heading and not r.still
+    r = sensor_reading(v[:9] + (0, P.SF_HAS_ESTOP | P.SF_ESTOP_OPEN, P.IMU_NO_ANSWER, 0), 12.0, None)
+    assert r.battery_v is None and r.gyro_bias_z is None and r.estop_open is True
+    assert r.imu_state_name == "no answer" and not r.imu_ok
+
+
+def test_every_fault_has_words_and_a_hint():
+    codes = [getattr(P, n) for n in dir(P) if n.startswith("FAULT_") and n not in ("FAULT_NAMES", "FAULT_CLEARED",
+                                                                                    "FAULT_NONE")]
+    assert P.FAULT_ESTOP in codes and P.FAULT_BATTERY_LOW in codes
+    for c in codes:
+        assert c in P.FAULT_NAMES and c in FAULT_HINTS, c
+
+
+def _wait(pred, board: Board, timeout: float = 5.0) -> SensorReading:
+    """The first SENSORS_DATA record for which pred holds (the stream carries the status byte too)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for rec in board.sensor_readings():
+            if pred(rec):
+                return rec
+        time.sleep(0.01)
+    raise AssertionError("timed out")
+
+
+def _until(fn, timeout: float = 6.0):
+    """fn() once it is truthy, polled every 50 ms (a loaded machine runs the virtual board late)."""
+    end = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v or time.monotonic() > end:
+            return v
+        time.sleep(0.05)
+
+
+def test_sensors_stream_estop_battery_and_imu_loss_on_the_virtual_board():
+    with VirtualBoard() as vb, Board(vb.url, max_misses=50) as b:
+        assert b.sensors(50) == 50
+        b.activate()
+        time.sleep(1.5)                                 # still: the bias estimate
+        r = b.sensor_readings()
+        assert len(r) >= 40, len(r)                     # 50 Hz for 1.5 s, on a loaded machine somewhat fewer
+        last = r[-1]
+        truth = vb.truth()
+        # the emulated MPU-6050's bias on z (0.6 deg/s in the robot file, drifting) is what the board estimated
+        assert last.imu_ok and last.gyro_bias_z is not None
+        assert abs(last.gyro_bias_z - truth["gyro_bias_z"]) < 5e-4, (last.gyro_bias_z, truth["gyro_bias_z"])
+        # at rest: g on z (the mean: one sample has ~0.03 m/s^2 of noise, 0.4 mg/sqrt(Hz) over 50 Hz)
+        az = sum(x.accel[2] for x in r if x.imu_ok) / len([x for x in r if x.imu_ok])
+        assert abs(az - 9.81) < 0.01 and abs(last.battery_v - 7.4) < 0.02, (az, last.battery_v)
+        assert last.estop_open is False and last.still and last.gyro_heading
+        seqs = [x.seq for x in r]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "records lost on an idle link"
+
+        # e-stop: the board cuts its outputs on its own; STATE says ESTOP and FAULT (read() reports the board
+        # de-energized behind the host's back)
+        b.write(0.0, 0.0)
+        assert b.read().enabled
+        vb.fault("estop", open=True)
+        rec = _wait(lambda s: s.estop_open, b)
+        assert rec.status & P.ST_ESTOP and rec.status & P.ST_FAULT and not rec.status & P.ST_ENABLED
+        b.write(0.0, 0.0)
+        with pytest.raises(BoardDeenergized) as e:
+            for _ in range(20):
+                b.read()
+                b.write(0.0, 0.0)
+        assert e.value.state.estop and e.value.state.faulted
+        assert b.diag()["fault_code"] == P.FAULT_ESTOP
+        assert b.clear_fault() == 0                     # still open: stays latched
+        vb.fault("estop", open=False)
+        _wait(lambda s: not s.estop_open, b)
+        assert b.diag()["fault_code"] == P.FAULT_ESTOP  # closed, but not cleared yet
+        assert b.clear_fault() == P.FAULT_ESTOP
+        b.activate()
+
+        # the pack: below battery_warn_v the status bit, and the reading
+        vb.fault("battery", volts=6.8)
+        rec = _wait(lambda s: s.battery_low and s.battery_v < 6.85, b)
+        assert rec.status & P.ST_BATTERY_LOW and abs(rec.battery_v - 6.8) < 0.05
+        vb.fault("battery", volts=7.4)
+
+        # the IMU stops answering mid-run: a DIAG state, the heading falls back to the encoders, and back
+        vb.fault("imu", answer=False)
+        d = _until(lambda: (lambda d: d if d["imu_state"] == P.IMU_NO_ANSWER else None)(b.diag()))
+        assert d and d["imu_errors"] >= 1 and d["imu"] == "no answer", d
+        assert _until(lambda: b.odometry().heading_source == "encoders")
+        rec = _wait(lambda s: not s.imu_ok, b)
+        assert rec.imu_state == P.IMU_NO_ANSWER and rec.gyro == (0.0, 0.0, 0.0) and not rec.gyro_heading
+        vb.fault("imu", answer=True)
+        assert _until(lambda: b.diag()["imu_state"] == P.IMU_OK)    # retried once a second, re-initialized
+
+        # below battery_cutoff_v (6.4 V) for battery_ms (500 ms): latched, outputs off; back up, it stays latched
+        vb.fault("battery", volts=6.0)
+        rec = _wait(lambda s: s.status & P.ST_FAULT, b)
+        assert not rec.status & P.ST_ENABLED and not vb.truth()["energized"]
+        assert b.diag()["fault_code"] == P.FAULT_BATTERY_LOW
+        vb.fault("battery", volts=7.4)
+        _wait(lambda s: not s.battery_low, b)
+        assert b.diag()["fault_code"] == P.FAULT_BATTERY_LOW
+        assert b.clear_fault() == P.FAULT_BATTERY_LOW
+        assert b.sensors(0) == 0
