@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # viperdrive: `make test` sets up everything (venv, pinned packages) and runs every check; `make demo` runs the
 # virtual board demo; `make bench` prints the benchmark lines.
 SHELL := /bin/bash

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """pytest plugin: runs the MicroPython-side tests of shared/ and mcu/ inside the real `micropython` executable.
 
 Collected from shared/ and mcu/:

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The `viperdrive` CLI as a user feels it, against one virtual board (`viperdrive sim`):
 
     cli_startup        wall time of `viperdrive --help` (imports and command discovery), median of 5

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """EKF throughput against filterpy doing the same work, and `viperdrive fuse` on a 100k-message recording.
 
 Prints:

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """False-accept rate of the frame Parser on random bytes, next to the theoretical rate (docs/protocol.md).
 
 A random byte position starts a falsely accepted frame when its byte is the sync byte (p = 1/256), the next

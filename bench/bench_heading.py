@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Board odometry heading with and without the gyro, on the virtual board, against ground truth (issue 13).
 
 A robot whose right wheel is 1% larger than the left (sim/robots/default.json with wheel_radius_scale.right =

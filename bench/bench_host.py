@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Host drive stack benchmarks (`make bench`). Prints:
 
 host_cycle backend=virtual_board ...  read + odometry + controller update + write per cycle at 100 Hz (us), with

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Link benchmark on the virtual board (the real firmware, emulated serial byte rate), at 115200 and 921600 baud:
 
   link_latency  SET_VEL sent -> STATE parsed round trip, percentiles over 1000 exchanges (host Link.request)

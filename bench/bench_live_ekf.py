@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The live filter (viperdrive.ekf.live): its cost per cycle, and the 2-minute failover drive on the virtual board.
 
 Prints:

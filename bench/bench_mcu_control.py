@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The firmware's control step: viper (fixed point) vs the float reference of the same law, on the MicroPython unix
 port, side by side in one run (bench/mp_control_step.py), and the RP2040 budget on paper.
 

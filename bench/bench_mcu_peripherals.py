@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Cost of the firmware's peripheral code on the MicroPython unix port: telemetry ring writes (the viper writer
 the control step uses vs the plain-Python one) and drains, the pin-IRQ quadrature decoder (esp32 fallback),
 the H-bridge mapping, and a board odometry update (floats: it allocates, which is why it is a slow task).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The counter-wrap difference inlined vs called, in viper and in plain bytecode, on the MicroPython unix port
 (bench/mp_wrap_call.py), side by side in one run: why fixedstep.step keeps its inline copy and every other firmware
 path calls hal.portable.wrap_delta (docs/firmware.md, "Counter wrap").

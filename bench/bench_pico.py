@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The firmware on the emulated Raspberry Pi Pico (stock MicroPython rp2 on rp2040js, sim/pico/): the control step's
 execution time and period jitter from the firmware's own counters (GET_DIAG) at 500 Hz and 1 kHz, overruns, free
 heap, boot time with .py and with .mpy, and the rig's speed with each way of running the PIO. Every time is chip

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Protocol throughput: the Parser in MB/s and host-side round trips (encode SET_VEL + parse STATE) per second,
 on CPython (in this process) and on the MicroPython unix port (the same workload, bench/protocol_workload.py).
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """ROS 2 bridge against the virtual board: cmd_vel (DDS) -> wheel command (serial) latency, and the odom rate.
 
 Setup: the bridge (Ros2Bridge, Board("sim"): the real firmware on the MicroPython unix port behind a TCP serial

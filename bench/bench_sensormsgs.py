@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """What a board sensor record costs the host: building its Imu and BatteryState (viperdrive.sensormsgs), turning them
 into the bridge's IDL structs and writing them to DDS (a local participant, no reader), and recording them to MCAP.
 Per record, in this process; the share is of a 10 ms loop period at ros2.sensor_rate 50 Hz (half a record per

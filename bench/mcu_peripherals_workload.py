@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Runs inside the MicroPython unix port (bench/bench_mcu_peripherals.py starts it): the per-call cost of the
 # firmware's peripheral code paths. Prints `name key=value ...` lines.
 #   micropython bench/mcu_peripherals_workload.py REPO_ROOT

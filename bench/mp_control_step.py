@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # MicroPython workload of bench_mcu_control.py: the full control step (both wheels: encoder read through a hal
 # double, velocity estimate, PID + feedforward + anti-windup, joint slew, deadman check, PWM write) as the viper
 # Controller runs it and as the float reference (FloatController: the same law and the same tick structure on

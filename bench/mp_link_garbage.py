@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # MicroPython workload of bench_mcu_control.py: does a burst of garbage on the link change the control loop's
 # timing? The firmware's App runs on the sim backend (its control period is a _thread with absolute deadlines,
 # the plant model from sim/), with the link paced at 115200 baud. Two windows of equal length: quiet (SET_VEL

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # MicroPython workload of bench_mcu_wrap.py: what the counter-wrap difference costs inlined and as a call, in viper
 # (as fixedstep.step runs it) and in plain bytecode (as FloatLaw and the App's odometry run it), per wheel and
 # per call, side by side in one process. The reason the viper step keeps its own inline copy while the firmware's

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Run a MicroPython workload script of bench/ on the unix port and pass its figure lines through."""
 from __future__ import annotations
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Runs ON the emulated Pico (MicroPython rp2, REPL mode, with fixedstep_split.mpy copied next to the firmware:
 # bench/bench_pico.py does both and runs this with `mpremote run`): the control step as shipped (fixedstep, one
 # viper function) against the same step split into a per-wheel function called twice and a statistics function

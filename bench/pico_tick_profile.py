@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Runs ON the emulated Pico (MicroPython rp2, REPL mode: bench/bench_pico.py holds the repl pin and runs this with
 # `mpremote run`): the control period and its parts, each averaged over N calls, in chip microseconds. Each part's
 # loop calls it with the same number of positional arguments as a baseline loop calling an empty function, and the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Protocol benchmark workload, the same code in both interpreters: bench_protocol.py runs it in CPython and,
 # as `micropython bench/protocol_workload.py REPO_ROOT`, on the MicroPython unix port. Prints
 #   protocol_parser impl=... mb_per_s=... api=feed64|feed_byte bytes=... frames=...

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`make bench`: run every bench/bench_*.py in turn with this interpreter (the venv's), passing their output
 through. A failing bench is reported and the rest still run; the exit status is non-zero if any failed.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The control step split into functions, made from mcu/fixedstep.py for bench_mcu_control.py to measure against the
 one-function step it ships (docs/firmware.md, "Control step: one function, generated").
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """HIL fixtures: `--port` (registered in the repo-root conftest.py) selects a real board; without it every test
 module runs on a fresh virtual board and again on the emulated Pico (stock MicroPython rp2 on an emulated RP2040 in
 the same simulated robot, flashed once per session through `viperdrive flash --mpy`: docs/pico-rig.md). `make test`

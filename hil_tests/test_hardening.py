@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Hardening checks on the virtual board with its fault injection (issue 17): a half-dead encoder latches a fault
 instead of running the robot away, normal driving does not, and the host stops a robot at speed braked (the
 board's ramp to rest, then disable) instead of cutting the power while the wheels turn. Each prints its figures.

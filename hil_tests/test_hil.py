@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The checks a robot builder runs before putting the robot on the floor (issue 4 item 6). Each asserts numbers.
 Default: a fresh virtual board per module; `pytest hil_tests --port /dev/ttyACM0` runs them on a real board (the
 ones needing ground truth or fault injection skip there, saying why)."""

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The wheel loop with the default gains (shared/params.py) meets the figures docs/tuning.md promises, measured on
 the board's own telemetry with the step helpers of viperdrive.steptest: a 10 rad/s step with the ramp lifted
 overshoots <= 5 % and settles (5 %) within 150 ms, and after 10 s against a wall the output leaves saturation

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The firmware's application: ties the hal, the control loop, the link, parameters, odometry, telemetry and the
 # supervisor together. All state lives in the App object (no module globals), so the virtual board can build a
 # fresh App after an emulated watchdog reset inside one process.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The board config file (board.json on the board's filesystem): which backend, pins, PWM, encoder resolution and
 # direction signs, link and watchdog. The firmware code never names a pin; a robot builder edits this file.
 # docs/board-config.md documents every key. validate() is pure (tests need no file); load() reads and validates.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The wheel-speed controller: the slow-path side of the fixed-point step in fixedstep.py.
 #
 # Controller owns the preallocated arrays the step works on, converts SI parameters (shared/params.py: gains on

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The same control law as fixedstep.step, on plain floats: the reference the tests compare the viper step with,
 # the other half of the benchmark, and the fallback law where the viper emitter is missing (CircuitPython).
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # IMU drivers over an I2C bus (machine.I2C on the chips, the virtual board's emulated bus on the unix port):
 # MPU-6050 family and LSM6DS3, chosen by the board config's imu.part. docs/firmware.md, "Sensors".
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The board's link service: the shared Parser over the hal's link stream, dispatch of every command of
 # shared/protocol.py, replies, NACKs with the documented codes, and counters for GET_DIAG.
 #

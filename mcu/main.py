@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Runs after boot.py. Link mode (the default): the control loop starts with the outputs de-energized and the
 # board waits for the host's ENABLE. REPL mode instead when a file named `repl_mode` is on the board's
 # filesystem or the board config's repl_pin is held at its active level at boot (docs/firmware.md, "Boot").

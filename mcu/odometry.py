@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Board odometry for GET_ODOM (docs/firmware.md): midpoint integration of the wheel count deltas, in floats, called
 # strictly once per fixed period from a slow task with the signed deltas (direction signs already applied,
 # counter wrap already undone by the caller). REP-103: x forward, y left, theta CCW positive.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Parameter values on the board: the table is shared/params.py (ids, names, types, ranges, defaults); this
 # module holds the current values, validates changes against the table, and stores them as JSON on the
 # board's filesystem. A missing or broken file is normal (first boot, power cut while writing on a port whose

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The supervisor: the one place that feeds the hardware watchdog. The checks that must run every control period
 # (deadman, stall, tracking error, over-speed) live in the viper step (fixedstep.py), not here: they must not
 # depend on the slow loop being alive.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The sensor task (slow loop, fixed rate): the IMU (mcu/imu.py), the battery ADC, the e-stop state, the gyro bias
 # while the encoders say the robot is still, the gyro heading increment the board odometry takes, and the
 # SENSORS_DATA stream. docs/firmware.md, "Sensors".

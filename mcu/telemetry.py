@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Telemetry ring: the control step logs one fixed-size integer record per period into preallocated RAM (no
 # print in the hot path: a 60-byte print at 115200 baud costs 5 ms); the slow link task drains it into
 # TELEMETRY_DATA frames. One producer (the control step, possibly in a hard IRQ) and one consumer (the slow

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # REPL tuning: one import and one call start the control loop in the background and give the prompt back.
 #
 #   >>> import tuning

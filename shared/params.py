@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The board's parameter table: one source of truth for ids, names, types, units, ranges and defaults.
 # The board validates SET_PARAM against it, stores it as JSON, and HELLO carries schema_hash() so a host built
 # against another table refuses to talk. Gains act on wheel speed in rad/s and produce duty (1.0 = full PWM);

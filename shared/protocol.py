@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # viperdrive wire protocol: the one definition of every frame, imported unchanged by the board (MicroPython,
 # CircuitPython) and by the host (CPython, as viperdrive.shared.protocol). docs/protocol.md is its prose twin.
 #

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Register-level models of the IMU parts the firmware's driver (mcu/imu.py) speaks, on an emulated I2C bus: the
 # virtual board's "chips". MicroPython (unix port) and CPython, language only.
 #

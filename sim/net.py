@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # TCP for the virtual board (MicroPython unix port): the serial link's transport (one client at a time, a
 # reconnect works, a second client is told it is busy) and the sim control endpoint (JSON lines, one request one
 # reply, several clients).

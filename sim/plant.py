@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The virtual board's physical model: two DC gearmotors driving the wheels of a differential-drive robot on the
 # ground, two quadrature encoders, and the ground-truth pose. MicroPython (unix port) first; it also runs under
 # CPython (host tests and tools may import it), so it uses only math and the language itself.

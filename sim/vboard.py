@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The virtual board: the unmodified firmware (mcu/) on the MicroPython unix port, with the sim hardware backend
 # (mcu/hal/sim.py) driving the physical model (sim/plant.py), the firmware's link served on TCP at an emulated
 # serial byte rate, a JSON-lines control endpoint for ground truth and faults, and an emulated watchdog that

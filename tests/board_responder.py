@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """A tiny board that speaks the viperdrive protocol over TCP (socket://), for host tests and the host bench.
 
 A test helper, not a product mock: it uses the real shared protocol and a trivial plant (positions integrate the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Helpers for the `viperdrive` CLI tests: run the command as a subprocess, drive it through a pseudo-terminal, and
 share one virtual board (`viperdrive sim`) across the tests of a module, with its control endpoint."""
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Fixtures the CLI test modules share."""
 import pytest
 from cli_helpers import SharedSim

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Runs inside the MicroPython unix port: imports one test module and runs its test_* functions.
 # Invoked by the pytest plugin in conftest.py as:
 #   micropython tests/mp_runner.py REPO_ROOT TEST_FILE [NAME ...]

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """A MicroPython board on a pseudo-terminal, for testing what mpremote does to a board (viperdrive flash).
 
 A test helper, not a mock of mpremote or of the firmware: the far end of the pty speaks MicroPython's raw REPL

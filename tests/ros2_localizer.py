@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """A stand-in for the rest of a robot's ROS 2 graph around `viperdrive ros2 --ekf`, as its own process with its own
 DDS participant (tests/test_ros2_ekf.py, bench/bench_live_ekf.py):
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """A stand-in for a ROS 2 node, run as its own process with its own DDS participant (tests, bench).
 
 It publishes cmd_vel (Twist or TwistStamped) at a rate for a while, then stops publishing but keeps listening;

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Planar arm: FK/Jacobian, analytic 2R IK branches and boundary, DLS IK at and near singularities, limits."""
 import math
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Board lifecycle, read/write units, miss counter, faults, services: over loop:// and the test responder."""
 import math
 import threading

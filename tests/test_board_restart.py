@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """A board that restarts or de-energizes behind an open port: the Board notices it in STATE, goes inactive with a
 new epoch and raises BoardDeenergized; the host odometry never jumps (REP-105: odom -> base_link is continuous).
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Board sensors end to end on the virtual board (issue 13): SENSORS_DATA decoded to SI by Board, the e-stop and
 battery through the control endpoint, an IMU that stops answering, and the CLI's words for the new faults."""
 from __future__ import annotations

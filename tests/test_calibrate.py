@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Calibrations recover known parameters from simulated recordings (tolerances stated per test) and refuse bad
 data with a reason."""
 import math

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Every board command as a subprocess (`viperdrive ...`) against one virtual board shared by this module (`viperdrive
 sim`, its control endpoint gives ground truth and faults); drive and monitor through a pseudo-terminal with
 keystrokes; the recorded MCAP read back with the ROS 2 decoder."""

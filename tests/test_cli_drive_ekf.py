@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive drive --ekf`: the live filter beside the raw wheel odometry on the virtual board, both in the
 recording, and `viperdrive fuse` on that recording gives the estimates the drive made."""
 import csv

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Every error a user can cause, asserted by its message and exit code, and never a traceback: port missing,
 permission denied, port busy, no reply, protocol version mismatch, board in FAULT, invalid parameter value, invalid
 and corrupt robot files, a link lost while driving."""

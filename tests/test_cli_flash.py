@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive flash` (--dry-run checked for the exact mpremote and mpy-cross command lines, built here from the tree
 independently of the flashing module, and run as printed through bash; the refusals) and `viperdrive repl` (the
 virtual board's REPL through a pty)."""

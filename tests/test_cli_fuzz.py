@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Every numeric option of every command, found by walking the argparse parsers (a new option is covered without
 touching this file), with nan, inf, -inf, 0, a negative value and 1e308: each must be a usage error naming the
 option (exit 2, no traceback) or a bounded run that leaves the board disabled.

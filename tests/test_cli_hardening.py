@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The CLI against a careless or hostile user (issue 17): non-finite and out-of-range numbers on the command line, a
 recording killed mid-run, damaged files, malformed URLs. Every case runs the real command as a subprocess, and
 each one failed before its fix (a hang with the board enabled, a traceback, a lost recording, a silent error)."""

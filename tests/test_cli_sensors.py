@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive info` and `viperdrive monitor` show the board's sensors (issue 13) on the virtual board: IMU state and
 errors, gyro bias, battery volts against the warning and cut-off thresholds, the e-stop."""
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive tune --design` as a user runs it against a virtual board of its own (this module's): refused before
 the motor is identified, then `calibrate feedforward` followed by the design command; what every way of ending it
 leaves on the board (the gains it had, outputs off), and --save only for gains that meet the request."""

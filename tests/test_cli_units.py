@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The CLI's parts that need no board: --port auto selection, progress bars, keystroke decoding on a real pty, the
 robot-file editor, the path script parser and follower, step-response metrics, firmware file lists and .mpy
 architecture decoding, and the ROS 2 message definitions MCAP files carry."""

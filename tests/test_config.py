@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """RobotConfig: YAML and TOML robot files, validation messages naming key, value and range."""
 import math
 import re

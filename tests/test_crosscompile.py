@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Every .py under mcu/ and shared/ compiles with mpy-cross for the boards' architectures, and the x64 build
 loads and imports on the MicroPython unix port from a folder laid out like a board's filesystem.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """DriveController: joint limits keep the arc through saturation and ramp; stale commands are never replayed."""
 import math
 from itertools import pairwise

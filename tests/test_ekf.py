@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The EKF: algebra against filterpy, consistency (NEES), lag handling, gating, dropout, 2-D mode, Jacobians."""
 import logging
 import math

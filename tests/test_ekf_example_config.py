@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """docs/examples/ekf.yaml on the motion this robot really makes: a spin in place with the drive controller's
 ramps. With robot_localization's default process noise (vyaw 0.02 per s) the Mahalanobis gate of 6 rejected about
 half the odometry twists while the spin accelerated (the classic trap: too low a threshold, or too little

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """robot_localization YAML loading, sensor input modes (relative, differential, gravity, low-pass), Kalman1D and the
 complementary filter."""
 import math

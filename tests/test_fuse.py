@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive fuse` as a user runs it: a subprocess on an MCAP file written here with mcap_ros2.writer."""
 import csv
 import re

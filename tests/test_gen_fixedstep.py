@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """mcu/fixedstep.py is tools/gen_fixedstep.py's output for tools/fixedstep.py.in, and the generator's macros compute
 what the template says they do.
 
@@ -64,7 +66,8 @@ def comments_of(text: str) -> Counter:
 def test_output_says_it_is_generated_and_keeps_every_template_comment():
     out = gen.OUTPUT.read_text()
     tmpl = comments_of(gen.TEMPLATE.read_text())
-    assert out.startswith("# GENERATED FILE, do not edit: made by tools/gen_fixedstep.py from tools/fixedstep.py.in")
+    assert out.splitlines()[2].startswith("# GENERATED FILE, do not edit: made by tools/gen_fixedstep.py from "
+                                          "tools/fixedstep.py.in")   # after the SPDX lines
     assert sum(tmpl.values()) > 150
     assert tmpl - comments_of(out) == Counter()
     assert "#@" not in out

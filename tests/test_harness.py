@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The MicroPython pytest plugin itself (conftest.py + tests/mp_runner.py), run for real: pytest in a subprocess
 over a throwaway tree laid out like this repo (the same conftest.py and mp_runner.py, copied) whose MicroPython
 tests fail, leave the heap locked, crash the interpreter and hang. Each must be reported, with the MicroPython

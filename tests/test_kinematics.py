@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Kinematics: round trips, joint saturation keeps the arc, REP-103 signs, the envelope; wpimath cross-check."""
 import math
 

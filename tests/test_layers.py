@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The layers of the tree hold (docs/architecture.md, "Layers"): every import, read from the source with ast (at
 module level, inside functions, under TYPE_CHECKING), runs down or sideways, never up.
 

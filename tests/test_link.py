@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Link over real pyserial URLs: loop://, socket:// (the test responder), a pty; errors users can act on."""
 import errno
 import os

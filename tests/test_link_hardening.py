@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Stale bytes between clients and a second client, from the host and the CLI (issue 17 items 4 and 9): a partial
 frame left by a client that died mid-frame is dropped after the frame gap on both sides (the board's link and the
 host's), the virtual board restarts its parser for a new client, and a second client of the virtual board is told

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The config lint (viperdrive.lint, `viperdrive check-config`): each rule fires on its case, names the key and the
 fix, and stays quiet on a good config; the vy and process-noise cases found on a drive recorded on the virtual
 board, and the fixes they propose checked by fusing that recording."""

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The live filter (viperdrive.ekf.live): the same estimates as `viperdrive fuse` on its recording, failover states
 with their times, and the re-acquisition of a source the gate had locked out. Driven on the log clock by a
 simulated run (viperdrive.ekf.sim: wheel odometry 50 Hz, gyro 100 Hz, a 1 Hz pose fix that arrives 0.35 s late);

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """FixedRateLoop on absolute deadlines (simulated clock: deterministic), DriveLoop against the test responder."""
 import math
 import time

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Odometry: wheel positions in rad in (as Board.read() gives them), closed-form arcs and circles, integration
 order, gyro, covariances; wpimath cross-check. (The int32 counter wrap is Board's: tests/test_board.py.)"""
 import math

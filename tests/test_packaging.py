@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The installed `viperdrive` package: ships the repo's shared/ as viperdrive.shared (the same files, no copy),
 has its console script, and every subpackage under host/viperdrive is importable and declared in pyproject."""
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The emulated Pico rig (sim/pico/, docs/pico-rig.md): its robot model against the virtual board's, its image
 lookup, and the firmware flashed onto a blank emulated Pico through the real CLI and mpremote (the session's
 `pico_image`, root conftest.py). The checks that cost several emulated boots run with --pico-all (make hil-pico)."""

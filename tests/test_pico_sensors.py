@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The board's sensors on the emulated Pico (sim/pico/sensors.mjs, docs/pico-rig.md "Sensors"), met by stock
 MicroPython rp2 on the emulated RP2040 through mpremote's raw REPL: machine.I2C against the MPU-6050 and LSM6DS3
 register models, machine.ADC against the battery divider, machine.Pin against the e-stop contact. No firmware

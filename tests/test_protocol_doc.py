@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """docs/protocol.md agrees with shared/protocol.py: the byte-budget table is tools/byte_budget.py's output, every
 code, bit, field and frame size the doc states is the protocol's, and the versioning rule is enforced (a change
 to any wire definition without a PROTOCOL_VERSION bump fails here)."""

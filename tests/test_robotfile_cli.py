@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The robot file at the command line (issue 17 item 8, issue 12): a file that exists and cannot be read stops every
 command that takes it, before anything moves; a good one's limits are the ones the robot drives with; a ros2_control
 file with several nodes drives the robot with its controller's values. On a shared virtual board."""

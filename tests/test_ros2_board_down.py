@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The bridge when the board restarts behind the open port (its watchdog) and when it cannot confirm the board is
 disabled at shutdown. An in-process bridge on a virtual board (the real firmware), a second DDS participant on a
 random domain (localhost only) that publishes cmd_vel and records odom and diagnostics as the graph sees them."""

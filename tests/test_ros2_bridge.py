@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive ros2` end to end against the virtual board, loopback only.
 
 Three processes per scenario: the bridge (`viperdrive ros2 --port sim`, which runs the real firmware on the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The bridge's message types against an independent ROS 2 serializer (rosbags), in both directions.
 
 For every type the bridge uses: the IDL struct's fields are the .msg fields in order with the same types, the CDR

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """cmd_vel input of the bridge on a real Cyclone DDS: Twist/TwistStamped choice, auto-detection from discovery,
 and the warnings for "nobody publishes" and "somebody publishes the other type" (the silent mismatch)."""
 import logging

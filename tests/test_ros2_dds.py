@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """ROS 2 naming, domain id, discovery configuration and QoS on a real Cyclone DDS, loopback only.
 
 Every DDS test uses localhost-only discovery (the XML rmw_cyclonedds_cpp generates for

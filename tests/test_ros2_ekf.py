@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive ros2 --ekf` on the virtual board (the default robot: mismatched tyres, wheelbase off, turn scrub):
 wheel odometry from the board, a gyro and a 1 Hz lagged pose fix from a stand-in graph (tests/ros2_localizer.py)
 that drops out for 10 s while the robot is lifted for 2 s with its wheels driving, so the fix comes back ~0.5 m

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Who can drive the robot through `viperdrive ros2` (issue 17, item 7): the start-up line says it, --localhost
 keeps participants of other machines out, --allow-publisher refuses the ones it does not name, and DDS Security
 is refused with the reason (the pinned cyclonedds wheel has no security plugins).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Board sensors in the ROS 2 graph and in MCAP recordings (issue 13), on the virtual board: `viperdrive ros2`
 publishes imu/data_raw (sensor_msgs/Imu) and battery_state (sensor_msgs/BatteryState) with the robot file's frame
 ids and the part's covariances, the e-stop, battery and IMU states reach /diagnostics, and `viperdrive log record`

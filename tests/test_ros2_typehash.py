@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """RIHS01 type hashes of the bridge's types against the values ROS 2 Jazzy itself reports.
 
 The expected hashes are the ones a Jazzy installation shows (`ros2 topic info -v`, rmw_zenoh key expressions,

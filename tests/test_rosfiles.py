@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Users' own ROS parameter files (tests/data/ros/, written to reproduce the layouts real robots and ROS packages
 ship): which node is taken, the values read from it, and the errors that name file, node, key and value."""
 import math

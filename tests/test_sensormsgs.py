@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Every field of a board sensor record reaches a ROS 2 message (viperdrive.sensormsgs): Imu, BatteryState or a
 diagnostics status, with the numbers docs/ros2.md gives; and an MCAP recording of them decodes with mcap-ros2."""
 import math

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive sim`: the listening line, a host connecting to it, start-up errors as exit codes, and the REPL mode
 driven through a pseudo-terminal (a live speed read and a gain change, as in docs/tuning.md)."""
 from __future__ import annotations

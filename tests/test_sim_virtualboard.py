@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The virtual board from the host: the real firmware on MicroPython with the simulated robot, reached through
 pyserial's socket:// URL like a serial board, and its control endpoint (ground truth, faults, watchdog)."""
 from __future__ import annotations

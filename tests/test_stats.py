@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """viperdrive.stats.percentile: the nearest-rank rule, its edges, and agreement with numpy's "inverted_cdf"."""
 import numpy as np
 import pytest

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The split layout the control-step bench measures (bench/split_step.py) is the same step: built from the current
 mcu/fixedstep.py, it compiles for the boards and computes the same words every period as the step as shipped
 (the bench's own check, run here so a template change that the builder cannot follow fails in `make test`, not

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """STOP_LINK end to end on the virtual board (the real firmware on MicroPython): Board.stop_link() while the wheels
 turn de-energizes the robot, the board answers no frame afterwards, and a power cycle brings link mode back."""
 from __future__ import annotations

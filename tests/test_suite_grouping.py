@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`make test` runs the suite on pytest-xdist workers with `--dist loadgroup`, and conftest.py puts every
 emulated-Pico test in one group (one flash, one rig at a time) and every module with a module-scoped fixture in
 a group of its own (its tests build on the fixture's state). pytest 9.2.0 broke that silently: xdist 3.8.0 marks

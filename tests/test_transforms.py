@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Quaternion identities (hypothesis), rigid transforms with frame checking, and a static frame tree putting sensor
 data into base_link."""
 import math

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """viperdrive.tuning_design against numbers worked out by hand (the arithmetic is in the comments) and against
 closed forms of the model it simulates."""
 from __future__ import annotations

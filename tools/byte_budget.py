@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The byte-budget table of docs/protocol.md, computed from the protocol's own frame formats.
 
     python tools/byte_budget.py            # print the table (markdown)

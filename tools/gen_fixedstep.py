@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """mcu/fixedstep.py, generated from tools/fixedstep.py.in: the control step's repeated blocks written once.
 
     python tools/gen_fixedstep.py            # write mcu/fixedstep.py from the template
@@ -42,6 +44,8 @@ TEMPLATE = ROOT / "tools" / "fixedstep.py.in"
 OUTPUT = ROOT / "mcu" / "fixedstep.py"
 
 HEADER = """\
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # GENERATED FILE, do not edit: made by tools/gen_fixedstep.py from tools/fixedstep.py.in (edit the template,
 # then run `python tools/gen_fixedstep.py`; tests/test_gen_fixedstep.py fails while this file and the tool's
 # output differ). The template's SX / CLAMP / GAIN macros are written out here, one copy per use, because a

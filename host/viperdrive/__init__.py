@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """viperdrive host package: link, board lifecycle, kinematics, drive control, odometry, estimation, CLI.
 
 SI units everywhere above Board; counts only below it (the wire protocol in viperdrive.shared).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Planar manipulator kinematics (docs/estimation.md, "Arm kinematics"): n-link forward kinematics and Jacobian,
 analytic 2R IK with both elbow branches, damped-least-squares IK from the current joint state. Failing to reach is
 a result, not an exception.

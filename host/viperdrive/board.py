@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Board: the motor board as a ros2_control-style hardware component (docs/host.md, "Board"). SI above, counts
 below: this is the one place where rad and rad/s become counts and counts/s, and counts become rad (positions
 continued across the board's int32 counter wrap, count_delta()).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Field calibrations on recorded data (docs/estimation.md, "Calibration"): effective wheel separation from spin
 tests, UMBmark, motor feedforward identification, relay autotuning. Every function takes arrays, so it works
 offline and in tests; every result is a small dataclass with `ok`, the `problems` that make it untrustworthy, and

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The robot file: host-side parameters of one robot in YAML or TOML, validated.
 
 Keys follow ros2_control's diff_drive_controller where the meaning is the same (docs/host.md has the mapping).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`make demo` (python -m viperdrive.demo): a virtual board (the real firmware on MicroPython, simulated robot)
 driven through the host stack (DriveController ramps -> Board -> link) along a 1 m square and a figure-8.
 Prints commanded path, ground truth, board odometry, host odometry, end-point errors, the largest cross-track

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """DriveController: Twist in, wheel rad/s out, at a fixed rate (a timer's tick, never the command callback), the
 diff_drive_controller equivalent.
 

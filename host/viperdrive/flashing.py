@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Putting the firmware on a board: which files go where, the mpy-cross and mpremote command lines, and the .mpy
 architecture of a board.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Offline fusion: ROS 2 messages from an MCAP file through the EKF, estimates out as CSV (and MCAP).
 
 The run reproduces a live robot_localization node: messages arrive in recording order (MCAP log time); every

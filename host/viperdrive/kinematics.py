@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Differential-drive kinematics, SI units, REP-103 signs (docs/host.md, "Kinematics").
 
 Inverse: v_left = v - w b/2, v_right = v + w b/2 (rim speeds, m/s), wheel rad/s = rim speed / r; forward:

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Link: the host end of the serial line (docs/protocol.md). Any pyserial URL, frames from viperdrive.shared.protocol.
 
 - open(): serial.serial_for_url for /dev/tty*, socket://, loop://, rfc2217://; a failure becomes a PortError that

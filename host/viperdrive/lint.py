@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The config lint: what robot_localization users lose days to, found before (or while) fusing.
 
 `lint(cfg, scan)` checks a FilterConfig (viperdrive.ekf.load_config), and with a RecordingScan of a recording also

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Recording a run as MCAP with ROS 2 message types (Foxglove and PlotJuggler open it; `ros2 bag` reads it with the
 mcap storage plugin), reading it back, and plotting it to PNG.
 

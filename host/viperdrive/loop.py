@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Fixed-rate runner on absolute deadlines, and the host drive cycle built on it (the ros2_control cycle at a
 fixed update_rate, 50-100 Hz: docs/host.md, "Loop").
 

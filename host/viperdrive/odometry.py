@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Host odometry from the wheel positions in rad (Board.read()'s BoardState.position), with covariances a
 navigation stack can use. Like wpimath's DifferentialDriveOdometry and diff_drive_controller's update_from_pos,
 it takes wheel positions, not encoder counts: Board is the one place counts become radians (and where the int32

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Scripted paths for `viperdrive drive --script` and `viperdrive log record --script`: straight lines, turns in
 place, arcs and timed twists, closed on the host odometry (distance and heading), with a braking profile so a
 segment ends where it should instead of overshooting by the ramp.

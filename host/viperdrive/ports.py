@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Port resolution for every board command: what `--port` means.
 
     device path        /dev/ttyACM0, COM3: opened as is (a missing one is an error listing the ports that exist)

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Writing calibrated values into a robot file without losing what the user wrote there: the line of each key is
 edited in place (comments, order and the other keys stay), a missing top-level key is added, and the result must
 load with RobotConfig.load and give back exactly the new values before it replaces the file (atomically).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """ROS 2 message definitions for MCAP files, in the concatenated `ros2msg` form `ros2 bag` writes.
 
 `DEFINITIONS[type name]` is the complete definition of that type: its own .msg text first, then every type it uses

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """ROS parameter files read the way ROS reads them: the YAML, the node layouts, and typed values whose errors name
 the file, the node, the key and the value read.
 

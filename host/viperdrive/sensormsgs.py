@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Board sensor records (viperdrive.board.SensorReading) as ROS 2 messages: sensor_msgs/Imu, sensor_msgs/BatteryState
 and the e-stop / battery / IMU diagnostics. One place for the field values, so the live bridge (viperdrive.ros2) and
 the MCAP recorder (viperdrive.logs) publish the same numbers (docs/ros2.md, "Board sensors").

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Summary statistics shared by the link, the loop and the ROS 2 bridge (one rank rule everywhere)."""
 from __future__ import annotations
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Wheel velocity-loop experiments on a board: the step test (rise time, overshoot, settling time, steady-state
 error, from the board's own control telemetry) and the relay experiment behind calibrate.relay_autotune.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Rigid transforms and quaternions (docs/estimation.md, "Transforms").
 
 Conventions, fixed here and nowhere else:

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Wheel-speed gains from the identified motor model, for a requested step response (docs/tuning.md, "Designing
 the gains"). Pure functions on numbers: no board, no I/O; `viperdrive tune --design` wires them to a board.
 

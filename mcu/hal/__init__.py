@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Hardware layer: one module per backend (rp2, esp32, stm32, circuitpython, sim). Code that only one port can
 # import lives in its backend module and nowhere else. The firmware picks the backend named by the board
 # config file ("backend": "rp2" | "esp32" | "stm32" | "circuitpython" | "sim") through load().

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # CircuitPython backend: rotaryio.IncrementalEncoder (divisor 1 = x4), pwmio.PWMOut, digitalio for DIR and
 # enable, microcontroller.watchdog. CircuitPython has no hard timer IRQ and no threads: start_periodic only
 # arms a SoftPeriodic schedule and idle() (called by the slow loop whenever it has nothing to do) runs the

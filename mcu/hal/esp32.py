@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # esp32 backend: encoders on the PCNT peripheral through machine.Encoder (MicroPython >= 1.25) where the port
 # has it, else x4 decoding in pin IRQs (portable.QuadDecoder); PWM via PWM.duty_u16; the control loop
 # from Timer (hard IRQ where the port accepts hard=True, else a scheduled soft callback: soft = True);

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Port-independent logic of the hardware backends: quadrature decoding, the PIO encoder program as data, duty
 # conversion, H-bridge mappings, counter wrap, a soft periodic scheduler, and the parts of Board the backends
 # share (BoardBase, MachineBoard, DutyU16Bridge: the port's classes and modules are passed in). Nothing here

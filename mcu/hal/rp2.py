@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # rp2 (RP2040 / RP2350) backend: quadrature x4 decoding in PIO (the state machine counts, no Python per edge),
 # PWM via machine.PWM.duty_u16, control loop from a hard machine.Timer IRQ, machine.WDT.
 # See hal/__init__.py for the interface and hal/portable.py for the PIO program (as instruction words, tested

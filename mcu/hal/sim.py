@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The sim backend: the hardware of the virtual board (sim/vboard.py), on the MicroPython unix port.
 #
 # The motors and encoders are a physical model (sim/plant.py, passed in as plant=), the control "timer" is a

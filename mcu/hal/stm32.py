@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # stm32 / pyboard backend: encoders in timer encoder mode (pyb.Timer ENC_AB: the timer counts x4 in hardware,
 # 16-bit counters, counter_bits 16), PWM from timer channels, the control loop in a pyb.Timer callback (a hard
 # IRQ), machine.WDT (IWDG). Pins are names ("X1", "Y4", "PA0"); each wheel names the timers it uses

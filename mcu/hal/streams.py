@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Link transports for the MicroPython backends: a hardware UART, or USB CDC through sys.stdin/sys.stdout.
 # Both give the stream interface of hal/__init__.py: readinto(buf) -> int|None (never blocks), write(buf),
 # close(). Binary frames over USB CDC share the REPL's stream, so while a UsbCdcStream is open Ctrl-C (0x03,

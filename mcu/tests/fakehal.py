@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # A test double of the hal Board interface (mcu/hal/__init__.py) for the firmware's unit tests on the unix port.
 # NOT a plant model: the encoder counters are whatever the test sets (counts[]), and time only moves when the
 # test fires periods. The virtual board's plant lives in sim/.

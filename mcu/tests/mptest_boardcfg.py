@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # boardcfg: every example board file loads; defaults are filled; each kind of bad value is a ValueError naming
 # the key, the value and what is allowed; the input dict is not modified.
 import os

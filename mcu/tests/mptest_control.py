@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The viper control step (fixedstep.py via control.Controller) on the MicroPython unix port, against the float
 # reference of the same law (control_float.FloatLaw), with the hal test double (no plant: the tests set the
 # encoder counters themselves).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The encoder plausibility check of the control step (FAULT_ENCODER_LEFT/RIGHT), closed loop on the virtual board's
 # physical model (sim/plant.py, the default robot) in simulated time: the viper Controller (through the hal test
 # double) and the float reference FloatLaw, each driving its own plant. A half-dead encoder trips it; no normal

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The e-stop input (board config "estop") and the slow path's latched faults, through the App and its link on the
 # hal test double (exact periods), and on the sim backend with its real control thread and the plant (reaction
 # time measured from the firmware's clock): outputs off in the period that reads the circuit open, no ramp,

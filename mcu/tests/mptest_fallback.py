@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The float fallback (CircuitPython has no viper emitter): with fixedstep unavailable, control.controller()
 # returns FloatController, and the App behaves the same through the link: enable, drive, deadman, faults,
 # telemetry, statistics.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The hardware backends driven end to end on the unix port, with test doubles of the PORT modules (machine,
 # rp2, pyb, CircuitPython's board/digitalio/pwmio/rotaryio/microcontroller): the backend code itself runs
 # unchanged. The rp2 double runs the real PIO program words on the instruction-level interpreter of

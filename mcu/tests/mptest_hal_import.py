@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The hardware backends cannot run on the unix port, but they must get as far as their port module: importing
 # each fails with exactly an ImportError naming the module (or machine class) the unix port lacks, never a
 # SyntaxError, NameError or anything else; and hal.load() picks the backend the config names.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The port-independent logic the hardware backends run on the chip (hal/portable.py): the rp2 PIO quadrature
 # program executed by a small PIO interpreter, the pin-IRQ decoder, duty conversions, bridge mappings, counter
 # wrap, the soft periodic schedule, and the Board parts the backends share (driven with small doubles of the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Board odometry heading with and without the gyro (issue 13), closed loop in simulated time: the firmware's App
 # (control step, sensor task, odometry) on the virtual board's plant (sim/plant.py, the default robot with its
 # emulated MPU-6050 on the I2C bus) with the right wheel 1% larger than the left, driving straight with equal

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The IMU drivers (mcu/imu.py) and the sensor task (mcu/sensors.py) against the register-level emulated parts
 # (sim/imu_parts.py) on the MicroPython unix port: init sequence, full-scale scaling, byte order, axis map and
 # sign, WHO_AM_I, a part that does not answer or stops answering mid-run, the bias estimate while still, and

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The link service and the App on the unix port, through the hal test double's stream: every command of
 # shared/protocol.py, every NACK code, garbage, parameters (validation, storage, corrupt file), telemetry, odometry.
 import os

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Board odometry (mcu/odometry.py): straight line, spin in place, REP-103 sign of a left-backwards turn, a constant
 # arc against the exact circle (midpoint integration vs the naive start-heading version), theta wrapping.
 import math

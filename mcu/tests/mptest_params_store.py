@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # params_store.Params: defaults from the table, validated set(), atomic save, and recovery from a missing,
 # corrupt or partly wrong file (defaults for what is bad, defaulted set, never an exception).
 import json

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The virtual board's physical model (sim/plant.py) on the MicroPython unix port: the numbers the robot
 # description promises (deadband, top speed, traction limit), the encoder, the faults, reproducible noise.
 import math

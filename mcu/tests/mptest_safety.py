@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The supervisor and the board-level safety behaviour through the App: watchdog feeding only on progress of
 # both tasks, the watchdog-reset boot, deadman through the link, restartable App, the REPL boot switch.
 import app as app_mod

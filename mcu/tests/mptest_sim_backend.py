@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The sim backend (mcu/hal/sim.py) and the virtual board's TCP pieces (sim/net.py) on the MicroPython unix port:
 # serial byte-rate pacing (with a stepped clock, so timing is exact and load-independent), link faults, the
 # watchdog deadline, the control thread, and real sockets for the link server and the control endpoint.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # STOP_LINK on the unix port through the hal test double: the ACK and its reset time, the outputs cut before
 # anything else, nothing after it in the same read acted on, the length check, and main()'s hand-over to the REPL
 # (repl_mode written, link closed, watchdog no longer fed, return after the wait for the reset).

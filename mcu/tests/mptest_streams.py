@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Link streams: UsbCdcStream over a real TCP socket pair standing in for stdin/stdout (a pollable stream, as
 # the USB CDC stdio is on a board): non-blocking reads, every byte (0x03 included) delivered in order,
 # kbd_intr(-1) while open and kbd_intr(3) restored on close, allocation-free reads. UartStream over a UART

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # telemetry.Ring: records in order with sequence numbers, the overflow policy (overwrite oldest, count drops),
 # the documented viper writer arithmetic under heap_lock, head wrap at 2**32, and the frame round trip.
 import micropython

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # REPL tuning helpers: the step-response figures, and the Tuner's plumbing over the App with the hal test double
 # (time passes only when the Tuner sleeps: each millisecond fires the control periods it spans).
 import os

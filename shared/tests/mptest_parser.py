@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # MicroPython only: the board's receive path, Parser.feed_byte() + poll(), allocates nothing in steady state.
 # micropython.heap_lock() turns any allocation into MemoryError, so a clean pass over a long stream of good
 # frames, garbage, bad lengths and bad CRCs is the proof (docs/firmware.md). Parser.feed() builds a list and bytes

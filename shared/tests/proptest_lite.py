@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The subset of hypothesis that test_protocol_properties.py uses, for MicroPython (which has no hypothesis):
 # the same properties run there on examples drawn from a seeded PRNG, with no shrinking. Under CPython the real
 # hypothesis runs them. Not a test file itself (no test_ prefix).

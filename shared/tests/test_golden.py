@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Golden vectors: exact frame bytes for every command. This one file runs in CPython (pytest) and in the
 # MicroPython unix port (conftest.py plugin): both interpreters must produce and accept the same bytes.
 import binascii

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Parser resynchronisation cases, deterministic. This one file runs in CPython (pytest) and in the MicroPython
 # unix port (conftest.py plugin), so the board and the host are shown to recover from the same broken streams
 # in the same way, with the same counters.

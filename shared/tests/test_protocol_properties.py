@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Properties of the frame Parser, checked by hypothesis under CPython. The conftest plugin also runs this file in
 # MicroPython, which has no hypothesis: there proptest_lite draws the same strategies from a seeded PRNG (no
 # shrinking), so the board's parser is held to the same properties.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The step-response figures against a response computed by hand, on CPython and on MicroPython (the same
 # file runs under both): a piecewise-linear step 0 -> 10 whose crossings fall between samples.
 import math

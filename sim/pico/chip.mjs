@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The viperdrive contributors
 // One emulated RP2040 (rp2040js) with the parts a Pico board has around the chip and rp2040js leaves out:
 //   - the flash chip behind the ROM's flash routines (erase/program land in `flash`, a Uint8Array the rig owns
 //     and saves to a file), with a W25Q16JV's typical erase and program times stalling the CPU;

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The viperdrive contributors
 // The virtual board's physical model (sim/plant.py) in JavaScript, for the emulated Pico rig: the same equations,
 // numerics, robot description keys and noise generator, so the two rigs drive the same robot. sim/plant.py is the
 // reference and its header explains the model; tests/test_pico_plant.py runs both on the same duty sequence and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The viperdrive contributors
 // The emulated Pico rig: stock MicroPython rp2 on an emulated RP2040 (rp2040js, chip.mjs) inside the simulated
 // robot (plant.mjs, the virtual board's model). docs/pico-rig.md is the manual.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: MIT
+// SPDX-FileCopyrightText: 2026 The viperdrive contributors
 // The board's sensors around the emulated RP2040, at the level the firmware meets them (docs/pico-rig.md,
 // "Sensors"):
 //   - an IMU on an I2C bus, answered through rp2040js's I2C hooks at the register level: an MPU-6050 (WHO_AM_I

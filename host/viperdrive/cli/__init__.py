@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The `viperdrive` command. Each subcommand is a module in this package that defines
 
     HELP = "one line for `viperdrive --help`"

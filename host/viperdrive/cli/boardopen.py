@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Opening the board for a command, and the board's troubles in words that say what to do: open_board (port,
 baud, HELLO; the board left disabled on every way out), the latched faults with their hints (FAULT_HINTS,
 fault_message, check_no_fault, activate, explain_fault), the status byte read without commanding anything, and

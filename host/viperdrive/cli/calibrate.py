@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive calibrate wheelbase|umbmark|feedforward`: guided calibration runs. The robot drives, the user measures
 what only the outside world knows (the real turn angle, the real end position), viperdrive.calibrate computes, the
 before/after is shown, and on confirmation the result goes to the board (parameters, saved) and the robot file.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive check-config FILE [--recording REC.mcap]`: what viperdrive reads from a ROS parameter file, and the
 config lint (viperdrive.lint) for a robot_localization file. Nothing is changed or fused."""
 from __future__ import annotations

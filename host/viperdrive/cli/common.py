@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The names every board command once imported from here, each now in the module of its one concern:
 
 - cli/options.py: numeric option types, --port/--baud/--config/--node/--strict, --quiet/--json, and what they

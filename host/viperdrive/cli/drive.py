@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive drive`: keyboard teleop in any terminal (also over SSH) or a scripted path, through the host stack
 (DriveController ramps and limits -> Board), with the commanded and measured wheel speeds, the envelope and the
 board status live. The board is always disabled on the way out: q, Ctrl-C, SIGTERM, an error, a lost link.

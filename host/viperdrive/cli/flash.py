@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive flash`: copy the firmware (mcu/ flattened), the shared protocol (as the package shared/) and the board
 config (as board.json) to a board through mpremote, optionally precompiled with mpy-cross for the board's
 architecture; then reset it and check it answers HELLO with this host's protocol. --dry-run prints the commands.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive fuse`: run the EKF offline over a recording (docs/estimation.md)."""
 from __future__ import annotations
 

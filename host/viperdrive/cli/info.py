@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive info`: who the board is (HELLO), its state, faults in words, loop and link health (GET_DIAG) and every
 parameter. --clear-fault clears a latched fault after showing it."""
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive log record OUT.mcap [--duration S] [--script ...]` and `viperdrive log plot FILE.mcap`.
 
 record: the board enabled and held at rest (or driven along --script), with odometry, joint states, commands,

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive monitor`: a live view of the board without driving it: per-wheel setpoint, measured speed, PWM output
 and integrator (the control telemetry stream), status bits, the board's own pose (GET_ODOM), its sensors (gyro z and
 yaw rate, battery volts, e-stop, IMU state: the SENSORS_DATA stream), its loop timing and jitter, and the link

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The command line's plumbing: typed argparse converters for every numeric option, the options every board
 command shares (--port, --baud, --config/--node/--strict, --quiet, --json) and what they resolve to (the port, the
 baud rate, the robot file: read once per command, load_config).

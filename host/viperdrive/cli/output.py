@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """What a command prints besides its progress: the result as JSON on stdout (--json), warnings on stderr (always
 shown: they are about the result) and notes on stderr (chatter, silenced by --quiet).
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive params list|get|set|save|diff FILE`: the board's parameter table (shared/params.py) over the link.
 
 Values are checked against the table before the port is opened, so a typo costs nothing; the board checks again.

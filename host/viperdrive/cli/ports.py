@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive ports`: the serial ports, with USB vendor/product and a guess of the board type."""
 from __future__ import annotations
 

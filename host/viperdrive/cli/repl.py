@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive repl`: the board's MicroPython REPL through mpremote (Ctrl-] or Ctrl-X leaves it). With --port sim: the
 virtual board's REPL with the firmware loop running in the background (`import tuning; t = tuning.start()`).
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """How a command takes Ctrl-C and SIGTERM: SIGTERM (a service manager, `kill`) ends it the way Ctrl-C does, so its
 clean-up runs (board disabled, parameters put back); deferred_signals holds both off while a block must finish
 (putting parameters back).

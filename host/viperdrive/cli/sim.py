@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive sim`: run the virtual board (the real firmware on MicroPython with a simulated robot) in the
 foreground. Prints `listening on socket://HOST:PORT`; any host tool then opens that URL like a serial port.
 `--repl` gives the MicroPython REPL with the firmware loop running in the background (docs/tuning.md)."""

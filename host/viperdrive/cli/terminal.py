@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The terminal side of the commands: progress bars on stderr (Progress), single keystrokes from a terminal in
 cbreak mode (TerminalKeys) and a block of lines redrawn in place (LiveView) for the live commands (drive,
 monitor). On a pipe or in a CI log each prints plain lines instead.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive tune`: the wheel velocity loop. A step test on one wheel or both (--step rad/s --duration s) prints
 rise time, overshoot, settling time and steady-state error and writes a PNG of setpoint, measurement and output from
 the board's own telemetry. --set kp=... applies gains live first, --save stores them on the board, --autotune runs

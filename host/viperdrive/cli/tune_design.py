@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive tune --design`: gains from the identified motor model (viperdrive.tuning_design) for a requested step
 response, then verified on the board: a step with the gains it has (A) and one with the designed gains (B), both
 with the ramp lifted, compared with the request and the model's prediction. Only --save keeps the new gains (and

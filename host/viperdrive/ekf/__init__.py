@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """State estimation: robot_localization's 15-variable EKF with its YAML configuration, sensor inputs,
 and the small one-angle filters.
 

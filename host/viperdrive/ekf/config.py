@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """robot_localization's parameter file, read unchanged: ROS 2 (`<node>: ros__parameters: ...`, namespaces, `/**`
 wildcards), ROS 1 (flat, or `<node>: ...`), YAML 1.2 as ROS reads it (viperdrive.rosparams).
 

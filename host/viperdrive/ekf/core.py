@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The filter: robot_localization's 15-variable omnidirectional EKF, with a 2-D mode.
 
 State (full order, robot_localization's): x, y, z, roll, pitch, yaw (world frame), vx, vy, vz, vroll, vpitch, vyaw

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The filter on a running robot: robot_localization's EKF fed while the robot drives (`viperdrive ros2 --ekf`,
 `viperdrive drive --ekf`), with failover that says what it does.
 

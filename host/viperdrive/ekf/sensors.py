@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Sensor inputs: turn one reading of an odometry, IMU, pose or twist source into filter measurements, the way
 robot_localization prepares them (selection vector, relative and differential modes, gravity removal), plus an
 optional low-pass prefilter for vibrating IMUs.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Simulated planar runs with noisy sensors, as ROS 2 messages: to try `viperdrive fuse` without a robot, and for
 tests and benchmarks that need a recording whose ground truth is known."""
 from __future__ import annotations

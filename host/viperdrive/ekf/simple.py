@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Small filters for one angle: a 1-D Kalman filter with gyro bias, and a complementary filter."""
 from __future__ import annotations
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """ROS 2 on the wire without a ROS installation: the host is a native DDS participant (Cyclone DDS).
 
 msgs      ROS 2 message types as IDL structs (`<pkg>::msg::dds_::<Type>_`, final, XCDR1); rmw_dds_common graph types

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The robot-base node: the board in a ROS 2 graph, over DDS, without a ROS installation (docs/ros2.md).
 
 In:   cmd_vel  geometry_msgs/TwistStamped or geometry_msgs/Twist (stamped = "auto" | "true" | "false")

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """ROS 2 message types as Cyclone DDS IDL structs, field for field as the ROS 2 .msg definitions.
 
 ROS 2 maps `<pkg>/msg/<Type>` to the IDL struct `<pkg>::msg::dds_::<Type>_` (rosidl_generator_dds_idl) and

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """A ROS 2 node's footprint on DDS, without ROS: domain, discovery range, names, participant USER_DATA.
 
 What rmw_cyclonedds_cpp does, and this module does the same way:

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """ROS 2 QoS profiles as Cyclone DDS QoS, so ROS 2 readers and writers match ours.
 
 rclcpp's defaults (rmw_qos_profile_default): RELIABLE, VOLATILE, KEEP_LAST 10. tf2_ros uses KEEP_LAST 100 for

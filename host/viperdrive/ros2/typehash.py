@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """ROS 2 type hashes (REP-2011, `RIHS01_<sha256>`), as Iron and later put them in endpoint USER_DATA.
 
 rmw_cyclonedds_cpp (Iron+) writes `typehash=RIHS01_<64 hex>;` into the USER_DATA QoS of every reader and writer;

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The virtual board from the host side: launch the real firmware on the MicroPython unix port with the simulated
 robot (sim/vboard.py), connect to it like a serial board (socket:// URL) and drive its control endpoint.
 

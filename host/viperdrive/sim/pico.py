@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The emulated Pico rig from the host side: stock MicroPython rp2 on an emulated RP2040 (rp2040js, sim/pico/ run by
 Node) inside the simulated robot. Its USB CDC port is a socket:// URL (and, with pty=True, a pseudo-terminal) that
 pyserial, mpremote and every viperdrive command open like /dev/ttyACM0; its control endpoint speaks the virtual
