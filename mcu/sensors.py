@@ -14,6 +14,7 @@ from array import array
 import imu as imu_mod
 from shared import protocol
 
+STILL_COUNTS = 1                # the dither a resting quadrature encoder shows on an edge
 BIAS_WINDOW = 32                # still samples averaged into one bias estimate (0.32 s at 100 Hz)
 BIAS_SHIFT = 2                  # after the first window: bias += (window mean - bias) / 4
 BATTERY_SHIFT = 3               # battery low-pass: y += (x - y) / 8 per sample (~80 ms at 100 Hz)
@@ -171,7 +172,11 @@ class Sensors:
         pos = self._pos
         self.ctrl.positions_into(pos)
         last = self._last_pos
-        if pos[0] == last[0] and pos[1] == last[1]:
+        # a resting encoder can dither one count on an edge (vibration, edge noise): still means within
+        # STILL_COUNTS of where the wheels came to rest, on both wheels
+        d0 = pos[0] - last[0]
+        d1 = pos[1] - last[1]
+        if -STILL_COUNTS <= d0 <= STILL_COUNTS and -STILL_COUNTS <= d1 <= STILL_COUNTS:
             if self._still_us < self.still_us:
                 self._still_us += self.period_us
         else:

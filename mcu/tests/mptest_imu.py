@@ -259,6 +259,23 @@ def test_bias_estimated_while_still_and_the_heading_uses_it():
     assert task.bias[2] == b
 
 
+def test_still_tolerates_a_one_count_dither_and_not_two():
+    """A resting encoder can sit on an edge and dither one count (the default virtual robot's edge jitter does):
+    that is still, and the bias gets its estimate; two counts are motion."""
+    task, hal, ctrl, p = _task("mpu6050")
+
+    def dither(i):
+        ctrl.pos[0] = i & 1                 # 0, 1, 0, 1, ... on the left wheel
+        ctrl.pos[1] = -((i >> 1) & 1)       # 0, 0, -1, -1, ... on the right
+    _run(task, hal, p, 1.2, every=dither)
+    assert task.still and task.bias_valid
+
+    def creep(i):
+        ctrl.pos[0] = 2 * (i & 1)           # two counts back and forth: moving
+    _run(task, hal, p, 1.2, every=creep)
+    assert not task.still
+
+
 def test_imu_that_stops_answering_mid_run_is_a_diag_state_and_comes_back():
     task, hal, ctrl, p = _task("mpu6050")
     _run(task, hal, p, 1.2)
