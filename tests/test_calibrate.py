@@ -217,3 +217,15 @@ def test_relay_refuses_short_or_unsteady_records():
     t = np.arange(0, 20, 0.001)
     res = relay_autotune(t, np.exp(-0.3 * t) * np.sin(2 * math.pi * t), 1.0)
     assert not res.ok and any("amplitude varies" in p for p in res.problems)
+
+
+def test_relay_period_is_not_fooled_by_noise_at_the_middle():
+    """A measured speed with encoder noise crosses its middle several times per cycle; before the Schmitt trigger
+    each noisy pair counted as a new cycle (the period then 'varied' and autotune refused the default robot)."""
+    t = np.arange(0.0, 4.0, 0.002)
+    y = np.sin(2 * np.pi * t / 0.4)
+    rng = np.random.default_rng(3)
+    y += rng.uniform(-0.08, 0.08, len(t))             # about 8 % of the swing, as the jittery encoder gives
+    r = relay_autotune(t, y, relay_amplitude=0.2)
+    assert r.ok, r.problems
+    assert r.tu == pytest.approx(0.4, rel=0.01) and r.cycles >= 6

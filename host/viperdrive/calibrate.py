@@ -318,8 +318,19 @@ def relay_autotune(t, y, relay_amplitude: float, hysteresis: float = 0.0, rule: 
         raise ValueError("t and y are 1-D arrays of one length")
     problems = []
     yc = y - 0.5 * (y.max() + y.min()) if len(y) else y
-    # upward crossings of the oscillation's middle, interpolated between samples
-    idx = np.nonzero((yc[:-1] < 0) & (yc[1:] >= 0))[0]
+    # upward crossings of the oscillation's middle, interpolated between samples. A crossing counts only after the
+    # output was a third of the half-swing below the middle (a Schmitt trigger): the measured speed is noisy (an
+    # encoder's edge jitter), and a noisy sample pair straddling the middle is no new cycle.
+    band = (y.max() - y.min()) / 6.0 if len(y) else 0.0
+    starts = []
+    armed = False
+    for i in range(len(yc) - 1):
+        if yc[i] < -band:
+            armed = True
+        if armed and yc[i] < 0 <= yc[i + 1]:
+            starts.append(i)
+            armed = False
+    idx = np.asarray(starts, dtype=int)
     crossings = t[idx] + (t[idx + 1] - t[idx]) * (-yc[idx] / (yc[idx + 1] - yc[idx]))
     crossings = crossings[discard_cycles:]
     cycles = len(crossings) - 1
