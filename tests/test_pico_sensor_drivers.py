@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,7 @@ def test_stream_rate_in_chip_time_imu_ok_and_battery_volts(board, rig):
     rate = (len(recs) - 1) / span_s
     print(f"SENSORS at 50 Hz asked: {len(recs)} records over {span_s:.3f} s of board time ({rate:.2f} Hz; "
           f"rig clock {chip:.3f} chip s over the collection); imu {recs[-1].imu_state_name}")
-    gaps = sorted(((b.t_us - a.t_us) & 0xFFFFFFFF) for a, b in zip(recs, recs[1:]))
+    gaps = sorted(((b.t_us - a.t_us) & 0xFFFFFFFF) for a, b in pairwise(recs))
     print(f"record intervals (board us): min {gaps[0]}, median {gaps[len(gaps) // 2]}, max {gaps[-1]}; "
           f"over 20.5 ms: {sum(g > 20500 for g in gaps)} of {len(gaps)}")
     # each record one period of the granted rate after the last, on the firmware's clock; but the sensor task
@@ -146,6 +147,10 @@ def test_gyro_z_follows_the_true_yaw_rate_in_a_turn(board, rig):
     truths.append(rig.truth()["gyro_z_true"])
     board.write(0.0, 0.0)
     board.read()
+    seqs = [r.seq for r in recs]
+    lost = sum(((b - a) & 0xFFFF) - 1 for a, b in pairwise(seqs))
+    span_s = ((recs[-1].t_us - recs[0].t_us) & 0xFFFFFFFF) / 1e6
+    print(f"turn: {len(recs)} records over {span_s:.3f} board s at 100 Hz asked, {lost} seq gaps")
     w = sum(truths) / len(truths)
     gz = sum(r.gyro[2] for r in recs) / len(recs)
     yaw = sum(r.yaw_rate for r in recs) / len(recs)
