@@ -46,25 +46,22 @@ def rig(pico_image, tmp_path_factory):
 
 @pytest.fixture
 def board(rig):
-    b = Board(rig.url, max_misses=50)
+    """A configured Board, fault cleared; left disabled with its stream off (Board's context exit)."""
     for attempt in range(3):
+        b = Board(rig.url, max_misses=50)
         try:
             b.configure()
             break
         except NoReplyError:        # a busy host slows the emulator between its speed samples: once more
+            b.cleanup()
             if attempt == 2:
                 raise
-    b.clear_fault()
     try:
+        b.clear_fault()
         yield b
+        b.sensors(0)
     finally:
-        try:
-            if b.link is not None and b.link.is_open:
-                b.sensors(0)
-                b.deactivate()
-        except Exception:  # noqa: BLE001 - the deadman stops the board anyway; report the test's own failure
-            pass
-        b.cleanup()
+        b.__exit__(None, None, None)    # disabled, link closed
 
 
 def _collect(board, rig, chip_s, wheels=None):
