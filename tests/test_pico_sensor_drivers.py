@@ -147,7 +147,11 @@ def test_gyro_z_follows_the_true_yaw_rate_in_a_turn(board, rig):
     seqs = [r.seq for r in recs]
     lost = sum(((b - a) & 0xFFFF) - 1 for a, b in pairwise(seqs))
     span_s = ((recs[-1].t_us - recs[0].t_us) & 0xFFFFFFFF) / 1e6
-    print(f"turn: {len(recs)} records over {span_s:.3f} board s at 100 Hz asked, {lost} seq gaps")
+    # not asserted: with a SET_VEL/STATE exchange in every slow-loop pass the sensor task falls behind its 10 ms
+    # schedule on the chip and restarts it (measured ~79 Hz of the 100 asked; docs/pico-rig.md, "Sensors")
+    print(f"turn: {len(recs)} records over {span_s:.3f} board s at 100 Hz asked "
+          f"({(len(recs) - 1) / span_s:.1f} Hz), {lost} seq gaps")
+    assert lost == 0
     w = sum(truths) / len(truths)
     gz = sum(r.gyro[2] for r in recs) / len(recs)
     yaw = sum(r.yaw_rate for r in recs) / len(recs)
@@ -159,22 +163,34 @@ def test_gyro_z_follows_the_true_yaw_rate_in_a_turn(board, rig):
     assert abs(yaw - 1.01 * w) < 0.02 * w, (yaw, w)
 
 
-def test_estop_open_latches_fault_and_cuts_the_outputs_within_one_period(board, rig):
-    assert board.sensors(100) == 100
+def _estop_reaction(board, rig) -> float:
+    """Drive at 5 rad/s, open the e-stop: -> chip seconds from the contact opening to the bridges off."""
     board.activate()
-    _collect(board, rig, 0.5, wheels=(5.0, 5.0))
+    _collect(board, rig, 0.3, wheels=(5.0, 5.0))
     board.write(5.0, 5.0)
     board.read()
     before = rig.truth()
-    rep = rig.fault("estop", open=True)
-    t_open = rep["t"]
+    t_open = rig.fault("estop", open=True)["t"]
     off = rig.wait_for(lambda: (lambda t: t if (t["outputs_off_t"] or 0) > t_open else None)(rig.truth()), 1.0)
     assert before["energized"], before
     assert off is not None, "the bridges still drive 1 chip s after the e-stop opened"
-    reaction = off["outputs_off_t"] - t_open
-    print(f"e-stop reaction: {reaction * 1e3:.3f} ms of chip time from the contact opening to the bridges off "
-          f"(control period {PERIOD_S * 1e3:.1f} ms, rig samples the pins every {RIG_PHYSICS_S * 1e3:.2f} ms)")
-    assert 0 < reaction <= PERIOD_S + RIG_PHYSICS_S, reaction
+    return off["outputs_off_t"] - t_open
+
+
+def test_estop_open_latches_fault_and_cuts_the_outputs_within_one_period(board, rig):
+    assert board.sensors(100) == 100
+    reactions = []
+    for _ in range(2):                                  # two openings at other phases of the control period
+        reactions.append(_estop_reaction(board, rig))
+        rig.fault("estop", open=False)
+        _wait_record(board, rig, lambda s: s.estop_open is False)
+        assert board.clear_fault() == P.FAULT_ESTOP
+    reactions.append(_estop_reaction(board, rig))
+    print(f"e-stop reaction: {', '.join(f'{r * 1e3:.3f}' for r in reactions)} ms of chip time from the contact "
+          f"opening to the bridges off (control period {PERIOD_S * 1e3:.1f} ms, the rig samples the pins every "
+          f"{RIG_PHYSICS_S * 1e3:.2f} ms)")
+    for r in reactions:
+        assert 0 < r <= PERIOD_S + RIG_PHYSICS_S, reactions
     rec = _wait_record(board, rig, lambda s: s.estop_open)
     assert rec.status & P.ST_ESTOP and rec.status & P.ST_FAULT and not rec.status & P.ST_ENABLED
     with pytest.raises(BoardDeenergized) as e:
