@@ -36,7 +36,8 @@ def pytest_addoption(parser):
                           "the PICO_SUBSET of make test runs there")
 
 
-PICO_FILES = ("test_pico_rig.py", "test_pico_sensors.py")     # tests that start emulated Picos of their own
+# tests that start emulated Picos of their own
+PICO_FILES = ("test_pico_rig.py", "test_pico_sensors.py", "test_pico_sensor_drivers.py")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -331,7 +331,13 @@ class Rig {
     if (hasEnable) p.energized = enabled;
     else if (this.mode === 'pwm_dir') p.energized = true;
     else p.energized = duty[0] !== 0 || duty[1] !== 0;
-    this.driving = enabled && (duty[0] !== 0 || duty[1] !== 0);
+    const driving = enabled && (duty[0] !== 0 || duty[1] !== 0);
+    // the chip time of the last change of the bridges' drive (an e-stop's reaction time is measured from it)
+    if (driving !== this.driving) {
+      if (driving) this.outputsOnT = this.chipSeconds();
+      else this.outputsOffT = this.chipSeconds();
+    }
+    this.driving = driving;
     const dt = this.physicsNs / 1e9;
     const t0 = this.chip.nanos;
     p.step(dt, Math.round(duty[0] * 32767), Math.round(duty[1] * 32767));
@@ -565,6 +571,8 @@ class Rig {
       const t = p.truth();
       // what the emulated bridges do: driving = an enable pin high or, without one, a nonzero duty
       t.energized = !!this.driving;
+      t.outputs_on_t = this.outputsOnT ?? null;       // chip s when the bridges last started / stopped driving
+      t.outputs_off_t = this.outputsOffT ?? null;
       t.t = this.chipSeconds();
       t.plant_t = p.t;
       return { ok: true, ...t, ...this.sensors.truth() };
@@ -628,7 +636,8 @@ class Rig {
       if (!s) throw new Error('this rig has no e-stop input (--estop none)');
       s.set(bool(req, 'open'));
       this.chip.updateInputs();
-      return { ok: true, kind, open: s.open, pin: s.pin };
+      // t: the chip time at which the contact changed (between two emulator steps)
+      return { ok: true, kind, open: s.open, pin: s.pin, t: this.chipSeconds() };
     }
     if (kind === 'imu') {
       // answer: false: every IMU on the bus stops answering (NACK on its address: unplugged, dead, no power)
