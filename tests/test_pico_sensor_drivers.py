@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The firmware's own sensor drivers (mcu/imu.py, mcu/sensors.py) on the emulated Pico, wired as the rig wires the
 parts (mcu/boards/pico_sensors.json: MPU-6050 on I2C0 GP16/GP17, battery on ADC0 = GP26 through 4.03:1, e-stop GP22
 normally closed to ground), met through the host's Board API: the SENSORS stream's rate in chip time, gyro z
