@@ -41,6 +41,8 @@ def main(argv=None) -> int:
     p.add_argument("--stale", type=float, default=0.0, help="stamp TwistStamped this many s in the past")
     p.add_argument("--jitter", type=float, default=0.0,
                    help="s of random extra delay per period (decorrelates the send phase from the bridge's tick)")
+    p.add_argument("--wait-diagnostics", action="store_true",
+                   help="first wait for a /diagnostics writer to match and say so on stderr (a line)")
     a = p.parse_args(argv)
 
     node = RosNode(a.namespace)
@@ -86,13 +88,14 @@ def main(argv=None) -> int:
                                            for st in s.status]])
 
     t0 = time.monotonic()
-    # tell a waiting test (a line on stderr) once the bridge's diagnostics writer is matched: from here on the
-    # bridge's messages reach us, its last one included
-    while not r_diag.get_matched_publications() and time.monotonic() - t0 < a.wait_match:
-        drain()
-        time.sleep(0.02)
-    print("diagnostics matched" if r_diag.get_matched_publications() else "diagnostics not matched",
-          file=sys.stderr, flush=True)
+    if a.wait_diagnostics:
+        # tell a waiting test (a line on stderr) once the bridge's diagnostics writer is matched: from here on the
+        # bridge's messages reach us, its last one included
+        while not r_diag.get_matched_publications() and time.monotonic() - t0 < a.wait_match:
+            drain()
+            time.sleep(0.02)
+        print("diagnostics matched" if r_diag.get_matched_publications() else "diagnostics not matched",
+              file=sys.stderr, flush=True)
     if writer is None:
         # listening only: wait for the bridge's data, then say so on stderr (the caller injects its faults after)
         while not (out["diagnostics"] and out["battery"]) and time.monotonic() - t0 < a.wait_match:

@@ -210,7 +210,8 @@ def test_plain_twist_under_auto_turns_in_place_left_wheel_backwards(bridge_b):
 
 
 def test_ctrl_c_disables_the_board_and_says_so_last(bridge_b):
-    listener = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--type", "none", "--listen", "4"],
+    listener = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--type", "none", "--listen", "4",
+                                 "--wait-diagnostics"],
                                 env=peer_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # the listener says when the bridge's diagnostics writer has matched it (a loaded machine takes seconds to
     # start a Python with cyclonedds); then the last diagnostics of the bridge are delivered to it
