@@ -267,9 +267,15 @@ def test_a_latched_board_fault_is_an_error_in_diagnostics_with_its_name(tmp_path
         bridge = Bridge(tmp_path, "--namespace", "robot_f", port=vb.url)
         try:
             driver = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", "robot_f",
-                                       "--type", "stamped", "--v", "0.2", "--publish", "4", "--listen", "2"],
+                                       "--type", "stamped", "--v", "0.2", "--publish", "5", "--listen", "2"],
                                       env=peer_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            time.sleep(2.0)
+            # the bridge reads the peer's cmd_vel (discovery done both ways: a loaded machine takes seconds to
+            # start both Pythons), then the peer gets OK diagnostics for a while before the fault
+            deadline = time.monotonic() + 20
+            while "reading /robot_f/cmd_vel" not in bridge.stderr() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert "reading /robot_f/cmd_vel" in bridge.stderr(), bridge.stderr()
+            time.sleep(1.5)
             assert vb.fault("stall", wheel="left", on=True)["ok"]     # the left wheel is held: stall fault
             out, err = driver.communicate(timeout=30)
         finally:
