@@ -19,6 +19,8 @@ try:
 except (ImportError, SyntaxError):  # no viper emitter (CircuitPython): controller() returns the float law
     fx = None  # type: ignore[assignment]
 
+from shared.params import rest_periods
+
 TWO_PI = 6.283185307179586
 SIGN_BIT = -2147483648
 
@@ -149,6 +151,7 @@ class Controller:
         # past a quarter second without an edge the low-speed estimate is zero (< 4 counts/s)
         k[fx.K_IDLE_MAX] = max(2, self.hz // 4)
         k[fx.K_OVR_US] = 1500000 // self.hz
+        k[fx.K_REST_N] = rest_periods(self.hz)
         # e-stop: which bit of the inputs word (IO_IN) is the stop circuit, and its value while closed. The period
         # reads the inputs before the step (hal period_fn: SIO GPIO_IN; else hal.read_inputs()), so an open circuit
         # cuts the outputs in the period that sees it

@@ -8,6 +8,7 @@
 # integrator to +-4 and its change per period to +-1, a raw speed to +-2**20 counts/s); only the number format
 # differs.
 from hal.portable import wrap_delta     # the firmware's one Python copy of the counter-wrap difference
+from shared.params import DEADMAN_REST_COUNTS, rest_periods
 
 TWO_PI = 6.283185307179586
 TERM_MAX = 4.0
@@ -47,6 +48,9 @@ class FloatLaw:
         self.deadman = False
         self.trips = 0
         self.age = 0
+        self.rest_n = rest_periods(hz)
+        self.dmz = 0                    # periods since the deadman's ramp reached zero (to rest_n)
+        self.rest = [0, 0]              # positions where the wheels must rest after rest_n
         self.cmd = [0.0, 0.0]
         self.pending = None
         self.saturated = False
@@ -100,6 +104,7 @@ class FloatLaw:
         self.cmd = [0.0, 0.0]
         self.pending = None
         self.deadman = False
+        self.dmz = 0
         self.age = 0
         self._reset_pid()
 
@@ -148,6 +153,7 @@ class FloatLaw:
             self.pending = None
             self.age = 0
             self.deadman = False
+            self.dmz = 0
         else:
             self.age += 1
             if self.age > g["dm_n"]:
@@ -157,6 +163,15 @@ class FloatLaw:
                     if enabled:
                         self.trips += 1
                 self.cmd = [0.0, 0.0]
+                if enabled and self.sp[0] == 0.0 and self.sp[1] == 0.0:
+                    # the ramp reached zero: rest_n periods to brake to rest, then a wheel still moving turns the
+                    # outputs off (as step(): a deadman stop that does not stop is cut)
+                    if self.dmz < self.rest_n:
+                        self.dmz += 1
+                        self.rest = list(self.pos)
+                    elif (abs(self.pos[0] - self.rest[0]) > DEADMAN_REST_COUNTS
+                          or abs(self.pos[1] - self.rest[1]) > DEADMAN_REST_COUNTS):
+                        self.enabled = enabled = False
                 if self.age > g["dis_n"] and enabled and self.sp[0] == 0.0 and self.sp[1] == 0.0:
                     # de-energize only after the ramp reached zero on both wheels (stop category 1, as step())
                     self.enabled = enabled = False

@@ -81,13 +81,17 @@ G_SB = const(61)                # -2**31 again, for log() which gets no k array
 G_XFAULT = const(62)            # a fault the slow path asks the step to latch (FAULT_BATTERY_LOW), 0 = none
 G_ESTOP = const(63)             # 1 while the e-stop input reads open (ST_ESTOP)
 G_XSTATUS = const(64)           # status bits the slow path owns (ST_BATTERY_LOW), ORed into G_STATUS
-ST_LEN = const(66)
+G_DMZ = const(65)               # deadman: periods since the ramp brought both setpoints to zero (to K_REST_N)
+G_REST0 = const(66)             # deadman: left position (W_POS) where the wheels must rest after K_REST_N
+G_REST1 = const(67)             # deadman: right position, same
+ST_LEN = const(68)
 
 # request bits (G_REQ)
 REQ_ENABLE = const(1)           # zero commands, PID state, encoder reference and positions; energize
 REQ_DISABLE = const(2)          # outputs off, PID state zeroed
 REQ_ZERO = const(4)             # positions to zero
 REQ_CLEAR = const(8)            # clear the latched fault and the watchdog flag (stays disabled)
+REST_COUNTS = const(2)          # deadman: a wheel further than this from its rest position is still moving
 
 # ---- gain/limit array k (array('i', K_LEN)): two banks of KB words, then globals ----
 K_AV = const(0)                 # velocity filter alpha = dt/(vel_tau + dt): Q8 -> Q8     (m, s, xl)
@@ -128,6 +132,7 @@ K_IDLE_MAX = const(93)          # periods without an edge after which the low-sp
 K_OVR_US = const(94)            # a period longer than this (1.5 x nominal, us) is an overrun
 K_ESTOP_M = const(95)           # e-stop: the input bit in IO_IN (0: no e-stop input)
 K_ESTOP_C = const(96)           # e-stop: the bit's value while the stop circuit is closed (K_ESTOP_M or 0)
+K_REST_N = const(97)            # deadman: periods after the ramp reached zero within which the wheels must rest
 K_LEN = const(98)
 
 # ---- io array (array('i', IO_LEN)) between the Python tick wrapper and the step ----
@@ -175,6 +180,7 @@ def requests(st_a, c_a):
             w += 1
         st[G_CMD_NEW] = 0
         st[G_DEADMAN] = 0
+        st[G_DMZ] = 0
         st[G_AGE] = 0
         st[G_ENABLED] = 0
     if req & REQ_CLEAR:
@@ -252,6 +258,7 @@ def step(st_a, k_a, c_a, e_a, io_a):
         st[G_CMD_NEW] = 0
         st[G_AGE] = 0
         st[G_DEADMAN] = 0
+        st[G_DMZ] = 0
     else:
         age = int(st[G_AGE])
         if age < 0x3FFFFFFF:
@@ -266,6 +273,22 @@ def step(st_a, k_a, c_a, e_a, io_a):
                     st[G_TRIPS] = int(st[G_TRIPS]) + 1
             st[W_SPC] = 0
             st[WS + W_SPC] = 0
+            if enabled and int(st[W_SP]) == 0 and int(st[WS + W_SP]) == 0:
+                # the ramp has brought both setpoints to zero: within K_REST_N periods the loop brakes the wheels
+                # to rest; after that a wheel further than REST_COUNTS from where it was then is still moving (a
+                # relay experiment oscillating at kp max about a zero setpoint, a hand turning it) and the outputs
+                # go off: a deadman stop that does not stop is cut, never left driving until deadman_disable_ms
+                n = int(st[G_DMZ])
+                if n < int(k[K_REST_N]):
+                    st[G_DMZ] = n + 1
+                    st[G_REST0] = st[W_POS]
+                    st[G_REST1] = st[WS + W_POS]
+                else:
+                    x = ((int(st[W_POS]) ^ sb) - sb) - ((int(st[G_REST0]) ^ sb) - sb)
+                    y = ((int(st[WS + W_POS]) ^ sb) - sb) - ((int(st[G_REST1]) ^ sb) - sb)
+                    if x > REST_COUNTS or x < -REST_COUNTS or y > REST_COUNTS or y < -REST_COUNTS:
+                        st[G_ENABLED] = 0
+                        enabled = 0
             if age > int(k[kb + K_DIS_N]) and enabled and int(st[W_SP]) == 0 and int(st[WS + W_SP]) == 0:
                 # long silence: de-energize; the host must ENABLE again (which zeroes everything). Only once the
                 # ramp has brought both setpoints to zero: with deadman_disable_ms <= deadman_ms, or a gap

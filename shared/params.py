@@ -60,6 +60,19 @@ TABLE = (
     (27, "still_ms", "H", "ms", 100, 10000, 500, "encoders still this long: the gyro bias estimate updates"),
 )
 
+# The deadman's stop must end at rest (docs/firmware.md, "Deadman"): DEADMAN_REST_MS after its ramp has brought both
+# setpoints to zero, a wheel more than DEADMAN_REST_COUNTS from where it was then is still moving (a relay
+# experiment oscillating about a zero setpoint, a hand turning it) and the board turns its outputs off. Both laws
+# (the viper step and the float law) and the host's braking bound use these.
+DEADMAN_REST_MS = 200
+DEADMAN_REST_COUNTS = 2
+
+
+def rest_periods(hz):
+    """Control periods of DEADMAN_REST_MS at hz, at least one."""
+    return max(1, (hz * DEADMAN_REST_MS + 500) // 1000)
+
+
 _BY_ID = {}
 _BY_NAME = {}
 for _p in TABLE:

@@ -349,6 +349,70 @@ def test_deadman_disable_waits_for_the_ramp():
     assert f_off == off, (f_off, off)               # the float reference decides the same period
 
 
+def _deadman_rest_run(motion, n_quiet, **kw):
+    """Both laws: drive, then let the host go quiet while `motion(i)` (counts per period, both wheels) keeps the
+    encoders going; -> (period of the viper step's outputs off, the float law's), None if never."""
+    hz = 500
+    kw.setdefault("stall_speed", 0.0)
+    kw.setdefault("track_err_max", 500.0)
+    hal, c = make(hz=hz, **kw)
+    f = control_float.FloatLaw(hz, 4096, 32, (1, 1), (1, 1))
+    f.configure(values(**kw))
+    c.enable(True)
+    f.enable([0, 0])
+    pos = 0
+    for _ in range(hz // 5):
+        c.set_velocity(0, 0)
+        f.set_velocity(0, 0)
+        hal.fire(1)
+        f.step([0, 0])
+    off = f_off = None
+    for i in range(1, n_quiet):
+        pos += motion(i)
+        hal.counts[0] = hal.counts[1] = pos
+        hal.fire(1)
+        f.step([pos & 0xFFFFFFFF, pos & 0xFFFFFFFF])
+        if off is None and not c.status() & protocol.ST_ENABLED:
+            off = i
+            assert not hal.energized and hal.duty == [0, 0]
+        if f_off is None and not f.status() & protocol.ST_ENABLED:
+            f_off = i
+    return off, f_off
+
+
+def test_deadman_cuts_a_wheel_that_keeps_moving_after_the_ramp():
+    # The relay experiment's settings (kp at its maximum, max_duty 0.9, no feedforward, the ramp lifted) hold a
+    # ZERO setpoint by oscillating at full relay duty: the deadman's ramp to zero changed nothing, and the wheel
+    # drove at +-0.9 duty until deadman_disable_ms. Now, DEADMAN_REST_MS after the ramp reached zero, a wheel
+    # still moving (here: an oscillation of +-30 counts) turns the outputs off. Both laws, the same period.
+    relay = dict(kp=10.0, ki=0.0, ks=0.0, kv=0.0, max_duty=0.9, max_accel=5000.0, deadman_ms=100,
+                 deadman_disable_ms=2000)
+
+    def oscillate(i):
+        return 3 if (i // 10) % 2 else -3       # +-30 counts about the rest position, 20 ms period
+
+    off, f_off = _deadman_rest_run(oscillate, 1500, **relay)
+    rest_n = params.rest_periods(500)
+    dm_n = 100 * 500 // 1000
+    print("relay settings, wheel oscillating: outputs off %d ms after the host went quiet (deadman %d ms + rest "
+          "window %d ms); disable_ms would have been 2000 ms" % (off * 2, dm_n * 2, rest_n * 2))
+    assert off is not None and off <= dm_n + rest_n + 3, off
+    assert off >= dm_n + rest_n, off            # not before the window: a braking wheel gets its time
+    assert f_off == off, (f_off, off)
+    assert fx.REST_COUNTS == params.DEADMAN_REST_COUNTS
+
+
+def test_deadman_holds_a_wheel_at_rest_until_disable_ms():
+    # The normal case: the wheels at rest after the ramp, the encoder dithering one count on an edge (the default
+    # robot's jitter): the board keeps braking them until deadman_disable_ms, as before.
+    def dither(i):
+        return (1 if i % 2 else -1) if i > 5 else 0
+
+    off, f_off = _deadman_rest_run(dither, 1500, deadman_ms=100, deadman_disable_ms=2000)
+    assert off == 2000 * 500 // 1000 + 1, off
+    assert f_off == off, (f_off, off)
+
+
 # ---- the law's rates checked against numbers worked out by hand from the SI parameters (not against FloatLaw,
 # which shares the design): the wheels do not turn, so the measured speed stays 0 and the error is the setpoint ----
 
