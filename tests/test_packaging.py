@@ -94,7 +94,7 @@ def test_moved_names_keep_their_old_import_paths():
         assert any(vars(m).get(name) is obj for m in rooms), name        # the room's object, not a copy
         assert getattr(obj, "__module__", "viperdrive.cli.options") != "viperdrive.cli.common", name
     assert set(common.__all__) >= {"open_board", "load_config", "Progress", "TerminalKeys", "LiveView", "print_json",
-                                   "sigterm_as_interrupt", "FAULT_HINTS", "add_board_options", "param_guard"}
+                                   "stop_signals_as_interrupt", "FAULT_HINTS", "add_board_options", "param_guard"}
     assert fuse.FuseError is errors.FuseError
     assert fuse.StaticFrames is transforms.StaticFrames and fuse.FrameContext is transforms.FrameContext
     assert fuse.measurements_of is sensors.measurements_of

@@ -46,17 +46,17 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
-    from .signals import sigterm_as_interrupt
+    from .signals import stop_signals_as_interrupt
     try:
-        # SIGTERM (a service manager, `kill`) ends every command the way Ctrl-C does: its clean-up runs (board
-        # disabled, parameters put back), exit 130
-        with sigterm_as_interrupt():
+        # SIGTERM (a service manager, `kill`), SIGHUP (a closed terminal) and SIGQUIT end every command the way
+        # Ctrl-C does: its clean-up runs (board disabled, parameters put back), exit 130 (cli/signals.py)
+        with stop_signals_as_interrupt():
             return int(args._run(args) or 0)
     except UserError as e:
-        print(f"viperdrive {args.command}: error: {e}", file=sys.stderr)
+        _say(f"viperdrive {args.command}: error: {e}")
         return e.exit_code
-    except KeyboardInterrupt:
-        print(f"viperdrive {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        _say(f"viperdrive {args.command}: {e or 'interrupted'}")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`viperdrive ... | head`): not an error worth a traceback; stdout goes to /dev/null
@@ -64,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+
+
+def _say(text: str) -> None:
+    # the last line a command prints; its terminal may be gone (SIGHUP) or closed: the exit code still counts
+    try:
+        print(text, file=sys.stderr)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":

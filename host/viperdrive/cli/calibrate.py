@@ -29,7 +29,7 @@ from .boardopen import activate, explain_fault, fault_message, open_board, param
 from .drive import DriveSession
 from .options import add_board_options, int_range, load_config, positive, seconds
 from .output import note
-from .signals import sigterm_as_interrupt
+from .signals import stop_signals_as_interrupt
 from .terminal import Progress
 
 HELP = "guided calibration: wheelbase (spin test), umbmark (squares), feedforward (kS, kV, kA)"
@@ -154,7 +154,7 @@ def run(args) -> int:
     config = load_config(args)
     # the measurements are checked before the port is opened: a typo costs nothing
     args.measured_values = _measurements(args)
-    with sigterm_as_interrupt(), open_board(args, config) as board:
+    with stop_signals_as_interrupt(), open_board(args, config) as board:
         if args.what == "wheelbase":
             return _wheelbase(args, board, config)
         if args.what == "umbmark":

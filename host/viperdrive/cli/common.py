@@ -8,7 +8,7 @@
   activate, explain_fault), read_status, param_guard, warn_unsaved
 - cli/output.py: print_json, warn, note
 - cli/terminal.py: Progress, TerminalKeys, LiveView
-- cli/signals.py: sigterm_as_interrupt, deferred_signals
+- cli/signals.py: stop_signals_as_interrupt, deferred_signals
 
 `from viperdrive.cli.common import ...` keeps working; new code imports from the module itself.
 Not a command (no register/run): discovery skips it.
@@ -20,12 +20,12 @@ from .boardopen import (FAULT_HINTS, activate, check_no_fault, explain_fault, fa
 from .options import (BAUD, PORT_ENV, add_board_options, add_output_options, add_robot_file_options, baud_of,
                       load_config, port_spec)
 from .output import finite_or_none, note, print_json, warn
-from .signals import deferred_signals, sigterm_as_interrupt
+from .signals import deferred_signals, stop_signals_as_interrupt
 from .terminal import KEY_NAMES, LiveView, Progress, TerminalKeys
 
 __all__ = [
     "BAUD", "FAULT_HINTS", "KEY_NAMES", "LiveView", "PORT_ENV", "Progress", "TerminalKeys", "activate",
     "add_board_options", "add_output_options", "add_robot_file_options", "baud_of", "check_no_fault",
     "deferred_signals", "explain_fault", "fault_message", "finite_or_none", "load_config", "note", "open_board",
-    "param_guard", "port_spec", "print_json", "read_status", "sigterm_as_interrupt", "warn", "warn_unsaved",
+    "param_guard", "port_spec", "print_json", "read_status", "stop_signals_as_interrupt", "warn", "warn_unsaved",
 ]

@@ -24,7 +24,7 @@ from ..sensormsgs import sensor_statuses
 from .boardopen import activate, explain_fault, fault_message, open_board
 from .options import add_board_options, load_config, script_options, seconds
 from .output import note, warn
-from .signals import sigterm_as_interrupt
+from .signals import stop_signals_as_interrupt
 from .terminal import LiveView, TerminalKeys
 from viperdrive.shared import protocol as P
 
@@ -295,7 +295,7 @@ def run(args) -> int:
         from ..logs import McapRecorder
         recorder = McapRecorder.for_robot(args.record, config)
     try:
-        with sigterm_as_interrupt(), open_board(args, config) as board:
+        with stop_signals_as_interrupt(), open_board(args, config) as board:
             session = DriveSession(board, config, recorder, telemetry_hz=20 if recorder else 0, ekf=ekf,
                                    warn=lambda text: warn(args, text),
                                    sensor_hz=config.ros2.sensor_rate if recorder else 0)

@@ -17,7 +17,7 @@ from .boardopen import explain_fault, open_board
 from .drive import DriveSession
 from .options import add_board_options, add_output_options, int_range, load_config, script_options, seconds
 from .output import note, print_json, warn
-from .signals import sigterm_as_interrupt
+from .signals import stop_signals_as_interrupt
 from .terminal import Progress
 
 HELP = ("record a run to MCAP (odometry, joint states, commands, diagnostics, telemetry, IMU, battery) or plot one "
@@ -70,7 +70,7 @@ def _record(args) -> int:
     recorder = McapRecorder.for_robot(args.out, config)
     interrupted = False
     try:
-        with sigterm_as_interrupt(), open_board(args, config) as board:
+        with stop_signals_as_interrupt(), open_board(args, config) as board:
             sensor_hz = config.ros2.sensor_rate if args.sensors is None else args.sensors
             s = DriveSession(board, config, recorder, telemetry_hz=args.telemetry, sensor_hz=sensor_hz)
             s.start()

@@ -20,7 +20,7 @@ from ..errors import UserError
 from .boardopen import open_board
 from .options import add_board_options, host_port, int_range, seconds
 from .output import warn
-from .signals import sigterm_as_interrupt
+from .signals import stop_signals_as_interrupt
 from .terminal import LiveView, TerminalKeys
 from viperdrive.shared import protocol as P
 
@@ -242,7 +242,7 @@ def sensor_line(d: dict) -> str:
 def run(args) -> int:
     keys = TerminalKeys()
     fox = None
-    with sigterm_as_interrupt(), open_board(args) as board:
+    with stop_signals_as_interrupt(), open_board(args) as board:
         granted = board.telemetry(min(args.rate, board.info.control_hz))
         if args.sensors:
             board.sensors(args.sensors)

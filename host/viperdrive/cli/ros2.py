@@ -3,10 +3,10 @@
 """`viperdrive ros2`: the board as a ROS 2 robot base over DDS (no ROS installation needed; docs/ros2.md)."""
 import argparse
 import logging
-import signal
 import sys
 
 from ..errors import EXIT_FAULT, EXIT_LINK_LOST, BadValue
+from .signals import handled_signals, reason
 from .options import (BAUD, add_robot_file_options, baud_of, int_range, load_config, port_spec, positive,
                       seconds)
 
@@ -113,16 +113,12 @@ def _serve(args, board, config, Ros2Bridge, discovery, ekf=None) -> int:
                         discovery=discovery, allow_publishers=args.allow_publisher, ekf=ekf, record=args.record,
                         uncertainty_limit=args.uncertainty_limit)
 
-    def on_signal(signum, _frame):
-        bridge.stop("SIGTERM" if signum == signal.SIGTERM else "interrupted (Ctrl-C)")
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        bridge.run(duration_s=args.duration)
-    finally:
-        bridge.shutdown()
-        for s, h in previous.items():
-            signal.signal(s, h)
+    # every stop signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT: cli/signals.py) ends the loop; shutdown() disables
+    with handled_signals(lambda signum: bridge.stop(reason(signum))):
+        try:
+            bridge.run(duration_s=args.duration)
+        finally:
+            bridge.shutdown()
     if bridge.shutdown_problems:
         print(f"viperdrive ros2: stopped ({bridge.stop_reason}); board NOT confirmed disabled (the board's deadman "
               f"stops the wheels): {'; '.join(bridge.shutdown_problems)}", file=sys.stderr)

@@ -119,8 +119,8 @@ def _run_pico(args) -> int:
     rig = PicoRig(flash=args.flash, robot=args.robot, board=args.board, seed=args.seed,
                   hold_repl_pin=args.hold_repl_pin, max_rate=args.max_rate, pty=args.pty,
                   listen=args.listen, control=args.control)
-    # SIGTERM ends it like Ctrl-C: the rig process stops, its flash is saved, its speed entry is removed
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    # every stop signal (cli/signals.py, installed by the CLI's main) ends it like Ctrl-C: the rig process stops,
+    # its flash is saved, its registry entry is removed
     with rig:
         print(f"listening on {rig.url}", flush=True)
         if rig.pty:

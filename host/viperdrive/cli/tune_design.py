@@ -15,7 +15,7 @@ from .. import steptest, tuning_design
 from ..errors import BadValue, UserError
 from .boardopen import check_no_fault, open_board
 from .output import note, print_json, warn
-from .signals import sigterm_as_interrupt
+from .signals import stop_signals_as_interrupt
 from .terminal import Progress
 
 DESIGNED = ("kp", "ki", "kd", "kd_tau", "kt")     # what the design writes; everything else stays as it is
@@ -102,7 +102,7 @@ def run(args, wheels) -> int:
         raise UserError("--design computes the gains itself: use it without --set and --autotune", exit_code=2)
     req = tuning_design.Request(args.settle, args.overshoot / 100, args.step, args.band / 100)
     result: dict = {}
-    with sigterm_as_interrupt(), open_board(args) as board:
+    with stop_signals_as_interrupt(), open_board(args) as board:
         check_step(board.config, args.step)
         check_no_fault(board, args)
         d = tuning_design.design(model_of(board), req, "pid" if args.pid else "pi")
