@@ -86,15 +86,63 @@ def _signs(d, key):
     return [v[0], v[1]]
 
 
+# the GPIO numbers each port has: rp2 GPIO 0..29 (RP2040, bank 0); esp32 0..48 (the ESP32-S3's range, the widest
+# of the family: a classic ESP32 stops at 39, a C3 at 21); the others take a number 0..255 or a pin name
+_GPIO_MAX = {"rp2": 29, "esp32": 48}
+
+
 def _pin(v, label, backend):
     # a GPIO number (rp2, esp32) or a board pin name ("X1" on a pyboard, "GP2"/"D5" on CircuitPython)
-    if _is_int(v) and 0 <= v <= 255:
+    top = _GPIO_MAX.get(backend, 255)
+    if _is_int(v) and 0 <= v <= top:
         return v
+    if backend in _GPIO_MAX:
+        raise _bad(label, v, "a GPIO number 0..%d on %s" % (top, backend))
     if isinstance(v, str) and 0 < len(v) <= 16:
-        if backend == "rp2" or backend == "esp32":
-            raise _bad(label, v, "a GPIO number 0..255 on %s" % backend)
         return v
     raise _bad(label, v, "a GPIO number 0..255 or a pin name")
+
+
+def _pin_roles(cfg):
+    """[(role, pin)] of every pin the config gives a job, in the order the file describes them."""
+    roles = []
+    pins = cfg.get("pins") or {}
+    for side in ("left", "right"):
+        for k in ("pwm", "dir", "in1", "in2", "enable", "enc_a", "enc_b"):
+            if k in pins.get(side, {}):
+                roles.append(("pins.%s.%s" % (side, k), pins[side][k]))
+    link = cfg.get("link") or {}
+    for k in ("tx", "rx"):
+        if k in link:
+            roles.append(("link." + k, link[k]))
+    if "repl_pin" in cfg:
+        roles.append(("repl_pin", cfg["repl_pin"]))
+    imu = cfg.get("imu") or {}
+    for k in ("sda", "scl"):
+        if k in imu:
+            roles.append(("imu." + k, imu[k]))
+    if "adc" in (cfg.get("battery") or {}):
+        roles.append(("battery.adc", cfg["battery"]["adc"]))
+    if "estop" in cfg:
+        roles.append(("estop.pin", cfg["estop"]["pin"]))
+    return roles
+
+
+def _pin_key(pin):
+    # pin names are compared as a port spells them case-insensitively ("x1" is the pyboard's X1)
+    return pin.upper() if isinstance(pin, str) else pin
+
+
+def _check_pin_roles(cfg):
+    """Every pin has one role: an e-stop input that is also a motor output cannot be trusted, two motors on one
+    PWM pin drive both from one duty. ValueError naming both roles."""
+    seen = {}
+    for role, pin in _pin_roles(cfg):
+        key = _pin_key(pin)
+        if key in seen:
+            raise ValueError("board config: %s and %s are both pin %s: every pin has one role (give one of them "
+                             "another pin)" % (seen[key], role, _show(pin)))
+        seen[key] = role
 
 
 def _unknown(d, known, where):
@@ -301,6 +349,7 @@ def validate(d):
         cfg["pio"] = _int(d, "pio", 0, 2, 0)
     if backend == "esp32":
         cfg["encoder"] = _choice(d, "encoder", ("auto", "pcnt", "irq"), "auto")
+    _check_pin_roles(cfg)
     if backend == "sim":
         sim = d.get("sim", {})
         if not isinstance(sim, dict):

@@ -356,3 +356,29 @@ def test_flash_on_an_old_link_firmware_without_stop_link_says_to_hold_the_repl_p
     assert "does not know STOP_LINK" in r.stderr and "protocol v1" in r.stderr and "hold the repl pin" in r.stderr
     assert board.link_frames == [P.HELLO, P.STOP_LINK] and board.link_stops == 0 and board.executed == []
     assert files == {"app.py": b"old firmware\n"}
+
+
+def test_dry_run_refuses_a_pin_with_two_roles(tmp_path):
+    # the hardening round's four cases passed the dry run with exit 0; each is refused before any command is built,
+    # naming both roles, exit 7 (a bad board file)
+    base = json.loads((ROOT / "mcu" / "boards" / "pico.json").read_text())
+    cases = {
+        "estop on the left PWM pin": ({"estop": {"pin": 6}}, ("pins.left.pwm", "estop.pin")),
+        "two motors on one PWM pin": ({"pins": {"left": {"pwm": 6, "dir": 7, "enc_a": 2, "enc_b": 3},
+                                                "right": {"pwm": 6, "dir": 9, "enc_a": 4, "enc_b": 5}}},
+                                      ("pins.left.pwm", "pins.right.pwm")),
+        "IMU SDA on an encoder pin": ({"imu": {"part": "mpu6050", "i2c": 0, "sda": 4, "scl": 17}},
+                                      ("pins.right.enc_a", "imu.sda")),
+        "repl_pin on a PWM pin": ({"repl_pin": 8}, ("pins.right.pwm", "repl_pin")),
+        "a motor pin beyond the RP2040's GPIOs": ({"pins": {"left": {"pwm": 200, "dir": 7, "enc_a": 2, "enc_b": 3},
+                                                            "right": {"pwm": 8, "dir": 9, "enc_a": 4, "enc_b": 5}}},
+                                                  ("pins.left.pwm", "0..29")),
+    }
+    for what, (change, words) in cases.items():
+        board = tmp_path / "board.json"
+        board.write_text(json.dumps({**base, **change}))
+        r = dry_run("--board", board, "--port", PORT)
+        assert r.returncode == 7, (what, r.returncode, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr and "mpremote" not in r.stdout, (what, r.stdout, r.stderr)
+        for w in words:
+            assert w in r.stderr, (what, w, r.stderr)

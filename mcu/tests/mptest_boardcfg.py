@@ -228,3 +228,35 @@ def test_sensor_sections():
             assert "circuitpython" in str(e)
         else:
             raise AssertionError(k)
+
+
+def test_every_pin_has_one_role():
+    # each case the hardening round found passing `flash --dry-run`: the error names both roles
+    cases = (
+        (_rp2(estop={"pin": 6}), ("pins.left.pwm", "estop.pin", "pin 6")),
+        (_rp2(pins={"left": {"pwm": 6, "dir": 7, "enc_a": 2, "enc_b": 3},
+                    "right": {"pwm": 6, "dir": 9, "enc_a": 4, "enc_b": 5}}), ("pins.left.pwm", "pins.right.pwm")),
+        (_rp2(imu={"part": "mpu6050", "i2c": 0, "sda": 2, "scl": 17}), ("pins.left.enc_a", "imu.sda")),
+        (_rp2(repl_pin=8), ("pins.right.pwm", "repl_pin")),
+        (_rp2(battery={"adc": 26, "divider": 4.0}, estop={"pin": 26}), ("battery.adc", "estop.pin")),
+        (_rp2(link={"type": "uart", "uart_id": 0, "tx": 9, "rx": 1}), ("pins.right.dir", "link.tx")),
+        (_stm32(repl_pin="x9"), ("pins.left.pwm", "repl_pin", "x9")),
+    )
+    for d, words in cases:
+        _error(d, "every pin has one role", *words)
+    # the same pins, each on its own: accepted
+    boardcfg.validate(_rp2(estop={"pin": 22}, repl_pin=15, imu={"part": "mpu6050", "i2c": 0, "sda": 16, "scl": 17}))
+
+
+def test_pins_within_the_ports_gpio_range():
+    # rp2 has GPIO 0..29 (a motor pin up to 255 was accepted); esp32's widest chip has 0..48
+    _error(_rp2(pins={"left": {"pwm": 40, "dir": 7, "enc_a": 2, "enc_b": 3},
+                      "right": {"pwm": 8, "dir": 9, "enc_a": 4, "enc_b": 5}}), "pins.left.pwm", "40", "0..29", "rp2")
+    _error(_rp2(repl_pin=30), "repl_pin", "0..29")
+    # enc_b = enc_a + 1 = 30 does not exist
+    _error(_rp2(pins={"left": {"pwm": 6, "dir": 7, "enc_a": 29, "enc_b": 30},
+                      "right": {"pwm": 8, "dir": 9, "enc_a": 4, "enc_b": 5}}), "pins.left.enc_b", "0..29")
+    esp = {"backend": "esp32", "counts_per_rev": 1496,
+           "pins": {"left": {"pwm": 25, "dir": 26, "enc_a": 34, "enc_b": 35},
+                    "right": {"pwm": 27, "dir": 14, "enc_a": 36, "enc_b": 49}}}
+    _error(esp, "pins.right.enc_b", "49", "0..48", "esp32")
