@@ -46,7 +46,12 @@ def pytest_collection_modifyitems(config, items):
     # and one rig at a time instead of one per worker. tryfirst: before xdist reads the group marks.
     for item in items:
         cs = getattr(item, "callspec", None)
-        if item.path.name in PICO_FILES or (cs is not None and cs.params.get("sim") == "pico"):
+        if isinstance(item, MicroPythonItem):
+            # a MicroPython file runs all its tests in one process on the worker of its first item: every item of
+            # the file on that worker, or each worker that got one would run the whole file again (twice the
+            # time, and two runs of one test at once)
+            item.add_marker(pytest.mark.xdist_group("mp:" + str(item.path.relative_to(ROOT))))
+        elif item.path.name in PICO_FILES or (cs is not None and cs.params.get("sim") == "pico"):
             item.add_marker(pytest.mark.xdist_group("pico"))
         elif _uses_module_fixture(item):
             # a module-scoped fixture (a bridge, a recording) is built once per worker that runs one of its
@@ -88,8 +93,9 @@ class PicoImage:
 
 @pytest.fixture(scope="session")
 def pico_image(tmp_path_factory):
-    from viperdrive.sim.pico import PicoRig, require_images_or_skip
     import time as _time
+
+    from viperdrive.rigs.pico import PicoRig, require_images_or_skip
     require_images_or_skip(pytest.skip)
     path = tmp_path_factory.mktemp("pico") / "flashed.flash"
     exe = str(Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "viperdrive")

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 from filterpy.kalman import ExtendedKalmanFilter
 
-from viperdrive.ekf import Ekf, EkfConfig, Measurement
-from viperdrive.ekf.core import PLANAR, _planar_model, _spatial_model
-from viperdrive.ekf.sim import simulate_run, write_mcap
+from viperdrive.estimation import Ekf, EkfConfig, Measurement
+from viperdrive.estimation.ekf import PLANAR, _planar_model, _spatial_model
+from viperdrive.estimation.simruns import simulate_run, write_mcap
 
 STEPS = 2000
 
@@ -126,9 +126,9 @@ def bench_fuse(tmp: Path, total=100_000):
 def bench_lint_observer(tmp: Path, total=30_000, rounds=4):
     """fuse() in-process with and without the config lint's RecordingScan observer (what `viperdrive fuse` adds to
     collect the recording facts the lint needs), alternating, best of `rounds` each."""
-    from viperdrive.ekf import config_from_dict
-    from viperdrive.fuse import fuse
-    from viperdrive.lint import RecordingScan
+    from viperdrive.estimation import config_from_dict
+    from viperdrive.estimation.lint import RecordingScan
+    from viperdrive.estimation.replay import fuse
 
     run = simulate_run(duration=total / 155.0 + 1.0, dt=0.005, odom_rate=50, imu_rate=100, pose_rate=5)
     rec = tmp / "lint.mcap"

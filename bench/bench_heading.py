@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from viperdrive.board import Board
-from viperdrive.sim import VirtualBoard
+from viperdrive.rigs.virtual import VirtualBoard
 
 ROOT = Path(__file__).resolve().parent.parent
 

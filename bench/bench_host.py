@@ -24,13 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from viperdrive import kinematics  # noqa: E402
 from viperdrive.board import Board  # noqa: E402
-from viperdrive.config import RobotConfig  # noqa: E402
-from viperdrive.drive import DriveController  # noqa: E402
-from viperdrive.link import Link  # noqa: E402
-from viperdrive.loop import DriveLoop  # noqa: E402
-from viperdrive.odometry import Odometry  # noqa: E402
+from viperdrive.board.link import Link  # noqa: E402
+from viperdrive.motion import kinematics  # noqa: E402
+from viperdrive.motion.drive import DriveController  # noqa: E402
+from viperdrive.motion.loop import DriveLoop  # noqa: E402
+from viperdrive.motion.odometry import Odometry  # noqa: E402
+from viperdrive.robot.config import RobotConfig  # noqa: E402
 from viperdrive.shared import protocol as P  # noqa: E402
 
 CYCLES = 300
@@ -40,7 +40,7 @@ def bench_cycle():
     cfg = RobotConfig(update_rate=100.0)
     vb = None
     try:
-        from viperdrive.sim import VirtualBoard
+        from viperdrive.rigs.virtual import VirtualBoard
         vb = VirtualBoard(baud=115200).start()
         url, backend = vb.url, "virtual_board"
     except Exception as e:  # the sim needs the MicroPython executable; say so and use the responder

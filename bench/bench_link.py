@@ -15,8 +15,8 @@ import time
 
 from viperdrive.board import Board
 from viperdrive.errors import NoReplyError
+from viperdrive.rigs.virtual import VirtualBoard
 from viperdrive.shared import protocol as P
-from viperdrive.sim import VirtualBoard
 
 EXCHANGES = 1000
 RATE_SECONDS = 1.5

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""The live filter (viperdrive.ekf.live): its cost per cycle, and the 2-minute failover drive on the virtual board.
+"""The live filter (viperdrive.estimation.live): its cost per cycle, and the 2-minute failover drive on the virtual
+board.
 
 Prints:
   live_ekf_cost frequency_hz=50 inputs=... cycles=... mean_ms=... p99_ms=... max_ms=... cpu_pct=...
       loop_period_pct=...
     the filter's own work per cycle (what arrived in the period, fused in stamp order, lagged fixes rewound and
     replayed) at 50 Hz with wheel odometry 50 Hz + gyro 100 Hz + a 1 Hz pose fix arriving 0.35 s late, replayed on
-    the log clock from a simulated 60 s drive (viperdrive.ekf.sim); cpu_pct = mean x 50 Hz, the share of one core;
+    the log clock from a simulated 60 s drive (viperdrive.estimation.simruns); cpu_pct = mean x 50 Hz, the share of
+    one core;
     loop_period_pct = mean / the 10 ms period of the host's 100 Hz board loop (the filter runs in its own thread:
     this is how much of one loop period a cycle would take if it ran there).
   live_ekf_drive duration_s=120 dropout_s=20 lift_s=... raw_end_error_m=... end_error_m=... stale_at_s=...
@@ -21,21 +23,21 @@ from __future__ import annotations
 
 import json
 import math
-from collections import deque
 import os
 import random
 import signal
 import subprocess
 import sys
 import tempfile
+from collections import deque
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from viperdrive.ekf import config_from_dict  # noqa: E402
-from viperdrive.ekf.live import LiveFilter, SetClock, replay  # noqa: E402
-from viperdrive.ekf.sim import as_message, simulate_run  # noqa: E402
+from viperdrive.estimation import config_from_dict  # noqa: E402
+from viperdrive.estimation.live import LiveFilter, SetClock, replay  # noqa: E402
+from viperdrive.estimation.simruns import as_message, simulate_run  # noqa: E402
 
 HOST_LOOP_HZ = 100.0
 
@@ -74,7 +76,7 @@ def cost() -> None:
 def drive() -> None:
     from test_ros2_ekf import ROBOT, ekf_yaml
 
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
 
     domain = random.SystemRandom().randint(120, 220)
     env = {k: v for k, v in os.environ.items()

@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from viperdrive.board import Board
-from viperdrive.config import RobotConfig
+from viperdrive.board import Board, wait_for_hello
 from viperdrive.errors import LinkLost, NoReplyError
-from viperdrive.sim.pico import ImagesMissing, PicoRig, find_images, wait_for_link
+from viperdrive.rigs.pico import ImagesMissing, PicoRig, find_images
+from viperdrive.robot.config import RobotConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")
@@ -61,7 +61,7 @@ def drive_window(rig: PicoRig, seconds: float, speed: float = 8.0) -> tuple[dict
         # the counters keep their maxima since boot: read them once the ramp is done, as a difference is not possible
         while rig.clock.now() - c0 < seconds:
             b.write(speed, speed)
-            time.sleep(0.01 / max(rig.clock.rate, 0.05))
+            time.sleep(0.01 / max(rig.clock.speed, 0.05))
             b.read()
         rate = (rig.clock.now() - c0) / (time.monotonic() - w0)
         d = b.diag()
@@ -122,7 +122,7 @@ def main(argv: list[str]) -> int:
         with PicoRig(flash=tmp / f"mpy_{hz}.flash") as rig:
             flash(rig, cfgs[hz], mpy=True)
             boots.setdefault("mpy", boot_time(rig))
-            wait_for_link(rig.url, rig.clock)
+            wait_for_hello(rig.url, rig.clock)
             d, st, rate = drive_window(rig, 3.0)
             period = 1e6 / hz
             line("pico_control_step", hz=hz, exec_avg_us=d["exec_avg_us"], exec_max_us=d["exec_max_us"],
@@ -161,7 +161,7 @@ def main(argv: list[str]) -> int:
         f.write_bytes((tmp / "mpy_500.flash").read_bytes())
         with PicoRig(flash=f, pio=mode) as rig:
             try:
-                wait_for_link(rig.url, rig.clock, chip_seconds=20)
+                wait_for_hello(rig.url, rig.clock, seconds=20)
                 d, st, rate = drive_window(rig, 2.0)
                 speeds[mode] = (round(rate, 3), d["exec_max_us"])
             except Exception as e:  # noqa: BLE001 - rp2040js's own PIO timer: the control IRQ may never finish

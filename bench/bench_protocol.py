@@ -17,8 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import protocol_workload  # noqa: E402
 from mpbench import run_workload  # noqa: E402
+
+from bench import protocol_workload  # noqa: E402
 
 
 def main() -> int:

@@ -41,7 +41,7 @@ def pct(values, q):
 
 def main() -> int:
     from viperdrive.board import Board
-    from viperdrive.config import RobotConfig
+    from viperdrive.robot.config import RobotConfig
     from viperdrive.ros2.bridge import Ros2Bridge
 
     domain = random.SystemRandom().randint(120, 220)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""What a board sensor record costs the host: building its Imu and BatteryState (viperdrive.sensormsgs), turning them
-into the bridge's IDL structs and writing them to DDS (a local participant, no reader), and recording them to MCAP.
+"""What a board sensor record costs the host: building its Imu and BatteryState (viperdrive.messages.sensors), turning
+them into the bridge's IDL structs and writing them to DDS (a local participant, no reader), and recording them to MCAP.
 Per record, in this process; the share is of a 10 ms loop period at ros2.sensor_rate 50 Hz (half a record per
 period at update_rate 100 Hz).
 
@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from viperdrive import sensormsgs as S
 from viperdrive.board import sensor_reading
+from viperdrive.messages import sensors as S
 from viperdrive.shared import protocol as P
 
 N = 2000
@@ -66,7 +66,7 @@ def main():
     print(f"sensors_ros2 n={N} record_us={total:.1f} fields_us={fields_us:.1f} idl_us={idl_us:.1f} "
           f"write_us={write_us:.1f} period_share_pct={100 * total * RECORDS_PER_PERIOD / PERIOD_US:.2f}")
 
-    from viperdrive.logs import McapRecorder
+    from viperdrive.recording.mcap import McapRecorder
     with tempfile.TemporaryDirectory() as tmp:
         rec = McapRecorder(Path(tmp) / "b.mcap")
         t0 = time.perf_counter()

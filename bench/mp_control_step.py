@@ -21,11 +21,12 @@ for p in (root + "/mcu/tests", root + "/mcu", root):
 if split_dir:
     sys.path.insert(0, split_dir)
 
+import micropython  # noqa: E402
+
 import control  # noqa: E402
 import control_float  # noqa: E402
 import fakehal  # noqa: E402
 import fixedstep as fx  # noqa: E402
-import micropython  # noqa: E402
 import telemetry  # noqa: E402
 from shared import params  # noqa: E402
 

@@ -14,6 +14,7 @@ for p in (root + "/mcu", root):
     sys.path.insert(0, p)
 
 import micropython  # noqa: E402
+
 from hal.portable import wrap_delta  # noqa: E402
 
 N = 100000

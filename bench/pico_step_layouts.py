@@ -10,10 +10,11 @@
 import time
 from array import array
 
+import fixedstep_split as fxs
+
 import boardcfg
 import control
 import fixedstep as fx
-import fixedstep_split as fxs
 import hal
 import params_store
 

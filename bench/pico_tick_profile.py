@@ -9,15 +9,16 @@
 # tracking and encoder checks are set out of the way (they would trip on what is not a period of real time), and
 # every loop stages a fresh command, so every timed period runs the whole law, enabled and driving.
 import gc
-import machine
 import time
 from array import array
+
+import machine
+import micropython
 
 import boardcfg
 import control
 import fixedstep as fx
 import hal
-import micropython
 import params_store
 
 N = 200

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from viperdrive.board import Board
-from viperdrive.config import RobotConfig
-from viperdrive.sim.pico import wait_for_link
+from viperdrive.board import Board, wait_for_hello
+from viperdrive.robot.config import RobotConfig
 
 # the emulated-Pico checks in `make test` (the whole list takes minutes there; `make hil-pico` runs them all)
 PICO_SUBSET = {
@@ -45,14 +44,14 @@ def sim(request):
         yield None
         return
     if request.param == "pico":
-        from viperdrive.sim.pico import PicoRig
+        from viperdrive.rigs.pico import PicoRig
         image = request.getfixturevalue("pico_image")
         flash = image.copy(request.getfixturevalue("tmp_path_factory").mktemp("pico-hil") / "board.flash")
         with PicoRig(flash=flash) as rig:
-            wait_for_link(rig.url, rig.clock)
+            wait_for_hello(rig.url, rig.clock)
             yield rig
         return
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
     # the ideal robot (perfect kinematics, like the Pico rig's): the suite's numbers are the firmware's, not the
     # default robot's tyre mismatch, wheelbase error and encoder edge jitter
     with VirtualBoard(robot="ideal") as vb:
@@ -67,8 +66,8 @@ def port(request, sim):
 @pytest.fixture
 def clock(sim):
     """The board's clock: chip time on the emulated Pico, the host's elsewhere."""
-    from viperdrive.sim import WALL_CLOCK
-    return WALL_CLOCK if sim is None else sim.clock
+    from viperdrive.timebase import HOST_CLOCK
+    return HOST_CLOCK if sim is None else sim.clock
 
 
 @pytest.fixture
@@ -89,10 +88,10 @@ def board(port, sim, clock):
     emulated Pico a power cycle costs a boot: the ground-truth pose is zeroed and the fault cleared instead)."""
     if _is_pico(sim):
         sim.reset("pose")
-        wait_for_link(port, clock)
+        wait_for_hello(port, clock)
     elif sim is not None:
         sim.reset()
-    b = Board(port, config=RobotConfig())
+    b = Board(port, config=RobotConfig(), clock=clock)
     b.configure()
     # a real board may still hold a fault from an earlier run: start from a cleared one
     b.clear_fault()

@@ -17,14 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
+from test_hil import next_tick
 
-from viperdrive.board import BoardDeenergized
+from viperdrive.board import BoardDeenergized, wait_for_hello
 from viperdrive.errors import LinkLost
 from viperdrive.shared import protocol as P
-from viperdrive.sim import WALL_CLOCK
-from viperdrive.sim.pico import wait_for_link
-
-from test_hil import next_tick
+from viperdrive.timebase import HOST_CLOCK
 
 pytestmark = pytest.mark.hil
 PERIOD = 0.01
@@ -32,7 +30,7 @@ R = 0.0325                  # the default robot's wheel radius (sim/robots/defau
 ENCODER_FAULTS = (P.FAULT_ENCODER_LEFT, P.FAULT_ENCODER_RIGHT)
 
 
-def loop(board, seconds, left, right, sim=None, watch=None, clock=WALL_CLOCK):
+def loop(board, seconds, left, right, sim=None, watch=None, clock=HOST_CLOCK):
     """A 100 Hz write/read loop on absolute deadlines, `seconds` of the board's time (`clock`). watch(t, truth) is
     called with the ground truth every cycle when sim is given. Returns the states."""
     out = []
@@ -136,7 +134,7 @@ def _follow_stop(sim, stop, clock, counts_per_rev):
         if off is not None and rest is not None and done.is_set():
             break
         time.sleep(0.002)
-    done.wait(15.0 / clock.rate)
+    done.wait(15.0 / clock.speed)
     clock.sleep(0.2)
     t1 = sim.truth()
     k = 2 * math.pi / counts_per_rev * R
@@ -154,7 +152,7 @@ def _follow_stop(sim, stop, clock, counts_per_rev):
 
 def _counts_per_rev(port, clock):
     """The board's encoder resolution from its HELLO (after a power cycle of the sim, once it answers)."""
-    return wait_for_link(port, clock).counts_per_rev
+    return wait_for_hello(port, clock).counts_per_rev
 
 
 def _assert_braked(f, ramp):
@@ -204,7 +202,7 @@ def test_cli_drive_interrupted_at_9_rad_s_stops_braked(port, need_sim, tmp_path,
 
         def interrupt():
             p.send_signal(signal.SIGINT)
-            out["err"] = p.communicate(timeout=15 / clock.rate)[1]
+            out["err"] = p.communicate(timeout=15 / clock.speed)[1]
 
         f = _follow_stop(need_sim, interrupt, clock, cpr)
     finally:

@@ -13,19 +13,19 @@ import time
 import pytest
 
 from viperdrive.board import BoardDeenergized
-from viperdrive.config import RobotConfig
 from viperdrive.demo import PathRunner, Track, square
-from viperdrive.drive import DriveController
 from viperdrive.errors import LinkLost, NoReplyError
+from viperdrive.motion.drive import DriveController
+from viperdrive.robot.config import RobotConfig
 from viperdrive.shared import protocol as P
 from viperdrive.shared.stepmetrics import step_metrics
-from viperdrive.sim import WALL_CLOCK
+from viperdrive.timebase import HOST_CLOCK
 
 pytestmark = pytest.mark.hil
 PERIOD = 0.01           # the host loop: 100 Hz
 
 
-def run(board, seconds, wheels=None, twist=None, drive=None, clock=WALL_CLOCK):
+def run(board, seconds, wheels=None, twist=None, drive=None, clock=HOST_CLOCK):
     """A 100 Hz loop (in the board's time: `clock`) on absolute deadlines: write wheel speeds (or a Twist through a
     DriveController), read. Returns [(t, BoardState)], t in the board's seconds since the start."""
     if twist is not None and drive is None:
@@ -151,7 +151,7 @@ def test_no_jump_at_enable(board, need_sim, clock):
     assert moved < 0.05 and abs(a1["w_left"]) < 0.1
 
 
-def _cut_link_for(sim, after, seconds, clock=WALL_CLOCK):
+def _cut_link_for(sim, after, seconds, clock=HOST_CLOCK):
     """From a second thread: wait `after` s, then cut the virtual board's link for `seconds` (board time). The
     emulated Pico ends the cut itself after that much chip time (a host sleep scaled by an estimate of the chip's
     speed cut it for 15-60 ms of chip time where 15 were asked)."""
@@ -161,7 +161,7 @@ def _cut_link_for(sim, after, seconds, clock=WALL_CLOCK):
         return
     sim.fault("cut_link", on=True)
     try:
-        time.sleep(seconds / clock.rate)
+        time.sleep(seconds / clock.speed)
     finally:
         sim.fault("cut_link", on=False)
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The wheel loop with the default gains (shared/params.py) meets the figures docs/tuning.md promises, measured on
-the board's own telemetry with the step helpers of viperdrive.steptest: a 10 rad/s step with the ramp lifted
+the board's own telemetry with the step helpers of viperdrive.tuning.steptest: a 10 rad/s step with the ramp lifted
 overshoots <= 5 % and settles (5 %) within 150 ms, and after 10 s against a wall the output leaves saturation
 within 100 ms of the release. The virtual board's default robot is the robot these gains were designed for; on a
 real board (--port) the step runs as well, the stall needs the sim's fault injection."""
@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from viperdrive import steptest
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
+from viperdrive.tuning import steptest
 
 pytestmark = pytest.mark.hil
 

@@ -14,7 +14,7 @@ import params_store
 import safety
 import sensors
 import telemetry
-from hal.portable import wrap_delta
+from hal.portable import ticks_diff, wrap_delta
 from shared import protocol
 
 FIRMWARE = "viperdrive 0.1"
@@ -22,11 +22,6 @@ ODOM_PERIOD_MS = 10             # board odometry at 100 Hz (soft): it integrates
 #                                 moves the sample time, never loses distance
 TELEMETRY_RECORDS = 64          # ring size: 0.64 s at 100 records/s between two drains
 TELEMETRY_BURST = 4             # TELEMETRY_DATA frames per service pass at most (38 B each)
-
-
-def _ticks_diff(a, b):
-    # hal tick counters wrap at 2**30 (small ints on every port)
-    return ((a - b + 0x20000000) & 0x3FFFFFFF) - 0x20000000
 
 
 class App:
@@ -91,7 +86,7 @@ class App:
             self.sensors.pending = False
             self.link.send(protocol.pack_sensors_data(*self.sensors.record()))
         now = self.hal.ticks_ms()
-        if _ticks_diff(now, self._next_odom) >= 0:
+        if ticks_diff(now, self._next_odom) >= 0:
             self._next_odom = (now + ODOM_PERIOD_MS) & 0x3FFFFFFF
             self.update_odometry()
         if self.telemetry_hz and self.link is not None:
@@ -328,7 +323,7 @@ def _hand_to_repl(app, board):
     # wait here rather than in the REPL: a host reaching the REPL now would lose it to the reset mid-command.
     # Bounded, so a port whose watchdog does not bite still ends in the REPL instead of hanging.
     t0 = board.ticks_ms()
-    while _ticks_diff(board.ticks_ms(), t0) < 4 * timeout + 1000:
+    while ticks_diff(board.ticks_ms(), t0) < 4 * timeout + 1000:
         try:
             board.idle()
         except KeyboardInterrupt:

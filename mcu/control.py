@@ -13,9 +13,31 @@ from array import array
 
 try:
     import fixedstep as fx
-    from fixedstep import (G_BANK, G_BANK_REQ, G_CMD_NEW, G_ENABLED, G_FAULT, G_REQ, G_SB, G_STATUS, G_TICKS,
-                           G_WDT, IO_DL, IO_DR, IO_IN, IO_T0, IO_T1, REQ_CLEAR, REQ_DISABLE, REQ_ENABLE, REQ_ZERO,
-                           W_POS, W_SPN, W_VEL, WS)
+    from fixedstep import (
+        G_BANK,
+        G_BANK_REQ,
+        G_CMD_NEW,
+        G_ENABLED,
+        G_FAULT,
+        G_REQ,
+        G_SB,
+        G_STATUS,
+        G_TICKS,
+        G_WDT,
+        IO_DL,
+        IO_DR,
+        IO_IN,
+        IO_T0,
+        IO_T1,
+        REQ_CLEAR,
+        REQ_DISABLE,
+        REQ_ENABLE,
+        REQ_ZERO,
+        W_POS,
+        W_SPN,
+        W_VEL,
+        WS,
+    )
 except (ImportError, SyntaxError):  # no viper emitter (CircuitPython): controller() returns the float law
     fx = None  # type: ignore[assignment]
 

@@ -12,16 +12,13 @@
 from array import array
 
 import imu as imu_mod
+from hal.portable import ticks_diff
 from shared import protocol
 
 STILL_COUNTS = 1                # the dither a resting quadrature encoder shows on an edge
 BIAS_WINDOW = 32                # still samples averaged into one bias estimate (0.32 s at 100 Hz)
 BIAS_SHIFT = 2                  # after the first window: bias += (window mean - bias) / 4
 BATTERY_SHIFT = 3               # battery low-pass: y += (x - y) / 8 per sample (~80 ms at 100 Hz)
-
-
-def _ticks_diff(a, b):
-    return ((a - b + 0x20000000) & 0x3FFFFFFF) - 0x20000000
 
 
 class Sensors:
@@ -98,7 +95,7 @@ class Sensors:
     def service(self):
         """Run one sample when its time has come (called every slow-loop pass). -> True when it sampled."""
         now = self.hal.ticks_us()
-        late = _ticks_diff(now, self._next)
+        late = ticks_diff(now, self._next)
         if late < 0:
             return False
         if late > self.period_us:
@@ -122,7 +119,7 @@ class Sensors:
         imu = self.imu
         st = self.imu_state
         if st != protocol.IMU_OK:
-            if _ticks_diff(now, self._retry_us) < 0:
+            if ticks_diff(now, self._retry_us) < 0:
                 return
             try:
                 if imu.phase == imu_mod.RUNNING:
@@ -210,7 +207,7 @@ class Sensors:
         self._t_last = now
         if t0 == 0 or not self.bias_valid:
             return
-        dt_us = _ticks_diff(now, t0)
+        dt_us = ticks_diff(now, t0)
         self.dth += (self.out[2] - self.bias[2]) * 1e-6 * dt_us * 1e-6
 
     def take_heading(self):

@@ -16,6 +16,7 @@
 import time
 
 import app as app_mod
+from hal.portable import ticks_diff
 from shared import params as table
 from shared.stepmetrics import BAND, step_metrics  # noqa: F401  (t.step's figures; re-exported for the REPL)
 
@@ -63,7 +64,8 @@ class Tuner:
 
     # ---- background slow loop ----
 
-    def _loop(self):
+    def run_slow_loop(self):
+        """The firmware's slow loop until stop_slow_loop() (what tuning.start() runs in its _thread)."""
         self._thread_running = True
         try:
             while not self._stop:
@@ -72,13 +74,17 @@ class Tuner:
         finally:
             self._thread_running = False
 
-    def stop(self):
-        """Outputs off, control timer and slow loop stopped."""
+    def stop_slow_loop(self):
+        """End run_slow_loop(); returns once it has ended (at most ~1 s)."""
         self._stop = True
         for _ in range(200):
             if not self._thread_running:
                 break
             self._sleep_ms(5)
+
+    def stop(self):
+        """Outputs off, control timer and slow loop stopped."""
+        self.stop_slow_loop()
         self.app.stop()
         if self.app.supervisor.started:
             # machine.WDT cannot be stopped once started (no port has a call for it) and nobody feeds it now
@@ -231,7 +237,7 @@ def serving_sleep(app):
     waits: the Tuner's way of keeping the board alive where there is no _thread (CircuitPython)."""
     def sleep_ms(ms):
         t0 = app.hal.ticks_ms()
-        while app_mod._ticks_diff(app.hal.ticks_ms(), t0) < ms:
+        while ticks_diff(app.hal.ticks_ms(), t0) < ms:
             app.service()
             app.hal.idle()
     return sleep_ms
@@ -260,7 +266,7 @@ def start(board_path="board.json", params_path="params.json", hal_board=None, cf
     a.start()
     if background:
         t = Tuner(a)
-        _thread.start_new_thread(t._loop, ())
+        _thread.start_new_thread(t.run_slow_loop, ())
     else:
         t = Tuner(a, sleep_ms=serving_sleep(a), serving=True)
     print("tuning: control loop at %d Hz, outputs off. t.gains(), t.set(name, value), t.step(rad_s), t.speeds(),"

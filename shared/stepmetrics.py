@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Step-response figures: the one definition the board's REPL tuning (mcu/tuning.py), the host's step test
-# (viperdrive.steptest), the gain design's prediction (viperdrive.tuning_design) and the HIL tests use.
+# (viperdrive.tuning.steptest), the gain design's prediction (viperdrive.tuning.design) and the HIL tests use.
 # MicroPython and CPython: plain loops over two indexable sequences, no list is built (not a hot path, but a
 # board has little heap).
 #

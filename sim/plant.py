@@ -33,9 +33,9 @@
 #             file's imu.axes says. It measures the body's true yaw rate (the same wz the pose integrates) with
 #             gyro = (1 + scale_error) * true + bias + drift + noise per axis, drift a random walk, noise white with
 #             the datasheet's density over a 50 Hz bandwidth; accel = (dv/dt, v*wz, g) + noise. Its own seeded
-#             generator: adding an IMU changes no other random draw. With wall_clock set (the sim backend: the
-#             firmware's ticks_us) the rate is the interval's rotation per interval of that clock, because the
-#             world pauses while the sim's control thread misses periods and the firmware's clock does not.
+#             generator: adding an IMU changes no other random draw. The firmware's clock is the plant's time
+#             (the virtual board's board time counts the plant's steps: sim/world.py), so a rate integrated over
+#             the firmware's clock is exactly the world's rotation.
 #   e-stop:   estop_open (the switch; the control endpoint opens and closes it)
 import math
 
@@ -274,8 +274,6 @@ class Plant:
         # the IMU (register-level part on an emulated I2C bus) and its error model
         self.i2c = imu_parts.I2CBus()
         self.imu = None
-        self.wall_clock = None       # the firmware's ticks_us (the sim backend sets it): the IMU's time base
-        self.imu_wall_t0 = None
         imu = desc.get("imu")
         if imu is not None:
             self.imu = imu_parts.make_part(imu["part"], imu.get("address"))
@@ -547,25 +545,11 @@ class Plant:
         if self.imu_acc_t < per - 1e-9:
             return
         T = self.imu_acc_t
-        # the rate in the firmware's time: the world pauses while the sim's control thread misses periods (a
-        # loaded machine) and the firmware's clock (ticks_us) does not, so the rotation of this interval is
-        # reported per the interval of that clock: integrated over it, it is the world's rotation, exactly as the
-        # encoders count it. Without a clock (tests stepping the plant by hand) the two times are one.
-        Tr = T
-        clock = self.wall_clock
-        if clock is not None:
-            now = clock()
-            t0 = self.imu_wall_t0
-            self.imu_wall_t0 = now
-            if t0 is not None:
-                d = ((now - t0) & 0x3FFFFFFF) * 1e-6
-                if T <= d < 1.0:
-                    Tr = d
         rng = self.imu_rng
         true = self.gyro_true
         true[0] = 0.0
         true[1] = 0.0
-        true[2] = self.imu_acc_wz / Tr
+        true[2] = self.imu_acc_wz / T
         meas = [0.0, 0.0, 0.0]
         acc = [self.imu_acc_ax / T, self.imu_acc_ay / T, GRAVITY]
         self.imu_acc_t = self.imu_acc_wz = self.imu_acc_ax = self.imu_acc_ay = 0.0

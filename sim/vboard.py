@@ -6,7 +6,7 @@
 # restarts the firmware inside this process.
 #
 #   micropython sim/vboard.py [--listen HOST:PORT] [--control HOST:PORT] [--baud N] [--robot FILE]
-#                             [--board FILE] [--params FILE] [--seed N] [--repl]
+#                             [--board FILE] [--params FILE] [--seed N] [--clock FILE] [--repl]
 #
 # Prints "control on HOST:PORT" (with --control) and then "listening on socket://HOST:PORT" once the firmware
 # runs. docs/virtual-board.md is the manual; host/viperdrive/sim launches this for host code and tests.
@@ -23,12 +23,14 @@ for _p in (_ROOT, _ROOT + "/mcu", _HERE):
 
 import _thread  # noqa: E402
 
+import world as world_mod  # noqa: E402
+
 import net  # noqa: E402
 import plant as plant_mod  # noqa: E402
 from shared import protocol  # noqa: E402
 
 USAGE = ("usage: vboard.py [--listen HOST:PORT] [--control HOST:PORT] [--baud N] [--robot FILE] [--board FILE] "
-         "[--params FILE] [--seed N] [--repl] [--app MODULE]")
+         "[--params FILE] [--seed N] [--clock FILE] [--repl] [--app MODULE]")
 WHEELS = ("left", "right", "both")
 FAULT_KINDS = ("cut_link", "corrupt", "garbage", "inject", "stall", "lift", "encoder_drop", "battery",
                "freeze_control", "estop", "imu")
@@ -42,7 +44,7 @@ class UsageError(Exception):
 def parse_args(argv):
     opts = {"listen": "127.0.0.1:0", "control": None, "baud": 115200, "robot": _HERE + "/robots/default.json",
             "board": _ROOT + "/mcu/boards/sim.json", "params": "/tmp/viperdrive-sim-params.json", "seed": None,
-            "repl": False, "app": "app", "board_given": False}
+            "repl": False, "app": "app", "board_given": False, "clock": None}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -110,13 +112,17 @@ class VirtualBoard:
         self.link_server = None if opts["repl"] else net.LinkServer(
             *net.parse_hostport(opts["listen"], "--listen"),
             busy_frame=protocol.pack_nack(protocol.HELLO, protocol.NACK_BUSY))
+        self.board_cfg = self._load_board_cfg()
+        # the world: the plant stepped once per control period, and board time (sim/world.py)
+        self.world = world_mod.World(self.plant, self.board_cfg.get("control_hz", 500), lock=self.plant_lock,
+                                     clock_path=opts["clock"], link_state=self.link_server)
         import hal.sim
-        self.link = hal.sim.PacedLink(self.link_server, baud=opts["baud"], rng=self.rng)
+        self.link = hal.sim.PacedLink(self.link_server, baud=opts["baud"], rng=self.rng, clock=self.world.ticks_us,
+                                      sleep_us=self.world.sleep_us)
         self.tuner = None
         self.control = None
         if opts["control"]:
             self.control = net.ControlServer(*net.parse_hostport(opts["control"], "--control"), self.handle)
-        self.board_cfg = self._load_board_cfg()
         # modules present before the firmware's first import survive a reset; the firmware's are re-imported
         self._keep = set(sys.modules)
         self.app = None
@@ -130,7 +136,6 @@ class VirtualBoard:
         self.crashed = False
         self.link_stopped = False       # the host sent STOP_LINK: the firmware "returned to the REPL"
         self.link_stops = 0
-        self.t_start = time.ticks_ms()
         self.main_gap_max_us = 0
         self.service_max_us = 0         # the firmware's slowest App.service() pass
 
@@ -182,13 +187,13 @@ class VirtualBoard:
         gc.collect()
         import hal
         import hal.sim
-        hal.sim.DEFAULTS.update({"plant": self.plant, "link": self.link, "reset_cause": cause,
-                                 "plant_lock": self.plant_lock})
+        hal.sim.DEFAULTS.update({"world": self.world, "link": self.link, "reset_cause": cause})
         self.last_reset_cause = cause
+        self.world.frozen = False       # freeze_control froze the old firmware's task; a reset starts a new one
         self.crashed = False
         self.link_stopped = False
         self.boots += 1
-        board = hal.load(self.board_cfg, plant=self.plant, link=self.link, reset_cause=cause)
+        board = hal.load(self.board_cfg, world=self.world, link=self.link, reset_cause=cause)
         self.hal = board
         if self.opts["repl"]:
             import tuning
@@ -206,11 +211,7 @@ class VirtualBoard:
         board = self.hal
         if self.tuner is not None:
             # REPL mode: the tuner's slow-loop thread is this firmware's main loop; it stops with it
-            self.tuner._stop = True
-            for _ in range(100):
-                if not self.tuner._thread_running:
-                    break
-                time.sleep_ms(5)
+            self.tuner.stop_slow_loop()
             self.tuner = None
         if board is not None:
             board.stop_periodic()
@@ -230,7 +231,7 @@ class VirtualBoard:
               "power cycle (control: {\"cmd\": \"reset\"})", file=sys.stderr)
 
     def watchdog_reset(self):
-        t0 = time.ticks_ms()
+        t0 = time.ticks_ms()        # the restart's cost in host time (it takes no board time: the world waits)
         self.halt_firmware()
         self.watchdog_resets += 1
         self.boot(protocol.RESET_WATCHDOG)
@@ -270,7 +271,10 @@ class VirtualBoard:
             self.watchdog_reset()
 
     def background(self):
-        """REPL mode: the control endpoint and the watchdog check in a thread, the REPL keeps the console."""
+        """REPL mode: the world and, in a thread, the control endpoint and the watchdog check; the REPL keeps the
+        console."""
+        self.world.start_thread()
+
         def loop():
             while True:
                 try:
@@ -288,8 +292,12 @@ class VirtualBoard:
         _thread.start_new_thread(loop, ())
 
     def run(self):
+        """The one thread of the virtual board: the world's due periods between the firmware's slow-loop passes, so
+        in board time the slow loop never falls behind the control period however the machine schedules us."""
         last = time.ticks_us()
+        world = self.world
         while True:
+            world.run_due()
             self.service_once()
             now = time.ticks_us()
             gap = time.ticks_diff(now, last)
@@ -297,10 +305,7 @@ class VirtualBoard:
             if gap > self.main_gap_max_us:
                 # the slowest main-loop pass (link service, endpoint, idle): what the host's reply latency sees
                 self.main_gap_max_us = gap
-            if self.hal is not None:
-                self.hal.idle()
-            else:
-                time.sleep_ms(1)
+            world.idle(self.link if self.hal is not None else None)
 
     # ---- control endpoint ----
 
@@ -393,7 +398,7 @@ class VirtualBoard:
             is_open = _bool(req, "open")
             with self.plant_lock:
                 p.set_estop(is_open)
-                t_us = time.ticks_us()
+                t_us = self.world.ticks_us()
             return {"ok": True, "kind": kind, "open": is_open, "t_us": t_us}
         if kind == "imu":
             # the emulated IMU stops answering (every transfer NACKs: unplugged, browned out) or answers again
@@ -416,15 +421,15 @@ class VirtualBoard:
                "last_reset_cause": protocol.RESET_NAMES.get(self.last_reset_cause, "?"),
                "last_wdt_recovery_ms": self.last_wdt_recovery_ms, "firmware_errors": self.firmware_errors,
                "last_error": self.last_error, "link_stopped": self.link_stopped, "link_stops": self.link_stops,
-               "uptime_s": time.ticks_diff(time.ticks_ms(), self.t_start) / 1000.0,
+               "uptime_s": self.world.now_us() / 1e6,
                "link_clients": self.link_server.clients, "link_connected": self.link_server.connected(),
                "link_busy_rejects": self.link_server.busy_rejects,
                "cut_link": self.link.cut, "corrupt_rate": self.link.corrupt_rate, "sim_time": self.plant.t,
                "free_heap": gc.mem_free(), "main_gap_max_us": self.main_gap_max_us,
                "service_max_us": self.service_max_us}
         rep.update(self.link.stats())
+        rep.update(self.world.stats())
         if self.hal is not None:
-            rep.update(self.hal.loop_stats())
             rep["watchdog_ms"] = self.hal.wdt_timeout_ms
             rep["watchdog_feeds"] = self.hal.wdt_feeds
         return rep

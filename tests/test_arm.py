@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from viperdrive.arm import PlanarArm, ik_2r
+from viperdrive.motion.arm import PlanarArm, ik_2r
 
 
 def test_fk_and_jacobian_against_finite_differences():

@@ -6,12 +6,12 @@ import threading
 import time
 
 import pytest
-
 from board_responder import Responder
+
 from viperdrive.board import Board, count_delta, fault_text
-from viperdrive.config import RobotConfig
+from viperdrive.board.link import Link
 from viperdrive.errors import BadValue, BoardFault, LinkLost, VersionMismatch
-from viperdrive.link import Link
+from viperdrive.robot.config import RobotConfig
 from viperdrive.shared import params
 from viperdrive.shared import protocol as P
 
@@ -284,10 +284,10 @@ def test_activate_never_returns_a_state_from_before_zero():
 # ---- against the virtual board (the real firmware on the MicroPython unix port with a simulated robot) ----
 
 def test_sim_port_lifecycle_drive_and_odometry_vs_truth():
-    from viperdrive.drive import DriveController
-    from viperdrive.loop import DriveLoop
-    from viperdrive.odometry import Odometry
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.motion.drive import DriveController
+    from viperdrive.motion.loop import DriveLoop
+    from viperdrive.motion.odometry import Odometry
+    from viperdrive.rigs.virtual import VirtualBoard
 
     cfg = RobotConfig(update_rate=100.0, wheel_separation=0.152, wheel_radius=0.0325)
     # the ideal robot: odometry with the nominal geometry matches it (the default robot's is off by design)
@@ -313,7 +313,7 @@ def test_sim_port_lifecycle_drive_and_odometry_vs_truth():
 
 
 def test_sim_cut_link_counts_misses_then_link_lost_and_recovers():
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
 
     with VirtualBoard() as vb, Board(vb.url, config=CFG) as board:
         board.activate()

@@ -9,14 +9,14 @@ import math
 import time
 
 import pytest
-
 from board_responder import Responder
+
 from viperdrive.board import Board, BoardDeenergized
-from viperdrive.config import RobotConfig
-from viperdrive.drive import DriveController
 from viperdrive.errors import EXIT_FAULT, BoardFault
-from viperdrive.loop import DriveLoop
-from viperdrive.odometry import Odometry
+from viperdrive.motion.drive import DriveController
+from viperdrive.motion.loop import DriveLoop
+from viperdrive.motion.odometry import Odometry
+from viperdrive.robot.config import RobotConfig
 from viperdrive.shared import protocol as P
 
 CFG = RobotConfig(wheel_radius=0.0325, max_rim_speed=0.55, update_rate=20.0)
@@ -73,7 +73,7 @@ def assert_no_jump(poses, stamps, cfg, cpr):
 
 
 def test_watchdog_reset_on_the_virtual_board_raises_and_odometry_stays_continuous():
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
 
     cfg = RobotConfig(update_rate=100.0)
     # the restart is a new MicroPython process, silent for 40-70 ms here and longer on a loaded machine: more than

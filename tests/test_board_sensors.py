@@ -11,8 +11,8 @@ import pytest
 
 from viperdrive.board import Board, BoardDeenergized, SensorReading, sensor_reading
 from viperdrive.cli.boardopen import FAULT_HINTS
+from viperdrive.rigs.virtual import VirtualBoard
 from viperdrive.shared import protocol as P
-from viperdrive.sim import VirtualBoard
 
 pytestmark = pytest.mark.xdist_group("vboard")
 

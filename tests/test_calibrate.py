@@ -7,8 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from viperdrive.calibrate import (CalibrationRefused, SpinRun, fit_feedforward, relay_autotune, umbmark,
-                                  wheel_separation_from_spin)
+from viperdrive.tuning.calibrate import (
+    CalibrationRefused,
+    SpinRun,
+    fit_feedforward,
+    relay_autotune,
+    umbmark,
+    wheel_separation_from_spin,
+)
 
 # ----------------------------------------------------------------------------------------------- spin test
 

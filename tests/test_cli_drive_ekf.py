@@ -11,8 +11,8 @@ from cli_helpers import run_cli
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
-from viperdrive.ekf import load_config
-from viperdrive.fuse import fuse
+from viperdrive.estimation import load_config
+from viperdrive.estimation.replay import fuse
 
 EKF = """ekf_filter_node:
   ros__parameters:

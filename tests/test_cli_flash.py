@@ -187,7 +187,7 @@ def test_dry_run_lines_run_as_printed(tmp_path, where, mpy):
 
 def test_compiled_files_build_for_a_board_arch(tmp_path):
     """The mpy-cross commands of a plan run as printed (the firmware compiles for RP2040)."""
-    from viperdrive import flashing
+    from viperdrive.board import flashing
     plan = flashing.flash_plan(PORT, "pico", arch="armv6m", stage=tmp_path)
     import subprocess
     for cmd in plan.compile_commands():

@@ -13,7 +13,6 @@ import time
 import pytest
 from cli_helpers import VIPERDRIVE, cut_link_during, no_traceback, run_cli, signal_while_energized, until_energized
 
-
 # ------------------------------------------------------------------------------------------ numbers (item 2)
 
 # the command lines of the issue: each hung with the board enabled, ignored the value or ended in a traceback
@@ -71,7 +70,7 @@ def test_sim_with_a_garbage_file_says_what_is_wrong(tmp_path, option):
 
 
 def _small_recording(path):
-    from viperdrive.logs import McapRecorder
+    from viperdrive.recording.mcap import McapRecorder
     with McapRecorder(path) as rec:
         t = time.monotonic()
         for i in range(50):
@@ -91,7 +90,7 @@ def test_log_plot_out_dir_naming_a_file_is_an_error(tmp_path):
 
 
 def test_fuse_on_a_corrupted_zstd_chunk_says_so(tmp_path):
-    from viperdrive.ekf.sim import simulate_run, write_mcap
+    from viperdrive.estimation.simruns import simulate_run, write_mcap
     path = tmp_path / "run.mcap"
     write_mcap(path, simulate_run(duration=20.0, seed=1, odom_rate=50, imu_rate=100).messages)
     data = bytearray(path.read_bytes())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from viperdrive.sim import VirtualBoard
+from viperdrive.rigs.virtual import VirtualBoard
 
 pytestmark = pytest.mark.xdist_group("vboard")
 

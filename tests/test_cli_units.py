@@ -13,11 +13,15 @@ import pty
 import numpy as np
 import pytest
 
-from viperdrive import flashing, paths, robotfile, rosmsg_defs, steptest
+from viperdrive.board import flashing
+from viperdrive.board.ports import SerialPortInfo, choose_auto, resolve_port
 from viperdrive.cli.terminal import Progress, TerminalKeys
-from viperdrive.config import RobotConfig
 from viperdrive.errors import BadValue, PortError, UserError
-from viperdrive.ports import SerialPortInfo, choose_auto, resolve_port
+from viperdrive.messages import definitions as rosmsg_defs
+from viperdrive.motion import scripts as paths
+from viperdrive.robot import editing as robotfile
+from viperdrive.robot.config import RobotConfig
+from viperdrive.tuning import steptest
 
 PICO = SerialPortInfo("/dev/ttyACM0", "Board CDC", 0x2E8A, 0x0005, "MicroPython", "Board in FS mode", "e66")
 CP2102 = SerialPortInfo("/dev/ttyUSB0", "CP2102", 0x10C4, 0xEA60, "Silicon Labs", "CP2102 USB to UART", "0001")

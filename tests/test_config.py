@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from viperdrive.config import RobotConfig
 from viperdrive.errors import EXIT_BAD_VALUE, BadValue
+from viperdrive.robot.config import RobotConfig
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
 
@@ -157,8 +157,8 @@ def test_bad_files(tmp_path):
 def test_ros2_section_is_a_frozen_typed_settings_object_with_the_one_set_of_defaults():
     import dataclasses
 
-    from viperdrive import config as C
-    from viperdrive.config import Ros2Settings
+    from viperdrive.robot import config as C
+    from viperdrive.robot.config import Ros2Settings
 
     assert RobotConfig().ros2 == Ros2Settings() and RobotConfig().ros2.publish_rate == 50.0
     with pytest.raises(dataclasses.FrozenInstanceError):

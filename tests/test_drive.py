@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from viperdrive.config import AxisLimits, RobotConfig
-from viperdrive.drive import DriveController
+from viperdrive.motion.drive import DriveController
+from viperdrive.robot.config import AxisLimits, RobotConfig
 
 B, R = 0.152, 0.0325
 

@@ -9,8 +9,8 @@ import pytest
 from filterpy.kalman import KalmanFilter
 from scipy.stats import chi2
 
-from viperdrive.ekf import (REJECTED, TOO_LATE, USED, VX, VYAW, YAW, Ekf, EkfConfig, Measurement, X, Y)
-from viperdrive.ekf.core import PLANAR, _planar_model, _spatial_model
+from viperdrive.estimation import REJECTED, TOO_LATE, USED, VX, VYAW, YAW, Ekf, EkfConfig, Measurement, X, Y
+from viperdrive.estimation.ekf import PLANAR, _planar_model, _spatial_model
 
 
 def meas(t, sensor, values: dict, variances: dict, threshold=math.inf, part="pose"):
@@ -205,7 +205,7 @@ def test_measurement_older_than_history_is_counted_and_logged(caplog):
         ekf.process(m)
     before = ekf.state.copy()
     old = meas(ekf.time - 0.5, "pose", {X: 3.0}, {X: 0.01})
-    with caplog.at_level(logging.WARNING, logger="viperdrive.ekf"):
+    with caplog.at_level(logging.WARNING, logger="viperdrive.estimation"):
         assert ekf.process(old) == TOO_LATE
         assert ekf.process(meas(ekf.time - 0.6, "pose", {X: 3.0}, {X: 0.01})) == TOO_LATE
     assert ekf.sensors["pose"].too_late == 2 and ekf.too_late_total == 2

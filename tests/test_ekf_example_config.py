@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from viperdrive.ekf import Ekf, SensorInput, load_config
+from viperdrive.estimation import Ekf, SensorInput, load_config
 
 EXAMPLE = "docs/examples/ekf.yaml"
 WHEEL_ACCEL = 1.0           # m/s^2, the drive controller's default max_rim_acceleration

@@ -8,9 +8,23 @@ import textwrap
 import numpy as np
 import pytest
 
-from viperdrive.ekf import (AX, AZ, VX, VYAW, YAW, ComplementaryFilter, ConfigError, Kalman1D, SensorConfig,
-                            SensorInput, X, Y, config_from_dict, load_config)
 from viperdrive.errors import EXIT_BAD_VALUE, UserError
+from viperdrive.estimation import (
+    AX,
+    AZ,
+    VX,
+    VYAW,
+    YAW,
+    ComplementaryFilter,
+    ConfigError,
+    Kalman1D,
+    SensorConfig,
+    SensorInput,
+    X,
+    Y,
+    config_from_dict,
+    load_config,
+)
 from viperdrive.transforms import quat_from_euler
 
 VEC = [True, True, False, False, False, True, True, False, False, False, False, True, False, False, False]

@@ -2,8 +2,8 @@
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive fuse` as a user runs it: a subprocess on an MCAP file written here with mcap_ros2.writer."""
 import csv
-import re
 import math
+import re
 import subprocess
 import sys
 import textwrap
@@ -13,8 +13,8 @@ import pytest
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
-from viperdrive.ekf.sim import simulate_run, write_mcap
-from viperdrive.fuse import CSV_COLUMNS
+from viperdrive.estimation.replay import CSV_COLUMNS
+from viperdrive.estimation.simruns import simulate_run, write_mcap
 
 VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")     # the console script of the venv, as users run it
 
@@ -280,7 +280,7 @@ def test_a_new_output_gets_the_usual_file_mode(gap_recording, tmp_path):
 
 
 def test_rosmsg_definitions_are_the_rosbag2_concatenated_form_and_round_trip(tmp_path):
-    from viperdrive import rosmsg_defs
+    from viperdrive.messages import definitions as rosmsg_defs
 
     odom = rosmsg_defs.DEFINITIONS[rosmsg_defs.ODOMETRY]
     blocks = odom.split("=" * 80 + "\n")

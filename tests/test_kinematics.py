@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wpimath import kinematics as wpimath_kin
 
-from viperdrive import kinematics as k
+from viperdrive.motion import kinematics as k
 
 speeds = st.floats(-5.0, 5.0, allow_nan=False)
 rates = st.floats(-20.0, 20.0, allow_nan=False)

@@ -8,10 +8,10 @@ import time
 
 import pytest
 import serial
-
 from board_responder import Responder
+
+from viperdrive.board.link import Link, NackError, explain_open_error
 from viperdrive.errors import LinkLost, NoReplyError, PortError
-from viperdrive.link import Link, NackError, explain_open_error
 from viperdrive.shared import protocol as P
 
 

@@ -14,12 +14,12 @@ import pytest
 from cli_helpers import run_cli
 
 from viperdrive.board import Board
-from viperdrive.config import RobotConfig
+from viperdrive.board.link import Link
 from viperdrive.errors import BoardBusy
-from viperdrive.link import Link
+from viperdrive.rigs.virtual import VirtualBoard
+from viperdrive.robot.config import RobotConfig
 from viperdrive.shared import params
 from viperdrive.shared import protocol as P
-from viperdrive.sim import VirtualBoard
 
 HALF_FRAME = bytes((P.SYNC, 0x40))      # sync + LEN 64: the parser would wait for 66 more bytes
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""The config lint (viperdrive.lint, `viperdrive check-config`): each rule fires on its case, names the key and the
-fix, and stays quiet on a good config; the vy and process-noise cases found on a drive recorded on the virtual
+"""The config lint (viperdrive.estimation.lint, `viperdrive check-config`): each rule fires on its case, names the key
+and the fix, and stays quiet on a good config; the vy and process-noise cases found on a drive recorded on the virtual
 board, and the fixes they propose checked by fusing that recording."""
 import copy
 import csv
@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from viperdrive.ekf import config_from_dict
-from viperdrive.ekf.sim import simulate_run, write_mcap
-from viperdrive.lint import lint, scan_recording
+from viperdrive.estimation import config_from_dict
+from viperdrive.estimation.lint import lint, scan_recording
+from viperdrive.estimation.simruns import simulate_run, write_mcap
 
 VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "ekf.yaml"
@@ -49,7 +49,7 @@ def with_(**changes):
 
 def test_a_good_config_is_quiet_and_so_is_the_documented_example():
     assert lint(config_from_dict(GOOD)) == []
-    from viperdrive.ekf import load_config
+    from viperdrive.estimation import load_config
 
     assert lint(load_config(EXAMPLE)) == []
 

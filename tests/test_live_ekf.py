@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""The live filter (viperdrive.ekf.live): the same estimates as `viperdrive fuse` on its recording, failover states
-with their times, and the re-acquisition of a source the gate had locked out. Driven on the log clock by a
-simulated run (viperdrive.ekf.sim: wheel odometry 50 Hz, gyro 100 Hz, a 1 Hz pose fix that arrives 0.35 s late);
-the virtual-board run through `viperdrive ros2 --ekf` is in tests/test_ros2_ekf.py."""
+"""The live filter (viperdrive.estimation.live): the same estimates as `viperdrive fuse` on its recording, failover
+states with their times, and the re-acquisition of a source the gate had locked out. Driven on the log clock by a
+simulated run (viperdrive.estimation.simruns: wheel odometry 50 Hz, gyro 100 Hz, a 1 Hz pose fix that arrives 0.35 s
+late); the virtual-board run through `viperdrive ros2 --ekf` is in tests/test_ros2_ekf.py."""
 import csv
 import math
 from types import SimpleNamespace
@@ -11,11 +11,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from viperdrive.ekf import config_from_dict
-from viperdrive.ekf.live import LiveFilter, SetClock, replay
-from viperdrive.ekf.sim import as_message, simulate_run
-from viperdrive.fuse import fuse
-from viperdrive.logs import McapRecorder
+from viperdrive.estimation import config_from_dict
+from viperdrive.estimation.live import LiveFilter, SetClock, replay
+from viperdrive.estimation.replay import fuse
+from viperdrive.estimation.simruns import as_message, simulate_run
+from viperdrive.recording.mcap import McapRecorder
 
 POSE_LAG_S = 0.35
 DROP_FROM, DROP_TO = 20.0, 40.0       # s after the start: the pose source is silent
@@ -171,7 +171,7 @@ def test_without_the_rule_the_gate_locks_the_source_out(live_run):
                                             (2.5, "expected a whole number of measurements"),
                                             (-1, "expected a number >= 0")])
 def test_reacquire_after_is_refused_with_a_reason(value, message):
-    from viperdrive.ekf import ConfigError
+    from viperdrive.estimation import ConfigError
     doc = ekf_yaml()
     doc["ekf_filter_node"]["ros__parameters"]["pose0_reacquire_after"] = value
     with pytest.raises(ConfigError, match=message):

@@ -5,13 +5,13 @@ import math
 import time
 
 import pytest
-
 from board_responder import Responder
+
 from viperdrive.board import Board
-from viperdrive.config import RobotConfig
-from viperdrive.drive import DriveController
-from viperdrive.loop import DriveLoop, FixedRateLoop
-from viperdrive.odometry import Odometry
+from viperdrive.motion.drive import DriveController
+from viperdrive.motion.loop import DriveLoop, FixedRateLoop
+from viperdrive.motion.odometry import Odometry
+from viperdrive.robot.config import RobotConfig
 
 
 class SimClock:

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from wpimath import geometry as wpig
 from wpimath import kinematics as wpik
 
-from viperdrive.config import RobotConfig
-from viperdrive.odometry import (
+from viperdrive.motion.odometry import (
     Odometry,
     integrate_arc,
     integrate_euler,
@@ -20,6 +19,7 @@ from viperdrive.odometry import (
     lint_covariance,
     wrap_pi,
 )
+from viperdrive.robot.config import RobotConfig
 
 B, R = 0.1853, 0.0325
 CFG = RobotConfig(wheel_separation=B, wheel_radius=R)

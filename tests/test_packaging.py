@@ -33,8 +33,8 @@ def pyproject() -> dict:
 
 
 def test_shared_is_shipped_from_the_repo_folder():
-    from viperdrive.shared import params, protocol
     import viperdrive.shared as shared_pkg
+    from viperdrive.shared import params, protocol
     for mod, rel in ((protocol, "shared/protocol.py"), (params, "shared/params.py"),
                      (shared_pkg, "shared/__init__.py")):
         assert os.path.samefile(mod.__file__, ROOT / rel), (mod.__name__, mod.__file__)
@@ -78,28 +78,6 @@ def test_pyproject_declares_every_subpackage():
     assert not declared - on_disk, f"declared but missing: {sorted(declared - on_disk)}"
 
 
-def test_moved_names_keep_their_old_import_paths():
-    """cli/common.py was split into rooms and fuse.py's helpers moved next to what they belong to
-    (docs/architecture.md): the old import paths give the very same objects."""
-    import importlib
-
-    from viperdrive import errors, fuse, transforms
-    from viperdrive.cli import common
-    from viperdrive.ekf import sensors
-
-    rooms = [importlib.import_module(f"viperdrive.cli.{m}") for m in ("boardopen", "options", "output", "signals",
-                                                                      "terminal")]
-    for name in common.__all__:
-        obj = getattr(common, name)
-        assert any(vars(m).get(name) is obj for m in rooms), name        # the room's object, not a copy
-        assert getattr(obj, "__module__", "viperdrive.cli.options") != "viperdrive.cli.common", name
-    assert set(common.__all__) >= {"open_board", "load_config", "Progress", "TerminalKeys", "LiveView", "print_json",
-                                   "stop_signals_as_interrupt", "FAULT_HINTS", "add_board_options", "param_guard"}
-    assert fuse.FuseError is errors.FuseError
-    assert fuse.StaticFrames is transforms.StaticFrames and fuse.FrameContext is transforms.FrameContext
-    assert fuse.measurements_of is sensors.measurements_of
-
-
 def test_license_is_declared_and_shipped():
     meta = importlib.metadata.metadata("viperdrive")
     assert meta["License-Expression"] == "MIT" and "LICENSE" in meta.get_all("License-File")
@@ -116,22 +94,29 @@ def test_py_typed_is_shipped():
 
 # The modules docs/architecture.md ("Host interfaces") and docs/host.md call public, with names they document.
 PUBLIC = {
-    "link": {"Link", "NackError", "BoardClock"},
-    "board": {"Board", "BoardState", "BoardInfo", "BoardDeenergized", "count_delta", "fault_text"},
-    "kinematics": {"twist_to_wheels", "wheels_to_twist", "max_angular", "desaturate", "envelope",
-                   "DifferentialDriveKinematics"},
-    "drive": {"DriveController"},
-    "odometry": {"Odometry", "lint_covariance"},
-    "config": {"RobotConfig", "Ros2Settings", "read_robot_file"},
-    "rosparams": {"Document", "Params"},
-    "loop": {"FixedRateLoop", "DriveLoop"},
-    "lint": {"lint"},
+    "timebase": {"Clock", "HostClock", "HOST_CLOCK", "wait_until", "WaitTimeout"},
+    "board": {"Board", "BoardState", "BoardInfo", "BoardDeenergized", "SensorReading", "BoardOdometry", "Link",
+              "NackError", "count_delta", "fault_text", "wait_for_hello"},
+    "board.link": {"Link", "NackError"},
+    "board.board": {"Board", "BoardDeenergized", "count_delta", "wait_for_hello"},
+    "motion.kinematics": {"twist_to_wheels", "wheels_to_twist", "max_angular", "desaturate", "envelope",
+                          "DifferentialDriveKinematics"},
+    "motion.drive": {"DriveController"},
+    "motion.odometry": {"Odometry", "lint_covariance"},
+    "motion.loop": {"FixedRateLoop", "DriveLoop"},
+    "robot.config": {"RobotConfig", "Ros2Settings", "read_robot_file"},
+    "robot.rosparams": {"Document", "Params"},
+    "estimation": {"Ekf", "load_config", "SensorInput", "measurements_of"},
+    "estimation.lint": {"lint"},
+    "estimation.replay": {"fuse", "FuseSummary"},
+    "estimation.schedule": {"FilterSchedule", "FuseSummary", "norm_topic"},
     "transforms": {"SE2", "SE3", "StaticFrames", "FrameContext"},
-    "ekf": {"Ekf", "load_config", "SensorInput", "measurements_of"},
-    "fuse": {"fuse", "FuseSummary", "FuseError", "StaticFrames", "FrameContext", "measurements_of"},
-    "logs": {"McapRecorder", "read_mcap", "read_mcap_partial", "plot_mcap"},
-    "sim": {"VirtualBoard"},
-    "sim.pico": {"PicoRig", "time_scale"},
+    "recording.mcap": {"McapRecorder", "LogClock", "read_mcap", "read_mcap_partial", "open_reader", "OutputFile"},
+    "recording.plot": {"plot_mcap"},
+    "rigs": {"VirtualBoard", "SimError"},
+    "rigs.pico": {"PicoRig"},
+    "rigs.registry": {"clock_for", "register", "unregister", "lookup"},
+    "rigs.clockfile": {"BoardTimeFile"},
 }
 
 

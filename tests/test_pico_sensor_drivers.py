@@ -19,6 +19,7 @@ import pytest
 from viperdrive.board import Board, BoardDeenergized
 from viperdrive.errors import NoReplyError
 from viperdrive.shared import protocol as P
+from viperdrive.timebase import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 BOARD_FILE = ROOT / "mcu" / "boards" / "pico_sensors.json"
@@ -32,8 +33,9 @@ RIG_PHYSICS_S = 1 / 4000                               # the rig samples the bri
 @pytest.fixture(scope="module")
 def rig(pico_image, tmp_path_factory):
     """A rig wired by pico_sensors.json running the firmware with that board.json (put on from the REPL)."""
+    from viperdrive.board import wait_for_hello
     from viperdrive.executables import require
-    from viperdrive.sim.pico import PicoRig, wait_for_link
+    from viperdrive.rigs.pico import PicoRig
     flash = pico_image.copy(tmp_path_factory.mktemp("pico-sensors") / "sensors.flash")
     with PicoRig(flash=flash, board=BOARD_FILE, seed=11, hold_repl_pin=True) as r:
         r.clock.sleep(1.0)                              # boots into the REPL (repl_pin held)
@@ -42,7 +44,7 @@ def rig(pico_image, tmp_path_factory):
         assert cp.returncode == 0, cp.stdout + cp.stderr
         r.pin(CFG["repl_pin"], None)                    # let go of the REPL switch
         r.reset("board")                                # power cycle: the firmware starts with the sensors' config
-        wait_for_link(r.url, r.clock, chip_seconds=60)
+        wait_for_hello(r.url, r.clock, seconds=60)
         yield r
 
 
@@ -173,9 +175,12 @@ def _estop_reaction(board, rig) -> float:
     board.read()
     before = rig.truth()
     t_open = rig.fault("estop", open=True)["t"]
-    off = rig.wait_for(lambda: (lambda t: t if (t["outputs_off_t"] or 0) > t_open else None)(rig.truth()), 1.0)
+    def bridges_off():
+        t = rig.truth()
+        return t if (t["outputs_off_t"] or 0) > t_open else None
+
+    off = wait_until(bridges_off, 1.0, rig.clock, what="the bridges off after the e-stop opened")
     assert before["energized"], before
-    assert off is not None, "the bridges still drive 1 chip s after the e-stop opened"
     return off["outputs_off_t"] - t_open
 
 

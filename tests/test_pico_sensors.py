@@ -27,7 +27,7 @@ def chip():
     """(rig, raw-REPL transport) on one blank emulated Pico for the module."""
     from mpremote.transport_serial import SerialTransport
 
-    from viperdrive.sim.pico import PicoRig, require_images_or_skip
+    from viperdrive.rigs.pico import PicoRig, require_images_or_skip
     require_images_or_skip(pytest.skip)
     with PicoRig(seed=7) as rig:
         rig.clock.sleep(1.0)                          # MicroPython boots and formats its filesystem
@@ -218,7 +218,7 @@ def _node(script: str, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.skipif(not NODE_OK, reason="rp2040js not installed (make setup)")
 def test_a_sensor_on_a_pin_the_board_config_uses_is_refused_at_start():
-    from viperdrive.sim.pico import images_dir
+    from viperdrive.rigs.pico import images_dir
     r = subprocess.run(["node", str(RIG / "rig.mjs"), "--images", str(images_dir()),
                         "--i2c", "0:4:5"], capture_output=True, text=True, timeout=60)
     if "missing image" in r.stderr:

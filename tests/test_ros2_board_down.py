@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from viperdrive.board import Board
-from viperdrive.config import RobotConfig
+from viperdrive.robot.config import RobotConfig
 from viperdrive.ros2 import msgs, qos
 from viperdrive.ros2.bridge import Ros2Bridge
 from viperdrive.ros2.node import RosNode, take_valid
@@ -65,7 +65,7 @@ class Graph:
 
 
 def test_watchdog_reset_board_down_error_diagnostics_odom_continuous_commands_ignored(caplog):
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
 
     cfg = config()
     with VirtualBoard() as vb:
@@ -124,7 +124,7 @@ def test_watchdog_reset_board_down_error_diagnostics_odom_continuous_commands_ig
 
 
 def test_shutdown_over_a_cut_link_says_not_confirmed_disabled(caplog):
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
 
     cfg = config()
     with VirtualBoard() as vb:

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from test_ros2_dds import DOMAIN, ddsls, peer_env
 
 from viperdrive.ros2 import msgs, typehash
@@ -232,7 +231,7 @@ def test_ctrl_c_disables_the_board_and_says_so_last(bridge_b):
 
 
 def test_lost_link_stops_with_exit_code_8_and_a_last_diagnostics(tmp_path):
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
     with VirtualBoard() as vb:
         bridge = Bridge(tmp_path, "--namespace", "robot_l", port=vb.url)
         listener = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", "robot_l",
@@ -262,7 +261,7 @@ def test_lost_link_stops_with_exit_code_8_and_a_last_diagnostics(tmp_path):
 
 
 def test_a_latched_board_fault_is_an_error_in_diagnostics_with_its_name(tmp_path):
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
     with VirtualBoard() as vb:
         bridge = Bridge(tmp_path, "--namespace", "robot_f", port=vb.url)
         try:
@@ -308,7 +307,7 @@ def test_killed_bridge_the_board_deadman_stops_the_wheels(tmp_path):
     """SIGKILL: no shutdown code runs on the host, so only the board can stop the robot (its deadman,
     docs/firmware.md "Safety chain"). The virtual board's ground truth shows the wheels stop within the deadman plus
     the board's own ramp to zero."""
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
     with VirtualBoard() as vb:
         bridge = Bridge(tmp_path, "--namespace", "robot_k", port=vb.url)
         driver = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", "robot_k",

@@ -191,7 +191,7 @@ def test_bridge_parameters_from_the_robot_file():
     """diff_drive_controller-style keys: use_stamped_vel fixes the cmd_vel type, tf_frame_prefix prefixes both
     frames, enable_odom_tf false means no /tf writer, a covariance diagonal replaces the propagated matrix."""
     from viperdrive.board import Board
-    from viperdrive.config import RobotConfig
+    from viperdrive.robot.config import RobotConfig
     from viperdrive.ros2.bridge import Ros2Bridge
     config = RobotConfig.from_dict({"ros2": {"use_stamped_vel": False, "tf_frame_prefix": "robot9",
                                              "odom_frame_id": "odom_wheels", "enable_odom_tf": False,

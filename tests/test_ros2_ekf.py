@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
-
-from test_ros2_dds import peer_env
 from test_ros2_bridge import Bridge
+from test_ros2_dds import peer_env
 
-from viperdrive.ekf import load_config
-from viperdrive.fuse import fuse
-from viperdrive.sim import VirtualBoard
+from viperdrive.estimation import load_config
+from viperdrive.estimation.replay import fuse
+from viperdrive.rigs.virtual import VirtualBoard
 
 pytestmark = [pytest.mark.slow]
 

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from test_ros2_bridge import Bridge
 from test_ros2_dds import DOMAIN, peer_env
 
@@ -86,7 +85,7 @@ def moved(vb, before) -> float:
 
 @needs_lan
 def test_by_default_a_participant_on_the_network_drives_the_robot_and_the_start_up_line_says_so(tmp_path):
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
     with VirtualBoard() as vb:
         bridge = Bridge(tmp_path, "--namespace", "robot_x", port=vb.url)
         try:
@@ -107,7 +106,7 @@ def test_by_default_a_participant_on_the_network_drives_the_robot_and_the_start_
 
 @needs_lan
 def test_localhost_keeps_the_network_out_and_still_serves_this_machine(tmp_path):
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
     with VirtualBoard() as vb:
         bridge = Bridge(tmp_path, "--namespace", "robot_y", "--localhost", port=vb.url)
         try:
@@ -128,7 +127,7 @@ def test_localhost_keeps_the_network_out_and_still_serves_this_machine(tmp_path)
 
 
 def test_allow_publisher_refuses_the_others_and_names_them(tmp_path):
-    from viperdrive.sim import VirtualBoard
+    from viperdrive.rigs.virtual import VirtualBoard
     here = socket.gethostname()
     with VirtualBoard() as vb:
         bridge = Bridge(tmp_path, "--namespace", "robot_z", "--allow-publisher", "host=nav-computer",

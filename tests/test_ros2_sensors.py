@@ -14,14 +14,13 @@ import sys
 import time
 
 import pytest
-
 from test_ros2_bridge import HERE, VIPERDRIVE, Bridge
 from test_ros2_bridge import ROBOT_FILE as BRIDGE_ROBOT_FILE
 from test_ros2_dds import DOMAIN, ddsls, peer_env
 
+from viperdrive.messages.sensors import IMU_NOISE
+from viperdrive.rigs.virtual import VirtualBoard
 from viperdrive.ros2 import msgs, typehash
-from viperdrive.sensormsgs import IMU_NOISE
-from viperdrive.sim import VirtualBoard
 
 pytestmark = [pytest.mark.slow]
 
@@ -229,7 +228,7 @@ def test_battery_cutoff_is_an_error_and_the_battery_dead(tmp_path):
 
 
 def test_recording_has_imu_and_battery_state_at_the_rate_asked(tmp_path):
-    from viperdrive.logs import read_mcap
+    from viperdrive.recording.mcap import read_mcap
     cfg = tmp_path / "robot.yaml"
     cfg.write_text(ROBOT_FILE)
     out = tmp_path / "rec.mcap"

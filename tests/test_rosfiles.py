@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from viperdrive.config import RobotConfig
-from viperdrive.ekf import STATE_SIZE, ConfigError, load_config
 from viperdrive.errors import EXIT_BAD_VALUE, BadValue
-from viperdrive.rosparams import parse_yaml
+from viperdrive.estimation import STATE_SIZE, ConfigError, load_config
+from viperdrive.robot.config import RobotConfig
+from viperdrive.robot.rosparams import parse_yaml
 
 DATA = Path(__file__).resolve().parent / "data" / "ros"
 VEC_ODOM = [False] * 6 + [True, True, False, False, False, True] + [False] * 3
@@ -326,7 +326,7 @@ def test_ekf_errors_name_key_entry_value_and_line(tmp_path, text, message):
 
 
 def test_calibrated_values_are_written_into_the_controllers_node(tmp_path):
-    from viperdrive import robotfile
+    from viperdrive.robot import editing as robotfile
 
     f = tmp_path / "controllers.yaml"
     f.write_text((DATA / "ros2_control_wildcards.yaml").read_text())

@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""Every field of a board sensor record reaches a ROS 2 message (viperdrive.sensormsgs): Imu, BatteryState or a
+"""Every field of a board sensor record reaches a ROS 2 message (viperdrive.messages.sensors): Imu, BatteryState or a
 diagnostics status, with the numbers docs/ros2.md gives; and an MCAP recording of them decodes with mcap-ros2."""
 import math
 
 import pytest
 
-from viperdrive import sensormsgs as S
 from viperdrive.board import sensor_reading
-from viperdrive.logs import McapRecorder, read_mcap
+from viperdrive.messages import sensors as S
+from viperdrive.recording.mcap import McapRecorder, read_mcap
 from viperdrive.shared import protocol as P
 
 STAMP = {"sec": 12, "nanosec": 5}

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import serial
 
+from viperdrive.rigs.virtual import vboard_command
 from viperdrive.shared import protocol as P
-from viperdrive.sim import vboard_command
 
 VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")
 

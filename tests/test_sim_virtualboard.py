@@ -13,8 +13,8 @@ import serial
 
 from viperdrive.board import Board
 from viperdrive.errors import BadValue, PortError
+from viperdrive.rigs.virtual import SimError, VirtualBoard
 from viperdrive.shared import protocol as P
-from viperdrive.sim import SimError, VirtualBoard
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import serial
 
 from viperdrive.board import Board
 from viperdrive.errors import NoReplyError
+from viperdrive.rigs.virtual import VirtualBoard
 from viperdrive.shared import protocol as P
-from viperdrive.sim import VirtualBoard
 
 
 def _frames(ser, seconds):

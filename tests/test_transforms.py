@@ -151,8 +151,14 @@ def test_wrap_angle_boundaries_scalar_and_array_alike():
 
 
 def test_static_frames_put_sensor_data_into_base_link():
-    from viperdrive.transforms import (SE3, FrameContext, StaticFrames, quat_from_euler, quat_multiply,
-                                       quat_same_rotation)
+    from viperdrive.transforms import (
+        SE3,
+        FrameContext,
+        StaticFrames,
+        quat_from_euler,
+        quat_multiply,
+        quat_same_rotation,
+    )
 
     frames = StaticFrames()
     frames.add("base_link", "imu_link", SE3.from_euler(math.pi, 0.0, 0.0, (0.1, 0.0, 0.05)))   # upside down

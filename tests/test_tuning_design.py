@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""viperdrive.tuning_design against numbers worked out by hand (the arithmetic is in the comments) and against
+"""viperdrive.tuning.design against numbers worked out by hand (the arithmetic is in the comments) and against
 closed forms of the model it simulates."""
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from viperdrive import tuning_design as D
 from viperdrive.errors import BadValue
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared.stepmetrics import step_metrics
+from viperdrive.tuning import design as D
 
 # kS 0.15, kV 0.05, kA 0.0013 at 500 Hz, 4096 counts/rev, vel_tau 10 ms, PWM 20 kHz, max_duty 1
 M = D.MotorModel(0.15, 0.05, 0.0013, 500, 4096)

@@ -10,6 +10,6 @@ __version__ = "0.1.0"
 def __getattr__(name):
     # `viperdrive.Board` without importing pyserial for users of the pure-math modules
     if name == "Board":
-        from .board import Board
+        from .board.board import Board
         return Board
     raise AttributeError(name)

@@ -10,7 +10,7 @@ The default robot drifts as a real one does (sim/robots/default.json: tyres 0.6 
 scrub), so first a UMBmark (3 + 3 squares of 0.5 m, ground truth as the tape measure: what `viperdrive
 calibrate umbmark` computes) corrects the wheel radii and the wheelbase; the paths then carry, side by side, the
 raw host odometry (nominal geometry), the calibrated odometry (the same wheel positions, corrected geometry) and
-the live EKF (viperdrive.ekf.live) fusing the calibrated odometry with a gyro (the virtual board's true yaw rate
+the live EKF (viperdrive.estimation.live) fusing the calibrated odometry with a gyro (the virtual board's true yaw rate
 + noise, standing in for the board's IMU), each with its end error against the ground truth.
 
 The driving helpers (PathRunner) are reused by hil_tests/ for the closed-loop square.
@@ -25,16 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .board import Board
-from .config import RobotConfig
-from .drive import DriveController
-from .odometry import Odometry, wrap_pi
+from .board.board import Board
+from .motion.drive import DriveController
+from .motion.odometry import Odometry, wrap_pi
+from .robot.config import RobotConfig
 
 if TYPE_CHECKING:
     import random
     import threading
 
-    from .ekf.live import LiveFilter
+    from .estimation.live import LiveFilter
 
 RATE_HZ = 100.0
 GYRO_SIGMA = 0.005      # rad/s, the stand-in gyro's noise (an MPU-6050 at 100 Hz is ~6e-4 rad/s)
@@ -110,9 +110,9 @@ class PathRunner:
         import random
         import threading
 
-        from .ekf import config_from_dict
-        from .ekf.live import LiveFilter
-        from .ros2 import msgs      # imported now, not inside the loop
+        from .estimation import config_from_dict
+        from .estimation.live import LiveFilter
+        from .ros2 import msgs  # imported now, not inside the loop
         self._msgs = msgs
         self._stop_filter()
         self.live = live = LiveFilter(config_from_dict(EKF_PARAMS))
@@ -283,7 +283,7 @@ def calibrate_umbmark(runner: PathRunner, side: float = 0.5, runs: int = 3):
     """UMBmark on the virtual board: runs clockwise and counter-clockwise squares, the ground truth as the tape
     measure (what `viperdrive calibrate umbmark --measured` is given on a real floor) -> (result, corrected
     RobotConfig or None when the result is refused)."""
-    from .calibrate import umbmark
+    from .tuning.calibrate import umbmark
     cw: list[tuple[float, float]] = []
     ccw: list[tuple[float, float]] = []
     for i in range(2 * runs):
@@ -422,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baud", type=int, default=115200)
     ap.add_argument("--out", default="out/demo_paths.png")
     args = ap.parse_args(argv)
-    from .sim import VirtualBoard
+    from .rigs.virtual import VirtualBoard
     t0 = time.monotonic()
     config = RobotConfig()
     with VirtualBoard(baud=args.baud) as vb, Board(vb.url, baud=args.baud, config=config) as board:

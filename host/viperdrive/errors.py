@@ -56,4 +56,4 @@ class LinkLost(UserError):
 
 class FuseError(UserError):
     """The input or output file cannot be used (`viperdrive fuse`, and the recordings and outputs it shares with
-    the config lint: viperdrive.logs)."""
+    the config lint: viperdrive.recording.mcap)."""

@@ -327,7 +327,9 @@ class SE3:
 # ---------------------------------------------------------------------------------------------------- frame trees
 # A recording's static transform tree (/tf_static) and readings put into a filter's frames with it
 
-def _quat(o) -> np.ndarray:
+def quat_of_msg(o) -> np.ndarray:
+    """A ROS geometry_msgs/Quaternion (x, y, z, w fields) as a unit (w, x, y, z) array; ValueError if zero or not
+    finite."""
     q = quat_from_xyzw(o.x, o.y, o.z, o.w)
     n = float(q @ q)
     if not (n > 1e-12 and math.isfinite(n)):
@@ -335,11 +337,13 @@ def _quat(o) -> np.ndarray:
     return q / math.sqrt(n)
 
 
-def _vec(v) -> np.ndarray:
+def vec_of_msg(v) -> np.ndarray:
+    """A ROS geometry_msgs/Vector3 or Point (x, y, z fields) as an array."""
     return np.array([v.x, v.y, v.z], dtype=float)
 
 
-def _frame(name: str) -> str:
+def frame_name(name: str) -> str:
+    """A tf frame id as tf2 compares them: without a leading '/'."""
     return name.lstrip("/")
 
 
@@ -351,15 +355,15 @@ class StaticFrames:
         self._cache: dict[tuple[str, str], SE3 | None] = {}
 
     def add(self, parent: str, child: str, T: SE3) -> None:
-        self.parent_of[_frame(child)] = (_frame(parent), T)
+        self.parent_of[frame_name(child)] = (frame_name(parent), T)
         self._cache.clear()
 
     def add_message(self, msg) -> None:
         """A decoded tf2_msgs/TFMessage."""
         for ts in msg.transforms:
             tr = ts.transform
-            q = _quat(tr.rotation)
-            self.add(ts.header.frame_id, ts.child_frame_id, SE3.from_quaternion(q, _vec(tr.translation)))
+            q = quat_of_msg(tr.rotation)
+            self.add(ts.header.frame_id, ts.child_frame_id, SE3.from_quaternion(q, vec_of_msg(tr.translation)))
 
     def _to_root(self, frame: str) -> tuple[str, SE3]:
         T = SE3()
@@ -373,7 +377,7 @@ class StaticFrames:
 
     def lookup(self, target: str, source: str) -> SE3 | None:
         """target_T_source, or None when the two frames are not connected by static transforms."""
-        target, source = _frame(target), _frame(source)
+        target, source = frame_name(target), frame_name(source)
         key = (target, source)
         if key not in self._cache:
             if target == source:
@@ -390,7 +394,7 @@ class FrameContext:
     the recording's static transforms, and says once per sensor and frame when it cannot."""
 
     def __init__(self, world: str, base: str, frames: StaticFrames | None = None, warn=None):
-        self.world, self.base = _frame(world), _frame(base)
+        self.world, self.base = frame_name(world), frame_name(base)
         self.frames = frames or StaticFrames()
         self._warn = warn or (lambda text: None)
         self._warned: set = set()
@@ -398,13 +402,13 @@ class FrameContext:
     def _lookup(self, sensor, frame, fixed, what, fixed_is_source=False):
         """fixed_T_frame (frame_T_fixed when fixed_is_source), frame being the sensor's and fixed the filter's; None
         when no transform is needed (the frame is the filter's own, or unnamed) or none is known (warned once)."""
-        if _frame(frame) in ("", fixed):
+        if frame_name(frame) in ("", fixed):
             return None
         target, source = (frame, fixed) if fixed_is_source else (fixed, frame)
         T = self.frames.lookup(target, source)
         if T is None and (sensor, target, source) not in self._warned:
             self._warned.add((sensor, target, source))
-            self._warn(f"{sensor}: {what} is in frame '{_frame(source)}', not '{target}', and no static transform "
+            self._warn(f"{sensor}: {what} is in frame '{frame_name(source)}', not '{target}', and no static transform "
                        f"connects them (/tf_static): used as if it were in '{target}'")
         return T
 

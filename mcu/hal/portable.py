@@ -86,6 +86,12 @@ class QuadDecoder:
         st[QD_EDGE_US] = t_us
 
 
+def ticks_diff(a, b):
+    """a - b of two hal tick readings (ticks_us/ticks_ms) for short intervals: the tick counters wrap at 2**30 on
+    some ports (small ints), and CircuitPython's time module has no ticks_diff."""
+    return ((a - b + 0x20000000) & 0x3FFFFFFF) - 0x20000000
+
+
 def wrap_delta(now, prev, bits):
     """Signed difference now - prev of two raw counter readings of a counter wrapping at 2**bits.
 

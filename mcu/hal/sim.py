@@ -2,23 +2,23 @@
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The sim backend: the hardware of the virtual board (sim/vboard.py), on the MicroPython unix port.
 #
-# The motors and encoders are a physical model (sim/plant.py, passed in as plant=), the control "timer" is a
-# _thread with absolute deadlines that steps the plant and then calls the firmware's control step, the watchdog
-# is a deadline the virtual board checks, and the link is a byte stream paced at the emulated serial baud rate
-# (PacedLink over a transport: the virtual board's TCP server). This module never imports sim/: the virtual
-# board hands the plant and the link in, either as keywords or, for code that builds the Board itself
-# (tuning.start() in the REPL), through DEFAULTS.
+# The motors and encoders are a physical model (sim/plant.py) stepped by the virtual board's world (sim/world.py),
+# which also keeps board time: the control "timer" is the world calling the firmware's step once per period, every
+# clock here (ticks_us/ticks_ms, the watchdog, the link's byte pacing) is the world's board time, which stops when
+# the machine does not run the virtual board. The watchdog is a deadline the virtual board checks, and the link is
+# a byte stream paced at the emulated serial baud rate (PacedLink over a transport: the virtual board's TCP
+# server). This module never imports sim/: the virtual board hands the world and the link in, either as keywords
+# or, for code that builds the Board itself (tuning.start() in the REPL), through DEFAULTS.
+import _thread
 import gc
 import time
-
-import _thread
 
 try:
     from shared.protocol import RESET_POWER_ON
 except ImportError:  # pragma: no cover - the firmware's layout always has shared/
     RESET_POWER_ON = 0
 
-# Set by the virtual board before the firmware builds its Board: {"plant": ..., "link": ..., "reset_cause": ...}
+# Set by the virtual board before the firmware builds its Board: {"world": ..., "link": ..., "reset_cause": ...}
 DEFAULTS = {}  # type: dict
 
 Q15_FULL = 32767
@@ -267,30 +267,29 @@ def repl_pin_held(cfg):
 
 
 class Board:
-    """The sim hardware (interface: mcu/hal/__init__.py). plant=, link= and reset_cause= come from the virtual
-    board (keywords, else DEFAULTS)."""
+    """The sim hardware (interface: mcu/hal/__init__.py). world=, link= and reset_cause= come from the virtual
+    board (keywords, else DEFAULTS): the world holds the plant and board time."""
 
-    soft = True     # the control period comes from a thread, not a hard timer IRQ
+    soft = True     # the control period comes from the world, not a hard timer IRQ
 
-    def __init__(self, cfg, plant=None, link=None, reset_cause=None):
-        if plant is None:
-            plant = DEFAULTS.get("plant")
-        if plant is None:
-            raise ValueError("the sim backend needs a plant: start the firmware through sim/vboard.py")
+    def __init__(self, cfg, world=None, link=None, reset_cause=None):
+        if world is None:
+            world = DEFAULTS.get("world")
+        if world is None:
+            raise ValueError("the sim backend needs the virtual board's world: start the firmware through "
+                             "sim/vboard.py")
         if link is None:
             link = DEFAULTS.get("link")
         if reset_cause is None:
             reset_cause = DEFAULTS.get("reset_cause", RESET_POWER_ON)
         self.cfg = cfg
-        self.plant = plant
-        # the firmware's clock: the emulated IMU reports the world's rotation per interval of it (the world pauses
-        # when this thread misses periods, the firmware's clock does not: sim/plant.py, "IMU")
-        plant.wall_clock = time.ticks_us
+        self.world = world
+        self.plant = plant = world.plant
         self.link = link
         self.counter_bits = plant.counter_bits
         self._reset_cause = reset_cause
-        self._duty_l = 0
-        self._duty_r = 0
+        self.duty_l = 0             # Q15, what the world's next plant step runs on
+        self.duty_r = 0
         self._energized = False
         plant.energized = False
         est = cfg.get("estop")
@@ -299,28 +298,15 @@ class Board:
             bit = 1 << est["pin"]
             self._in_closed = bit if est["closed"] else 0
             self._in_open = bit ^ self._in_closed
-        # one lock around the plant: the control thread steps it, the virtual board's endpoint reads and
-        # disturbs it from the main thread (no GIL on the unix port)
-        self.plant_lock = DEFAULTS.get("plant_lock") or _thread.allocate_lock()
-        # control thread
-        self._running = False
-        self._thread_alive = False
-        self.frozen = False         # freeze_control fault: the loop keeps time but skips the firmware's step
         self.hz = 0
-        self.periods = 0            # control periods run (firmware step called)
-        self.plant_steps = 0
-        self.overruns = 0           # periods that started more than one period late (the schedule slipped)
-        self.period_min_us = 0
-        self.period_max_us = 0
-        self.late_max_us = 0
-        self.late_sum_us = 0
-        self.step_max_us = 0        # plant step + firmware step, worst
-        self.plant_max_us = 0
-        self._hist = None
         # watchdog
         self.wdt_timeout_ms = 0
         self._wdt_deadline = 0
         self.wdt_feeds = 0
+        # the firmware's clock is the world's board time (the port's time functions stay the world's methods:
+        # one call each, as on a chip)
+        self.ticks_us = world.ticks_us
+        self.ticks_ms = world.ticks_ms
 
     # ---- outputs and encoders ----
 
@@ -329,14 +315,14 @@ class Board:
 
     def write_duty(self, left, right):
         if self._energized:
-            self._duty_l = left
-            self._duty_r = right
+            self.duty_l = left
+            self.duty_r = right
 
     def set_energized(self, on):
         self._energized = bool(on)
         if not on:
-            self._duty_l = 0
-            self._duty_r = 0
+            self.duty_l = 0
+            self.duty_r = 0
         self.plant.energized = self._energized
 
     def edge_period_us(self, buf):
@@ -352,8 +338,8 @@ class Board:
         return self._in_closed
 
     def sensor_bus(self):
-        """The plant's emulated I2C bus (sim/imu_parts.py). No lock: the control thread swaps a part's data
-        registers in whole, so a burst read sees one sample and never waits for the plant's step."""
+        """The plant's emulated I2C bus (sim/imu_parts.py). No lock: the world swaps a part's data registers in
+        whole, so a burst read sees one sample and never waits for the plant's step."""
         return self.plant.i2c
 
     def battery_u16(self):
@@ -362,111 +348,49 @@ class Board:
         u = int(self.plant.battery_terminal_v / bat["divider"] / bat["vref"] * 65535.0 + 0.5)
         return 65535 if u > 65535 else (0 if u < 0 else u)
 
-    # ---- the control "timer": a thread with absolute deadlines ----
+    # ---- the control "timer": the world runs the step once per period ----
 
     def start_periodic(self, hz, fn):
-        if self._running:
-            self.stop_periodic()
+        if hz != self.world.hz:
+            raise ValueError("the virtual board's world runs at %d Hz (the board config's control_hz), not %d"
+                             % (self.world.hz, hz))
         self.hz = hz
-        self._running = True
-        self._thread_alive = True
-        _thread.start_new_thread(self._loop, (hz, fn))
+        self.world.attach(fn, self)
 
     def stop_periodic(self):
-        self._running = False
-        # wait for the loop to see it (at most a period, plus the firmware's step)
-        for _ in range(500):
-            if not self._thread_alive:
-                return
-            time.sleep_ms(2)
+        if self.world.board is self:
+            self.world.detach()
 
-    def _loop(self, hz, fn):
-        period = US_PER_S // hz
-        dt = 1.0 / hz
-        plant = self.plant
-        lock = self.plant_lock
-        ticks_us = time.ticks_us
-        ticks_diff = time.ticks_diff
-        ticks_add = time.ticks_add
-        deadline = ticks_add(ticks_us(), period)
-        last = 0
-        first = True
-        pmin = 1 << 30
-        pmax = 0
-        try:
-            while self._running:
-                wait = ticks_diff(deadline, ticks_us())
-                if wait > 0:
-                    time.sleep_us(wait)
-                start = ticks_us()
-                late = ticks_diff(start, deadline)
-                if not first:
-                    p = ticks_diff(start, last)
-                    if p < pmin:
-                        pmin = p
-                        self.period_min_us = p
-                    if p > pmax:
-                        pmax = p
-                        self.period_max_us = p
-                first = False
-                last = start
-                if late > self.late_max_us:
-                    self.late_max_us = late
-                self.late_sum_us += late
-                # the physics first: the encoders the firmware reads next reflect the last period's duty
-                with lock:
-                    plant.step(dt, self._duty_l, self._duty_r)
-                self.plant_steps += 1
-                t_plant = ticks_diff(ticks_us(), start)
-                if t_plant > self.plant_max_us:
-                    self.plant_max_us = t_plant
-                if not self.frozen:
-                    fn()
-                    self.periods += 1
-                used = ticks_diff(ticks_us(), start)
-                if used > self.step_max_us:
-                    self.step_max_us = used
-                deadline = ticks_add(deadline, period)
-                if ticks_diff(ticks_us(), deadline) > period:
-                    # more than a whole period behind (a loaded machine): count it and restart the schedule
-                    # from now instead of running a burst of catch-up periods with stale timing
-                    self.overruns += 1
-                    deadline = ticks_add(ticks_us(), period)
-        finally:
-            self._thread_alive = False
+    @property
+    def frozen(self):
+        return self.world.frozen
+
+    @frozen.setter
+    def frozen(self, on):
+        self.world.frozen = on
 
     def loop_stats(self):
-        n = max(1, self.plant_steps)
-        return {"hz": self.hz, "periods": self.periods, "plant_steps": self.plant_steps, "overruns": self.overruns,
-                "period_min_us": self.period_min_us, "period_max_us": self.period_max_us,
-                "late_max_us": self.late_max_us, "late_avg_us": self.late_sum_us // n,
-                "step_max_us": self.step_max_us, "plant_max_us": self.plant_max_us, "frozen": self.frozen}
+        return self.world.stats()
 
     def reset_loop_stats(self):
-        self.period_min_us = self.period_max_us = self.late_max_us = self.late_sum_us = 0
-        self.step_max_us = self.plant_max_us = self.overruns = 0
-
-    # ---- time ----
-
-    ticks_us = time.ticks_us        # the port's functions themselves: one call, not a method around one
-    ticks_ms = time.ticks_ms
+        self.world.reset_stats()
 
     def repl_pin_held(self):
         return repl_pin_held(self.cfg)
 
-    # ---- watchdog (the virtual board checks watchdog_expired() and restarts the firmware) ----
+    # ---- watchdog (the virtual board checks watchdog_expired() and restarts the firmware); board time ----
 
     def watchdog_start(self, timeout_ms):
         self.wdt_timeout_ms = timeout_ms
-        self._wdt_deadline = time.ticks_add(time.ticks_ms(), timeout_ms)
+        self._wdt_deadline = self.world.ticks_ms() + timeout_ms
 
     def watchdog_feed(self):
         if self.wdt_timeout_ms:
-            self._wdt_deadline = time.ticks_add(time.ticks_ms(), self.wdt_timeout_ms)
+            self._wdt_deadline = self.world.ticks_ms() + self.wdt_timeout_ms
             self.wdt_feeds += 1
 
     def watchdog_expired(self):
-        return bool(self.wdt_timeout_ms) and time.ticks_diff(time.ticks_ms(), self._wdt_deadline) > 0
+        return bool(self.wdt_timeout_ms) and self.world.ticks_ms() > self._wdt_deadline
 
     def reset_cause(self):
         return self._reset_cause
@@ -475,20 +399,13 @@ class Board:
 
     def open_link(self):
         if self.link is None:
-            self.link = PacedLink(None)
+            self.link = PacedLink(None, clock=self.world.ticks_us, sleep_us=self.world.sleep_us)
         return self.link
 
     def free_heap(self):
         return gc.mem_free()
 
     def idle(self):
-        # the slow loop has nothing to do: move line bytes whose time has come, then yield until the next byte
-        # is due on the line or the host sends something (at most ~1 ms), so the emulated line adds its own
-        # byte time and little else
-        link = self.link
-        if link is not None and hasattr(link, "wait"):
-            link.pump()
-            link.wait(1000)
-            link.pump()
-        else:
-            time.sleep_ms(1)
+        # the slow loop has nothing to do: the world moves the line bytes whose time has come and waits until the
+        # next period, the next byte on the line or the host sends something (at most ~1 ms)
+        self.world.idle(self.link)

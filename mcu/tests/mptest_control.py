@@ -6,11 +6,12 @@
 import random
 from array import array
 
+import micropython
+
 import control
 import control_float
 import fakehal
 import fixedstep as fx
-import micropython
 from shared import params, protocol
 
 TWO_PI = 6.283185307179586

@@ -1,11 +1,10 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The e-stop input (board config "estop") and the slow path's latched faults, through the App and its link on the
-# hal test double (exact periods), and on the sim backend with its real control thread and the plant (reaction
-# time measured from the firmware's clock): outputs off in the period that reads the circuit open, no ramp,
+# hal test double (exact periods), and on the sim backend in the virtual board's world with the plant (reaction
+# time measured in board time, the firmware's clock): outputs off in the period that reads the circuit open, no ramp,
 # FAULT_ESTOP latched, cleared only once the circuit is closed again AND CLEAR_FAULT came.
 import sys
-import time
 
 import micropython
 
@@ -17,6 +16,8 @@ from shared import protocol as P
 
 _root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
 sys.path.insert(0, _root + "/sim")
+
+import world as world_mod  # noqa: E402
 
 import plant as plant_mod  # noqa: E402
 from hal import sim  # noqa: E402
@@ -132,20 +133,21 @@ def test_the_period_with_an_estop_input_allocates_nothing():
 
 
 def test_reaction_time_on_the_sim_backend_from_the_firmware_clock():
-    # the real control thread at 500 Hz on the plant (default robot, driving): the e-stop opens at a ticks_us the
-    # test records; the sim backend records the ticks_us at which the bridges went off. Both are the firmware's
-    # clock (time.ticks_us on the unix port). Reaction: the first period that starts after the opening cuts
+    # the virtual board's world at 500 Hz on the plant (default robot, driving): the e-stop opens at a board time
+    # the test records; the sim backend records the board time at which the bridges went off. Both are the
+    # firmware's clock (board time: whole periods). Reaction: the first period that starts after the opening cuts
     desc = plant_mod.load_description(_root + "/sim/robots/default.json")
     pl = plant_mod.Plant(desc)
     cfg = boardcfg.validate({"backend": "sim", "counts_per_rev": 4096, "counter_bits": 16, "control_hz": 500,
                              "estop": {"pin": 0, "closed": 0}})
-    board = sim.Board(cfg, plant=pl)
+    w = world_mod.World(pl, 500)
+    board = sim.Board(cfg, world=w)
     offs = []
     real = board.set_energized
 
     def watched(on):
         if not on:
-            offs.append(time.ticks_us())
+            offs.append(board.ticks_us())
         real(on)
     board.set_energized = watched
     a = app_mod.App(board, cfg, params_path="/tmp/viperdrive-mptest-estop.json", link=False, watchdog=False)
@@ -153,39 +155,32 @@ def test_reaction_time_on_the_sim_backend_from_the_firmware_clock():
     try:
         reactions = []
         periods = []
-        for _trial in range(5):
+        for trial in range(5):
             assert a.enable(True), a.ctrl.fault()
-            end = time.ticks_add(time.ticks_ms(), 400)
-            while time.ticks_diff(end, time.ticks_ms()) > 0:
+            for _ in range(80):                 # 400 ms of driving, a command every 5 ms
                 a.set_velocity(3000, 3000)
-                time.sleep_ms(5)
-            assert board._energized and abs(pl.w_l) > 1.0
+                w.sleep_us(5000)
+            assert board.duty_l != 0 and abs(pl.w_l) > 1.0
             del offs[:]
             k0 = a.ctrl.ticks()
-            with board.plant_lock:
-                pl.set_estop(True)
-                t_open = time.ticks_us()
+            # open it somewhere inside a period (a different phase each trial)
+            w.sleep_us(300 * trial + 100)
+            pl.set_estop(True)
+            t_open = board.ticks_us()
             while not offs:
-                time.sleep_ms(1)
-            reactions.append(time.ticks_diff(offs[0], t_open))
+                w.sleep_us(100)
+            reactions.append(offs[0] - t_open)
             periods.append(a.ctrl.ticks() - k0)
             assert a.ctrl.fault() == P.FAULT_ESTOP and pl.duty_l == 0.0 or not pl.energized
-            with board.plant_lock:
-                pl.set_estop(False)
-            for _ in range(2000):               # a period reads it closed (a loaded machine may be slow to run one)
-                if a.ctrl.st[fx.G_ESTOP] == 0:
-                    break
-                time.sleep_ms(1)
+            pl.set_estop(False)
+            w.sleep_us(4000)                    # two periods read it closed
+            assert a.ctrl.st[fx.G_ESTOP] == 0
             assert a.clear_fault() == P.FAULT_ESTOP
-        print("e-stop reaction (us, firmware clock, 500 Hz = 2000 us period):", reactions,
+        print("e-stop reaction (us of board time, 500 Hz = 2000 us period):", reactions,
               "periods run until the cut seen:", periods)
-        st = a.ctrl.st
-        # the cut happened in the first period after the opening (the period is the thread's; a loaded machine
-        # can only delay that period's start, which the period statistics show)
-        late = board.late_max_us
+        # the cut happens in the first period that starts after the opening: within one period of board time
         for r in reactions:
-            assert 0 < r <= 2000 + late + 1000, (r, late)
-        assert min(reactions) <= 2000 + 1000, reactions
-        assert st[fx.G_ESTOP] == 0
+            assert 0 < r <= 2000, reactions
+        assert a.ctrl.st[fx.G_ESTOP] == 0
     finally:
         a.stop()

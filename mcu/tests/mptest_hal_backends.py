@@ -10,9 +10,9 @@ import sys
 from array import array
 
 from mptest_hal_portable import Pio, _seq
-from shared import protocol
 
 import boardcfg
+from shared import protocol
 
 BOARDS = "mcu/boards/"
 
@@ -364,8 +364,8 @@ def test_rp2_duty_register_table_names_each_bridges_pwm_slice_channel_and_dir_pi
     # what the chip's period function writes: PWM slice (pin >> 1) & 7 -> CC at word 5*slice + 3, channel B for
     # odd pins; pwm_dir: the DIR pin's SIO mask; in1_in2: IN2's CC word and channel; last the energized word
     _install(machine=FakeMachine(), rp2=FakeRp2())
-    from hal import rp2 as hrp2
     from hal import portable
+    from hal import rp2 as hrp2
     cfg = boardcfg.load(BOARDS + "pico.json")          # left pwm 6 dir 7, right pwm 8 dir 9
     t = hrp2._duty_registers(portable.bridge_mode(cfg), cfg["pins"])
     assert list(t) == [0, 18, 0, 1 << 7, 0, 23, 0, 1 << 9, 0, 0, -1 << 31], list(t)

@@ -8,7 +8,8 @@ import struct
 import app as app_mod
 import fakehal
 import fixedstep as fx
-from shared import params, protocol as P
+from shared import params
+from shared import protocol as P
 
 CFG = {"control_hz": 500, "counts_per_rev": 4096, "name": "fake", "watchdog_ms": 500}
 TMP = "/tmp/viperdrive-mptest-link"

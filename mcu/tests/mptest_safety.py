@@ -3,8 +3,8 @@
 # The supervisor and the board-level safety behaviour through the App: watchdog feeding only on progress of
 # both tasks, the watchdog-reset boot, deadman through the link, restartable App, the REPL boot switch.
 import app as app_mod
-import fixedstep as fx
 import fakehal
+import fixedstep as fx
 import safety
 from shared import protocol as P
 

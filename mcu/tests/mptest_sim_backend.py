@@ -2,7 +2,9 @@
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The sim backend (mcu/hal/sim.py) and the virtual board's TCP pieces (sim/net.py) on the MicroPython unix port:
 # serial byte-rate pacing (with a stepped clock, so timing is exact and load-independent), link faults, the
-# watchdog deadline, the control thread, and real sockets for the link server and the control endpoint.
+# watchdog deadline and the control period in board time (sim/world.py: board time is whole periods, so every
+# figure here is exact however loaded the machine is), the grant that holds the world, and real sockets for the
+# link server and the control endpoint.
 import json
 import socket
 import sys
@@ -11,6 +13,8 @@ from array import array
 
 _root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
 sys.path.insert(0, _root + "/sim")
+
+import world as world_mod  # noqa: E402
 
 import net  # noqa: E402
 import plant  # noqa: E402
@@ -187,71 +191,144 @@ def test_a_new_client_does_not_get_the_old_ones_bytes():
     assert len(w.sent) == 0 and link.reconnects == 1
 
 
-def _board(**kw):
+def _board(clock_path=None, link_state=None, **kw):
     desc = plant.load_description(_root + "/sim/robots/default.json")
     p = plant.Plant(desc)
-    return p, sim.Board({"backend": "sim"}, plant=p, **kw)
+    w = world_mod.World(p, 500, clock_path=clock_path, link_state=link_state)
+    return p, w, sim.Board({"backend": "sim"}, world=w, **kw)
 
 
 def test_board_outputs_only_while_energized():
-    p, b = _board()
+    p, w, b = _board()
     assert b.counter_bits == 16
     b.write_duty(20000, 20000)
-    assert b._duty_l == 0                      # ignored while de-energized
+    assert b.duty_l == 0                       # ignored while de-energized
     b.set_energized(True)
     assert p.energized
     b.write_duty(20000, -20000)
-    assert (b._duty_l, b._duty_r) == (20000, -20000)
+    assert (b.duty_l, b.duty_r) == (20000, -20000)
     b.set_energized(False)
-    assert (b._duty_l, b._duty_r) == (0, 0) and not p.energized
+    assert (b.duty_l, b.duty_r) == (0, 0) and not p.energized
     buf = array("i", [7, 7])
     b.read_counts(buf)
     assert list(buf) == [0, 0]
 
 
-def test_watchdog_deadline():
-    p, b = _board(reset_cause=1)
+def test_watchdog_deadline_in_board_time():
+    p, w, b = _board(reset_cause=1)
     assert b.reset_cause() == 1
     assert not b.watchdog_expired()            # not started: never expires
     b.watchdog_start(40)
-    time.sleep_ms(10)
+    w.sleep_us(10000)
     b.watchdog_feed()
     assert not b.watchdog_expired()
-    time.sleep_ms(60)
-    assert b.watchdog_expired()
+    w.sleep_us(39000)
+    assert not b.watchdog_expired()            # 39 ms of board time since the feed
+    w.sleep_us(2000)
+    assert b.watchdog_expired()                # 41 ms
     b.watchdog_feed()
     assert not b.watchdog_expired()
 
 
-def test_control_thread_steps_plant_then_firmware_and_freezes():
-    p, b = _board()
+def test_world_steps_plant_then_firmware_once_per_period_and_freezes():
+    p, w, b = _board()
     seen = []
-    calls = [0]
 
     def step():
-        # the plant has already been stepped for this period when the firmware's step runs
-        seen.append(p.steps)
-        calls[0] += 1
+        # the plant has already been stepped for this period when the firmware's step runs, and the firmware's
+        # clock reads the period's start: board time is whole periods
+        seen.append((p.steps, w.t_us, b.ticks_us()))
 
     b.start_periodic(500, step)
-    time.sleep_ms(200)
+    t0 = w.now_us()
+    w.sleep_us(200000)
+    assert len(seen) == 100, len(seen)        # exactly: 200 ms of board time are 100 periods, on any machine
+    assert all(seen[i][0] == seen[i - 1][0] + 1 for i in range(1, len(seen)))
+    assert all(seen[i][1] - seen[i - 1][1] == 2000 for i in range(1, len(seen)))
+    assert all(0 <= ticks - start < 2000 for _, start, ticks in seen)     # inside its own period
+    assert w.now_us() - t0 >= 200000
     b.frozen = True
-    n_frozen = calls[0]
-    time.sleep_ms(100)
-    steps_frozen = p.steps
-    frozen_calls = calls[0]
+    steps = p.steps
+    w.sleep_us(100000)
+    assert len(seen) == 100                    # frozen: the firmware's step no longer runs ...
+    assert p.steps == steps + 50               # ... while the physics goes on
     b.stop_periodic()
-    assert n_frozen >= 20, n_frozen            # 100 expected; a loaded machine may run fewer
-    assert frozen_calls <= n_frozen + 1        # frozen: the firmware's step no longer runs ...
-    assert steps_frozen > seen[-1]             # ... while the physics goes on
-    assert all(seen[i] == seen[i - 1] + 1 for i in range(1, len(seen)))
-    assert b.periods == len(seen)
+    w.sleep_us(20000)
+    assert len(seen) == 100 and p.steps == steps + 60     # detached: the world alone
     st = b.loop_stats()
-    print("500 Hz loop: periods %d, period min %d max %d us, late max %d us, overruns %d"
+    print("500 Hz world: periods %d, host period min %d max %d us, late max %d us, overruns %d"
           % (st["periods"], st["period_min_us"], st["period_max_us"], st["late_max_us"], st["overruns"]))
-    k = p.steps
-    time.sleep_ms(20)
-    assert p.steps == k                        # stopped
+    assert st["periods"] == 100 and st["board_time_s"] >= 0.32
+
+
+def test_board_time_is_monotonic_and_never_passes_the_next_period():
+    p, w, b = _board()
+    last = w.now_us()
+    for _ in range(2000):
+        now = w.now_us()
+        assert now >= last
+        assert now < w.t_us + w.period_us      # the next period has not started: its time is not here yet
+        last = now
+        w.run_due()
+
+
+class FakeLinkState:
+    def __init__(self):
+        self.generation = 0
+        self.conn = False
+
+    def connected(self):
+        return self.conn
+
+
+def test_a_grant_holds_the_world_only_for_its_own_connected_client():
+    import os
+    path = "/tmp/viperdrive-mptest-clock-%d.bin" % (int.from_bytes(os.urandom(4), "little"))
+    f = open(path, "wb")
+    f.write(bytes(64))
+    f.close()
+    ls = FakeLinkState()
+    p, w, b = _board(clock_path=path, link_state=ls)
+    import struct
+
+    def grant(gen, until_us):
+        g = open(path, "r+b")
+        g.seek(32)
+        g.write(struct.pack("<IIQIIQ", gen, 0, until_us, gen, 0, until_us))
+        g.close()
+
+    def board_us_in_file():
+        g = open(path, "rb")
+        data = g.read(24)
+        g.close()
+        a, c = struct.unpack_from("<QQ", data, 8)
+        assert data[:4] == b"VDCK" and a == c
+        return a
+
+    w.sleep_us(20000)
+    assert board_us_in_file() == w.t_us == 20000
+    # a client connects (generation 1) and its host grants up to 30 ms: the world stops there
+    ls.generation, ls.conn = 1, True
+    grant(1, 30000)
+    t0 = time.ticks_ms()
+    while time.ticks_diff(time.ticks_ms(), t0) < 60:
+        w.run_due()
+        time.sleep_us(200)
+    assert w.t_us == 30000, w.t_us
+    # a grant for another client (an old generation) holds nothing
+    grant(0, 30000)
+    w.sleep_us(10000)
+    assert w.t_us >= 40000
+    grant(1, w.t_us + 4000)
+    t0 = time.ticks_ms()
+    while time.ticks_diff(time.ticks_ms(), t0) < 40:
+        w.run_due()
+    held = w.t_us
+    # the client disconnects: free at once
+    ls.conn = False
+    w.sleep_us(10000)
+    assert w.t_us >= held + 10000
+    os.remove(path)
 
 
 def _client(port):

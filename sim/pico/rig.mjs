@@ -6,13 +6,17 @@
 //   node sim/pico/rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT] [--control HOST:PORT]
 //                         [--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-rate R]
 //                         [--pio lazy|every|timer] [--physics-hz N] [--imu PARTS] [--i2c BUS:SDA:SCL]
-//                         [--battery-adc PIN:DIVIDER] [--estop PIN[:LEVEL]] [--quiet]
+//                         [--battery-adc PIN:DIVIDER] [--estop PIN[:LEVEL]] [--clock FILE] [--quiet]
+//
+// --clock FILE: the clock file (host/viperdrive/rigs/clockfile.py has the layout) gets the chip's time after every
+// slice, and the link client's generation; while a client whose host writes grants is connected, the chip does not
+// run past the grant (the host the machine stops does not find the chip's deadman tripped by its pause).
 //
 // Prints "control on HOST:PORT" (with --control), then "listening on socket://HOST:PORT": the chip's USB CDC port,
 // which pyserial, mpremote and every viperdrive command open like /dev/ttyACM0. The flash file keeps the chip's
 // whole 2 MiB flash (MicroPython and its littlefs filesystem) across power cycles of the rig; a missing file starts
 // from the MicroPython UF2 on a blank filesystem.
-import { readFileSync, writeFileSync, existsSync, renameSync } from 'node:fs';
+import { readFileSync, writeFileSync, existsSync, renameSync, openSync, readSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,7 +32,7 @@ export const BOOTROM_NAME = 'rp2040-bootrom-b1.bin';
 const USAGE = 'usage: rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT] [--control HOST:PORT] ' +
   '[--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-rate R] [--pio lazy|every|timer] ' +
   '[--physics-hz N] [--imu PART[@ADDR],...|none] [--i2c BUS:SDA:SCL] [--battery-adc PIN:DIVIDER|none] ' +
-  '[--estop PIN[:CLOSED_LEVEL]|none] [--quiet]';
+  '[--estop PIN[:CLOSED_LEVEL]|none] [--clock FILE] [--quiet]';
 const FAULT_KINDS = ['cut_link', 'corrupt', 'garbage', 'stall', 'lift', 'encoder_drop', 'battery', 'freeze_control',
   'estop', 'imu'];
 // the sensors' wiring when neither the board config nor the command line says: both IMU parts at their default
@@ -51,11 +55,12 @@ function parseArgs(argv) {
     flash: null, listen: '127.0.0.1:0', control: null,
     robot: path.join(ROOT, 'sim', 'robots', 'pico_mdd10.json'), board: path.join(ROOT, 'mcu', 'boards', 'pico.json'),
     seed: null, holdReplPin: false, maxRate: 1.0, pio: 'lazy', physicsHz: 4000, quiet: false,
-    imu: null, i2c: null, batteryAdc: null, estop: null,
+    imu: null, i2c: null, batteryAdc: null, estop: null, clock: null,
   };
   const names = { '--images': 'images', '--flash': 'flash', '--listen': 'listen', '--control': 'control',
     '--robot': 'robot', '--board': 'board', '--seed': 'seed', '--max-rate': 'maxRate', '--pio': 'pio',
-    '--physics-hz': 'physicsHz', '--imu': 'imu', '--i2c': 'i2c', '--battery-adc': 'batteryAdc', '--estop': 'estop' };
+    '--physics-hz': 'physicsHz', '--imu': 'imu', '--i2c': 'i2c', '--battery-adc': 'batteryAdc', '--estop': 'estop',
+    '--clock': 'clock' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '-h' || a === '--help') throw new UsageError(USAGE);
@@ -195,9 +200,60 @@ function loadBoardConfig(file) {
   return cfg;
 }
 
+/** The chip's side of the clock file (layout: host/viperdrive/rigs/clockfile.py). */
+class ClockFile {
+  constructor(file) {
+    this.fd = openSync(file, 'r+');
+    const hdr = Buffer.alloc(8);
+    hdr.write('VDCK', 0, 'latin1');
+    hdr.writeUInt32LE(1, 4);
+    writeSync(this.fd, hdr, 0, 8, 0);
+    this.tbuf = Buffer.alloc(16);
+    this.gbuf = Buffer.alloc(32);
+    this.gen = 0;
+    this.connected = false;
+    this.grantGen = -1;
+    this.grantUs = 0;
+    this.holds = 0;
+    this.link(0, false);
+  }
+
+  time(us) {
+    const v = BigInt(Math.floor(us));
+    this.tbuf.writeBigUInt64LE(v, 0);
+    this.tbuf.writeBigUInt64LE(v, 8);
+    writeSync(this.fd, this.tbuf, 0, 16, 8);
+  }
+
+  link(gen, connected) {
+    this.gen = gen;
+    this.connected = connected;
+    const b = Buffer.alloc(8);
+    b.writeUInt32LE(gen >>> 0, 0);
+    b.writeUInt32LE(connected ? 1 : 0, 4);
+    writeSync(this.fd, b, 0, 8, 24);
+  }
+
+  /** May the chip run up to board time us? Yes unless the connected client's host granted less. */
+  granted(us) {
+    if (!this.connected) return true;
+    if (this.grantGen === this.gen && us <= this.grantUs) return true;
+    readSync(this.fd, this.gbuf, 0, 32, 32);
+    const g1 = this.gbuf.readUInt32LE(0), u1 = this.gbuf.readBigUInt64LE(8);
+    const g2 = this.gbuf.readUInt32LE(16), u2 = this.gbuf.readBigUInt64LE(24);
+    if (g1 === g2 && u1 === u2) {
+      this.grantGen = g1;
+      this.grantUs = Number(u1);
+    }
+    if (this.grantGen !== this.gen) return true;
+    return us <= this.grantUs;
+  }
+}
+
 class Rig {
   constructor(o) {
     this.o = o;
+    this.clockFile = o.clock ? new ClockFile(o.clock) : null;
     const img = findImages(o.images);
     this.bootrom = new Uint32Array(new Uint8Array(readFileSync(img.rom)).buffer);
     if (this.bootrom.length !== 4096) throw new UsageError(`${img.rom}: not a 16 KiB bootrom`);
@@ -412,11 +468,15 @@ class Rig {
     const budgetMs = 20;
     const step = () => {
       const t0 = performance.now();
+      const cf = this.clockFile;
       while (performance.now() - t0 < budgetMs) {
         const wallS = (performance.now() - wallStart) / 1000;
         const ahead = this.chipSeconds() - chipStart - wallS * this.o.maxRate;
         if (ahead > 0.002) break;
+        // the host's grant: the chip waits for a host the machine does not run
+        if (cf && !cf.granted(this.chipSeconds() * 1e6 + SLICE_NS / 1000)) { cf.holds++; break; }
         this.advance(this.chip.nanos + SLICE_NS);
+        if (cf) cf.time(this.chipSeconds() * 1e6);
         this.flushToHost();
       }
       this.sampleRate();
@@ -504,6 +564,7 @@ class Rig {
         sock.setNoDelay(true);
         this.client = sock;
         this.clients++;
+        if (this.clockFile) this.clockFile.link(this.clients, true);
         this.toHost = [];
         sock.on('data', (d) => { if (this.client === sock) this.toBoard(d); });
         sock.resume();
@@ -518,6 +579,7 @@ class Rig {
           if (i >= 0) waiting.splice(i, 1);
           if (this.client === sock) {
             this.client = null;
+            if (this.clockFile) this.clockFile.link(this.clients, false);
             while (waiting.length && !this.client) serve(waiting.shift());
           }
         };
@@ -661,6 +723,7 @@ class Rig {
       ok: true, ...this.stats, last_reset_cause: RESET_NAMES[this.lastReason ? 1 : 0],
       watchdog_reason: this.lastReason, chip_s: this.chipSeconds(), wall_s: wall,
       rate: this.rate(), rate_overall: wall > 0 ? this.chipSeconds() / wall : 0, max_rate: this.o.maxRate,
+      lockstep_holds: this.clockFile ? this.clockFile.holds : 0,
       link_clients: this.clients, link_connected: !!this.client, cut_link: this.cut, corrupt_rate: this.corruptRate,
       usb_connected: c.connected, pio_mode: this.o.pio, pio_steps: c.pioSteps, pio_skipped: c.pioSkipped,
       flash: c.flashOps, flash_file: this.o.flash, frozen: this.frozen, halted: c.fatal || null,

@@ -36,14 +36,14 @@ def build_parser() -> argparse.ArgumentParser:
     for name, mod in _commands():
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.register(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(command_run=mod.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "_run", None):
+    if not getattr(args, "command_run", None):
         parser.print_help()
         return 2
     from .signals import stop_signals_as_interrupt
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         # SIGTERM (a service manager, `kill`), SIGHUP (a closed terminal) and SIGQUIT end every command the way
         # Ctrl-C does: its clean-up runs (board disabled, parameters put back), exit 130 (cli/signals.py)
         with stop_signals_as_interrupt():
-            return int(args._run(args) or 0)
+            return int(args.command_run(args) or 0)
     except UserError as e:
         _say(f"viperdrive {args.command}: error: {e}")
         return e.exit_code

@@ -13,15 +13,16 @@ import contextlib
 import sys
 import time
 
-from ..board import Board, fault_text
-from ..config import RobotConfig
+from viperdrive.shared import protocol as P
+
+from ..board.board import Board
+from ..board.ports import resolve_port
+from ..board.records import fault_text
 from ..errors import BoardFault, NoReplyError, UserError
-from ..ports import resolve_port
+from ..robot.config import RobotConfig
 from .options import baud_of, load_config, port_spec
 from .output import warn
 from .signals import deferred_signals
-from viperdrive.shared import protocol as P
-
 
 # what to do about each latched fault (protocol.FAULT_*), in words
 FAULT_HINTS = {
@@ -61,7 +62,7 @@ def open_board(args, config: RobotConfig | None = None, clock_sync: bool = True)
     spec = port_spec(args, config)
     port = resolve_port(spec, baud)
     try:
-        board = Board(port.url, baud, config=config, clock_sync=clock_sync)
+        board = Board(port.url, baud, config=config, clock_sync=clock_sync, clock=port.clock)
         try:
             board.configure()
         except NoReplyError as e:
@@ -69,7 +70,7 @@ def open_board(args, config: RobotConfig | None = None, clock_sync: bool = True)
                 f"no reply from the board on {port.description} at {baud} baud ({e}). Check --baud (a UART link "
                 f"runs at board.json's link.baud), that the viperdrive firmware is flashed (`viperdrive flash`), "
                 f"and that the board is not in REPL mode (repl_mode file or repl pin held at boot)") from None
-        args._port_description = port.description
+        args.port_description = port.description
         try:
             yield board
         except BaseException:
@@ -157,7 +158,7 @@ def read_sensors(board: Board, timeout: float = 1.0):
 
 def param_guard(board, args):
     """A steptest.ParamGuard for a command: the restoring runs under deferred_signals and failures are warned."""
-    from ..steptest import ParamGuard
+    from ..tuning.steptest import ParamGuard
     return ParamGuard(board, shield=deferred_signals, warn=lambda text: warn(args, text))
 
 

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive calibrate wheelbase|umbmark|feedforward`: guided calibration runs. The robot drives, the user measures
-what only the outside world knows (the real turn angle, the real end position), viperdrive.calibrate computes, the
-before/after is shown, and on confirmation the result goes to the board (parameters, saved) and the robot file.
+what only the outside world knows (the real turn angle, the real end position), viperdrive.tuning.calibrate computes,
+the before/after is shown, and on confirmation the result goes to the board (parameters, saved) and the robot file.
 
 Scripted use: --measured gives the measurements up front, --yes answers the confirmations.
 
@@ -20,11 +20,11 @@ import time
 
 import numpy as np
 
-from .. import calibrate as cal
-from .. import steptest
 from ..errors import BadValue, BoardFault, UserError
-from ..paths import LIMITS, ScriptFollower, Segment
-from ..robotfile import update_values
+from ..motion.scripts import LIMITS, ScriptFollower, Segment
+from ..robot.editing import update_values
+from ..tuning import calibrate as cal
+from ..tuning import steptest
 from .boardopen import activate, explain_fault, fault_message, open_board, param_guard, warn_unsaved
 from .drive import DriveSession
 from .options import add_board_options, int_range, load_config, positive, seconds
@@ -339,7 +339,7 @@ def _feedforward(args, board, config) -> int:
                                               period=steptest.HOST_PERIOD / 2, activate=lambda: activate(board, args))
         finally:
             bar.close()
-    rec = steptest._to_recording(records, k)
+    rec = steptest.to_recording(records, k)
     fits = {}
     for side in ("left", "right"):
         # the same zero-phase moving average on command and speed: a linear filter on both sides keeps the model

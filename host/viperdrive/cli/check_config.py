@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive check-config FILE [--recording REC.mcap]`: what viperdrive reads from a ROS parameter file, and the
-config lint (viperdrive.lint) for a robot_localization file. Nothing is changed or fused."""
+config lint (viperdrive.estimation.lint) for a robot_localization file. Nothing is changed or fused."""
 from __future__ import annotations
 
 import sys
@@ -24,10 +24,10 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
-    from ..config import read_robot_file
-    from ..ekf.config import is_filter_node
     from ..errors import EXIT_ERROR, BadValue
-    from ..rosparams import ros1_nodes, ros2_entries
+    from ..estimation.config import is_filter_node
+    from ..robot.config import read_robot_file
+    from ..robot.rosparams import ros1_nodes, ros2_entries
     from .output import print_json
 
     try:
@@ -58,8 +58,8 @@ def _flat_keys(mapping: dict) -> set:
 
 
 def _filter(args, doc, print_json, exit_findings) -> int:
-    from ..ekf.config import config_from_document
-    from ..lint import lint, scan_recording
+    from ..estimation.config import config_from_document
+    from ..estimation.lint import lint, scan_recording
 
     cfg = config_from_document(doc, node=args.node)
     scan = scan_recording(args.recording, cfg) if args.recording else None
@@ -88,8 +88,8 @@ def _filter(args, doc, print_json, exit_findings) -> int:
 
 
 def _robot(args, doc, print_json) -> int:
-    from ..config import RobotConfig
     from ..errors import BadValue
+    from ..robot.config import RobotConfig
 
     try:
         cfg = RobotConfig.from_document(doc, node=args.node, strict=args.strict)

@@ -14,22 +14,23 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..board import BoardState
-from ..drive import DriveController
+from viperdrive.shared import protocol as P
+
+from ..board.records import BoardState
 from ..errors import BoardFault, UserError
-from ..loop import DriveLoop
-from ..odometry import Odometry
-from ..paths import BUILTINS, ScriptFollower, load_script
-from ..sensormsgs import sensor_statuses
+from ..messages.sensors import sensor_statuses
+from ..motion.drive import DriveController
+from ..motion.loop import DriveLoop
+from ..motion.odometry import Odometry
+from ..motion.scripts import BUILTINS, ScriptFollower, load_script
 from .boardopen import activate, explain_fault, fault_message, open_board
 from .options import add_board_options, load_config, script_options, seconds
 from .output import note, warn
 from .signals import stop_signals_as_interrupt
 from .terminal import LiveView, TerminalKeys
-from viperdrive.shared import protocol as P
 
 if TYPE_CHECKING:
-    from ..ekf.live import LiveFilter
+    from ..estimation.live import LiveFilter
 
 HELP = "drive with the keyboard (arrows/WASD, space stop, q quit) or a script (square, spin, figure8, FILE)"
 
@@ -121,7 +122,7 @@ class DriveSession:
         self.controller.reset()
         self.odometry.reset()
         self._last_diag = self.clock.now()
-        self.record_diagnostics(self._last_diag)
+        self.record_diagnostics()
 
     def tick(self, now: float) -> None:
         """One loop cycle's bookkeeping after DriveLoop.cycle: recording and fault tracking."""
@@ -138,7 +139,8 @@ class DriveSession:
                 rec.joint_states(state.stamp, state.position, state.velocity)
                 rec.odometry(state.stamp, self.odometry.pose, self.odometry.twist, self.odometry.pose_covariance,
                              self.odometry.twist_covariance, odom=self.live is None)
-            rec.command(now, self.controller.v, self.controller.w)
+            # the recording's times are the host's (its log clock); `now` is the board's, the loop's period
+            rec.command(time.monotonic(), self.controller.v, self.controller.w)
             for t in self.board.telemetry_frames():
                 rec.telemetry(t, self.board.counts_per_rev)
             if self.sensor_hz:
@@ -149,9 +151,9 @@ class DriveSession:
                 # GET_DIAG is a blocking round trip (~10 ms at 115200 baud): asked at the start, on a fault and at
                 # the end only; every second the last board answer goes out with this side's live counters
                 self._last_diag = now
-                self.record_diagnostics(now, ask_board=False)
+                self.record_diagnostics(ask_board=False)
 
-    def record_diagnostics(self, now: float, ask_board: bool = True) -> None:
+    def record_diagnostics(self, ask_board: bool = True) -> None:
         if self.recorder is None:
             return
         if ask_board or self.board_diag is None:
@@ -170,7 +172,7 @@ class DriveSession:
             sensors = sensor_statuses(self.latest_sensors, self.board_diag.get("fault_code", 0), warn_v, cutoff_v,
                                       imu_errors=self.board_diag.get("imu_errors"),
                                       estop_now=self.state.estop if self.state is not None else None)
-        self.recorder.diagnostics(now, d, status, hardware_id=self.board.info.board, sensors=sensors)
+        self.recorder.diagnostics(time.monotonic(), d, status, hardware_id=self.board.info.board, sensors=sensors)
 
     def command(self, v: float, w: float, now: float) -> None:
         self.v, self.w = v, w
@@ -184,7 +186,7 @@ class DriveSession:
         if self.board.link is None or not self.board.link.is_open:
             return
         try:
-            self.record_diagnostics(self.clock.now())
+            self.record_diagnostics()
         except UserError:
             pass
         self.stop_telemetry()
@@ -232,11 +234,13 @@ def start_live_filter(ekf, recorder, warn, on_estimate=None):
     a warning (only `viperdrive ros2 --ekf` subscribes to topics)."""
     import threading
 
-    from ..ekf.live import LiveFilter, LogClock
+    from ..estimation.live import LiveFilter
+    from ..recording.mcap import LogClock
+
     # the message types (cyclonedds) are imported here, before the board loop: an import inside the loop costs it
     # a second of missed cycles
     from ..ros2 import msgs
-    clock = LogClock(recorder._wall0, recorder._mono0) if recorder is not None else LogClock()
+    clock = recorder.clock if recorder is not None else LogClock()
     record = None
     if recorder is not None:
         record = lambda topic, msg, ns: recorder.message(topic, msgs.ros_type_name(type(msg)), msg, ns)  # noqa: E731
@@ -262,7 +266,7 @@ def start_live_filter(ekf, recorder, warn, on_estimate=None):
 
 def fused_lines(live, raw) -> list[str]:
     """The live filter beside the raw odometry: fused pose and 1-sigma, the difference, the sources' states."""
-    from ..ekf.live import position_sigma
+    from ..estimation.live import position_sigma
     est = live.estimate
     if est is None:
         return ["fused     (waiting for the filter's first measurement)"]
@@ -279,7 +283,7 @@ def run(args) -> int:
     config = load_config(args)
     ekf = None
     if args.ekf is not None:
-        from ..ekf import load_config as load_ekf
+        from ..estimation import load_config as load_ekf
         ekf = load_ekf(args.ekf, node=args.ekf_node)
     segments = None
     if args.script:
@@ -292,7 +296,7 @@ def run(args) -> int:
                             "square|spin|figure8|FILE", exit_code=2)
     recorder = None
     if args.record:
-        from ..logs import McapRecorder
+        from ..recording.mcap import McapRecorder
         recorder = McapRecorder.for_robot(args.record, config)
     try:
         with stop_signals_as_interrupt(), open_board(args, config) as board:
@@ -352,7 +356,7 @@ def _run_keys(args, s: DriveSession, keys: TerminalKeys) -> int:
         s.command(v, w, now)
         if k % 10 == 0:
             step = f"step {LINEAR_STEPS[level]:.2f} m/s / {ANGULAR_STEPS[level]:.2f} rad/s"
-            view.show(status_lines(s, f"keyboard on {getattr(args, '_port_description', '')}",
+            view.show(status_lines(s, f"keyboard on {getattr(args, 'port_description', '')}",
                                    [step, help_line]))
         if t_end is not None and now >= t_end:
             s.stop_reason = "duration"

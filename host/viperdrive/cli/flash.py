@@ -16,11 +16,13 @@ import select
 import subprocess
 import time
 
-from .. import flashing
-from ..board import Board
+from ..board import flashing
+from ..board.board import Board
+from ..board.link import Link, NackError
+from ..board.ports import choose_auto, is_url, list_serial_ports, resolve_port
 from ..errors import EXIT_NO_REPLY, LinkLost, NoReplyError, PortError, UserError, VersionMismatch
-from ..link import Link, NackError
-from ..ports import choose_auto, is_url, list_serial_ports, resolve_port
+from ..rigs.registry import clock_for
+from ..timebase import Clock
 from .options import add_board_options, baud_of, load_config, port_spec, seconds
 from .output import note
 from .terminal import Progress
@@ -110,9 +112,9 @@ def run(args) -> int:
     return _verify(port, args)
 
 
-def _time_scale(port: str) -> float:
-    from ..link import _board_time_scale
-    return _board_time_scale(port)
+def _clock(port: str) -> Clock:
+    # the board's time: an emulated chip slower than real time (the Pico rig) takes its own time to reset and boot
+    return clock_for(port)
 
 
 def _protocol_version() -> int:
@@ -130,7 +132,7 @@ def _mpremote_error(output: str, port: str) -> UserError:
             f"repl pin (board.json repl_pin) while pressing reset, or power it up with the pin held, then run flash "
             f"again. Otherwise check that MicroPython is installed on the board")
     if "failed to access" in low:
-        from ..link import port_holders
+        from ..board.link import port_holders
         holders = ", ".join(f"pid {pid} ({name})" for pid, name in port_holders(port))
         return PortError(f"port {port} is busy{': in use by ' + holders if holders else ''} or not permitted "
                          f"(dialout group: sudo usermod -aG dialout $USER); close the other program first")
@@ -144,7 +146,7 @@ def _stop_link(port: str, args) -> None:
     it STOP_LINK and wait until it has reset into REPL mode. Nothing answering: mpremote's turn (a REPL already)."""
     config = load_config(args)
     baud = baud_of(args, config)
-    board = Board(port, baud, config=config, clock_sync=False, margin=0.2)
+    board = Board(port, baud, config=config, clock_sync=False, margin=0.2, clock=_clock(port))
     try:
         info = board.configure()
     except (NoReplyError, LinkLost):
@@ -167,14 +169,14 @@ def _stop_link(port: str, args) -> None:
     note(args, f"{what} left link mode (STOP_LINK): it resets into REPL mode"
                + (f" within {reset_s:g} s" if reset_s else ""))
     if reset_s:
-        # an emulated chip slower than real time (the Pico rig) takes longer in wall time: its measured scale
-        time.sleep((reset_s + REPL_BOOT_S) * _time_scale(port))
+        # in the board's time: an emulated chip slower than real time (the Pico rig) takes longer in wall time
+        _clock(port).sleep(reset_s + REPL_BOOT_S)
         _wait_for_port(port, args.verify_timeout)
 
 
 def _stop_link_raw(port: str, baud: int, mismatch: str) -> float:
     from viperdrive.shared import protocol as P
-    link = Link(port, baud, margin=0.2)
+    link = Link(port, baud, margin=0.2, clock=_clock(port))
     try:
         link.open()
         return P.unpack_stop_link_ack(link.request(P.pack_stop_link(), P.STOP_LINK_ACK)) / 1000.0
@@ -273,22 +275,19 @@ def _verify(port: str, args) -> int:
     config = load_config(args)
     baud = baud_of(args, config)
     # --verify-timeout is board time: an emulated chip (its boot compiles the .py files) slower than real time takes
-    # longer in wall time, by its measured scale, sampled as it goes (the rig's speed changes while it boots)
-    left = args.verify_timeout
+    # longer in wall time
+    clock = _clock(port)
+    end = clock.now() + args.verify_timeout
     last = "no reply"
-    t = time.monotonic()
-    while left > 0:
-        board = Board(port, baud, config=config, clock_sync=False)
+    while clock.now() < end:
+        board = Board(port, baud, config=config, clock_sync=False, clock=clock)
         try:
             info = board.configure()
         except VersionMismatch:
             raise
         except (PortError, NoReplyError, LinkLost) as e:      # re-enumerating after the reset, still booting
             last = str(e)
-            time.sleep(0.5)
-            now = time.monotonic()
-            left -= (now - t) / _time_scale(port)
-            t = now
+            clock.sleep(0.5)
             continue
         finally:
             board.cleanup()

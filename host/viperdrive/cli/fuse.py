@@ -55,17 +55,17 @@ def _log_to_stderr():
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("viperdrive fuse: warning: %(message)s"))
     handler.addFilter(_FirstFew())
-    log = logging.getLogger("viperdrive.ekf")
+    log = logging.getLogger("viperdrive.estimation")
     log.addHandler(handler)
     log.propagate = False
     return log, handler
 
 
 def run(args) -> int:
-    from ..ekf import load_config
     from ..errors import EXIT_ERROR, BadValue
-    from ..fuse import fuse
-    from ..lint import RecordingScan, lint
+    from ..estimation import load_config
+    from ..estimation.lint import RecordingScan, lint
+    from ..estimation.replay import fuse
 
     cfg = load_config(args.config, node=args.node)
     for cat, key, text in cfg.report:

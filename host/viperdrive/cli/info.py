@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..board import fault_text
+from viperdrive.shared import params as PARAMS
+from viperdrive.shared import protocol as P
+
+from ..board.records import fault_text
 from .boardopen import FAULT_HINTS, open_board, read_sensors, read_status
 from .options import add_board_options
 from .output import note, print_json, warn
-from viperdrive.shared import params as PARAMS
-from viperdrive.shared import protocol as P
 
 HELP = ("show the board: firmware, protocol, status, faults in words, sensors (IMU, battery, e-stop), loop timing, "
         "link counters, parameters")

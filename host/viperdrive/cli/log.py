@@ -11,8 +11,9 @@ import argparse
 import time
 
 from ..errors import BoardFault, UserError
-from ..logs import McapRecorder, plot_mcap, read_mcap, read_mcap_partial
-from ..paths import BUILTINS, ScriptFollower, load_script
+from ..motion.scripts import BUILTINS, ScriptFollower, load_script
+from ..recording.mcap import McapRecorder, read_mcap, read_mcap_partial
+from ..recording.plot import plot_mcap
 from .boardopen import explain_fault, open_board
 from .drive import DriveSession
 from .options import add_board_options, add_output_options, int_range, load_config, script_options, seconds

@@ -16,13 +16,14 @@ import math
 import sys
 import time
 
+from viperdrive.shared import protocol as P
+
 from ..errors import UserError
 from .boardopen import open_board
 from .options import add_board_options, host_port, int_range, seconds
 from .output import warn
 from .signals import stop_signals_as_interrupt
 from .terminal import LiveView, TerminalKeys
-from viperdrive.shared import protocol as P
 
 HELP = ("live view of setpoints, speeds, PWM, pose, sensors, status bits, link statistics and loop jitter "
         "(--foxglove, --json)")
@@ -210,7 +211,7 @@ def _odom_input(board, m: MonitorState):
     """The board's odometry (GET_ODOM pose, twist from the telemetry's measured wheel speeds) as the filter's odom
     message. Its covariances are the robot file's ros2 diagonals, else DEFAULT_DIAGONAL (the monitor does not
     propagate them: it does not read the encoders)."""
-    from ..kinematics import DifferentialDriveKinematics
+    from ..motion.kinematics import DifferentialDriveKinematics
     from ..ros2 import msgs
     cfg = board.config
     t = m.last or {}
@@ -250,7 +251,7 @@ def run(args) -> int:
         live_stop = None
         next_odom = time.monotonic()
         if args.ekf is not None:
-            from ..ekf import load_config as load_ekf
+            from ..estimation import load_config as load_ekf
             from .drive import ODOM_TOPIC, start_live_filter
             m.live, live_stop, _ = start_live_filter(load_ekf(args.ekf, node=args.ekf_node), None,
                                                      lambda text: warn(args, text))

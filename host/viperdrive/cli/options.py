@@ -22,10 +22,10 @@ import argparse
 import math
 import os
 
-from ..config import RobotConfig
+from ..board.ports import check_url, is_url
 from ..errors import BadValue, UserError
-from ..paths import LIMITS
-from ..ports import check_url, is_url
+from ..motion.scripts import LIMITS
+from ..robot.config import RobotConfig
 from .output import note
 
 
@@ -128,7 +128,7 @@ def host_port(text: str) -> str:
 
 def script_options(parser: argparse.ArgumentParser, turn_help: str = "script turn rate in place, rad/s (1.0)") -> None:
     """--side, --speed, --turn-rate of the built-in scripts (drive, log record): the ranges of a script file's own
-    values (viperdrive.paths.LIMITS)."""
+    values (viperdrive.motion.scripts.LIMITS)."""
     parser.add_argument("--side", type=positive(LIMITS["distance_m"], "m"), default=0.5,
                         help="square side / figure-8 loop diameter, m (0.5)")
     parser.add_argument("--speed", type=positive(LIMITS["speed_m_s"], "m/s"), default=0.2,
@@ -178,7 +178,7 @@ def load_config(args) -> RobotConfig:
     """The robot file of --config (--node, --strict). Anything wrong with it (missing, unreadable, not UTF-8,
     invalid YAML/TOML, a duplicate key, a bad value) is a BadValue naming file, node, key and reason (exit code 7):
     driving on the built-in defaults instead of the file's limits is worse than stopping."""
-    cached = getattr(args, "_config", None)
+    cached = getattr(args, "loaded_config", None)
     if cached is not None:
         return cached
     path = getattr(args, "config", None)
@@ -196,7 +196,7 @@ def load_config(args) -> RobotConfig:
             note(args, f"{where}: read, no meaning here (ignored): {', '.join(config.ignored)}")
         for text in config.notes:
             note(args, f"{where}: note: {text}")
-    args._config = config
+    args.loaded_config = config
     return config
 
 

@@ -13,11 +13,12 @@ import json
 import math
 from pathlib import Path
 
+from viperdrive.shared import params as PARAMS
+
 from ..errors import BadValue, UserError
 from .boardopen import open_board, param_guard
 from .options import add_board_options
 from .output import note, print_json, warn
-from viperdrive.shared import params as PARAMS
 
 HELP = "list, get, set, save the board's parameters; restore the saved ones; diff them against a file"
 
@@ -99,7 +100,7 @@ def read_param_file(path: str) -> dict:
             import tomllib
             data = tomllib.loads(text)
         elif p.suffix.lower() in (".yaml", ".yml"):
-            from ..rosparams import parse_yaml
+            from ..robot.rosparams import parse_yaml
             data = parse_yaml(text, str(p)).data
         else:
             data = json.loads(text)

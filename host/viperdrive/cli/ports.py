@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..ports import choose_auto, list_serial_ports
+from ..board.ports import choose_auto, list_serial_ports
 from ..errors import PortError
 from .options import add_output_options
 from .output import print_json

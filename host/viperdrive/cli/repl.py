@@ -12,9 +12,9 @@ import signal
 import subprocess
 import tempfile
 
+from ..board.flashing import mpremote_exe
+from ..board.ports import choose_auto, list_serial_ports, resolve_port
 from ..errors import UserError
-from ..flashing import mpremote_exe
-from ..ports import choose_auto, list_serial_ports, resolve_port
 from .options import add_board_options, load_config, port_spec
 from .output import note
 
@@ -29,7 +29,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 def command(args, workdir: str) -> list[str]:
     spec = port_spec(args, load_config(args))
     if spec == "sim":
-        from ..sim import vboard_command
+        from ..rigs.virtual import vboard_command
         # the virtual board's parameter file lives in a private folder, gone with the command
         return vboard_command(repl=True, control=None, params=f"{workdir}/params.json")
     if spec == "auto":

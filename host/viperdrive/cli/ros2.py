@@ -3,12 +3,12 @@
 """`viperdrive ros2`: the board as a ROS 2 robot base over DDS (no ROS installation needed; docs/ros2.md)."""
 import argparse
 import logging
+import signal
 import sys
 
 from ..errors import EXIT_FAULT, EXIT_LINK_LOST, BadValue
+from .options import BAUD, add_robot_file_options, baud_of, int_range, load_config, port_spec, positive, seconds
 from .signals import handled_signals, reason
-from .options import (BAUD, add_robot_file_options, baud_of, int_range, load_config, port_spec, positive,
-                      seconds)
 
 DOMAIN_ID_MAX = 232     # viperdrive.ros2.node.DOMAIN_ID_MAX (not imported here: it loads cyclonedds)
 
@@ -85,14 +85,14 @@ def run(args) -> int:
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from ..board import Board
-    from ..ports import resolve_port
+    from ..board.board import Board
+    from ..board.ports import resolve_port
     from ..ros2.bridge import Ros2Bridge
 
     config = load_config(args)
     ekf = None
     if args.ekf is not None:
-        from ..ekf import load_config as load_ekf
+        from ..estimation import load_config as load_ekf
         ekf = load_ekf(args.ekf, node=args.ekf_node)
         for cat, key, text in ekf.report:
             if cat in ("unknown", "warning", "unsupported"):
@@ -103,7 +103,8 @@ def run(args) -> int:
     baud = baud_of(args, config)
     port = resolve_port(port_spec(args, config), baud)
     try:
-        return _serve(args, Board(port.url, baud=baud, config=config), config, Ros2Bridge, discovery, ekf)
+        return _serve(args, Board(port.url, baud=baud, config=config, clock=port.clock), config, Ros2Bridge, discovery,
+                      ekf)
     finally:
         port.close()        # stops a private virtual board
 
@@ -114,7 +115,8 @@ def _serve(args, board, config, Ros2Bridge, discovery, ekf=None) -> int:
                         uncertainty_limit=args.uncertainty_limit)
 
     # every stop signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT: cli/signals.py) ends the loop; shutdown() disables
-    with handled_signals(lambda signum: bridge.stop(reason(signum))):
+    with handled_signals(lambda signum: bridge.stop("interrupted (Ctrl-C)" if signum == signal.SIGINT
+                                                    else reason(signum))):
         try:
             bridge.run(duration_s=args.duration)
         finally:

@@ -22,8 +22,7 @@ import sys
 STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
 
-REASONS = {"SIGINT": "interrupted (Ctrl-C)", "SIGTERM": "stopped by SIGTERM",
-           "SIGHUP": "stopped by SIGHUP (the terminal closed)", "SIGQUIT": "stopped by SIGQUIT"}
+REASONS = {"SIGINT": "Ctrl-C", "SIGHUP": "SIGHUP: the terminal closed"}
 
 
 def signal_name(signum: int) -> str:
@@ -34,16 +33,17 @@ def signal_name(signum: int) -> str:
 
 
 def reason(signum: int) -> str:
-    """What a stop signal means, in words ("stopped by SIGHUP (the terminal closed)")."""
+    """A stop signal in a few words: "Ctrl-C", "SIGTERM", "SIGHUP: the terminal closed", "SIGQUIT"."""
     name = signal_name(signum)
-    return REASONS.get(name, f"stopped by {name}")
+    return REASONS.get(name, name)
 
 
 class Interrupted(KeyboardInterrupt):
-    """A stop signal, raised where the command was: it takes the Ctrl-C way out. signum: which one."""
+    """A stop signal, raised where the command was: it takes the Ctrl-C way out. signum: which one; str() is
+    "interrupted (SIGTERM)"."""
 
     def __init__(self, signum: int):
-        super().__init__(reason(signum))
+        super().__init__(f"interrupted ({reason(signum)})")
         self.signum = signum
 
 

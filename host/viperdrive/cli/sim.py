@@ -14,7 +14,8 @@ import time
 from typing import Any
 
 from ..errors import UserError
-from ..sim import _die_with_parent, startup_error, vboard_command
+from ..rigs import clockfile, registry
+from ..rigs.virtual import die_with_parent, startup_error, vboard_command
 from .options import int_range, positive
 
 HELP = "run the virtual board: the real firmware on MicroPython with a simulated robot, served on TCP"
@@ -56,17 +57,18 @@ def run(args) -> int:
     if args.pico:
         return _run_pico(args)
     import tempfile
-    tmp = tempfile.TemporaryDirectory(prefix="viperdrive-sim-") if args.params is None else None
-    params = args.params if tmp is None else f"{tmp.name}/params.json"
+    tmp = tempfile.TemporaryDirectory(prefix="viperdrive-sim-")
+    params = args.params if args.params is not None else f"{tmp.name}/params.json"
+    # its board time, published for the commands that open it (rigs.registry: they find it by the URL)
+    clock = clockfile.create(f"{tmp.name}/board.clock")
     cmd = vboard_command(listen=args.listen, control=args.control, baud=args.baud, robot=args.robot,
-                         board=args.board, params=params, seed=args.seed, repl=args.repl)
+                         board=args.board, params=params, seed=args.seed, repl=args.repl, clock=clock)
     try:
         if args.repl:
             return _run_repl(cmd)
-        return _run_link(cmd)
+        return _run_link(cmd, clock)
     finally:
-        if tmp is not None:
-            tmp.cleanup()
+        tmp.cleanup()
 
 
 def _run_repl(cmd: list[str]) -> int:
@@ -78,12 +80,31 @@ def _run_repl(cmd: list[str]) -> int:
         signal.signal(signal.SIGINT, old)
 
 
-def _run_link(cmd: list[str]) -> int:
-    # stdout (the "listening on" line) goes straight through; stderr is passed on too, and kept so that a start-up
-    # failure becomes a clear error with an exit code instead of a dead process
-    kw: dict[str, Any] = {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, bufsize=1, **kw)
+def _run_link(cmd: list[str], clock) -> int:
+    # stdout (the "listening on" line) is passed on and registers the board with its clock once it listens; stderr
+    # is passed on too, and kept so that a start-up failure becomes a clear error with an exit code instead of a
+    # dead process
+    kw: dict[str, Any] = {"preexec_fn": die_with_parent} if sys.platform.startswith("linux") else {}
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            bufsize=1, **kw)
     lines: list[str] = []
+    urls: list[str] = []
+
+    def announce():
+        assert proc.stdout is not None
+        control = None
+        for line in proc.stdout:
+            if line.startswith("control on "):
+                control = line[len("control on "):].strip()
+            elif line.startswith("listening on "):
+                url = line[len("listening on "):].strip()
+                registry.register(url, control, clock, proc.pid)
+                urls.append(url)
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+    out = threading.Thread(target=announce, daemon=True)
+    out.start()
 
     def pump():
         assert proc.stderr is not None
@@ -104,14 +125,18 @@ def _run_link(cmd: list[str]) -> int:
         except subprocess.TimeoutExpired:
             proc.kill()
         raise
+    finally:
+        for url in urls:
+            registry.unregister(url)
     t.join(timeout=2)
+    out.join(timeout=2)
     if rc != 0 and any(ln.startswith("vboard: error:") for ln in lines):
         raise startup_error(lines, rc)
     return rc
 
 
 def _run_pico(args) -> int:
-    from ..sim.pico import PicoRig
+    from ..rigs.pico import PicoRig
     if args.repl or args.params:
         raise UserError("--repl and --params are options of the virtual board; the emulated Pico keeps its "
                         "parameters in its flash (--flash) and gives its REPL on the port (`viperdrive repl`)",

@@ -3,23 +3,23 @@
 """`viperdrive tune`: the wheel velocity loop. A step test on one wheel or both (--step rad/s --duration s) prints
 rise time, overshoot, settling time and steady-state error and writes a PNG of setpoint, measurement and output from
 the board's own telemetry. --set kp=... applies gains live first, --save stores them on the board, --autotune runs
-the relay experiment (viperdrive.calibrate.relay_autotune) and proposes PI gains, --design computes gains from the
-identified motor model for a requested response and A/B-tests them (cli/tune_design.py). Lift the robot (wheels
+the relay experiment (viperdrive.tuning.calibrate.relay_autotune) and proposes PI gains, --design computes gains from
+the identified motor model for a requested response and A/B-tests them (cli/tune_design.py). Lift the robot (wheels
 free)."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from .. import steptest
-from ..calibrate import RULES, relay_autotune
 from ..errors import BadValue, UserError
+from ..tuning import steptest
+from ..tuning.calibrate import RULES, relay_autotune
+from . import tune_design
 from .boardopen import check_no_fault, open_board, param_guard, warn_unsaved
 from .options import add_board_options, finite_float, seconds
 from .output import note, print_json
-from .terminal import Progress
 from .params import parse_assignments
-from . import tune_design
+from .terminal import Progress
 
 HELP = ("step-test the wheel speed loop (rise, overshoot, settling, error, PNG); --set/--save gains; --autotune; "
         "--design gains from the motor model")

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""`viperdrive tune --design`: gains from the identified motor model (viperdrive.tuning_design) for a requested step
+"""`viperdrive tune --design`: gains from the identified motor model (viperdrive.tuning.design) for a requested step
 response, then verified on the board: a step with the gains it has (A) and one with the designed gains (B), both
 with the ramp lifted, compared with the request and the model's prediction. Only --save keeps the new gains (and
 only when B meets the request); otherwise the board's gains are put back, whatever ends the command.
@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import re
 
-from .. import steptest, tuning_design
 from ..errors import BadValue, UserError
+from ..tuning import design as tuning_design
+from ..tuning import steptest
 from .boardopen import check_no_fault, open_board
 from .output import note, print_json, warn
 from .signals import stop_signals_as_interrupt

@@ -11,7 +11,7 @@ Out:  odom          nav_msgs/Odometry (pose + twist with the odometry's propagat
       imu/data_raw  sensor_msgs/Imu, every SENSORS_DATA record while the IMU works (ros2.sensor_rate, 50 Hz)
       battery_state sensor_msgs/BatteryState, every SENSORS_DATA record when the board has a battery input
 
-One thread runs the board loop at the robot file's update_rate on absolute deadlines (viperdrive.loop: an overrun
+One thread runs the board loop at the robot file's update_rate on absolute deadlines (viperdrive.motion.loop: an overrun
 is counted and the missed deadlines skipped, never made up by a burst): take the new cmd_vel samples into the
 DriveController, read the board, integrate odometry, write the wheel command, publish at publish_rate.
 Everything that can lose the robot (Ctrl-C, SIGTERM, lost link, an exception) ends in shutdown(): zero command,
@@ -35,19 +35,21 @@ from cyclonedds.core import InstanceState, Policy
 from cyclonedds.sub import DataReader
 from cyclonedds.util import duration
 
-from ..board import BoardDeenergized, BoardState
-from ..drive import DriveController
+from viperdrive.shared import protocol
+
+from ..board.board import BoardDeenergized
+from ..board.records import BoardState
 from ..errors import BadValue, UserError
-from ..loop import DriveLoop
-from ..odometry import Odometry
-from ..sensormsgs import IMU_NOISE, battery_msg, imu_msg, sensor_statuses
-from ..shared import protocol
+from ..messages.sensors import IMU_NOISE, battery_msg, imu_msg, sensor_statuses
+from ..motion.drive import DriveController
+from ..motion.loop import DriveLoop
+from ..motion.odometry import Odometry
 from ..stats import percentile
 from . import msgs, qos
 from .node import RANGE_OFF, RosNode, dds_topic_name, delete_entity, take_valid
 
 if TYPE_CHECKING:
-    from ..ekf.live import LiveFilter
+    from ..estimation.live import LiveFilter
 
 log = logging.getLogger("viperdrive.ros2")
 
@@ -316,7 +318,7 @@ class Ros2Bridge:
     board: a viperdrive.board.Board (not yet configured); config: RobotConfig; namespace, stamped ("auto" |
     "true" | "false"; None: the robot file's ros2.use_stamped_vel), domain_id, discovery, env: as RosNode;
     drive: a DriveController (default: one from config); odometry_factory(config, counts_per_rev=...) ->
-    odometry (default viperdrive.odometry.Odometry).
+    odometry (default viperdrive.motion.odometry.Odometry).
     """
 
     def __init__(self, board, config, namespace: str = "/", stamped: str | None = None, domain_id=None,
@@ -376,7 +378,7 @@ class Ros2Bridge:
         self.ignored_commands = 0           # cmd_vel samples taken while the board was down (not executed)
         self.shutdown_problems: list[str] = []    # what failed on the way out (empty: board confirmed disabled)
         self.live_error: str | None = None
-        self.ekf_config = ekf               # viperdrive.ekf.FilterConfig: the live filter (None: none)
+        self.ekf_config = ekf               # viperdrive.estimation.FilterConfig: the live filter (None: none)
         self.live: LiveFilter | None = None
         self._live_thread: threading.Thread | None = None
         self._live_stop = threading.Event()
@@ -387,7 +389,7 @@ class Ros2Bridge:
         self.uncertainty_limit = uncertainty_limit
         try:
             if record is not None:
-                from ..logs import McapRecorder
+                from ..recording.mcap import McapRecorder
                 self.recorder = McapRecorder(record, self.odom_frame, self.base_frame)
             self._create_endpoints()
         except BaseException:
@@ -416,13 +418,14 @@ class Ros2Bridge:
         self.announce()
 
     def _create_filter(self) -> None:
-        """The live EKF (viperdrive.ekf.live): our own odometry fed in directly when the config reads the odom
+        """The live EKF (viperdrive.estimation.live): our own odometry fed in directly when the config reads the odom
         topic, every other topic it names read from DDS; odometry/filtered out, and the tf when publish_tf."""
-        from ..ekf.live import LiveFilter, LogClock
-        from ..fuse import _norm_topic
+        from ..estimation.live import LiveFilter
+        from ..estimation.schedule import norm_topic
+        from ..recording.mcap import LogClock
         cfg = self.ekf_config
         n = self.node
-        clock = LogClock(self.recorder._wall0, self.recorder._mono0) if self.recorder is not None else LogClock()
+        clock = self.recorder.clock if self.recorder is not None else LogClock()
         recorder = self._record_input if self.recorder is not None else None
         self.live = LiveFilter(cfg, on_estimate=self._publish_estimate, recorder=recorder, clock=clock,
                                uncertainty_limit=self.uncertainty_limit, pollers=[self._poll_inputs])
@@ -431,7 +434,7 @@ class Ros2Bridge:
                  "twist": msgs.TwistWithCovarianceStamped}
         seen = set()
         for sc in cfg.sensors:
-            topic = _norm_topic(sc.topic)
+            topic = norm_topic(sc.topic)
             if topic in seen:
                 continue
             seen.add(topic)
@@ -568,7 +571,7 @@ class Ros2Bridge:
 
     # ---- the loop ----
     def run(self, duration_s: float | None = None) -> None:
-        """The fixed-rate loop (viperdrive.loop: absolute deadlines, overruns counted and skipped, never caught
+        """The fixed-rate loop (viperdrive.motion.loop: absolute deadlines, overruns counted and skipped, never caught
         up in a burst) until stop(), Ctrl-C, duration_s or a lost link; then shutdown()."""
         try:
             if not self._activated:
@@ -792,7 +795,7 @@ class Ros2Bridge:
                 statuses.append(msgs.DiagnosticStatus(level=lvl, name=f"{who}: {name}", message=text,
                                                       hardware_id=hw, values=[msgs.KeyValue(k, v) for k, v in kv]))
 
-        # loop timing (viperdrive.loop.FixedRateLoop statistics: lateness = wake-up jitter, exec = tick body)
+        # loop timing (viperdrive.motion.loop.FixedRateLoop statistics: lateness = wake-up jitter, exec = tick body)
         t = self.drive_loop.loop.stats() if self.drive_loop is not None else {}
         overruns = t.get("overruns", 0)
         statuses.append(msgs.DiagnosticStatus(
@@ -918,7 +921,7 @@ class Ros2Bridge:
 
 
 def filter_diagnostics(live) -> tuple[list, int, str]:
-    """([(key, value)], level, message) of a viperdrive.ekf.live.LiveFilter, for /diagnostics (and the CLI)."""
+    """([(key, value)], level, message) of a viperdrive.estimation.live.LiveFilter, for /diagnostics (and the CLI)."""
     values = []
     level, message = msgs.DIAG_OK, "fusing"
     est = live.estimate

@@ -296,7 +296,7 @@ _hints: dict = {}
 
 def from_fields(cls, fields: dict):
     """A message of cls from its fields as a dict in ROS field form (nested messages as dicts too): what
-    mcap_ros2's writer takes, so one dict (viperdrive.sensormsgs) serves a recording and a live topic."""
+    mcap_ros2's writer takes, so one dict (viperdrive.messages.sensors) serves a recording and a live topic."""
     hints = _hints.get(cls)
     if hints is None:
         hints = _hints[cls] = typing.get_type_hints(cls)
@@ -342,7 +342,7 @@ def odometry(stamp: Time, frame: str, child: str, pose, twist, pose_covariance, 
 
 
 def estimate(t: float, state, covariance, frame: str, child: str) -> Odometry:
-    """nav_msgs/Odometry of a filter estimate (viperdrive.ekf: 15 variables, 15x15 covariance) at time t (s)."""
+    """nav_msgs/Odometry of a filter estimate (viperdrive.estimation: 15 variables, 15x15 covariance) at time t (s)."""
     from ..transforms import quat_from_euler
     w, qx, qy, qz = (float(v) for v in quat_from_euler(state[3], state[4], state[5]))
     P = covariance

@@ -256,10 +256,7 @@ def take_valid(reader, n: int = 64) -> list:
 def delete_entity(entity) -> None:
     """Delete a Cyclone entity now (and with it its children), not whenever the garbage collector gets to it;
     idempotent, like the binding's own finalizer which it uses."""
-    ref = getattr(entity, "_ref", None)
-    if ref is not None and ref in entity._entities:
-        del entity._entities[ref]
-        entity._delete(ref)
+    entity.__del__()        # the binding's finalizer: deletes once, does nothing for an entity already gone
 
 
 def _with_type_hash(qos: Qos, msg_type) -> Qos:

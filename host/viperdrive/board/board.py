@@ -1,0 +1,811 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
+"""Board: the motor board as a ros2_control-style hardware component (docs/host.md, "Board"). SI above, counts
+below: this is the one place where rad and rad/s become counts and counts/s, and counts become rad (positions
+continued across the board's int32 counter wrap, count_delta()).
+
+Lifecycle: configure() (open, HELLO: protocol version and parameter schema must match) -> activate() (zero
+commands, zero encoders, enable) -> read()/write() once per loop period -> deactivate() (command zero, let the
+board's acceleration ramp brake the wheels to rest, then disable; bounded in time) -> cleanup() (close). As a
+context manager it configures on entry and always leaves the board disabled on exit.
+
+One exchange per cycle (SET_VEL -> STATE takes 30 % of a 115200 baud line at 100 Hz; a second request per cycle
+would use up the 50 % headroom, docs/protocol.md "Byte budget"): write() sends SET_VEL and returns at once; the
+board answers with STATE, and the next read() returns that STATE. In a 100 Hz loop the reply has long arrived
+when read() runs, so read() does not wait; called right after write() it waits for the reply at most until its
+deadline (the per-command timeout, capped at 80 % of the loop period).
+
+read() fills the state every cycle: a missed reply holds the last values (fresh=False); more than max_misses (5)
+misses in a row raise LinkLost (a single lost frame must not stop the controllers; persistent loss must).
+
+While active, every STATE is checked for a board that restarted or de-energized behind the open port (watchdog
+reset, brown-out, a latched fault, its long-silence disable): a STATE without ST_ENABLED (we never disable while
+active), with ST_WDT_RESET newly set, or with encoder counts that jumped further than the wheels can turn. Then
+the Board goes inactive, epoch + 1 (the encoders may have restarted: DriveLoop drops the odometry baseline, so the
+pose continues from where it was instead of jumping back to the new counts) and read()/write() raise
+BoardDeenergized (a BoardFault: exit code 6) saying why; that STATE is never returned as a reading. A port that
+vanished and reopened inside the miss budget is treated the same way: HELLO again, epoch + 1.
+"""
+from __future__ import annotations
+
+import collections
+import difflib
+import math
+import time
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from viperdrive.shared import params as PARAMS
+from viperdrive.shared import protocol as P
+
+from ..errors import BadValue, BoardFault, LinkLost, NoReplyError, UserError, VersionMismatch
+from ..rigs.registry import clock_for
+from ..robot.config import RobotConfig
+from ..timebase import HOST_CLOCK, Clock
+from .link import Link, NackError
+from .records import BoardInfo, BoardOdometry, BoardState, SensorReading, fault_text, sensor_reading
+
+if TYPE_CHECKING:
+    from ..rigs.virtual import VirtualBoard
+
+
+TWO_PI = 2.0 * math.pi
+INT32_MAX = 2**31 - 1
+
+
+class BoardDeenergized(BoardFault):
+    """While active, the board restarted (watchdog, power) or turned its outputs off on its own (a latched fault,
+    its long-silence disable). restarted: its encoders restarted too; cause: a few words (for diagnostics);
+    state: the BoardState that showed it. The Board is inactive: clear a fault if one is latched, then
+    activate() again."""
+
+    def __init__(self, message: str, cause: str, restarted: bool, state: BoardState):
+        super().__init__(message)
+        self.cause = cause
+        self.restarted = restarted
+        self.state = state
+
+
+_OPTIONS = {"counts_per_rev", "max_misses", "margin", "clock_sync", "sim", "link", "telemetry_queue",
+            "sensor_queue", "clock"}
+
+REST_SPEED = 0.25           # rad/s: both wheels below this (the board's estimate, twice in a row) are at rest
+BRAKE_MARGIN_S = 0.25       # on top of the board's braking time max_wheel_speed / max_accel (its parameters,
+#                             rad/s and rad/s^2): filter lag, round trips
+
+
+class Board:
+    """Board(port, baud=115200, config=None, **options). port: any pyserial URL or "sim" (a private virtual
+    board for this Board's lifetime); None takes config.port.
+
+    options: counts_per_rev (override HELLO's), max_misses (5), margin (s, reply-timeout margin, 0.05),
+    clock_sync (True: sync the board clock on configure), sim (dict of VirtualBoard keyword arguments),
+    clock (the board's time, viperdrive.timebase: every wait, timeout and miss is counted in it; default: the clock
+    of a virtual board or emulated Pico registered at that port (rigs.registry.clock_for), else the host's clock,
+    which is every real board's),
+    link (an already-open Link to use instead of opening port), telemetry_queue (frames kept, 10000),
+    sensor_queue (SENSORS_DATA records kept until sensor_readings() drains them, 10000).
+    """
+
+    def __init__(self, port: str | None = None, baud: int | None = None, config: RobotConfig | None = None,
+                 **options: Any):
+        unknown = set(options) - _OPTIONS
+        if unknown:
+            raise TypeError(f"unknown Board option(s): {', '.join(sorted(unknown))}; "
+                            f"known: {', '.join(sorted(_OPTIONS))}")
+        self.config = config if config is not None else RobotConfig()
+        self.port = port if port is not None else self.config.port
+        self.baud = int(baud if baud is not None else self.config.baud)
+        self.options = options
+        self.max_misses = int(options.get("max_misses", 5))
+        self.link: Link | None = options.get("link")
+        self._sim: VirtualBoard | None = None
+        self.info: BoardInfo | None = None
+        self.active = False
+        self.configured = False
+        self.epoch = 0                      # +1 whenever the encoders (may) restart: activate, reconnect, reopen,
+        #                                     a board restart seen in STATE
+        self.down: BoardDeenergized | None = None   # why the board went inactive on its own (None: it did not)
+        self._baseline: BoardState | None = None    # the last state accepted in this epoch (restart checks)
+        self._state: BoardState | None = None
+        self._pending: tuple[float, float] | None = None    # (host time sent, board-time deadline) of the
+        #                                                     outstanding SET_VEL
+        self.misses = 0                     # consecutive
+        self.total_misses = 0
+        self.late_replies = 0               # STATEs that came after their cycle's deadline (link alive, slow)
+        self.cycles = 0
+        self.last_nack: NackError | None = None
+        self._telemetry: collections.deque[tuple[float, Any]] = collections.deque(
+            maxlen=int(options.get("telemetry_queue", 10000)))
+        self._sensors: collections.deque[SensorReading] = collections.deque(
+            maxlen=int(options.get("sensor_queue", 10000)))
+        self.latest_sensors: SensorReading | None = None    # the newest SENSORS_DATA record seen
+        self._last_reopen = 0.0
+        self._active_since = 0.0            # host time of the last activate()
+        self._asked = False                 # write() was called since the last read()
+        self._undelivered = False           # a state from activate()/reconnect() not yet returned by read()
+        self._ramp: tuple[float, float, float] | None = None    # the board's max_wheel_speed (rad/s), max_accel
+        #                                                           (rad/s^2), deadman_ms (s): the braking bound
+        self._unwrap: tuple[int, int, int, int, int] | None = None  # (epoch, raw l, raw r, continued l, continued
+        #                                                               r) counts of the last STATE
+        self.last_stop: dict | None = None  # how the last deactivate() stopped (seconds, braked, ...)
+
+    # ---- lifecycle ----
+    def configure(self) -> BoardInfo:
+        """Open the port and check HELLO. VersionMismatch when the board speaks another protocol or table."""
+        if self.link is None:
+            url = self.port
+            if self.port == "sim":
+                from ..rigs.virtual import VirtualBoard  # lazily: the sim needs the MicroPython executable
+                self._sim = VirtualBoard(baud=self.baud, **self.options.get("sim", {}))
+                self._sim.__enter__()
+                assert self._sim.url is not None    # __enter__ returns once the board listens
+                url = self._sim.url
+                self.options.setdefault("clock", self._sim.clock)
+            if self.options.get("clock") is None:
+                self.options["clock"] = clock_for(url)
+            self.link = Link(url, self.baud, margin=self.options.get("margin", 0.05), clock=self.options["clock"])
+        try:
+            self._io.open()
+            self._hello()
+            if self.options.get("clock_sync", True):
+                self._io.sync_clock(5)
+        except BaseException:
+            self.cleanup()
+            raise
+        self.configured = True
+        assert self.info is not None        # set by _hello()
+        return self.info
+
+    def _hello(self) -> None:
+        payload = self._io.request(P.pack_hello(), P.INFO)
+        try:
+            info = BoardInfo(*P.unpack_info(payload))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise VersionMismatch(f"the board's HELLO reply is malformed ({e}): it does not run this viperdrive "
+                                  f"firmware; reflash it with `viperdrive flash`") from None
+        want_hash = PARAMS.schema_hash()
+        if info.protocol_version != P.PROTOCOL_VERSION or info.schema_hash != want_hash:
+            raise VersionMismatch(
+                f"board firmware {info.firmware!r} speaks protocol v{info.protocol_version} with parameter schema "
+                f"{info.schema_hash:08x}; this host speaks protocol v{P.PROTOCOL_VERSION} with schema "
+                f"{want_hash:08x}. Reflash the board with `viperdrive flash` (or install the matching host).")
+        self.info = info
+
+    @property
+    def counts_per_rev(self) -> int:
+        cpr = self.options.get("counts_per_rev") or self.config.counts_per_rev
+        if cpr:
+            return int(cpr)
+        if self.info is None:
+            raise UserError("counts_per_rev is unknown before configure() (put it in the robot file)")
+        return self.info.counts_per_rev
+
+    def activate(self) -> BoardState:
+        """Zero the command, zero the encoders, enable; returns the first STATE. BoardFault if FAULT is latched."""
+        self._require(configured=True)
+        self._read_ramp()
+        self._exchange_zero(tolerate_nack=True)     # a stale setpoint must never be executed on enable
+        # The board answers in order: a STATE that comes before ZERO_ACK or ENABLE_ACK answers a SET_VEL sent
+        # earlier (possibly by someone else just before) and carries positions from before the zero: drop it, so
+        # the state activate() returns is the board's answer after ZERO and ENABLE.
+        self._io.request(P.pack_zero(), P.ZERO_ACK, stale=P.STATE)
+        try:
+            payload = self._io.request(P.pack_enable(True), P.ENABLE_ACK, stale=P.STATE)
+        except NackError as e:
+            if e.code == P.NACK_NOT_ALLOWED:
+                code = self._fault_code()
+                raise BoardFault(f"the board refuses to enable: FAULT latched ({fault_text(code)}); fix the cause, "
+                                 f"then clear it (Board.clear_fault() / `viperdrive info --clear-fault`)") from None
+            raise
+        if not P.unpack_enable_ack(payload):
+            raise BoardFault("the board did not enable (ENABLE_ACK says off)")
+        self.epoch += 1
+        self.misses = 0
+        self.down = None
+        self._baseline = None
+        self._active_since = self.clock.now()
+        state = self._exchange_zero()
+        assert state is not None            # None only with tolerate_nack
+        # the restart checks start from the board's first answer after ENABLE (a WDT_RESET bit already latched
+        # then is old news, not a new reset)
+        self._baseline = state
+        self.active = True
+        return state
+
+    def _exchange_zero(self, tolerate_nack: bool = False) -> BoardState | None:
+        try:
+            payload = self._io.request(P.pack_set_vel(0, 0), P.STATE)
+        except NackError:
+            if tolerate_nack:
+                return None
+            raise
+        self._pending = None
+        state = self._accept_state(payload, time.monotonic(), check=False)
+        self._undelivered = True    # the next read() returns it as this cycle's fresh state
+        return state
+
+    def read(self) -> BoardState:
+        """This cycle's state. Never raises on a single miss: holds the last values (fresh=False). LinkLost after
+        more than max_misses consecutive misses."""
+        self._require(active=True)
+        self.cycles += 1
+        asked, self._asked = self._asked, False
+        payload, now = self._collect()
+        if payload is not None:
+            self.misses = 0
+            return self._accept_state(payload, now)
+        if not asked and self._state is not None:
+            # nothing was asked since the last state (read twice without a write): not a miss
+            fresh, self._undelivered = self._undelivered, False
+            return self._state if fresh else _held(self._state, self.misses)
+        self.misses += 1
+        self.total_misses += 1
+        self._pending = None
+        if self.misses > self.max_misses:
+            raise LinkLost(f"no STATE from the board on {self._io.url} for {self.misses} cycles in a row; "
+                           f"stopping (check the cable, power and the board's status LED)")
+        held = self._state if self._state is not None else BoardState((0.0, 0.0), (0.0, 0.0), 0, (0, 0), now, False)
+        self._state = _held(held, self.misses)
+        return self._state
+
+    def _collect(self) -> tuple[bytes | None, float]:
+        """The newest STATE that arrived (waiting for the outstanding one up to its deadline), or None."""
+        link = self._io         # once per call: the hot path
+        latest = None
+        last_empty = self._pending[0] if self._pending is not None else 0.0
+        while True:
+            try:
+                if not link.is_open and not self._reopen():
+                    return None, time.monotonic()
+                frames = link.poll()
+            except LinkLost:
+                return None, time.monotonic()
+            for cmd, payload in frames:
+                if cmd == P.STATE:
+                    latest = payload
+                else:
+                    self._other_frame(cmd, payload)
+            now = time.monotonic()
+            board_now = link.clock.now() if self._pending is not None else 0.0
+            if latest is not None or self._pending is None or board_now >= self._pending[1]:
+                if latest is not None and self._pending is not None and now - last_empty < 0.001:
+                    # the reply was not there < 1 ms ago: now - sent is its round trip to within 1 ms (a reply
+                    # that waited since the last cycle only bounds it from above and is not recorded)
+                    link.record_rtt(now - self._pending[0])
+                return latest, now
+            last_empty = now
+            link.wait_readable(min(link.clock.host_seconds(self._pending[1] - board_now), 0.002))
+
+    def _reopen(self) -> bool:
+        # the port vanished: one quick attempt per half second, never a wait inside the control loop
+        now = time.monotonic()
+        if now - self._last_reopen < 0.5:
+            return False
+        self._last_reopen = now
+        if not self._io.try_reopen():
+            return False
+        # Whatever is on the port now may have rebooted (USB re-plug powers it down) or be another board: HELLO
+        # again (one round trip, only on this rare path), and a new epoch, because counts from before the gap and
+        # after it need not continue each other (DriveLoop drops the odometry baseline instead of integrating a
+        # jump). A rebooted board then answers without ST_ENABLED, which read() reports as BoardDeenergized.
+        try:
+            self._hello()
+        except (NoReplyError, LinkLost, NackError):
+            self._io.close()       # not answering yet: stays a miss, the next attempt in half a second
+            return False
+        self.epoch += 1
+        self._baseline = None
+        self._pending = None
+        return True
+
+    def _other_frame(self, cmd: int, payload: bytes) -> None:
+        if cmd == P.TELEMETRY_DATA:
+            try:
+                self._telemetry.append((time.monotonic(), P.unpack_telemetry_data(payload)))
+            except ValueError:
+                pass
+        elif cmd == P.SENSORS_DATA:
+            try:
+                v = P.unpack_sensors_data(payload)
+            except ValueError:
+                return
+            rec = sensor_reading(v, time.monotonic(), self.link.board_to_host(v[1]) if self.link else None)
+            self._sensors.append(rec)
+            self.latest_sensors = rec
+        elif cmd == P.NACK and len(payload) == 2:
+            self.last_nack = NackError(payload[0], payload[1])
+
+    def _accept_state(self, payload: bytes, now: float, check: bool = True) -> BoardState:
+        pl, pr, vl, vr, status = P.unpack_state(payload)
+        k = TWO_PI / self.counts_per_rev
+        cl, cr = self._continued(pl, pr)
+        state = BoardState((cl * k, cr * k), (vl * k, vr * k), status, (pl, pr), now, True, 0)
+        self._state = state
+        self._undelivered = False
+        if check and self.active:
+            why = self._restart_reason(state)
+            if why is not None:
+                self._went_down(state, *why)
+            self._baseline = state
+        return state
+
+    def _continued(self, pl: int, pr: int) -> tuple[int, int]:
+        """The raw int32 counts continued across their wrap (so positions in rad never jump at +-2**31 counts);
+        a new epoch (activate's zeroed encoders, a reopen, a restart) starts again from the raw counts."""
+        last = self._unwrap
+        if last is None or last[0] != self.epoch:
+            cl, cr = pl, pr
+        else:
+            cl, cr = last[3] + count_delta(pl, last[1]), last[4] + count_delta(pr, last[2])
+        self._unwrap = (self.epoch, pl, pr, cl, cr)
+        return cl, cr
+
+    def _restart_reason(self, state: BoardState) -> tuple[str, bool] | None:
+        """(what happened, encoders restarted?) when this STATE shows the board restarted or de-energized."""
+        base = self._baseline
+        if state.status & P.ST_WDT_RESET and not (base is not None and base.status & P.ST_WDT_RESET):
+            return "was reset by its watchdog", True
+        if base is not None:
+            jump = max(abs(count_delta(state.counts[0], base.counts[0])),
+                       abs(count_delta(state.counts[1], base.counts[1])))
+            if jump > self._max_count_step(state.stamp - base.stamp):
+                # further than the wheels can turn in that time: the encoders restarted (a reboot that came back
+                # enabled, e.g. someone else enabled it): integrating it would throw the pose back
+                return f"restarted (encoder counts jumped by {jump} since the last reading)", True
+        if not state.status & P.ST_ENABLED:
+            # we never disable while active: the board did it on its own
+            if state.status & P.ST_FAULT:
+                return "de-energized: FAULT latched", False
+            return "de-energized (no FAULT: a restart, or its long-silence disable after the host went quiet)", False
+        return None
+
+    def _max_count_step(self, dt: float) -> float:
+        # generous on purpose (a false alarm stops the robot): three times the top wheel speed, a hand or a slope
+        # turning the wheels faster, plus one whole turn; dt gets a period of slack for stamp jitter
+        top = max(self.config.wheel_speed_limits)
+        return 3.0 * top * self.counts_per_rev / TWO_PI * (max(dt, 0.0) + self.config.period) + self.counts_per_rev
+
+    def _went_down(self, state: BoardState, what: str, restarted: bool) -> NoReturn:
+        """Inactive, new epoch, raise BoardDeenergized naming what the board says (one GET_DIAG, off the hot path
+        since the loop stops here anyway)."""
+        self.active = False
+        self._pending = None
+        self._baseline = None
+        self.epoch += 1         # the next activate() bumps it again; this one stops a caller integrating across
+        detail = []
+        try:
+            d = P.unpack_diag(self._io.request(P.pack_get_diag(), P.DIAG))
+            if d["fault_code"]:
+                detail.append(f"fault: {fault_text(d['fault_code'])}")
+            detail.append("last reset: " + P.RESET_NAMES.get(d["reset_cause"], f"unknown ({d['reset_cause']})"))
+            # up for less time than we have been active: it rebooted behind the open port (power, brown-out)
+            if d["uptime_ms"] * 1e-3 < self.clock.now() - self._active_since:
+                restarted = True
+                if what.startswith("de-energized (no FAULT"):
+                    what = "restarted"
+        except UserError as e:
+            detail.append(f"GET_DIAG failed: {e}")
+        status = " ".join(P.status_names(state.status)) or "none"
+        todo = ("clear the fault (Board.clear_fault() / `viperdrive info --clear-fault`), then re-activate"
+                if state.status & P.ST_FAULT else "re-activate")
+        encoders = ("its encoders restarted; odometry continues from the last pose" if restarted
+                    else "odometry continues from the last pose")
+        self.down = BoardDeenergized(
+            f"the board {what} while active (status {status}; {'; '.join(detail)}): its outputs are off and "
+            f"nothing is commanded any more; {encoders}; {todo}", cause=what, restarted=restarted, state=state)
+        raise self.down
+
+    def write(self, left_rad_s: float, right_rad_s: float) -> None:
+        """Send wheel speeds (rad/s). Clamped jointly (same ratio) to the robot file's max_rim_speed (as wheel rad/s:
+        RobotConfig.wheel_speed_limits) BEFORE the conversion."""
+        self._require(active=True)
+        link = self._io         # once per call: the hot path
+        if not (math.isfinite(left_rad_s) and math.isfinite(right_rad_s)):
+            raise BadValue(f"wheel speeds must be finite, got left={left_rad_s} right={right_rad_s}")
+        lim_l, lim_r = self.config.wheel_speed_limits
+        s = 1.0
+        if abs(left_rad_s) > lim_l:
+            s = min(s, lim_l / abs(left_rad_s))
+        if abs(right_rad_s) > lim_r:
+            s = min(s, lim_r / abs(right_rad_s))
+        per_rad = self.counts_per_rev / TWO_PI
+        cl = _clamp_i32(round(left_rad_s * s * per_rad))
+        cr = _clamp_i32(round(right_rad_s * s * per_rad))
+        frame = P.pack_set_vel(cl, cr)
+        self._asked = True
+        self._pending = None
+        try:
+            if not link.is_open:
+                return      # counted as a miss by the next read(), which also tries to reopen
+            # a STATE still unread belongs to an earlier exchange: take it now (newest values win) so the next
+            # read() returns the reply to THIS command
+            for cmd, payload in link.poll():
+                if cmd == P.STATE:
+                    # a late reply: the values are newer than what read() held, and the link is alive, so the
+                    # run of misses ends here (a late frame is not a lost one; only persistent loss is an error)
+                    self._accept_state(payload, time.monotonic())
+                    self.late_replies += 1
+                    self.misses = 0
+                else:
+                    self._other_frame(cmd, payload)
+            link.send(frame)
+        except LinkLost:
+            return
+        # the reply is due within 80 % of the loop's period of the board's time (the miss budget counts board
+        # time: a board the machine does not run misses nothing); the per-command timeout caps it at slow baud
+        wait = min(link.timeout_for(len(frame), P.STATE), 0.8 * self.config.period)
+        self._pending = (time.monotonic(), link.clock.now() + wait)
+
+    def deactivate(self) -> None:
+        """Stop braked, then disable: command zero and let the board's acceleration ramp bring the wheels to rest
+        (both STATE velocities below REST_SPEED twice in a row) before cutting the outputs, so a robot stopped at
+        speed (Ctrl-C, an error, a lost link) is braked along its path instead of coasting or skidding on locked
+        wheels. Bounded (braking_bound()): the board's deadman_ms + max_wheel_speed / max_accel + BRAKE_MARGIN_S,
+        then disable anyway. While replies are missing (a failing link) it keeps commanding zero until the bound:
+        the board's own deadman ramps the same way once SET_VELs stop reaching it, and a disable that got through
+        before that ramp is done would cut it short. An exception
+        during the stop (a second Ctrl-C) disables at once. Raises LinkLost if the board never acknowledged the
+        disable. last_stop tells how it went."""
+        problems = []
+        self.last_stop = None
+        try:
+            if self.link is not None and self.link.is_open:
+                try:
+                    self.last_stop = self._brake()
+                except UserError as e:
+                    problems.append(str(e))
+            else:
+                problems.append("the port is closed")
+        finally:
+            # also on KeyboardInterrupt/SystemExit inside the stop: the outputs go off now
+            if self.link is not None and self.link.is_open:
+                try:
+                    self._io.request(P.pack_enable(False), P.ENABLE_ACK)
+                    problems = []   # disabled: that is what matters
+                except UserError as e:
+                    problems.append(str(e))
+            self.active = False
+            self._pending = None
+        if problems:
+            raise LinkLost("could not confirm the board is disabled: " + "; ".join(problems)
+                           + " (its deadman stops the motors on its own)")
+
+    def braking_bound(self) -> float:
+        """Seconds deactivate() waits at most for the wheels to come to rest: the board's deadman delay (when the
+        host's zero commands do not reach it, its deadman starts the ramp that late) plus its ramp from the top
+        speed, plus BRAKE_MARGIN_S."""
+        top, acc, deadman = self._ramp if self._ramp is not None else _table_ramp()
+        return deadman + top / acc + BRAKE_MARGIN_S
+
+    def _read_ramp(self) -> None:
+        # the board's own top speed, ramp and deadman, for the braking bound (the table's defaults if it does not
+        # answer)
+        try:
+            self._ramp = (float(self.get_param("max_wheel_speed")), float(self.get_param("max_accel")),
+                          self.get_param("deadman_ms") / 1000.0)
+        except UserError:
+            self._ramp = None
+
+    @property
+    def clock(self) -> Clock:
+        """The board's time for host waits (viperdrive.timebase): the host's clock for a real board, the board time
+        of a virtual board or an emulated chip."""
+        if self.link is not None:
+            return self.link.clock
+        return self.options.get("clock") or HOST_CLOCK
+
+    def _brake(self) -> dict:
+        """SET_VEL 0 once per loop period until both wheels are at rest or the bound passed (the board's time).
+        -> last_stop."""
+        clock = self.clock
+        t0 = clock.now()
+        bound = self.braking_bound()
+        period = min(self.config.period, 0.02)
+        speed0 = None
+        rest = 0
+        replies = 0
+        while True:
+            try:
+                payload = self._io.request(P.pack_set_vel(0, 0), P.STATE)
+            except NoReplyError:
+                payload = None      # keep commanding zero: the board brakes on its deadman anyway
+            except NackError:
+                payload = None
+            now = clock.now()
+            if payload is not None:
+                replies += 1
+                state = self._accept_state(payload, time.monotonic(), check=False)
+                fastest = max(abs(state.velocity[0]), abs(state.velocity[1]))
+                if speed0 is None:
+                    speed0 = fastest
+                if not state.status & P.ST_ENABLED:
+                    return self._stopped(t0, now, speed0, replies, "the board had turned its outputs off")
+                rest = rest + 1 if fastest < REST_SPEED else 0
+                if rest >= 2:
+                    return self._stopped(t0, now, speed0, replies, "at rest")
+            else:
+                rest = 0
+            if now - t0 >= bound:
+                return self._stopped(t0, now, speed0, replies, f"not confirmed at rest within {bound:.2f} s")
+            clock.sleep(period - (clock.now() - now))
+
+    def _stopped(self, t0: float, now: float, speed0: float | None, replies: int, how: str) -> dict:
+        self._pending = None
+        return {"seconds": now - t0, "braked": how == "at rest", "how": how, "speed_rad_s": speed0,
+                "replies": replies}
+
+    def cleanup(self) -> None:
+        if self.link is not None:
+            self._io.close()
+        if self._sim is not None:
+            sim, self._sim = self._sim, None
+            sim.__exit__(None, None, None)
+            self.link = None    # a new configure() starts a new virtual board with a new URL
+        self.configured = False
+        self.active = False
+
+    def reconnect(self, timeout: float = 10.0) -> BoardInfo:
+        """After the port went away (USB re-plug): reopen, re-check HELLO, re-sync the clock and re-read the
+        board's state; re-activate (zero + enable, epoch + 1) if it was active. The caller resets its
+        controller and odometry baseline (DriveController.reset(), Odometry.rebase())."""
+        was_active = self.active
+        self.active = False
+        self._io.reconnect(timeout)
+        self._unwrap = None         # the counts after the gap need not continue the ones before it
+        self._hello()
+        if self.options.get("clock_sync", True):
+            self._io.sync_clock(5)
+        self.misses = 0
+        self._pending = None
+        if was_active:
+            self.activate()
+        else:
+            self._exchange_zero(tolerate_nack=True)
+        assert self.info is not None        # set by _hello() above
+        return self.info
+
+    def __enter__(self) -> Board:
+        self.configure()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if self.active:
+                self.deactivate()
+            elif self.link is not None and self.link.is_open:
+                self._io.request(P.pack_enable(False), P.ENABLE_ACK)
+        except UserError:
+            if exc_type is None:
+                raise
+        finally:
+            self.cleanup()
+        return False
+
+    @property
+    def _io(self) -> Link:
+        """The link, which every exchange needs: there from configure() (or the `link` option) on."""
+        if self.link is None:
+            raise RuntimeError("Board.configure() first")
+        return self.link
+
+    def _require(self, configured: bool = False, active: bool = False) -> None:
+        if active and not self.active:
+            raise RuntimeError("Board.activate() first")
+        if configured and not self.configured:
+            raise RuntimeError("Board.configure() first")
+
+    # ---- services (request/response; not for the hot loop) ----
+    def get_param(self, name: str) -> float:
+        p = _param(name)
+        self._require(configured=True)
+        pid, value = P.unpack_param_value(self._io.request(P.pack_get_param(p[PARAMS.ID]), P.PARAM))
+        return value
+
+    def set_param(self, name: str, value: float) -> float:
+        """Set a parameter (in the table's units); returns the value the board applied (float32)."""
+        p = _param(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadValue(f"{name}={value!r} must be a number in [{p[PARAMS.MIN]}, {p[PARAMS.MAX]}] {p[PARAMS.UNIT]}")
+        reason = PARAMS.check(p[PARAMS.ID], value)
+        if reason is not None:
+            raise BadValue(reason)
+        self._require(configured=True)
+        try:
+            payload = self._io.request(P.pack_set_param(p[PARAMS.ID], value), P.PARAM_SET)
+        except NackError as e:
+            if e.code == P.NACK_OUT_OF_RANGE:
+                raise BadValue(f"the board rejected {name}={value}: allowed [{p[PARAMS.MIN]}, {p[PARAMS.MAX]}] "
+                               f"{p[PARAMS.UNIT]}") from None
+            raise
+        applied = P.unpack_param_value(payload)[1]
+        if name in ("max_wheel_speed", "max_accel", "deadman_ms") and self._ramp is not None:
+            # the braking bound of deactivate() follows the board's ramp and deadman
+            top, acc, deadman = self._ramp
+            if name == "max_wheel_speed":
+                top = float(applied)
+            elif name == "max_accel":
+                acc = float(applied)
+            else:
+                deadman = applied / 1000.0
+            self._ramp = (top, acc, deadman)
+        return applied
+
+    def save_params(self) -> None:
+        self._require(configured=True)
+        self._io.request(P.pack_save_params(), P.SAVE_ACK)
+
+    def load_params(self) -> bool:
+        """LOAD_PARAMS: every live parameter back to the saved one (what a reset would load), applied at once.
+        Returns True when the board had a saved value for each, False when defaults stood in."""
+        self._require(configured=True)
+        return P.unpack_load_ack(self._io.request(P.pack_load_params(), P.LOAD_ACK))
+
+    def diag(self) -> dict:
+        """GET_DIAG decoded, plus fault/reset/flag names and this side's link counters."""
+        self._require(configured=True)
+        d = P.unpack_diag(self._io.request(P.pack_get_diag(), P.DIAG))
+        d["fault"] = fault_text(d["fault_code"])
+        d["reset"] = P.RESET_NAMES.get(d["reset_cause"], f"unknown ({d['reset_cause']})")
+        d["flag_names"] = [name for bit, name in P.DIAG_FLAG_NAMES if d["flags"] & bit]
+        d["imu"] = P.IMU_NAMES.get(d["imu_state"], f"unknown ({d['imu_state']})")
+        d["host_link"] = self._io.stats()
+        d["host_misses"] = self.total_misses
+        return d
+
+    def stop_link(self) -> float:
+        """Hand the board back to its MicroPython REPL (STOP_LINK), e.g. so mpremote can reflash it.
+
+        The board answers STOP_LINK_ACK, cuts its outputs, stops its control loop and link, writes its repl_mode
+        boot switch and lets its watchdog reset it into REPL mode; it speaks no protocol after that, so this
+        closes the port. It stays in REPL mode until its repl_mode file is removed (`viperdrive flash` does that
+        last). Returns the seconds within which the board resets (0.0: its REPL is there already). A USB board
+        re-enumerates in that reset: wait for its port to come back before opening it again."""
+        self._require(configured=True)
+        payload = self._io.request(P.pack_stop_link(), P.STOP_LINK_ACK, stale=P.STATE)
+        reset_s = P.unpack_stop_link_ack(payload) / 1000.0
+        self.active = False
+        self._pending = None
+        self.cleanup()
+        return reset_s
+
+    def _fault_code(self) -> int:
+        try:
+            return P.unpack_diag(self._io.request(P.pack_get_diag(), P.DIAG))["fault_code"]
+        except UserError:
+            return -1
+
+    def clear_fault(self) -> int:
+        """Clear a latched fault; returns the code that was latched (0: none)."""
+        self._require(configured=True)
+        return P.unpack_fault_cleared(self._io.request(P.pack_clear_fault(), P.FAULT_CLEARED))
+
+    def odom(self) -> tuple[float | None, float, float, float]:
+        """The board's own odometry: (host monotonic time of the board stamp or None if unsynced, x m, y m, th)."""
+        self._require(configured=True)
+        t_us, x, y, th, _th_enc, _src = P.unpack_odom(self._io.request(P.pack_get_odom(), P.ODOM))
+        t = self._io.board_to_host(t_us)
+        return t, x / P.ODOM_LENGTH_SCALE, y / P.ODOM_LENGTH_SCALE, th / P.ODOM_ANGLE_SCALE
+
+    def odometry(self) -> BoardOdometry:
+        """The board's own odometry (GET_ODOM) with both headings: the pose's (gyro when present) and the encoders'."""
+        self._require(configured=True)
+        t_us, x, y, th, th_enc, src = P.unpack_odom(self._io.request(P.pack_get_odom(), P.ODOM))
+        return BoardOdometry(self._io.board_to_host(t_us), x / P.ODOM_LENGTH_SCALE, y / P.ODOM_LENGTH_SCALE,
+                             th / P.ODOM_ANGLE_SCALE, th_enc / P.ODOM_ANGLE_SCALE,
+                             "gyro" if src == P.ODOM_HEADING_GYRO else "encoders")
+
+    def sensors(self, rate_hz: int) -> int:
+        """Ask for SENSORS_DATA at rate_hz (0 stops); returns the rate the board granted (its sensor rate divided
+        by a whole number). The records arrive alongside read()/write(): sensor_readings() drains them."""
+        if not (isinstance(rate_hz, int) and not isinstance(rate_hz, bool) and 0 <= rate_hz <= 65535):
+            raise BadValue(f"sensor rate {rate_hz!r} must be a whole number of Hz in [0, 65535]")
+        self._require(configured=True)
+        try:
+            return P.unpack_sensors_ack(self._io.request(P.pack_sensors(rate_hz), P.SENSORS_ACK))
+        except NackError as e:
+            if e.code == P.NACK_OUT_OF_RANGE:
+                raise BadValue(f"sensor rate {rate_hz} Hz is above the board's sensor rate") from None
+            raise
+
+    def sensor_readings(self) -> list[SensorReading]:
+        """SENSORS_DATA records received so far (drained, oldest first); latest_sensors keeps the newest."""
+        self._poll_other()
+        out = list(self._sensors)
+        self._sensors.clear()
+        return out
+
+    def _poll_other(self) -> None:
+        if self.link is not None and self.link.is_open:
+            try:
+                for cmd, payload in self._io.poll():
+                    if cmd == P.STATE:
+                        # a STATE outside read(): keep it for the next read() rather than lose it
+                        self._io.push_back([(cmd, payload)])
+                    else:
+                        self._other_frame(cmd, payload)
+            except LinkLost:
+                pass
+
+    def telemetry(self, rate_hz: int) -> int:
+        """Ask for TELEMETRY_DATA at rate_hz (0 stops); returns the rate the board granted."""
+        if not (isinstance(rate_hz, int) and 0 <= rate_hz <= 65535):
+            raise BadValue(f"telemetry rate {rate_hz!r} must be a whole number of Hz in [0, 65535]")
+        self._require(configured=True)
+        return P.unpack_telemetry_ack(self._io.request(P.pack_telemetry(rate_hz), P.TELEMETRY_ACK))
+
+    def telemetry_frames(self) -> list[dict]:
+        """TELEMETRY_DATA received so far (drained), each a dict with "handled" (host time it was taken off the
+        link) and, when the clock is synced, "t": the board's stamp on the host clock (use that one)."""
+        self._poll_other()
+        out = []
+        while self._telemetry:
+            arrived, v = self._telemetry.popleft()
+            rec = dict(zip(("seq", "t_us", "setpoint_l", "measured_l", "output_l", "integrator_l", "setpoint_r",
+                            "measured_r", "output_r", "integrator_r", "status"), v, strict=True))
+            rec["handled"] = arrived
+            rec["t"] = self.link.board_to_host(rec["t_us"]) if self.link is not None else None
+            out.append(rec)
+        return out
+
+    def sync_clock(self, samples: int = 5) -> dict:
+        """Another TIME burst (Link.sync_clock): call every few seconds so drift is tracked."""
+        self._require(configured=True)
+        return self._io.sync_clock(samples)
+
+    def stats(self) -> dict:
+        return {"cycles": self.cycles, "misses": self.misses, "total_misses": self.total_misses,
+                "late_replies": self.late_replies,
+                "epoch": self.epoch, "link": self._io.stats() if self.link else None}
+
+
+def _table_ramp() -> tuple[float, float, float]:
+    d = PARAMS.defaults()
+    return float(d["max_wheel_speed"]), float(d["max_accel"]), d["deadman_ms"] / 1000.0
+
+
+def _param(name: str) -> tuple:
+    p = PARAMS.by_name(name)
+    if p is None:
+        names = [q[PARAMS.NAME] for q in PARAMS.TABLE]
+        close = difflib.get_close_matches(name, names, n=1)
+        raise BadValue(f"unknown parameter {name!r}{f' (did you mean {close[0]!r}?)' if close else ''}; "
+                       f"known: {', '.join(names)}")
+    return p
+
+
+def _held(state: BoardState, misses: int) -> BoardState:
+    return BoardState(state.position, state.velocity, state.status, state.counts, state.stamp, False, misses)
+
+
+def count_delta(new: int, old: int, bits: int = 32) -> int:
+    """new - old for a signed counter of `bits` bits (STATE's int32 encoder counts) that may have wrapped between
+    the two readings. The host's one copy; the firmware's is hal/portable.wrap_delta (docs/firmware.md)."""
+    m = 1 << bits
+    return ((new - old + (m >> 1)) % m) - (m >> 1)
+
+
+def _clamp_i32(x: int) -> int:
+    return max(-INT32_MAX, min(INT32_MAX, int(x)))
+
+
+
+
+def wait_for_hello(url: str, clock: Clock | None = None, seconds: float = 30.0, baud: int = 115200) -> BoardInfo:
+    """HELLO until the board at `url` answers (a board that is still booting, a rig compiling its firmware), within
+    `seconds` of its own time (`clock`); NoReplyError naming the last failure otherwise."""
+    clock = clock or HOST_CLOCK
+    end = clock.now() + seconds
+    last: UserError | None = None
+    while True:
+        b = Board(url, baud, clock_sync=False, clock=clock)
+        try:
+            return b.configure()
+        except (NoReplyError, LinkLost) as e:
+            last = e
+        finally:
+            b.cleanup()
+        if clock.now() >= end:
+            raise NoReplyError(f"{url}: no HELLO answer within {seconds:g} s of board time ({last})")
+
+
+__all__ = ["Board", "BoardDeenergized", "count_delta", "wait_for_hello"]

@@ -1,0 +1,350 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
+"""Putting the firmware on a board: which files go where, the mpy-cross and mpremote command lines, and the .mpy
+architecture of a board.
+
+Layout on the board (docs/architecture.md): mcu/ flattened onto the filesystem root (mcu/control.py -> /control.py,
+mcu/hal/rp2.py -> /hal/rp2.py; only the hal backend the board config names, plus the shared hal modules),
+shared/ as the package /shared (protocol.py, params.py), and the board config as /board.json.
+With precompilation every module except main.py and boot.py (MicroPython runs those two only as source) becomes a
+.mpy built for the board's architecture; a stale other variant (app.py next to app.mpy: the .py would win the
+import) is removed on the board.
+
+    plan = flash_plan(port="/dev/ttyACM0", board_config="mcu/boards/pico.json", arch="armv6m")
+    plan.commands()     # [argv, ...]: mpy-cross runs, then the mpremote copy, then the mpremote reset
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import executables
+from ..errors import BadValue, UserError
+
+# sys.implementation._mpy >> 10 -> the mpy-cross -march name (MicroPython py/persistentcode.h MP_NATIVE_ARCH_*)
+MPY_ARCHES = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp", "xtensa",
+              "xtensawin", "rv32imc", "rv64imc")
+# what the usual boards are, for help texts and the error of an unknown arch
+ARCH_EXAMPLES = {"armv6m": "RP2040 (Pico)", "armv7emsp": "STM32F4 (pyboard), RP2350 Arm", "xtensawin": "ESP32",
+                 "rv32imc": "ESP32-C3, RP2350 RISC-V", "x64": "the unix port"}
+# hal modules every hardware backend uses (the backend modules themselves: boardcfg.BACKENDS)
+HAL_BACKENDS = ("rp2", "esp32", "stm32", "circuitpython", "sim")
+SOURCE_ONLY = ("main.py", "boot.py")        # MicroPython runs these only as .py
+BOARD_DIRS = ("hal", "shared")
+
+
+def firmware_root() -> Path:
+    from ..rigs.virtual import firmware_root as root
+    return root()
+
+
+def mpremote_exe() -> str:
+    return executables.require("mpremote")
+
+
+def mpy_cross_exe() -> str:
+    return executables.require("mpy-cross")
+
+
+# ------------------------------------------------------------------------------------------ architecture
+
+def decode_mpy(value: int) -> tuple[int, int, str | None]:
+    """sys.implementation._mpy -> (mpy version, sub-version, arch name or None for bytecode-only ports)."""
+    value = int(value)
+    version = value & 0xFF
+    sub = (value >> 8) & 3
+    index = value >> 10
+    if index >= len(MPY_ARCHES):
+        raise BadValue(f"the board reports .mpy architecture #{index}, unknown to this host: pass --arch")
+    return version, sub, MPY_ARCHES[index]
+
+
+def mpy_cross_version(exe: str | None = None) -> tuple[int, int]:
+    """(mpy version, sub-version) that mpy-cross emits, from `mpy-cross --version` ("... emitting mpy v6.3")."""
+    out = subprocess.run([exe or mpy_cross_exe(), "--version"], capture_output=True, text=True, timeout=30)
+    m = re.search(r"mpy v(\d+)\.(\d+)", out.stdout + out.stderr)
+    if not m:
+        raise UserError(f"cannot tell which .mpy version mpy-cross emits: {(out.stdout + out.stderr).strip()!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def check_arch(arch: str) -> str:
+    if arch not in MPY_ARCHES[1:]:
+        known = ", ".join(f"{a} ({ARCH_EXAMPLES[a]})" if a in ARCH_EXAMPLES else a for a in MPY_ARCHES[1:])
+        raise BadValue(f"--arch {arch!r} is not an mpy-cross architecture; known: {known}")
+    return arch
+
+
+def check_mpy_compatible(board_mpy: int, emitted: tuple[int, int]) -> str:
+    """The arch to compile for; UserError when the board cannot load what mpy-cross emits."""
+    version, sub, arch = decode_mpy(board_mpy)
+    if (version, sub) != emitted:
+        raise UserError(f"the board's MicroPython loads .mpy v{version}.{sub}, this mpy-cross emits v{emitted[0]}."
+                        f"{emitted[1]}: flash without --mpy (plain .py works everywhere), or update MicroPython on "
+                        f"the board to the version of `mpy-cross --version`", exit_code=5)
+    if arch is None:
+        raise UserError("the board's MicroPython has no native code emitter (no .mpy architecture): the viper "
+                        "control step cannot run precompiled there; flash without --mpy", exit_code=5)
+    return arch
+
+
+DETECT_CODE = 'import sys;print("VD_MPY", getattr(sys.implementation, "_mpy", -1))'
+
+
+def parse_detect_output(text: str) -> int:
+    m = re.search(r"VD_MPY (-?\d+)", text)
+    if not m or int(m.group(1)) < 0:
+        raise UserError("the board does not report sys.implementation._mpy (an old MicroPython or CircuitPython): "
+                        "pass --arch, or flash without --mpy", exit_code=5)
+    return int(m.group(1))
+
+
+# ------------------------------------------------------------------------------------------ files
+
+def load_board_config(spec: str) -> tuple[Path, dict]:
+    """--board NAME (mcu/boards/NAME.json) or a path; validated with the firmware's own boardcfg (so a file the
+    board would refuse at boot is refused here, with the same message)."""
+    root = firmware_root()
+    path = Path(spec)
+    if not path.suffix and not path.is_file():
+        path = root / "mcu" / "boards" / f"{spec}.json"
+    if not path.is_file():
+        names = sorted(p.stem for p in (root / "mcu" / "boards").glob("*.json"))
+        raise BadValue(f"board config {spec!r} not found; give a file or one of: {', '.join(names)}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BadValue(f"board config {path}: not valid JSON ({e})") from None
+    try:
+        cfg = _boardcfg_module(root).validate(data)
+    except ValueError as e:
+        raise BadValue(f"{path}: {e}") from None
+    return path, cfg if isinstance(cfg, dict) else data
+
+
+def _boardcfg_module(root: Path):
+    # the firmware's validator, loaded from its file: the same rules the board applies at boot
+    spec = importlib.util.spec_from_file_location("_viperdrive_boardcfg", root / "mcu" / "boardcfg.py")
+    if spec is None or spec.loader is None:
+        raise UserError(f"cannot load the firmware's board config validator {root / 'mcu' / 'boardcfg.py'}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@dataclass(frozen=True)
+class FirmwareFile:
+    source: Path        # the .py in the checkout
+    dest: str           # path on the board, without the leading ':' (e.g. "hal/rp2.py" or "hal/rp2.mpy")
+    compile: bool       # True: source -> .mpy with mpy-cross first
+
+    def other_variant(self) -> str:
+        """The board path of the other form of this module (.py <-> .mpy), to remove as stale."""
+        base = self.dest.rsplit(".", 1)[0]
+        return base + (".py" if self.dest.endswith(".mpy") else ".mpy")
+
+
+def firmware_files(backend: str, mpy: bool = False, root: Path | None = None) -> list[FirmwareFile]:
+    """Every file the firmware needs on a board with this hal backend, in copy order (hal and shared first)."""
+    root = root or firmware_root()
+    mcu = root / "mcu"
+    out = []
+
+    def add(src: Path, dest: str):
+        compiled = mpy and src.name not in SOURCE_ONLY
+        out.append(FirmwareFile(src, dest[:-3] + ".mpy" if compiled else dest, compiled))
+
+    for src in sorted((root / "shared").glob("*.py")):
+        add(src, f"shared/{src.name}")
+    for src in sorted((mcu / "hal").glob("*.py")):
+        name = src.stem
+        if name in HAL_BACKENDS and name != backend:
+            continue    # another port's backend: it cannot even be imported here
+        add(src, f"hal/{src.name}")
+    for src in sorted(mcu.glob("*.py")):
+        add(src, src.name)
+    if not any(f.dest.startswith("hal/" + backend) for f in out):
+        raise BadValue(f"no hal backend mcu/hal/{backend}.py in this firmware")
+    return out
+
+
+# ------------------------------------------------------------------------------------------ the plan
+
+ROOT_VAR = "VIPERDRIVE_ROOT"     # the firmware folder (mcu/, shared/) in a printed command line
+
+
+class RootPath(str):
+    """A path printed as $VIPERDRIVE_ROOT/...: shell_line() leaves the variable outside the quotes."""
+
+
+class PathDisplay:
+    """How --dry-run prints local paths so that its lines run as printed, from the folder they were printed in, on
+    any machine: a file under the current directory relative to it (mcu/app.py); one in the firmware folder
+    elsewhere as $VIPERDRIVE_ROOT/mcu/app.py (preamble() then sets the variable unless the environment already
+    names that folder); anything else as it is. A tool found on PATH is printed by its name (mpremote)."""
+
+    def __init__(self, root: Path | None = None, cwd: Path | None = None, env=None):
+        self.root = Path(root if root is not None else firmware_root()).resolve()
+        self.cwd = Path(cwd if cwd is not None else os.getcwd()).resolve()
+        self.env = os.environ if env is None else env
+        self.used_root = False
+
+    def path(self, p) -> str:
+        full = Path(p)
+        if not full.is_absolute():
+            return str(p)               # relative already (the STAGE placeholder)
+        full = full.resolve()
+        for base, make in ((self.cwd, str), (self.root, lambda rel: RootPath(f"${ROOT_VAR}/{rel}"))):
+            try:
+                rel = full.relative_to(base)
+            except ValueError:
+                continue
+            if base is self.root:
+                self.used_root = True
+            return make(rel.as_posix())
+        return str(p)
+
+    def exe(self, p) -> str:
+        name = Path(p).name
+        found = shutil.which(name, path=self.env.get("PATH"))
+        if found and Path(found).resolve() == Path(p).resolve():
+            return name
+        return self.path(p)
+
+    def preamble(self) -> list[str]:
+        """Lines that go before the commands (call after the commands were built)."""
+        if not self.used_root:
+            return []
+        env_root = self.env.get(ROOT_VAR)
+        if env_root and Path(env_root).resolve() == self.root:
+            return [f"# ${ROOT_VAR}: the firmware folder (mcu/, shared/), set in your environment"]
+        return [f"# {ROOT_VAR}: the firmware folder (mcu/, shared/)", f"{ROOT_VAR}={shlex.quote(str(self.root))}"]
+
+
+def _as_is(p) -> str:
+    return str(p)
+
+
+@dataclass
+class FlashPlan:
+    port: str
+    board_config: Path | None
+    files: list[FirmwareFile]
+    arch: str | None                    # None: plain .py
+    stage: Path                         # where .mpy files are built
+    mpremote: str = field(default_factory=mpremote_exe)
+    mpy_cross: str | None = None
+
+    def compile_commands(self, show=_as_is, exe=_as_is) -> list[list[str]]:
+        """show/exe: how local paths and tools appear (the defaults: as they are; a dry run passes a
+        PathDisplay's path and exe)."""
+        return [[exe(self.mpy_cross or mpy_cross_exe()), f"-march={self.arch}", "-s", f.dest[:-4] + ".py",
+                 "-o", show(self.stage / f.dest), show(f.source)] for f in self.files if f.compile]
+
+    def local_path(self, f: FirmwareFile, show=_as_is) -> str:
+        return show(self.stage / f.dest) if f.compile else show(f.source)
+
+    def prepare_code(self) -> str:
+        """MicroPython run on the board before the copy: make the folders, remove stale .py/.mpy twins."""
+        stale = tuple(f.other_variant() for f in self.files if not f.dest.endswith(SOURCE_ONLY))
+        return ("import os\n"
+                f"for d in {_tuple(BOARD_DIRS)}:\n"
+                "    try:\n        os.mkdir(d)\n    except OSError:\n        pass\n"
+                f"for f in {_tuple(stale)}:\n"
+                "    try:\n        os.remove(f)\n    except OSError:\n        pass\n")
+
+    # the REPL-mode switch file: removed last, so an interrupted copy leaves a board that boots into its REPL
+    FINISH_CODE = 'import os\ntry:\n    os.remove("repl_mode")\nexcept OSError:\n    pass\n'
+
+    def copy_command(self, show=_as_is, exe=_as_is) -> list[str]:
+        cmd = [exe(self.mpremote), "connect", self.port, "exec", self.prepare_code()]
+        for f in self.files:
+            cmd += ["+", "fs", "cp", self.local_path(f, show), ":" + f.dest]
+        if self.board_config is not None:
+            cmd += ["+", "fs", "cp", show(self.board_config), ":board.json"]
+        cmd += ["+", "exec", self.FINISH_CODE]
+        return cmd
+
+    def reset_command(self, exe=_as_is) -> list[str]:
+        return [exe(self.mpremote), "connect", self.port, "reset"]
+
+    def copies(self) -> int:
+        return len(self.files) + (1 if self.board_config is not None else 0)
+
+    def commands(self, display: PathDisplay | None = None) -> list[list[str]]:
+        """Every command in order; with a PathDisplay, as a dry run prints them (paths a reader can run)."""
+        show, exe = (display.path, display.exe) if display is not None else (_as_is, _as_is)
+        return self.compile_commands(show, exe) + [self.copy_command(show, exe), self.reset_command(exe)]
+
+
+def detect_command(port: str, display: PathDisplay | None = None) -> list[str]:
+    exe = mpremote_exe()
+    return [display.exe(exe) if display is not None else exe, "connect", port, "exec", DETECT_CODE]
+
+
+# Where .mpy files are built: a private folder made by tempfile.mkdtemp (mode 0700, a fresh random name) for each
+# flash, removed afterwards (private_stage()). A fixed name such as /tmp/viperdrive-flash could be created or
+# replaced beforehand by another user of the machine, who would then choose what is copied to the board.
+# A dry run prints this placeholder instead of creating a folder.
+STAGE_PLACEHOLDER = Path("STAGE")
+
+
+@contextlib.contextmanager
+def private_stage():
+    """A fresh private build folder (mkdtemp) for one flash; removed with everything in it on the way out."""
+    with tempfile.TemporaryDirectory(prefix="viperdrive-flash-") as d:
+        yield Path(d)
+
+
+ARCH_PLACEHOLDER = "ARCH"      # dry run of --mpy without --arch: the arch the board will report
+
+
+def flash_plan(port: str, board_config: str | Path | None, arch: str | None = None, backend: str | None = None,
+               stage: Path | None = None, mpy: bool | None = None) -> FlashPlan:
+    """The plan for one board. board_config None: keep the board's board.json (backend must then be given).
+    mpy (default: arch given) precompiles; arch ARCH_PLACEHOLDER stands for the one detected later. The .mpy files
+    are built in stage: give a private_stage() folder (None: STAGE_PLACEHOLDER/ARCH, for printing only)."""
+    cfg_path = None
+    if board_config is not None:
+        cfg_path, cfg = load_board_config(str(board_config))
+        backend = cfg.get("backend", backend)
+    if backend is None:
+        raise BadValue("the hal backend is unknown: give --board (or --backend with --keep-board-config)")
+    mpy = (arch is not None) if mpy is None else mpy
+    if mpy:
+        arch = arch or ARCH_PLACEHOLDER
+        if arch != ARCH_PLACEHOLDER:
+            check_arch(arch)
+    else:
+        arch = None
+    files = firmware_files(backend, mpy=mpy)
+    return FlashPlan(port, cfg_path, files, arch, stage if stage is not None else STAGE_PLACEHOLDER / (arch or "py"))
+
+
+def _tuple(names) -> str:
+    # double quotes inside: the shell line quotes the whole program in single quotes
+    return "(" + ", ".join(f'"{n}"' for n in names) + ("," if len(names) == 1 else "") + ")"
+
+
+def shell_line(argv: list[str]) -> str:
+    """One command as a shell line, a chained mpremote command split before each '+' for reading. A RootPath keeps
+    its $VIPERDRIVE_ROOT outside the quotes, so the shell expands it."""
+    parts = []
+    prefix = f"${ROOT_VAR}/"
+    for a in argv:
+        if a == "+":
+            parts.append("\\\n  +")
+        elif isinstance(a, RootPath) and a.startswith(prefix):
+            parts.append(f'"${ROOT_VAR}"/' + shlex.quote(a[len(prefix):]))
+        else:
+            parts.append(shlex.quote(a))
+    return " ".join(parts)

@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
+"""Fixed-rate runner on absolute deadlines, and the host drive cycle built on it (the ros2_control cycle at a
+fixed update_rate, 50-100 Hz: docs/host.md, "Loop").
+
+FixedRateLoop: deadline k is t0 + k*period (never "sleep(period) after the work", which drifts by the work's
+duration). A step that ends after the next deadline is an overrun: counted, and the missed deadlines are skipped
+(not run back to back to catch up, which would send a burst of commands); the phase is kept. It measures
+lateness (wake-up jitter) and execution time so the >= 20 % margin rule can be checked.
+
+DriveLoop: the ros2_control cycle read() -> odometry -> controller.update() -> write(), one SET_VEL/STATE exchange
+per period.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..stats import percentile
+
+if TYPE_CHECKING:
+    from ..board.board import Board
+    from ..board.records import BoardState
+    from ..timebase import Clock
+    from .drive import DriveController
+    from .odometry import Odometry
+
+
+class FixedRateLoop:
+    def __init__(self, rate_hz: float, spin: float = 0.0002, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Any] = time.sleep,
+                 history: int = 10000):
+        if not (math.isfinite(rate_hz) and rate_hz > 0):
+            raise ValueError(f"rate_hz must be > 0, got {rate_hz}")
+        self.rate_hz = rate_hz
+        self.period = 1.0 / rate_hz
+        self.spin = spin            # s before a deadline to stop sleeping and poll the clock (sleep overshoots)
+        self.clock = clock
+        self.sleep = sleep
+        self.cycles = 0
+        self.overruns = 0           # steps that ended after the next deadline
+        self.skipped = 0            # deadlines dropped because of overruns
+        self._late: deque = deque(maxlen=history)   # s between a deadline and the step's start
+        self._exec: deque = deque(maxlen=history)   # s the step took
+
+    def _wait_until(self, deadline: float) -> float:
+        while True:
+            now = self.clock()
+            left = deadline - now
+            if left <= 0:
+                return now
+            if left > self.spin:
+                self.sleep(left - self.spin)
+            elif self.spin:
+                self.sleep(0)       # yield while spinning the last fraction of a millisecond
+
+    def run(self, step: Callable[[float, int], Any], cycles: int | None = None, duration: float | None = None,
+            stop: threading.Event | None = None) -> dict:
+        """Call step(now, k) at each deadline until cycles/duration are done, stop (a threading.Event) is set or
+        step returns False. Returns stats()."""
+        period = self.period
+        t0 = self.clock()
+        deadline = t0
+        k = 0
+        done = 0
+        while True:
+            if cycles is not None and done >= cycles:
+                break
+            if duration is not None and deadline - t0 >= duration:
+                break
+            if stop is not None and stop.is_set():
+                break
+            now = self._wait_until(deadline)
+            self._late.append(now - deadline)
+            keep_going = step(now, k)
+            end = self.clock()
+            self._exec.append(end - now)
+            self.cycles += 1
+            done += 1
+            if keep_going is False:
+                break
+            k += 1
+            deadline = t0 + k * period
+            if end > deadline:
+                # overrun: resume at the first deadline still ahead, on the same phase grid
+                self.overruns += 1
+                behind = int((end - deadline) / period) + 1
+                self.skipped += behind
+                k += behind
+                deadline = t0 + k * period
+        return self.stats()
+
+    def stats(self) -> dict:
+        late = sorted(self._late)
+        ex = sorted(self._exec)
+
+        def pct(v: list[float], q: float) -> float | None:
+            p = percentile(v, q)
+            return p * 1e6 if p is not None else None
+
+        exec_max = ex[-1] if ex else None
+        return {
+            "rate_hz": self.rate_hz, "cycles": self.cycles, "overruns": self.overruns, "skipped": self.skipped,
+            "late_p50_us": pct(late, 0.5), "late_p99_us": pct(late, 0.99),
+            "late_max_us": late[-1] * 1e6 if late else None,
+            "exec_mean_us": sum(ex) / len(ex) * 1e6 if ex else None, "exec_p99_us": pct(ex, 0.99),
+            "exec_max_us": exec_max * 1e6 if exec_max is not None else None,
+            # keep >= 20 % of the period free at the worst case: room for the jitter Linux does not bound
+            "margin_pct": (1.0 - exec_max / self.period) * 100.0 if exec_max is not None else None,
+        }
+
+
+class DriveLoop:
+    """read -> odometry -> controller -> write, once per period of config.update_rate.
+
+    A held (missed) state does not advance odometry; when the board's encoders restart (board.epoch changes:
+    activate, reconnect, a reopened port) the odometry baseline is dropped and the controller reset, so nothing
+    jumps and no old command is replayed. A board that restarts or de-energizes behind the open port makes
+    board.read()/write() raise BoardDeenergized out of cycle()/run(): the odometry keeps the last pose (the STATE
+    that showed the restart is never integrated); after clear_fault()/activate() the loop continues from it.
+    """
+
+    def __init__(self, board: Board, controller: DriveController, odometry: Odometry | None = None,
+                 rate_hz: float | None = None, clock: Clock | None = None):
+        """clock: what the period is counted in (now()/sleep(), e.g. Board.clock for the board's time); default
+        the host's monotonic clock."""
+        self.board = board
+        self.controller = controller
+        self.odometry = odometry
+        self.rate_hz = rate_hz if rate_hz is not None else controller.config.update_rate
+        if clock is None:
+            self.loop = FixedRateLoop(self.rate_hz)
+        else:
+            self.loop = FixedRateLoop(self.rate_hz, clock=clock.now, sleep=clock.sleep)
+        self._epoch = board.epoch
+        self.state: BoardState | None = None
+
+    def cycle(self, now: float) -> BoardState:
+        state = self.board.read()
+        if self.board.epoch != self._epoch:
+            self._epoch = self.board.epoch
+            self.controller.reset()
+            if self.odometry is not None:
+                self.odometry.rebase()
+        if self.odometry is not None and state.fresh:
+            self.odometry.update(state.position[0], state.position[1], state.velocity[0], state.velocity[1],
+                                 state.stamp)
+        left, right = self.controller.update(now)
+        self.board.write(left, right)
+        self.state = state
+        return state
+
+    def run(self, cycles: int | None = None, duration: float | None = None, stop: threading.Event | None = None,
+            on_cycle: Callable[[BoardState, int], Any] | None = None) -> dict:
+        """Run the cycle on absolute deadlines; on_cycle(state, k) after each (return False to stop)."""
+        def step(now: float, k: int) -> Any:
+            state = self.cycle(now)
+            if on_cycle is not None:
+                return on_cycle(state, k)
+            return None
+        return self.loop.run(step, cycles=cycles, duration=duration, stop=stop)
+
+
+__all__ = ["FixedRateLoop", "DriveLoop"]

@@ -1,0 +1,219 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
+"""The clock file of a board that is a program (the virtual board, the emulated Pico): its time, published for the
+host, and the host's grant, which keeps the board from running ahead of a host the machine does not run.
+
+Layout (64 bytes, little-endian; sim/world.py and sim/pico/rig.mjs write the board's half):
+
+    off  size  written by  what
+     0     4   board       magic b"VDCK"
+     4     4   board       layout version (1)
+     8     8   board       board time, us
+    16     8   board       the same again: a reader takes the time only when both copies agree (no torn read)
+    24     4   board       link generation: +1 for every link client the board accepts
+    28     4   board       1 while a link client is connected, else 0
+    32    16   host        grant: link generation (u32), 0 (u32), board time in us (u64) the board may run to
+    48    16   host        the same again: the board honours a grant only when both copies agree
+
+The grant ("lockstep", docs/virtual-board.md "Board time"): while a link client is connected and the grant names
+its generation, the board does not start a control period past the grant's time. The client's host renews it from
+a thread as long as the host process runs (LEASE_AHEAD_S ahead of the board's time, every RENEW_S), so a host that
+the machine stops for 150 ms does not find the board's deadman tripped by a pause that was not its own; a host that
+dies closes its connection, which frees the board at once (the deadman is still the deadman). A client that never
+writes a grant (a serial terminal, a third-party tool) runs the board in free time, as a real board.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import time
+from pathlib import Path
+
+MAGIC = b"VDCK"
+VERSION = 1
+SIZE = 64
+OFF_TIME = 8
+OFF_LINK = 24
+OFF_GRANT = 32
+LEASE_AHEAD_S = 0.03        # how far the board may run past the host's last renewal (well inside the 100 ms deadman)
+RENEW_S = 0.005             # how often the host renews while it runs
+STALL_CHECK_S = 1.0         # board time still for this long (host s): is the board process alive?
+STALL_GIVE_UP_S = 30.0      # ...still for this long and alive: treat it as hung (waits run on the host's clock)
+
+
+def create(path: str | os.PathLike) -> Path:
+    """An empty clock file (board time 0, no client, no grant) for a board about to start."""
+    p = Path(path)
+    p.write_bytes(MAGIC + struct.pack("<I", VERSION) + bytes(SIZE - 8))
+    return p
+
+
+def read_time_us(fd: int) -> int | None:
+    """The board time in the file (us), None while it is not a clock file yet or a read saw a write half done."""
+    for _ in range(4):
+        data = os.pread(fd, 24, 0)
+        if len(data) < 24 or data[:4] != MAGIC:
+            return None
+        a, b = struct.unpack_from("<QQ", data, OFF_TIME)
+        if a == b:
+            return a
+    return None
+
+
+def read_link(fd: int) -> tuple[int, bool]:
+    """(link generation, a client connected)."""
+    gen, connected = struct.unpack("<II", os.pread(fd, 8, OFF_LINK))
+    return gen, bool(connected)
+
+
+def write_grant(fd: int, generation: int, until_us: int) -> None:
+    one = struct.pack("<IIQ", generation & 0xFFFFFFFF, 0, max(0, int(until_us)))
+    os.pwrite(fd, one + one, OFF_GRANT)
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return True             # unknown: assume it is (the stall limit still ends a wait)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class BoardTimeFile:
+    """A board's clock read from its clock file (timebase.Clock): now() is the board's time in seconds; sleep()
+    waits until that much board time has passed (a board the machine does not run makes it wait longer, never
+    time out early). When the board process is gone (board_pid no longer exists) or its time stood still for
+    STALL_GIVE_UP_S, the clock goes on at the host's rate from the last board time, so a wait on a dead board
+    ends like a wait on a real board that stopped answering.
+
+    attach()/alive()/detach() are the Link's port events: after the first frame from the board on an open port,
+    a thread renews the grant (lockstep, above) until the port closes. lockstep=False never writes one."""
+
+    def __init__(self, path: str | os.PathLike, board_pid: int | None = None, lockstep: bool = True):
+        self.path = Path(path)
+        self.board_pid = board_pid
+        self.lockstep = lockstep
+        self.speed = 1.0
+        self._fd: int | None = None
+        self._lock = threading.Lock()
+        self._last_us = 0               # the board time last read
+        self._moved_at = time.monotonic()   # host time the board time last moved
+        self._dead_at: float | None = None  # host time the board was found gone (the clock runs on from there)
+        self._speed_ref: tuple[float, int] | None = None
+        self._lease: threading.Thread | None = None
+        self._lease_stop = threading.Event()
+        self._attached = False
+        self.grants = 0                 # renewals written (diagnostics)
+
+    # ---- reading ----
+
+    def _file(self) -> int | None:
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDWR)
+            except OSError:
+                return None
+        return self._fd
+
+    def board_us(self) -> int:
+        """Board time in us (never less than the last reading)."""
+        with self._lock:
+            host = time.monotonic()
+            if self._dead_at is not None:
+                return self._last_us + int((host - self._dead_at) * 1e6)
+            fd = self._file()
+            us = read_time_us(fd) if fd is not None else None
+            if us is not None and us > self._last_us:
+                self._speed(host, us)
+                self._last_us = us
+                self._moved_at = host
+            elif host - self._moved_at > STALL_CHECK_S and (
+                    not _pid_alive(self.board_pid) or host - self._moved_at > STALL_GIVE_UP_S):
+                # the board is gone (or hung): from now on its time is the host's, from where it stopped
+                self._dead_at = host
+            return self._last_us
+
+    def _speed(self, host: float, us: int) -> None:
+        ref = self._speed_ref
+        if ref is None or host - ref[0] > 2.0:
+            self._speed_ref = (host, us)
+            return
+        if host - ref[0] > 0.25:
+            self.speed = max(0.01, min(1.0, (us - ref[1]) * 1e-6 / (host - ref[0])))
+            self._speed_ref = (host, us)
+
+    def now(self) -> float:
+        return self.board_us() * 1e-6
+
+    def host_seconds(self, seconds: float) -> float:
+        return seconds / self.speed if seconds > 0 else 0.0
+
+    def sleep(self, seconds: float) -> None:
+        if not seconds > 0:
+            return
+        end = self.now() + seconds
+        while True:
+            left = end - self.now()
+            if left <= 0:
+                return
+            # board time never runs faster than the host's: sleeping `left` host seconds never oversleeps it
+            time.sleep(min(left, 0.05))
+
+    @property
+    def alive_board(self) -> bool:
+        """False once the board process was found gone."""
+        self.board_us()
+        return self._dead_at is None
+
+    # ---- lockstep: the Link's port events ----
+
+    def attach(self) -> None:
+        """The Link opened its port: the lease starts once the board has answered (alive())."""
+        self._attached = True
+
+    def alive(self) -> None:
+        """A frame came from the board: this host is its link client. Starts the lease thread (once)."""
+        if not self.lockstep or not self._attached or self._lease is not None:
+            return
+        self._lease_stop.clear()
+        self._lease = threading.Thread(target=self._renew, name="viperdrive-board-lease", daemon=True)
+        self._lease.start()
+
+    def detach(self) -> None:
+        """The port closed: the lease stops before this returns (a later client is never held by our grant)."""
+        self._attached = False
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            self._lease_stop.set()
+            lease.join(timeout=2.0)
+
+    def _renew(self) -> None:
+        fd = self._file()
+        if fd is None:
+            return
+        try:
+            gen, connected = read_link(fd)
+        except OSError:
+            return
+        while not self._lease_stop.is_set():
+            try:
+                write_grant(fd, gen, self.board_us() + int(LEASE_AHEAD_S * 1e6))
+            except OSError:
+                return
+            self.grants += 1
+            self._lease_stop.wait(RENEW_S)
+
+    def close(self) -> None:
+        self.detach()
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+__all__ = ["BoardTimeFile", "create", "read_time_us", "read_link", "write_grant", "LEASE_AHEAD_S", "RENEW_S", "SIZE"]
