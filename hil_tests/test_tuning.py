@@ -63,7 +63,7 @@ def test_default_gains_leave_saturation_quickly_after_a_10_s_stall(board, need_s
             records = steptest.run_experiment(board, rate, hold + after, setpoints)
     finally:
         need_sim.fault("stall", wheel="both", on=False)
-    rec = steptest._to_recording(records, 2 * math.pi / board.counts_per_rev)
+    rec = steptest.to_recording(records, 2 * math.pi / board.counts_per_rev)
     sat = (rec.status & P.ST_SATURATED) != 0
     moving = np.nonzero((np.abs(rec.measured["left"]) > 0) | (np.abs(rec.measured["right"]) > 0))[0]
     held = rec.t < rec.t[moving[0]] if len(moving) else np.ones(len(rec.t), bool)

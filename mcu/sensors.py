@@ -19,6 +19,7 @@ STILL_COUNTS = 1                # the dither a resting quadrature encoder shows 
 BIAS_WINDOW = 32                # still samples averaged into one bias estimate (0.32 s at 100 Hz)
 BIAS_SHIFT = 2                  # after the first window: bias += (window mean - bias) / 4
 BATTERY_SHIFT = 3               # battery low-pass: y += (x - y) / 8 per sample (~80 ms at 100 Hz)
+CATCH_UP_PERIODS = 4            # samples more than this many periods late are not made up for (restart from now)
 
 
 class Sensors:
@@ -31,6 +32,7 @@ class Sensors:
         icfg = cfg.get("imu")
         self.rate_hz = icfg["rate_hz"] if icfg is not None else 100
         self.period_us = 1000000 // self.rate_hz
+        self.catch_up_us = CATCH_UP_PERIODS * self.period_us
         self.imu = None
         self.imu_state = protocol.IMU_NONE
         self.imu_errors = 0
@@ -98,8 +100,12 @@ class Sensors:
         late = ticks_diff(now, self._next)
         if late < 0:
             return False
-        if late > self.period_us:
-            self._next = now            # far behind (a long link pass): restart the schedule, no burst
+        if late > self.catch_up_us:
+            # far behind (the firmware was stopped): restart the schedule rather than a burst of stale samples
+            self._next = now
+        # on absolute deadlines: a sample a slow-loop pass delayed (a garbage collection takes ~18 ms of an
+        # RP2040's time) is taken late, and the next ones catch up one per pass, so the stream keeps its rate;
+        # each sample carries the time it was really taken
         self._next = (self._next + self.period_us) & 0x3FFFFFFF
         self.sample(now)
         return True

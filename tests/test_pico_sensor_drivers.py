@@ -71,13 +71,17 @@ def board(rig):
 def _collect(board, rig, chip_s, wheels=None):
     """SENSORS_DATA records for chip_s of chip time (driving at wheels=(left, right) rad/s while active)."""
     out = []
-    end = rig.clock.now() + chip_s
-    while rig.clock.now() < end:
+    clock = rig.clock
+    t0 = clock.now()
+    k = 0
+    while clock.now() - t0 < chip_s:
         if wheels is not None:
+            # one exchange per 10 ms of chip time, as a host loop at 100 Hz (unpaced, the host would send faster
+            # than the chip answers and queue SET_VELs ahead of every later request)
             board.write(*wheels)
             board.read()
-        else:
-            time.sleep(0.02)
+        k += 1
+        clock.sleep(t0 + k * 0.01 - clock.now())
         out += board.sensor_readings()
     return out + board.sensor_readings()
 
@@ -108,11 +112,13 @@ def test_stream_rate_in_chip_time_imu_ok_and_battery_volts(board, rig):
     gaps = sorted(((b.t_us - a.t_us) & 0xFFFFFFFF) for a, b in pairwise(recs))
     print(f"record intervals (board us): min {gaps[0]}, median {gaps[len(gaps) // 2]}, max {gaps[-1]}; "
           f"over 20.5 ms: {sum(g > 20500 for g in gaps)} of {len(gaps)}")
-    # each record one period of the granted rate after the last, on the firmware's clock; but the sensor task
-    # drops a sample now and then on the emulated chip (a slow-loop pass more than one 10 ms period late restarts
-    # its schedule: mcu/sensors.py service()), measured 49.1 Hz with ~5 % of the intervals 40 ms: not 50 Hz
+    # each record one period of the granted rate after the last, on the firmware's clock; a sample that a slow
+    # pass (a garbage collection: ~18 ms of the chip's time) delayed is taken late and the next one catches up
+    # (mcu/sensors.py service(): absolute deadlines), so no sample is dropped and the rate is the one asked
     assert gaps[len(gaps) // 2] == 20000, gaps
-    assert 0.97 * 50 <= rate <= 50.5, rate
+    assert 0.99 * 50 <= rate, rate
+    # never more than the deadlines allow: a late sample is made up for within 4 periods of the 100 Hz task
+    assert len(recs) - 1 <= 50 * span_s + 2, (len(recs), span_s)
     assert abs(span_s - chip) < 0.1 + 0.05 * chip, (span_s, chip)      # board ticks_us runs at chip time
     assert len(recs) >= 0.9 * 50 * chip
     assert all(r.imu_ok for r in recs) and recs[-1].estop_open is False

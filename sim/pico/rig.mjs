@@ -465,7 +465,9 @@ class Rig {
     const SLICE_NS = 1e6;                                  // 1 ms of chip time per slice
     const wallStart = performance.now();
     const chipStart = this.chipSeconds();
-    const budgetMs = 20;
+    // wall ms of emulation between two turns of the event loop, where the host's bytes come in: a host frame waits
+    // up to this long (half of it in chip time at ~0.5x) before the chip sees it
+    const budgetMs = 5;
     const step = () => {
       const t0 = performance.now();
       const cf = this.clockFile;
