@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
 
 from viperdrive.shared import protocol as P
 
@@ -123,16 +122,17 @@ def read_status(board: Board, timeout: float = 1.0) -> int:
     count as a fresh command and hold off the deadman of a board whose host went away)."""
     assert board.info is not None and board.link is not None     # an open board (open_board)
     board.telemetry(board.info.control_hz)
+    clock = board.clock
     try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        deadline = clock.now() + timeout
+        while clock.now() < deadline:
             frames = board.telemetry_frames()
             if frames:
                 return frames[-1]["status"]
             board.link.wait_readable(0.01)
     finally:
         board.telemetry(0)
-        time.sleep(0.02)
+        clock.sleep(0.02)
         board.telemetry_frames()        # drop what was still on its way
     raise NoReplyError("the board sent no telemetry record to read its status from")
 
@@ -142,9 +142,10 @@ def read_sensors(board: Board, timeout: float = 1.0):
     board without the sensor task answers SENSORS with a NACK: UserError)."""
     assert board.link is not None       # an open board (open_board)
     board.sensors(10)
+    clock = board.clock
     try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        deadline = clock.now() + timeout
+        while clock.now() < deadline:
             readings = board.sensor_readings()
             if readings:
                 return readings[-1]
@@ -152,7 +153,7 @@ def read_sensors(board: Board, timeout: float = 1.0):
         return None
     finally:
         board.sensors(0)
-        time.sleep(0.02)
+        clock.sleep(0.02)
         board.sensor_readings()         # drop what was still on its way
 
 

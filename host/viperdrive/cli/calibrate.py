@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 
 import numpy as np
 
@@ -122,10 +121,11 @@ def drive(args, s: DriveSession, segments: list[Segment], label: str) -> ScriptF
     follower = ScriptFollower(segments, s.config.max_rim_acceleration, s.config.effective_separation)
     total = sum(seg.nominal_duration() for seg in segments)
     bar = Progress(total, label, quiet=args.quiet, unit="s")
-    t0 = time.monotonic()
+    clock = s.clock             # the segments' durations are the board's time, as the loop's period
+    t0 = clock.now()
 
     def on_cycle(state, k):
-        now = time.monotonic()
+        now = clock.now()
         s.tick(now)
         if s.fault_code:
             raise BoardFault(fault_message(max(s.fault_code, 0), args))

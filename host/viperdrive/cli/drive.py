@@ -116,7 +116,7 @@ class DriveSession:
             # start the stream before the loop: its first burst shares the line with STATE replies, and inside
             # the loop it would cost a run of misses
             self.board.telemetry(self.telemetry_hz)
-            time.sleep(0.1)
+            self.clock.sleep(0.1)
             self.board.telemetry_frames()
         activate(self.board)
         self.controller.reset()

@@ -8,7 +8,6 @@ ends a recording cleanly (the file is finished, the board disabled). plot: PNGs 
 from __future__ import annotations
 
 import argparse
-import time
 
 from ..errors import BoardFault, UserError
 from ..motion.scripts import BUILTINS, ScriptFollower, load_script
@@ -82,10 +81,11 @@ def _record(args) -> int:
                 sum(seg.nominal_duration() for seg in segments) if segments else 0.0)
             bar = Progress(total if total else 1.0, f"recording {args.out}", quiet=args.quiet or not total,
                            unit="s")
-            t0 = time.monotonic()
+            clock = s.clock     # the duration and the segments are the board's time, as the loop's period
+            t0 = clock.now()
 
             def on_cycle(state, k):
-                now = time.monotonic()
+                now = clock.now()
                 s.tick(now)
                 if follower is not None:
                     v, w = follower.update(now, s.odometry.pose, s.odometry.twist)
