@@ -56,11 +56,14 @@ typecheck: $(STUBS_STAMP)
 	set -o pipefail; MYPYPATH=$(abspath $(HOST_TREE)) $(VENV)/bin/mypy --config-file pyproject.toml -p viperdrive \
 	  | sed -e 's#^$(HOST_TREE)/viperdrive/shared/#shared/#' -e 's#^$(HOST_TREE)/#host/#'
 
-# Most of the suite waits on real time (virtual boards, links at their baud rate, deadman and watchdog timeouts):
-# three workers on two cores halve its wall time. PYTEST_WORKERS=0 runs it in one process.
-PYTEST_WORKERS ?= 3
+# One pytest worker per core the machine gives us (nproc: the affinity and cgroup limits, not the hardware), so the
+# suite never asks for more than the machine has; PYTEST_WORKERS=0 runs it in one process. Every test is in one group
+# (unit, board, ros2, pico: pyproject.toml): TEST_GROUP=unit runs one of them.
+PYTEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_GROUP ?=
 pytest: setup
-	$(VENV)/bin/pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup) $(PYTEST_ARGS)
+	$(VENV)/bin/pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup) \
+	  $(if $(TEST_GROUP),-m $(TEST_GROUP)) $(PYTEST_ARGS)
 
 test: setup lint typecheck pytest
 

@@ -40,8 +40,32 @@ def pytest_addoption(parser):
 PICO_FILES = ("test_pico_rig.py", "test_pico_sensors.py", "test_pico_sensor_drivers.py")
 
 
+GROUPS = ("unit", "board", "ros2", "pico")     # pyproject.toml's markers: every test is in exactly one
+
+
+def _group_of(item) -> list[str]:
+    return [g for g in GROUPS if item.get_closest_marker(g) is not None]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    # the groups (`pytest -m board` runs one): MicroPython files are unit tests, a hil check is board or pico by
+    # the rig it runs on; every other file says its group in its pytestmark
+    missing = []
+    for item in items:
+        cs = getattr(item, "callspec", None)
+        rig = cs.params.get("sim") if cs is not None else None
+        if isinstance(item, MicroPythonItem) or any(d in item.path.parents for d in MP_DIRS):
+            item.add_marker(pytest.mark.unit)       # shared/ and mcu/ (their files run on MicroPython too)
+        elif item.get_closest_marker("hil") is not None and not _group_of(item):
+            item.add_marker(pytest.mark.pico if rig == "pico" else pytest.mark.board)
+        elif rig == "pico" and "pico" not in _group_of(item):
+            item.add_marker(pytest.mark.pico)
+        if len(_group_of(item)) != 1 and not (rig == "pico" and "pico" in _group_of(item)):
+            missing.append(item.nodeid)
+    if missing:
+        raise pytest.UsageError("every test is in exactly one group of " + ", ".join(GROUPS) + " (a pytestmark in "
+                                "its file; pyproject.toml lists them): " + ", ".join(missing[:10]))
     # every emulated-Pico item on one xdist worker (make test runs several): one flash (the session's pico_image)
     # and one rig at a time instead of one per worker. tryfirst: before xdist reads the group marks.
     for item in items:

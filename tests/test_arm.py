@@ -8,6 +8,8 @@ import pytest
 
 from viperdrive.motion.arm import PlanarArm, ik_2r
 
+pytestmark = pytest.mark.unit
+
 
 def test_fk_and_jacobian_against_finite_differences():
     arm = PlanarArm([0.3, 0.25, 0.1])

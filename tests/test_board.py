@@ -15,6 +15,8 @@ from viperdrive.robot.config import RobotConfig
 from viperdrive.shared import params
 from viperdrive.shared import protocol as P
 
+pytestmark = pytest.mark.board
+
 # 20 Hz: read() may wait up to 40 ms for a late reply, so a loaded test machine does not fake misses
 CFG = RobotConfig(wheel_radius=0.0325, max_rim_speed=0.55, update_rate=20.0)
 CPR = 4096

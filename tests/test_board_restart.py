@@ -19,6 +19,8 @@ from viperdrive.motion.odometry import Odometry
 from viperdrive.robot.config import RobotConfig
 from viperdrive.shared import protocol as P
 
+pytestmark = pytest.mark.board
+
 CFG = RobotConfig(wheel_radius=0.0325, max_rim_speed=0.55, update_rate=20.0)
 CPR = 4096
 K = CPR / (2 * math.pi)

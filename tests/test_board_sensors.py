@@ -14,7 +14,7 @@ from viperdrive.cli.boardopen import FAULT_HINTS
 from viperdrive.rigs.virtual import VirtualBoard
 from viperdrive.shared import protocol as P
 
-pytestmark = pytest.mark.xdist_group("vboard")
+pytestmark = [pytest.mark.board, pytest.mark.xdist_group("vboard")]
 
 
 def test_sensor_reading_decodes_the_wire_units():

@@ -16,6 +16,8 @@ from viperdrive.tuning.calibrate import (
     wheel_separation_from_spin,
 )
 
+pytestmark = pytest.mark.unit
+
 # ----------------------------------------------------------------------------------------------- spin test
 
 

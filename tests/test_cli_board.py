@@ -19,6 +19,8 @@ from cli_helpers import VIPERDRIVE, PtyProcess, run_cli
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
 
+pytestmark = pytest.mark.board
+
 
 @pytest.fixture(autouse=True)
 def no_fault_left_behind(request):

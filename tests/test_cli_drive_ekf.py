@@ -14,6 +14,8 @@ from mcap_ros2.decoder import DecoderFactory
 from viperdrive.estimation import load_config
 from viperdrive.estimation.replay import fuse
 
+pytestmark = pytest.mark.board
+
 EKF = """ekf_filter_node:
   ros__parameters:
     frequency: 25.0

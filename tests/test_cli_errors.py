@@ -20,6 +20,8 @@ from cli_helpers import VIPERDRIVE, cut_link_during, no_traceback, run_cli
 
 from viperdrive.shared import protocol as P
 
+pytestmark = pytest.mark.board
+
 
 @pytest.mark.parametrize("command", ["info", "ros2"])
 def test_port_missing_lists_the_ports_that_exist(command):

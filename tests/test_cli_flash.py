@@ -18,6 +18,8 @@ from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, run_cli
 
 from viperdrive.shared import protocol as P
 
+pytestmark = pytest.mark.board
+
 BIN = Path(sys.executable).parent
 MPREMOTE = str(BIN / "mpremote")
 PORT = "/dev/ttyACM7"       # a dry run does not open the port

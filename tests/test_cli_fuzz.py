@@ -24,6 +24,8 @@ from cli_helpers import VIPERDRIVE, run_cli
 from viperdrive.cli import build_parser, main
 from viperdrive.cli.options import Number
 
+pytestmark = pytest.mark.board
+
 VALUES = ("nan", "inf", "-inf", "0", "-1", "1e308")
 NOWHERE = "/dev/ttyNOPE-fuzz"        # a port that does not exist: a value that slipped through fails fast (exit 3)
 

@@ -13,6 +13,8 @@ import time
 import pytest
 from cli_helpers import VIPERDRIVE, cut_link_during, no_traceback, run_cli, signal_while_energized, until_energized
 
+pytestmark = pytest.mark.board
+
 # ------------------------------------------------------------------------------------------ numbers (item 2)
 
 # the command lines of the issue: each hung with the board enabled, ignored the value or ended in a traceback

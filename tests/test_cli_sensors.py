@@ -14,7 +14,7 @@ import pytest
 
 from viperdrive.rigs.virtual import VirtualBoard
 
-pytestmark = pytest.mark.xdist_group("vboard")
+pytestmark = [pytest.mark.board, pytest.mark.xdist_group("vboard")]
 
 VIPERDRIVE = Path(sys.executable).parent / "viperdrive"
 

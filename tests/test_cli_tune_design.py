@@ -14,6 +14,8 @@ import time
 import pytest
 from cli_helpers import VIPERDRIVE, SharedSim, run_cli
 
+pytestmark = pytest.mark.board
+
 DESIGNED = ("kp", "ki", "kd", "kd_tau", "kt")
 OTHERS = ("max_accel", "ks", "kv", "ka", "vel_tau")
 

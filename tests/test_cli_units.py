@@ -23,6 +23,8 @@ from viperdrive.robot import editing as robotfile
 from viperdrive.robot.config import RobotConfig
 from viperdrive.tuning import steptest
 
+pytestmark = pytest.mark.unit
+
 PICO = SerialPortInfo("/dev/ttyACM0", "Board CDC", 0x2E8A, 0x0005, "MicroPython", "Board in FS mode", "e66")
 CP2102 = SerialPortInfo("/dev/ttyUSB0", "CP2102", 0x10C4, 0xEA60, "Silicon Labs", "CP2102 USB to UART", "0001")
 MOUSE = SerialPortInfo("/dev/ttyACM1", "Some modem", 0x1234, 0x5678, "Acme", "Modem", None)

@@ -10,6 +10,8 @@ import pytest
 from viperdrive.errors import EXIT_BAD_VALUE, BadValue
 from viperdrive.robot.config import RobotConfig
 
+pytestmark = pytest.mark.unit
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
 
 

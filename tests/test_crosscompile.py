@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parent.parent
 ARCHS = ("armv6m", "armv7emsp", "xtensawin", "x64")   # RP2040, STM32F4/RP2350, ESP32, the unix port here
 SKIP_ON_BOARD = {"main", "boot"}   # entry points: importing them runs the firmware

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from viperdrive.motion.drive import DriveController
 from viperdrive.robot.config import AxisLimits, RobotConfig
 
+pytestmark = pytest.mark.unit
+
 B, R = 0.152, 0.0325
 
 

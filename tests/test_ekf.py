@@ -12,6 +12,8 @@ from scipy.stats import chi2
 from viperdrive.estimation import REJECTED, TOO_LATE, USED, VX, VYAW, YAW, Ekf, EkfConfig, Measurement, X, Y
 from viperdrive.estimation.ekf import PLANAR, _planar_model, _spatial_model
 
+pytestmark = pytest.mark.unit
+
 
 def meas(t, sensor, values: dict, variances: dict, threshold=math.inf, part="pose"):
     v = np.full(15, np.nan)

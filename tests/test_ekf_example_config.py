@@ -8,8 +8,11 @@ sized from the robot's acceleration limits instead; this test keeps it honest.""
 import math
 
 import numpy as np
+import pytest
 
 from viperdrive.estimation import Ekf, SensorInput, load_config
+
+pytestmark = pytest.mark.unit
 
 EXAMPLE = "docs/examples/ekf.yaml"
 WHEEL_ACCEL = 1.0           # m/s^2, the drive controller's default max_rim_acceleration

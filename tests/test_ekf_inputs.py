@@ -27,6 +27,8 @@ from viperdrive.estimation import (
 )
 from viperdrive.transforms import quat_from_euler
 
+pytestmark = pytest.mark.unit
+
 VEC = [True, True, False, False, False, True, True, False, False, False, False, True, False, False, False]
 
 

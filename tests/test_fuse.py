@@ -16,6 +16,8 @@ from mcap_ros2.decoder import DecoderFactory
 from viperdrive.estimation.replay import CSV_COLUMNS
 from viperdrive.estimation.simruns import simulate_run, write_mcap
 
+pytestmark = pytest.mark.unit
+
 VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")     # the console script of the venv, as users run it
 
 CONFIG = """\

@@ -10,6 +10,8 @@ from wpimath import kinematics as wpimath_kin
 
 from viperdrive.motion import kinematics as k
 
+pytestmark = pytest.mark.unit
+
 speeds = st.floats(-5.0, 5.0, allow_nan=False)
 rates = st.floats(-20.0, 20.0, allow_nan=False)
 seps = st.floats(0.05, 1.0)

@@ -14,6 +14,10 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parent.parent
 HOST_PKG = ROOT / "host" / "viperdrive"
 

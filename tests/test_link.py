@@ -14,6 +14,8 @@ from viperdrive.board.link import Link, NackError, explain_open_error
 from viperdrive.errors import LinkLost, NoReplyError, PortError
 from viperdrive.shared import protocol as P
 
+pytestmark = pytest.mark.board
+
 
 def test_loop_frames_counters_and_resync():
     with Link("loop://") as link:

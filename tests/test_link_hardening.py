@@ -21,6 +21,8 @@ from viperdrive.robot.config import RobotConfig
 from viperdrive.shared import params
 from viperdrive.shared import protocol as P
 
+pytestmark = pytest.mark.board
+
 HALF_FRAME = bytes((P.SYNC, 0x40))      # sync + LEN 64: the parser would wait for 66 more bytes
 
 

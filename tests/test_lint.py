@@ -17,6 +17,8 @@ from viperdrive.estimation import config_from_dict
 from viperdrive.estimation.lint import lint, scan_recording
 from viperdrive.estimation.simruns import simulate_run, write_mcap
 
+pytestmark = pytest.mark.board
+
 VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "ekf.yaml"
 

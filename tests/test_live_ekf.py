@@ -17,6 +17,8 @@ from viperdrive.estimation.replay import fuse
 from viperdrive.estimation.simruns import as_message, simulate_run
 from viperdrive.recording.mcap import McapRecorder
 
+pytestmark = pytest.mark.unit
+
 POSE_LAG_S = 0.35
 DROP_FROM, DROP_TO = 20.0, 40.0       # s after the start: the pose source is silent
 KIDNAP_Y = 0.5                        # the robot is pushed 0.5 m sideways while the source is silent

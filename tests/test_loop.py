@@ -13,6 +13,8 @@ from viperdrive.motion.loop import DriveLoop, FixedRateLoop
 from viperdrive.motion.odometry import Odometry
 from viperdrive.robot.config import RobotConfig
 
+pytestmark = pytest.mark.board
+
 
 class SimClock:
     """Simulated time for the loop: sleep() advances it; steps add their own cost."""

@@ -21,6 +21,8 @@ from viperdrive.motion.odometry import (
 )
 from viperdrive.robot.config import RobotConfig
 
+pytestmark = pytest.mark.unit
+
 B, R = 0.1853, 0.0325
 CFG = RobotConfig(wheel_separation=B, wheel_radius=R)
 

@@ -12,7 +12,11 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import viperdrive
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST_PKG = ROOT / "host" / "viperdrive"

@@ -16,6 +16,8 @@ import pytest
 
 from viperdrive.shared import protocol as P
 
+pytestmark = pytest.mark.pico
+
 ROOT = Path(__file__).resolve().parent.parent
 RIG = ROOT / "sim" / "pico"
 NODE_OK = (RIG / "node_modules" / "rp2040js").is_dir()

@@ -21,6 +21,8 @@ from viperdrive.errors import NoReplyError
 from viperdrive.shared import protocol as P
 from viperdrive.timebase import wait_until
 
+pytestmark = pytest.mark.pico
+
 ROOT = Path(__file__).resolve().parent.parent
 BOARD_FILE = ROOT / "mcu" / "boards" / "pico_sensors.json"
 CFG = json.loads(BOARD_FILE.read_text())

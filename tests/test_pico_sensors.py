@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.pico
+
 MPU, LSM = 0x68, 0x6A
 SDA, SCL, ADC_PIN, ESTOP_PIN = 16, 17, 26, 22        # the rig's default wiring (docs/pico-rig.md)
 RIG = Path(__file__).resolve().parent.parent / "sim" / "pico"

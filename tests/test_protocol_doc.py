@@ -11,8 +11,12 @@ import re
 import struct
 from pathlib import Path
 
+import pytest
+
 from viperdrive.shared import params
 from viperdrive.shared import protocol as P
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "protocol.md").read_text()

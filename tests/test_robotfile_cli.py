@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import VIPERDRIVE, SharedSim, run_cli
 
+pytestmark = pytest.mark.board
+
 DATA = Path(__file__).resolve().parent / "data" / "ros"
 RADIUS = 0.0325         # the virtual board's default robot
 

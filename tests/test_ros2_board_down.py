@@ -19,7 +19,7 @@ from viperdrive.ros2 import msgs, qos
 from viperdrive.ros2.bridge import Ros2Bridge
 from viperdrive.ros2.node import RosNode, take_valid
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.ros2, pytest.mark.slow]
 
 DOMAIN = random.SystemRandom().randint(120, 220)
 LOCAL_ENV = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}

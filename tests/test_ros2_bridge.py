@@ -23,7 +23,7 @@ from test_ros2_dds import DOMAIN, ddsls, peer_env
 
 from viperdrive.ros2 import msgs, typehash
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.ros2, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
 VIPERDRIVE = Path(sys.executable).parent / "viperdrive"

@@ -18,6 +18,8 @@ from rosbags.typesys.base import Nodetype
 
 from viperdrive.ros2 import msgs
 
+pytestmark = pytest.mark.ros2
+
 STORES = {"humble": Stores.ROS2_HUMBLE, "jazzy": Stores.ROS2_JAZZY}
 
 def _random_value(rng, ros_type, fielddefs, depth=0):

@@ -23,6 +23,8 @@ from viperdrive.ros2.bridge import (
 )
 from viperdrive.ros2.node import RosNode
 
+pytestmark = pytest.mark.ros2
+
 DOMAIN = random.SystemRandom().randint(120, 220)
 LOCAL_ENV = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
 

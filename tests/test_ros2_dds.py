@@ -38,6 +38,8 @@ from viperdrive.ros2.node import (
     take_valid,
 )
 
+pytestmark = pytest.mark.ros2
+
 HERE = Path(__file__).resolve().parent
 DOMAIN = random.SystemRandom().randint(120, 220)     # one random domain per test run
 LOCAL_ENV = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}

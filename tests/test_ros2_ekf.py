@@ -22,7 +22,7 @@ from viperdrive.estimation import load_config
 from viperdrive.estimation.replay import fuse
 from viperdrive.rigs.virtual import VirtualBoard
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.ros2, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
 ROBOT = """

@@ -22,7 +22,7 @@ from test_ros2_dds import DOMAIN, peer_env
 
 from viperdrive.ros2.node import LOOPBACK_XML
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.ros2, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
 

@@ -22,7 +22,7 @@ from viperdrive.messages.sensors import IMU_NOISE
 from viperdrive.rigs.virtual import VirtualBoard
 from viperdrive.ros2 import msgs, typehash
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.ros2, pytest.mark.slow]
 
 # the bridge tests' robot (its ros2 section last: tf_frame_prefix robot_t) with the sensor keys
 ROBOT_FILE = BRIDGE_ROBOT_FILE + """\

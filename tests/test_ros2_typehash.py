@@ -14,6 +14,8 @@ from rosbags.typesys.base import Nodetype
 
 from viperdrive.ros2 import msgs, typehash
 
+pytestmark = pytest.mark.ros2
+
 JAZZY = {
     "geometry_msgs/msg/Twist": "9c45bf16fe0983d80e3cfe750d6835843d265a9a6c46bd2e609fcddde6fb8d2a",
     "geometry_msgs/msg/TwistStamped": "5f0fcd4f81d5d06ad9b4c4c63e3ea51b82d6ae4d0558f1d475229b1121db6f64",

@@ -13,6 +13,8 @@ from viperdrive.estimation import STATE_SIZE, ConfigError, load_config
 from viperdrive.robot.config import RobotConfig
 from viperdrive.robot.rosparams import parse_yaml
 
+pytestmark = pytest.mark.unit
+
 DATA = Path(__file__).resolve().parent / "data" / "ros"
 VEC_ODOM = [False] * 6 + [True, True, False, False, False, True] + [False] * 3
 

@@ -11,6 +11,8 @@ from viperdrive.messages import sensors as S
 from viperdrive.recording.mcap import McapRecorder, read_mcap
 from viperdrive.shared import protocol as P
 
+pytestmark = pytest.mark.unit
+
 STAMP = {"sec": 12, "nanosec": 5}
 FLAGS = P.SF_HAS_BATTERY | P.SF_HAS_ESTOP | P.SF_BIAS_VALID | P.SF_GYRO_HEADING | P.SF_STILL
 

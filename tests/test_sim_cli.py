@@ -16,10 +16,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import serial
 
 from viperdrive.rigs.virtual import vboard_command
 from viperdrive.shared import protocol as P
+
+pytestmark = pytest.mark.board
 
 VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")
 

@@ -16,6 +16,8 @@ from viperdrive.errors import BadValue, PortError
 from viperdrive.rigs.virtual import SimError, VirtualBoard
 from viperdrive.shared import protocol as P
 
+pytestmark = pytest.mark.board
+
 
 @pytest.fixture(scope="module")
 def vb():

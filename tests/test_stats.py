@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from viperdrive.stats import percentile
 
+pytestmark = pytest.mark.unit
+
 
 def test_nearest_rank_on_small_sets():
     xs = [10, 20, 30, 40]

@@ -14,6 +14,8 @@ from viperdrive.errors import NoReplyError
 from viperdrive.rigs.virtual import VirtualBoard
 from viperdrive.shared import protocol as P
 
+pytestmark = pytest.mark.board
+
 
 def _frames(ser, seconds):
     parser = P.Parser()

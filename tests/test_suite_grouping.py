@@ -13,6 +13,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 pytest.importorskip("xdist")
 
 

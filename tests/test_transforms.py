@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from viperdrive import transforms as tf
 
+pytestmark = pytest.mark.unit
+
 finite = st.floats(-1.0, 1.0, allow_nan=False)
 quats = st.tuples(finite, finite, finite, finite).filter(lambda q: sum(c * c for c in q) > 1e-3).map(
     lambda q: tf.quat_normalize(np.array(q)))

@@ -13,6 +13,8 @@ from viperdrive.shared import params as PARAMS
 from viperdrive.shared.stepmetrics import step_metrics
 from viperdrive.tuning import design as D
 
+pytestmark = pytest.mark.unit
+
 # kS 0.15, kV 0.05, kA 0.0013 at 500 Hz, 4096 counts/rev, vel_tau 10 ms, PWM 20 kHz, max_duty 1
 M = D.MotorModel(0.15, 0.05, 0.0013, 500, 4096)
 
