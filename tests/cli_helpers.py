@@ -16,6 +16,9 @@ import sys
 import time
 from pathlib import Path
 
+from viperdrive.rigs.registry import clock_for
+from viperdrive.timebase import HOST_CLOCK, Clock, wait_until
+
 VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,6 +54,16 @@ class SharedSim:
             elif line.startswith("listening on "):
                 self.url = line[len("listening on "):].strip()
 
+    @property
+    def clock(self) -> Clock:
+        """The board's time (its clock file, found by the URL as every command finds it)."""
+        if getattr(self, "_clock", None) is None:
+            self._clock = clock_for(self.url)
+        return self._clock
+
+    def truth(self) -> dict:
+        return self.control({"cmd": "truth"})
+
     def control(self, request: dict) -> dict:
         with socket.create_connection(self.control_addr, timeout=10) as s:
             s.sendall((json.dumps(request) + "\n").encode())
@@ -73,7 +86,7 @@ def cut_link_during(sim: SharedSim, proc: subprocess.Popen, after_s: float = 0.0
     """Cut the virtual board's link `after_s` s from now and wait for `proc` to end; the link is restored
     whatever happens. -> proc.communicate()'s (stdout, stderr)."""
     try:
-        time.sleep(after_s)
+        sim.clock.sleep(after_s)
         sim.control({"cmd": "fault", "kind": "cut_link", "on": True})
         return proc.communicate(timeout=timeout)
     finally:
@@ -83,11 +96,12 @@ def cut_link_during(sim: SharedSim, proc: subprocess.Popen, after_s: float = 0.0
 
 
 def until_energized(sim, proc, timeout=30.0) -> None:
-    """Wait until the virtual board's outputs are on (the command under test has enabled it)."""
-    deadline = time.monotonic() + timeout
-    while not sim.control({"cmd": "truth"})["energized"]:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.01)
+    """Wait until the virtual board's outputs are on (the command under test has enabled it), within `timeout` s of
+    board time; the command's output when it ended first."""
+    def energized():
+        assert proc.poll() is None, proc.communicate()
+        return sim.truth()["energized"]
+    wait_until(energized, timeout, sim.clock, what="the board energized by the command")
 
 
 def signal_while_energized(sim, argv, sig, after_s):
@@ -95,19 +109,24 @@ def signal_while_energized(sim, argv, sig, after_s):
     stderr, seconds from the signal to the board de-energized, seconds from the signal to the exit)."""
     proc = subprocess.Popen([VIPERDRIVE, *map(str, argv), "--port", sim.url], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+    clock = sim.clock
     try:
         until_energized(sim, proc)
-        time.sleep(after_s)
-        assert sim.control({"cmd": "truth"})["energized"], (proc.poll(), proc.stderr.read() if proc.poll() else "")
-        t_sig = time.monotonic()
+        clock.sleep(after_s)
+        assert sim.truth()["energized"], (proc.poll(), proc.stderr.read() if proc.poll() else "")
+        t_sig = clock.now()
         proc.send_signal(sig)
         off = None
-        while proc.poll() is None or off is None:
-            if off is None and not sim.control({"cmd": "truth"})["energized"]:
-                off = time.monotonic() - t_sig
-            assert time.monotonic() - t_sig < 20, "no exit within 20 s of the signal"
-            time.sleep(0.005)
-        t_exit = time.monotonic() - t_sig
+        t_exit = None
+
+        def ended():
+            nonlocal off, t_exit
+            if off is None and not sim.truth()["energized"]:
+                off = clock.now() - t_sig
+            if t_exit is None and proc.poll() is not None:
+                t_exit = clock.now() - t_sig
+            return off is not None and t_exit is not None
+        wait_until(ended, 20.0, clock, poll=0.002, what="the board de-energized and the command ended")
         _, err = proc.communicate(timeout=10)
     finally:
         if proc.poll() is None:
@@ -128,9 +147,11 @@ def _controlling_tty():  # runs in the child: a new session whose controlling te
 
 
 class PtyProcess:
-    """A command on a pseudo-terminal (stdin, stdout and stderr), as a user's terminal: send keys, expect text."""
+    """A command on a pseudo-terminal (stdin, stdout and stderr), as a user's terminal: send keys, expect text.
+    clock: the board time its waits count (the command's board's clock; the host's for a command without one)."""
 
-    def __init__(self, argv, env=None, cwd=None):
+    def __init__(self, argv, env=None, cwd=None, clock: Clock = HOST_CLOCK):
+        self.clock = clock
         self.master, slave = pty.openpty()
         e = dict(os.environ)
         e.pop("VIPERDRIVE_PORT", None)
@@ -155,15 +176,16 @@ class PtyProcess:
         return True
 
     def expect(self, pattern, timeout=20.0, start=0) -> re.Match:
-        """Wait until pattern (regex) appears in the output after index `start`."""
+        """Wait until pattern (regex) appears in the output after index `start`, within `timeout` s of the clock's
+        time (the pty is read however the bytes are split: one write may arrive in several reads)."""
         rx = re.compile(pattern)
-        deadline = time.monotonic() + timeout
+        deadline = self.clock.now() + timeout
         while True:
             m = rx.search(self.output, start)
             if m:
                 return m
-            left = deadline - time.monotonic()
-            if left <= 0 or self._read(min(left, 0.2)) is None:
+            left = deadline - self.clock.now()
+            if left <= 0 or self._read(min(self.clock.host_seconds(left), 0.2)) is None:
                 m = rx.search(self.output, start)
                 if m:
                     return m
@@ -173,13 +195,16 @@ class PtyProcess:
         os.write(self.master, text.encode())
 
     def wait(self, timeout=20.0) -> int:
-        deadline = time.monotonic() + timeout
-        while self.proc.poll() is None and time.monotonic() < deadline:
+        """The exit code, once the command ended within `timeout` s of the clock's time (its output read to the
+        end)."""
+        deadline = self.clock.now() + timeout
+        while self.proc.poll() is None and self.clock.now() < deadline:
             self._read(0.1)
         while self._read(0.05):
             pass
-        rc = self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        return rc
+        if self.proc.poll() is None:
+            raise AssertionError(f"the command did not end within {timeout} s; output:\n{self.output[-3000:]}")
+        return self.proc.wait()
 
     def close(self):
         if self.proc.poll() is None:

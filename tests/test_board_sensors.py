@@ -5,7 +5,6 @@ battery through the control endpoint, an IMU that stops answering, and the CLI's
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 
@@ -13,6 +12,7 @@ from viperdrive.board import Board, BoardDeenergized, SensorReading, sensor_read
 from viperdrive.cli.boardopen import FAULT_HINTS
 from viperdrive.rigs.virtual import VirtualBoard
 from viperdrive.shared import protocol as P
+from viperdrive.timebase import wait_until
 
 pytestmark = [pytest.mark.board, pytest.mark.xdist_group("vboard")]
 
@@ -40,33 +40,25 @@ def test_every_fault_has_words_and_a_hint():
 
 
 def _wait(pred, board: Board, timeout: float = 5.0) -> SensorReading:
-    """The first SENSORS_DATA record for which pred holds (the stream carries the status byte too)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        for rec in board.sensor_readings():
-            if pred(rec):
-                return rec
-        time.sleep(0.01)
-    raise AssertionError("timed out")
+    """The first SENSORS_DATA record for which pred holds (the stream carries the status byte too), within `timeout`
+    s of board time."""
+    def found():
+        return next((rec for rec in board.sensor_readings() if pred(rec)), None)
+    return wait_until(found, timeout, board.clock, poll=0.01, what="a SENSORS_DATA record as wanted")
 
 
-def _until(fn, timeout: float = 6.0):
-    """fn() once it is truthy, polled every 50 ms (a loaded machine runs the virtual board late)."""
-    end = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v or time.monotonic() > end:
-            return v
-        time.sleep(0.05)
+def _until(fn, board: Board, timeout: float = 6.0):
+    """fn() once it is truthy, within `timeout` s of board time."""
+    return wait_until(fn, timeout, board.clock, poll=0.05)
 
 
 def test_sensors_stream_estop_battery_and_imu_loss_on_the_virtual_board():
-    with VirtualBoard() as vb, Board(vb.url, max_misses=50) as b:
+    with VirtualBoard() as vb, Board(vb.url) as b:
         assert b.sensors(50) == 50
         b.activate()
-        time.sleep(1.5)                                 # still: the bias estimate
+        b.clock.sleep(1.5)                              # still: the bias estimate
         r = b.sensor_readings()
-        assert len(r) >= 40, len(r)                     # 50 Hz for 1.5 s, on a loaded machine somewhat fewer
+        assert 74 <= len(r) <= 76, len(r)               # 50 Hz for 1.5 s of board time
         last = r[-1]
         truth = vb.truth()
         # the emulated MPU-6050's bias on z (0.6 deg/s in the robot file, drifting) is what the board estimated
@@ -108,13 +100,13 @@ def test_sensors_stream_estop_battery_and_imu_loss_on_the_virtual_board():
 
         # the IMU stops answering mid-run: a DIAG state, the heading falls back to the encoders, and back
         vb.fault("imu", answer=False)
-        d = _until(lambda: (lambda d: d if d["imu_state"] == P.IMU_NO_ANSWER else None)(b.diag()))
+        d = _until(lambda: (lambda d: d if d["imu_state"] == P.IMU_NO_ANSWER else None)(b.diag()), b)
         assert d and d["imu_errors"] >= 1 and d["imu"] == "no answer", d
-        assert _until(lambda: b.odometry().heading_source == "encoders")
+        assert _until(lambda: b.odometry().heading_source == "encoders", b)
         rec = _wait(lambda s: not s.imu_ok, b)
         assert rec.imu_state == P.IMU_NO_ANSWER and rec.gyro == (0.0, 0.0, 0.0) and not rec.gyro_heading
         vb.fault("imu", answer=True)
-        assert _until(lambda: b.diag()["imu_state"] == P.IMU_OK)    # retried once a second, re-initialized
+        assert _until(lambda: b.diag()["imu_state"] == P.IMU_OK, b)    # retried once a second, re-initialized
 
         # below battery_cutoff_v (6.4 V) for battery_ms (500 ms): latched, outputs off; back up, it stays latched
         vb.fault("battery", volts=6.0)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ def run(*args, timeout=60):
 
 def test_info_shows_imu_battery_and_estop():
     with VirtualBoard() as vb:
-        time.sleep(1.0)                             # still for more than still_ms: the bias estimate exists
+        vb.clock.sleep(1.0)                         # still for more than still_ms: the bias estimate exists
         d = json.loads(run("info", "--port", vb.url, "--json"))["sensors"]
         truth = vb.truth()
         assert d["record"] and d["imu"]["state"] == "ok" and d["imu"]["errors"] == 0
@@ -40,7 +39,7 @@ def test_info_shows_imu_battery_and_estop():
 
         vb.fault("battery", volts=6.8)
         vb.fault("estop", open=True)
-        time.sleep(0.2)
+        vb.clock.sleep(0.2)                         # the battery reading's low-pass (~80 ms) has settled
         text = run("info", "--port", vb.url)
         assert "battery     6.80 V LOW; warning below 7 V, cut-off below 6.4 V" in text, text
         assert "e-stop      OPEN: outputs off" in text
@@ -48,7 +47,7 @@ def test_info_shows_imu_battery_and_estop():
         assert "FAULT 10" in text                  # FAULT_ESTOP latched
 
         vb.fault("imu", answer=False)
-        time.sleep(0.3)
+        vb.clock.sleep(0.3)                         # three of the sensor task's 100 Hz samples NACKed at least
         d = json.loads(run("info", "--port", vb.url, "--json"))["sensors"]
         assert d["imu"]["state"] == "no answer" and d["imu"]["errors"] > 0
         assert d["estop"]["open"] is True and d["battery"]["low"] is True
@@ -56,7 +55,7 @@ def test_info_shows_imu_battery_and_estop():
 
 def test_monitor_json_lines_carry_yaw_rate_battery_estop_and_imu_state():
     with VirtualBoard() as vb:
-        time.sleep(1.0)
+        vb.clock.sleep(1.0)                         # still for more than still_ms: the bias estimate exists
         vb.fault("battery", volts=6.9)
         out = run("monitor", "--port", vb.url, "--duration", "2.5", "--sensors", "20", "--json")
         truth = vb.truth()

@@ -141,7 +141,7 @@ def test_design_with_the_link_lost_during_the_trial_says_so_and_the_board_stops(
     sim.control({"cmd": "fault", "kind": "cut_link", "on": True})
     try:
         out, err = p.communicate(timeout=60)
-        time.sleep(0.5)                                          # past the deadman and its ramp
+        sim.clock.sleep(0.5)                                     # past the deadman and its ramp (board time)
         truth = sim.control({"cmd": "truth"})
     finally:
         sim.control({"cmd": "fault", "kind": "cut_link", "on": False})

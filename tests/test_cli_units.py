@@ -21,6 +21,7 @@ from viperdrive.messages import definitions as rosmsg_defs
 from viperdrive.motion import scripts as paths
 from viperdrive.robot import editing as robotfile
 from viperdrive.robot.config import RobotConfig
+from viperdrive.timebase import wait_until
 from viperdrive.tuning import steptest
 
 pytestmark = pytest.mark.unit
@@ -97,7 +98,7 @@ def test_progress_redraws_one_line_on_a_terminal():
             bar = Progress(4, "flash", stream=tty, unit="files")
             bar.update(4, "all")
             bar.close()
-        data = os.read(master, 4096).decode()
+        data = _read_to_the_end(master)
     finally:
         os.close(master)
     assert "\r\x1b[2Kflash [" + "#" * 30 + "] 100.0% 4/4 files all" in data.replace("\r\n", "\n")
@@ -123,10 +124,36 @@ def test_progress_with_a_total_learned_on_the_way():
             bar = Progress(None, "fuse", stream=tty, unit="messages")
             bar.update(1234)
             bar.close("stopped")
-        data = os.read(master, 4096).decode()
+        data = _read_to_the_end(master)
     finally:
         os.close(master)
     assert "\r\x1b[2Kfuse 1234 messages" in data and "fuse: stopped (" in data, repr(data)
+
+
+def _read_to_the_end(master: int) -> str:
+    """Everything written to a pty whose other end is closed: read until it says so (EIO), however the kernel
+    splits the bytes (one os.read got only the first part of the progress bar's output on a quiet machine)."""
+    data = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:         # EIO: the slave side is closed and everything was read
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data.decode()
+
+
+def _keys(keys: TerminalKeys, n: int) -> list[str]:
+    """The next n keys (waiting until they are readable: the pty delivers the bytes when it does)."""
+    got: list[str] = []
+
+    def enough():
+        got.extend(keys.read())
+        return len(got) >= n
+    wait_until(enough, 10.0, poll=0.001, what=f"{n} keys")
+    return got
 
 
 def test_terminal_keys_decode_arrows_letters_and_split_escape_sequences():
@@ -137,15 +164,12 @@ def test_terminal_keys_decode_arrows_letters_and_split_escape_sequences():
             assert keys.tty
             with keys:
                 os.write(master, b"\x1b[Aw \x1b[D")
-                import time
-                time.sleep(0.05)
-                assert keys.read() == ["up", "w", " ", "left"]
+                assert _keys(keys, 4) == ["up", "w", " ", "left"]
                 os.write(master, b"q\x1b[")         # an arrow split across two reads
-                time.sleep(0.05)
-                assert keys.read() == ["q"]
+                assert _keys(keys, 1) == ["q"]
                 os.write(master, b"B")
-                time.sleep(0.05)
-                assert keys.read() == ["down"]
+                assert _keys(keys, 1) == ["down"]
+                assert keys.read() == []
     finally:
         os.close(slave)
         os.close(master)

@@ -20,6 +20,7 @@ from viperdrive.rigs.virtual import VirtualBoard
 from viperdrive.robot.config import RobotConfig
 from viperdrive.shared import params
 from viperdrive.shared import protocol as P
+from viperdrive.timebase import wait_until
 
 pytestmark = pytest.mark.board
 
@@ -37,13 +38,15 @@ def _hostport(url):
     return host, int(port)
 
 
-def _die_mid_frame(url):
-    """A client that connects, sends sync + a length and goes away."""
-    s = socket.create_connection(_hostport(url))
+def _die_mid_frame(vb):
+    """A client that connects, sends sync + a length and goes away (after the board's parser has them)."""
+    before = vb.stats()["rx_bytes"]
+    s = socket.create_connection(_hostport(vb.url))
     s.sendall(HALF_FRAME)
-    time.sleep(0.1)             # the bytes reach the board's parser before the client goes
+    wait_until(lambda: vb.stats()["rx_bytes"] >= before + len(HALF_FRAME), 5.0, vb.clock,
+               what="the half frame in the board's parser")
     s.close()
-    time.sleep(0.1)
+    wait_until(lambda: not vb.stats()["link_connected"], 5.0, vb.clock, what="the client gone")
 
 
 def test_info_after_a_client_died_mid_frame(vb):
@@ -53,7 +56,7 @@ def test_info_after_a_client_died_mid_frame(vb):
     before.configure()
     timeouts0 = before.diag().get("frame_timeouts", 0)
     before.cleanup()
-    _die_mid_frame(vb.url)
+    _die_mid_frame(vb)
     codes = []
     for _ in range(3):
         r = run_cli("info", "--port", vb.url, "--json")
@@ -80,13 +83,14 @@ def test_a_partial_frame_inside_a_session_costs_no_reply(vb):
         b.activate()
         t0 = b.diag().get("frame_timeouts", 0)
         after = []                  # misses of the 20 cycles after the injection
-        t_end = time.monotonic() + 1.5
-        nxt = time.monotonic()
+        clock = b.clock
+        t_end = clock.now() + 1.5
+        nxt = clock.now()
         i = 0
-        while time.monotonic() < t_end:
+        while clock.now() < t_end:
             b.write(2.0, 2.0)
             nxt += 0.01
-            time.sleep(max(0.0, nxt - time.monotonic()))
+            clock.sleep(nxt - clock.now())
             s = b.read()
             i += 1
             if i == 50:
@@ -164,7 +168,7 @@ def test_a_second_client_is_told_the_board_is_busy(vb):
     assert "busy: another client holds the virtual board" in r.stderr
     assert "viperdrive firmware" not in r.stderr and "Traceback" not in r.stderr
     # once the first client is gone the line is free again
-    time.sleep(0.5)
+    wait_until(lambda: not vb.stats()["link_connected"], 5.0, vb.clock, what="the first client gone")
     r = run_cli("info", "--port", vb.url, "--json")
     assert r.returncode == 0, r.stderr
     assert vb.stats()["link_busy_rejects"] >= 2

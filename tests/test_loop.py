@@ -2,7 +2,6 @@
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """FixedRateLoop on absolute deadlines (simulated clock: deterministic), DriveLoop against the test responder."""
 import math
-import time
 
 import pytest
 from board_responder import Responder
@@ -77,6 +76,5 @@ def test_drive_loop_against_responder():
         assert odom.twist[0] == pytest.approx(0.2, rel=1e-3)
         # a re-activation restarts the encoders: the loop rebases odometry instead of jumping back
         board.activate()
-        time.sleep(0.01)
         loop.run(cycles=5, on_cycle=on_cycle)
         assert odom.pose[0] >= x

@@ -11,7 +11,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -85,11 +84,12 @@ def _peak_rim_speed(sim, argv, seconds) -> tuple[float, subprocess.CompletedProc
     proc = subprocess.Popen([VIPERDRIVE, *map(str, argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, stdin=subprocess.DEVNULL)
     peak = 0.0
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and proc.poll() is None:
+    clock = sim.clock
+    deadline = clock.now() + seconds
+    while clock.now() < deadline and proc.poll() is None:
         t = sim.control({"cmd": "truth"})
         peak = max(peak, abs(t["w_left"]) * RADIUS, abs(t["w_right"]) * RADIUS)
-        time.sleep(0.02)
+        clock.sleep(0.02)
     out, err = proc.communicate(timeout=30)
     return peak, subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 

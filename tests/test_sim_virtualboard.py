@@ -15,6 +15,7 @@ from viperdrive.board import Board
 from viperdrive.errors import BadValue, PortError
 from viperdrive.rigs.virtual import SimError, VirtualBoard
 from viperdrive.shared import protocol as P
+from viperdrive.timebase import wait_until
 
 pytestmark = pytest.mark.board
 
@@ -78,10 +79,11 @@ def test_control_endpoint_replies_ok_or_error(vb):
 
 def _drive(b, left, right, seconds):
     st = None
-    t_end = time.monotonic() + seconds
-    while time.monotonic() < t_end:
+    clock = b.clock
+    t_end = clock.now() + seconds
+    while clock.now() < t_end:
         b.write(left, right)
-        time.sleep(0.01)
+        clock.sleep(0.01)
         st = b.read()
     return st
 
@@ -102,8 +104,7 @@ def test_drive_through_board_matches_ground_truth(vb):
     assert abs(truth["w_left"]) < 0.05, truth
     assert abs(st.position[0] - truth["angle_left"]) < 0.01 and abs(st.position[1] - truth["angle_right"]) < 0.01
     assert truth["x"] > 0.2 and abs(truth["y"]) < 0.02
-    time.sleep(0.2)
-    assert vb.truth()["energized"] is False       # deactivate de-energized the outputs
+    assert vb.truth()["energized"] is False       # deactivate de-energized the outputs (and said so)
 
 
 def test_cut_link_drops_everything_until_restored(vb):
@@ -120,8 +121,9 @@ def test_garbage_is_counted_by_the_firmware(vb):
     with Board(vb.url) as b:
         before = b.diag()["garbage_bytes"]
         vb.fault("garbage", n=500)
-        time.sleep(0.3)                          # 500 bytes at 115200 baud take 43 ms of line time
-        after = b.diag()["garbage_bytes"]
+        # 500 bytes at 115200 baud take 43 ms of line time; the board's parser counts what no frame claims
+        after = wait_until(lambda: (lambda n: n if n - before >= 400 else None)(b.diag()["garbage_bytes"]), 2.0,
+                           b.clock, what="the garbage counted")
     assert after - before >= 400, (before, after)
 
 
@@ -132,10 +134,8 @@ def test_frozen_control_task_trips_the_watchdog_and_the_board_comes_back_disable
         b.activate()
         b.write(5.0, 5.0)
         vb.fault("freeze_control", on=True)
-        deadline = time.monotonic() + 5
-        while vb.stats()["watchdog_resets"] == resets and time.monotonic() < deadline:
-            time.sleep(0.05)
-        st = vb.stats()
+        st = wait_until(lambda: (lambda s: s if s["watchdog_resets"] != resets else None)(vb.stats()), 5.0,
+                        vb.clock, what="a watchdog reset")
         assert st["watchdog_resets"] == resets + 1
         assert st["last_reset_cause"] == "watchdog" and st["frozen"] is False
         assert vb.truth()["energized"] is False

@@ -4,8 +4,6 @@
 turn de-energizes the robot, the board answers no frame afterwards, and a power cycle brings link mode back."""
 from __future__ import annotations
 
-import time
-
 import pytest
 import serial
 
@@ -17,11 +15,12 @@ from viperdrive.shared import protocol as P
 pytestmark = pytest.mark.board
 
 
-def _frames(ser, seconds):
+def _frames(ser, seconds, clock):
+    """Every frame that arrives within `seconds` of board time."""
     parser = P.Parser()
     out = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    deadline = clock.now() + seconds
+    while clock.now() < deadline:
         out += parser.feed(ser.read(ser.in_waiting or 1))
     return out
 
@@ -33,22 +32,21 @@ def test_stop_link_on_the_virtual_board_deenergizes_and_silences_the_link():
         board.activate()
         for _ in range(30):                     # 0.3 s at 100 Hz: the wheels turn
             board.write(5.0, 5.0)
-            time.sleep(0.01)
+            vb.clock.sleep(0.01)
             board.read()
         before = vb.truth()
         assert before["energized"] and abs(before["w_left"]) > 1.0, before
         reset_s = board.stop_link()
         assert reset_s == 0.5                   # mcu/boards/sim.json watchdog_ms: a board resets within that
         assert board.link is None or not board.link.is_open
-        time.sleep(0.3)
-        after = vb.truth()
+        after = vb.truth()                      # STOP_LINK_ACK leaves after the outputs went off
         stats = vb.stats()
         assert not after["energized"] and after["duty_left"] == 0 and after["duty_right"] == 0, after
         assert stats["link_stopped"] and stats["link_stops"] == 1 and stats["watchdog_resets"] == 0, stats
         # nothing answers the protocol any more: HELLO, SET_VEL and ENABLE go unanswered and move nothing
         with serial.serial_for_url(vb.url, timeout=0.05) as ser:
             ser.write(P.pack_hello() + P.pack_enable(True) + P.pack_set_vel(4000, 4000))
-            assert _frames(ser, 1.0) == []
+            assert _frames(ser, 1.0, vb.clock) == []
         assert not vb.truth()["energized"]
         again = Board(vb.url, clock_sync=False, margin=0.1)
         with pytest.raises(NoReplyError):

@@ -126,16 +126,14 @@ class DriveLoop:
 
     def __init__(self, board: Board, controller: DriveController, odometry: Odometry | None = None,
                  rate_hz: float | None = None, clock: Clock | None = None):
-        """clock: what the period is counted in (now()/sleep(), e.g. Board.clock for the board's time); default
-        the host's monotonic clock."""
+        """clock: what the period is counted in (now()/sleep()); default the board's (Board.clock: the host's for a
+        real board, board time for a virtual board or an emulated chip)."""
         self.board = board
         self.controller = controller
         self.odometry = odometry
         self.rate_hz = rate_hz if rate_hz is not None else controller.config.update_rate
-        if clock is None:
-            self.loop = FixedRateLoop(self.rate_hz)
-        else:
-            self.loop = FixedRateLoop(self.rate_hz, clock=clock.now, sleep=clock.sleep)
+        clock = clock if clock is not None else board.clock
+        self.loop = FixedRateLoop(self.rate_hz, clock=clock.now, sleep=clock.sleep)
         self._epoch = board.epoch
         self.state: BoardState | None = None
 

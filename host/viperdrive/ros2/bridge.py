@@ -45,6 +45,7 @@ from ..motion.drive import DriveController
 from ..motion.loop import DriveLoop
 from ..motion.odometry import Odometry
 from ..stats import percentile
+from ..timebase import HOST_CLOCK
 from . import msgs, qos
 from .node import RANGE_OFF, RosNode, dds_topic_name, delete_entity, take_valid
 
@@ -509,7 +510,9 @@ class Ros2Bridge:
         self._activated = True
         # after activate: the loop takes the board's encoder epoch as its baseline (a later restart of the
         # encoders, e.g. a reconnect, resets the controller and the odometry baseline)
-        self.drive_loop = DriveLoop(self.board, self.drive, self.odometry, self.config.update_rate)
+        # the host's clock: the graph's time (cmd_vel stamps and their timeout, the publish grid) is the host's; a
+        # virtual board follows its host through the clock file's grant
+        self.drive_loop = DriveLoop(self.board, self.drive, self.odometry, self.config.update_rate, clock=HOST_CLOCK)
         self.refresh_board_diag()
         if self.live is not None:
             self._live_thread = threading.Thread(target=self._run_filter, name="viperdrive-ekf", daemon=True)
