@@ -110,7 +110,7 @@ def _follow_stop(sim, stop, clock, counts_per_rev):
     figures (times in the board's seconds, `clock`): when the outputs went off and the wheel speed then, when the
     robot was at rest, distance (truth and encoders), skid."""
     t0 = sim.truth()
-    started = clock.now()
+    started = t0["board_s"]
     done = threading.Event()
     errors = []
 
@@ -126,7 +126,7 @@ def _follow_stop(sim, stop, clock, counts_per_rev):
     w_at_off = None
     while clock.now() - started < 3.0:
         t = sim.truth()
-        el = clock.now() - started
+        el = t["board_s"] - started         # the board time of this very sample (the plant's state at that instant)
         if off is None and not t["energized"]:
             off, w_at_off = el, max(abs(t["w_left"]), abs(t["w_right"]))
         if rest is None and abs(t["v"]) < 0.005 and abs(t["w_left"]) < 0.2 and abs(t["w_right"]) < 0.2:

@@ -19,7 +19,7 @@ from viperdrive.motion.drive import DriveController
 from viperdrive.robot.config import RobotConfig
 from viperdrive.shared import protocol as P
 from viperdrive.shared.stepmetrics import step_metrics
-from viperdrive.timebase import HOST_CLOCK
+from viperdrive.timebase import HOST_CLOCK, wait_until
 
 pytestmark = pytest.mark.hil
 PERIOD = 0.01           # the host loop: 100 Hz
@@ -90,13 +90,12 @@ def test_sender_killed_board_stops_within_deadman_plus_braking(board, need_sim, 
     trips = board.diag()["deadman_trips"]
     run(board, 1.0, wheels=(10.0, 10.0), clock=clock)
     t_last = clock.now()                        # the sender dies: no more frames
-    stopped = None
-    while clock.now() - t_last < 3.0:
+
+    def at_rest():
         t = need_sim.truth()
-        if abs(t["w_left"]) < 0.2 and abs(t["w_right"]) < 0.2:
-            stopped = clock.now() - t_last
-            break
-        time.sleep(0.005)
+        return t if abs(t["w_left"]) < 0.2 and abs(t["w_right"]) < 0.2 else None
+    # timed in board time: the plant's state and its board time in one truth reply
+    stopped = wait_until(at_rest, 3.0, clock, poll=0.002, what="the wheels at rest")["board_s"] - t_last
     deadman = board.get_param("deadman_ms") / 1000
     braking = 10.0 / board.get_param("max_accel")
     print(f"sender killed at 10 rad/s: wheels stopped after {stopped * 1e3:.0f} ms "
@@ -161,7 +160,7 @@ def _cut_link_for(sim, after, seconds, clock=HOST_CLOCK):
         return
     sim.fault("cut_link", on=True)
     try:
-        time.sleep(seconds / clock.speed)
+        clock.sleep(seconds)
     finally:
         sim.fault("cut_link", on=False)
 
@@ -238,7 +237,7 @@ def test_frozen_control_task_watchdog_resets_and_board_comes_back_disabled(board
             continue
         if state[4] & P.ST_WDT_RESET:
             break
-        time.sleep(0.01)
+        clock.sleep(0.01)
     recovery = clock.now() - t0
     d = board.diag()
     print(f"frozen control task: board back with WDT_RESET after {recovery * 1e3:.0f} ms "

@@ -314,6 +314,7 @@ class VirtualBoard:
         if cmd == "truth":
             with self.plant_lock:
                 rep = self.plant.truth()
+                rep["board_s"] = self.world.now_us() / 1e6     # the board time of this truth (t restarts at a reset)
             rep["ok"] = True
             return rep
         if cmd == "fault":

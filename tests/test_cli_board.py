@@ -112,7 +112,7 @@ def test_params_refuse_bad_values_before_touching_the_board(sim):
 
 
 def test_drive_keyboard_through_a_pty_then_q_disables(sim):
-    p = PtyProcess([VIPERDRIVE, "drive", "--port", sim.url])
+    p = PtyProcess([VIPERDRIVE, "drive", "--port", sim.url], clock=sim.clock)
     try:
         p.expect(r"keys: w/s")
         start = len(p.output)
@@ -159,7 +159,7 @@ def test_drive_keyboard_through_a_pty_then_q_disables(sim):
 
 
 def test_drive_ctrl_c_leaves_the_board_disabled(sim):
-    p = PtyProcess([VIPERDRIVE, "drive", "--port", sim.url])
+    p = PtyProcess([VIPERDRIVE, "drive", "--port", sim.url], clock=sim.clock)
     try:
         p.expect(r"keys: w/s")
         p.send("wwww")
@@ -255,7 +255,7 @@ def test_log_record_duration_and_a_bad_output(sim, tmp_path):
 
 
 def test_monitor_shows_a_wheel_turned_by_hand(sim):
-    p = PtyProcess([VIPERDRIVE, "monitor", "--port", sim.url])
+    p = PtyProcess([VIPERDRIVE, "monitor", "--port", sim.url], clock=sim.clock)
     try:
         p.expect(r"telemetry\s+\d+ records/s")
         # a hand turning the left wheel forward (the board is disabled: only the measurement moves)
@@ -292,7 +292,8 @@ def _ws_frame(sock) -> tuple[int, bytes]:
 
 
 def test_monitor_serves_foxglove_over_websocket(sim):
-    p = PtyProcess([VIPERDRIVE, "monitor", "--port", sim.url, "--foxglove", "127.0.0.1:0", "--duration", "4"])
+    p = PtyProcess([VIPERDRIVE, "monitor", "--port", sim.url, "--foxglove", "127.0.0.1:0", "--duration", "4"],
+                   clock=sim.clock)
     try:
         m = p.expect(r"foxglove: serving on ws://127\.0\.0\.1:(\d+)")
         port = int(m.group(1))
@@ -362,7 +363,8 @@ def test_tune_autotune_on_a_private_board(tmp_path):
 def test_calibrate_wheelbase_guided_with_ground_truth(sim, tmp_path):
     robot = tmp_path / "robot.yaml"
     robot.write_text("# test robot\nwheel_separation: 0.152  # nominal\n")
-    p = PtyProcess([VIPERDRIVE, "calibrate", "wheelbase", "--port", sim.url, "--time", "4", "--config", robot])
+    p = PtyProcess([VIPERDRIVE, "calibrate", "wheelbase", "--port", sim.url, "--time", "4", "--config", robot],
+                   clock=sim.clock)
     sent = []
     try:
         for run in (1, 2):

@@ -12,13 +12,13 @@ import pty
 import re
 import shutil
 import subprocess
-import time
 
 import pytest
 from board_responder import Responder
-from cli_helpers import VIPERDRIVE, cut_link_during, no_traceback, run_cli
+from cli_helpers import VIPERDRIVE, cut_link_during, no_traceback, run_cli, until_energized
 
 from viperdrive.shared import protocol as P
+from viperdrive.timebase import wait_until
 
 pytestmark = pytest.mark.board
 
@@ -174,21 +174,18 @@ def _scripted_drive(sim, tmp_path, script_text: str) -> subprocess.Popen:
 
 def test_link_lost_while_driving_stops_with_exit_8(sim, tmp_path):
     proc = _scripted_drive(sim, tmp_path, "twist 0.1 0 1.0\nwait 0.5\ntwist 0.1 0 5\n")
+    until_energized(sim, proc)
     out, err = cut_link_during(sim, proc, after_s=2.0, timeout=20)
     assert proc.returncode == 8, err
     assert "no STATE from the board" in err and "check the cable" in err and "Traceback" not in err
     # the board stopped on its own: deadman ramp to zero, then de-energized after deadman_disable_ms (2 s)
     truth = sim.control({"cmd": "truth"})
     assert abs(truth["w_left"]) < 0.5 and abs(truth["w_right"]) < 0.5
-    deadline = time.monotonic() + 5
-    while True:
-        r = run_cli("info", "--port", sim.url, "--json")
-        status = json.loads(r.stdout)["status_names"]
-        if "ENABLED" not in status or time.monotonic() > deadline:
-            break
-        assert "DEADMAN" in status
-        time.sleep(0.3)
-    assert "ENABLED" not in status
+    def disabled():
+        status = json.loads(run_cli("info", "--port", sim.url, "--json").stdout)["status_names"]
+        assert "ENABLED" not in status or "DEADMAN" in status, status
+        return "ENABLED" not in status
+    wait_until(disabled, 5.0, sim.clock, poll=0.3, what="the board's long-silence disable")
 
 
 def test_bad_baud_is_a_usage_error():
@@ -199,7 +196,7 @@ def test_bad_baud_is_a_usage_error():
 def test_keyboard_drive_shows_a_fault_and_c_clears_it(sim):
     from cli_helpers import PtyProcess
     sim.control({"cmd": "fault", "kind": "stall", "wheel": "right", "on": True})
-    p = PtyProcess([VIPERDRIVE, "drive", "--port", sim.url])
+    p = PtyProcess([VIPERDRIVE, "drive", "--port", sim.url], clock=sim.clock)
     try:
         p.expect(r"keys: w/s")
         p.send("wwww")
@@ -224,8 +221,9 @@ def test_sigterm_while_driving_disables_the_board(sim, tmp_path):
     import signal
     proc = _scripted_drive(sim, tmp_path, "twist 0.15 0 20\n")
     try:
-        time.sleep(1.5)
-        assert abs(sim.control({"cmd": "truth"})["w_left"]) > 2.0       # driving
+        until_energized(sim, proc)
+        sim.clock.sleep(1.0)
+        assert abs(sim.truth()["w_left"]) > 2.0                         # driving
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=10)
     finally:

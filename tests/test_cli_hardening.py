@@ -13,6 +13,8 @@ import time
 import pytest
 from cli_helpers import VIPERDRIVE, cut_link_during, no_traceback, run_cli, signal_while_energized, until_energized
 
+from viperdrive.timebase import wait_until
+
 pytestmark = pytest.mark.board
 
 # ------------------------------------------------------------------------------------------ numbers (item 2)
@@ -135,12 +137,11 @@ def test_a_killed_recording_keeps_all_but_the_last_second(sim, tmp_path):
     argv = ["drive", "--script", script, "--record", out, "--port", sim.url]
     proc = subprocess.Popen([VIPERDRIVE, *map(str, argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while _kept(out)[0] == 0 if out.exists() else True:     # until the first chunk is on disk
-            assert time.monotonic() < deadline, "no complete chunk on disk after 30 s"
+        def first_chunk():
             assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
-        time.sleep(3.5)            # half way between two flushes
+            return out.exists() and _kept(out)[0] > 0
+        wait_until(first_chunk, 30.0, sim.clock, poll=0.05, what="a complete chunk on disk")
+        sim.clock.sleep(3.5)       # 3.5 s more of the drive, half way between two flushes
         killed_ns = time.time_ns()
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
@@ -153,10 +154,12 @@ def test_a_killed_recording_keeps_all_but_the_last_second(sim, tmp_path):
     lost = (killed_ns - last) / 1e9
     print(f"drive --record: kept {n} messages covering {span:.2f} s; the last {lost:.2f} s before the kill lost "
           f"({os.path.getsize(out)} bytes)")
-    # one flush period (1 s) plus scheduling on a loaded machine; before the fix: all of it (the first 1 MB chunk
-    # takes ~9 s), after the first chunk the last 3.5 s
-    assert span >= 3.0 and lost <= 2.0, (n, span, lost)
-    assert n >= 300 * span                                     # /odom, /tf, /joint_states, /cmd_vel at 100 Hz
+    # The recorder flushes once a second of the host's time, at the next loop cycle; the drive ran 3.5 s of board
+    # time after the first chunk, which is at least as much host time (board time never runs faster), so three more
+    # flushes came: what they wrote spans at least 3 s. Before the fix nothing was on disk (the first 1 MB chunk takes
+    # ~9 s). How much of the last second a kill loses is a host-time figure: bench/bench_recording.py prints it.
+    assert span >= 3.0, (n, span, lost)
+    assert n >= 4 * 100 * 3.0                                  # /odom, /tf, /joint_states, /cmd_vel at 100 Hz
     # log plot reads what the cut file holds and says what was cut
     r = run_cli("log", "plot", out, "--out-dir", tmp_path / "png")
     no_traceback(r)
@@ -240,9 +243,8 @@ def test_a_link_lost_during_tune_names_the_values_it_could_not_put_back(sim):
     assert "Traceback" not in err
     assert proc.returncode == 8, err
     assert "could not put back max_accel (was 30)" in err and "viperdrive params restore" in err
-    deadline = time.monotonic() + 5         # the board's deadman de-energizes it (2 s: the link was gone)
-    while sim.control({"cmd": "truth"})["energized"] and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # the board's deadman de-energizes it (deadman_disable_ms 2 s: the link was gone)
+    wait_until(lambda: not sim.truth()["energized"], 5.0, sim.clock, what="the board de-energized")
     d = _board(sim)
     assert "ENABLED" not in d["status_names"] and "PARAMS_UNSAVED" in d["flags"] and d["params"]["max_accel"] == 5000
     r = run_cli("params", "restore", "--port", sim.url)

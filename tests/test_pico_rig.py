@@ -163,7 +163,7 @@ def test_repl_pin_held_at_boot_gives_the_repl_on_the_pico(pico_image, tmp_path):
     from viperdrive.rigs.pico import PicoRig
     flash = pico_image.copy(tmp_path / "r.flash")
     with PicoRig(flash=flash, hold_repl_pin=True) as rig:
-        time.sleep(2)
+        rig.clock.sleep(2)                  # its boot into the REPL (chip time)
         from viperdrive.executables import require
         r = subprocess.run([require("mpremote"), "connect", rig.url, "fs", "ls", ":"], capture_output=True,
                            text=True, timeout=120)

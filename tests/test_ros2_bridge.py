@@ -22,6 +22,7 @@ import pytest
 from test_ros2_dds import DOMAIN, ddsls, peer_env
 
 from viperdrive.ros2 import msgs, typehash
+from viperdrive.timebase import wait_until
 
 pytestmark = [pytest.mark.ros2, pytest.mark.slow]
 
@@ -216,7 +217,6 @@ def test_ctrl_c_disables_the_board_and_says_so_last(bridge_b):
     # start a Python with cyclonedds); then the last diagnostics of the bridge are delivered to it
     ready, _, _ = select.select([listener.stderr], [], [], 30)
     assert ready and listener.stderr.readline().strip() == "diagnostics matched"
-    time.sleep(0.5)
     rc = bridge_b.stop(signal.SIGINT)
     out, err = listener.communicate(timeout=20)
     assert rc == 0, bridge_b.stderr()
@@ -241,7 +241,7 @@ def test_lost_link_stops_with_exit_code_8_and_a_last_diagnostics(tmp_path):
         while "board active" not in bridge.stderr() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert "board active" in bridge.stderr(), bridge.stderr()
-        time.sleep(1.5)
+        vb.clock.sleep(1.5)
     # the virtual board is gone: persistent loss on the link; the bridge must notice and stop on its own
     try:
         rc = bridge.proc.wait(15)
@@ -274,7 +274,7 @@ def test_a_latched_board_fault_is_an_error_in_diagnostics_with_its_name(tmp_path
             while "reading /robot_f/cmd_vel" not in bridge.stderr() and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert "reading /robot_f/cmd_vel" in bridge.stderr(), bridge.stderr()
-            time.sleep(1.5)
+            vb.clock.sleep(1.5)
             assert vb.fault("stall", wheel="left", on=True)["ok"]     # the left wheel is held: stall fault
             out, err = driver.communicate(timeout=30)
         finally:
@@ -321,15 +321,15 @@ def test_killed_bridge_the_board_deadman_stops_the_wheels(tmp_path):
                     break
                 time.sleep(0.05)
             assert truth["w_left"] > 4.0, f"the robot never got going: {truth}\n{bridge.stderr()}"
+            # the stop is timed in board time: the moment of the kill on the board's clock, the moment the wheels
+            # were at rest on the plant's (the same time: the plant is stepped once per control period)
+            killed = vb.clock.now()
             bridge.proc.kill()
-            killed = time.monotonic()
-            stopped = None
-            while time.monotonic() - killed < 3.0:
-                truth = vb.truth()
-                if abs(truth["w_left"]) < 0.2 and abs(truth["w_right"]) < 0.2:
-                    stopped = time.monotonic() - killed
-                    break
-                time.sleep(0.01)
+
+            def at_rest():
+                t = vb.truth()
+                return t if abs(t["w_left"]) < 0.2 and abs(t["w_right"]) < 0.2 else None
+            stopped = wait_until(at_rest, 3.0, vb.clock, poll=0.005, what="the wheels at rest")["board_s"] - killed
         finally:
             driver.kill()
             driver.wait(10)

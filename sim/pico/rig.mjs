@@ -638,6 +638,7 @@ class Rig {
       t.outputs_on_t = this.outputsOnT ?? null;       // chip s when the bridges last started / stopped driving
       t.outputs_off_t = this.outputsOffT ?? null;
       t.t = this.chipSeconds();
+      t.board_s = t.t;                              // board time (the clock file's), as the virtual board names it
       t.plant_t = p.t;
       return { ok: true, ...t, ...this.sensors.truth() };
     }
