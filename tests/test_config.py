@@ -141,7 +141,7 @@ def test_bad_files(tmp_path):
         RobotConfig.load(b)
     with pytest.raises(BadValue, match="does not exist"):
         RobotConfig.load(tmp_path / "missing.yaml")
-    with pytest.raises(BadValue, match="cannot be read"):
+    with pytest.raises(BadValue, match="is a directory, not a file"):
         RobotConfig.load(tmp_path)
     j = tmp_path / "r.json"
     j.write_text("{}")

@@ -147,7 +147,7 @@ def test_wrong_types_are_clear_errors(params, key):
 
 
 def test_bad_files(tmp_path):
-    with pytest.raises(ConfigError, match="no such file"):
+    with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "missing.yaml")
     with pytest.raises(ConfigError, match="not valid YAML.*line"):
         load_config(write(tmp_path, "a: [1, 2\nb: c: d\n"))

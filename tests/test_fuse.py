@@ -144,12 +144,12 @@ def test_bad_input_is_a_message_and_an_exit_code(recording, case):
     out = d / "bad.csv"
     if case == "missing":
         proc = run_fuse(d / "nope.mcap", "--config", cfg, "--out", out)
-        assert proc.returncode == 1 and "no such file" in proc.stderr
+        assert proc.returncode == 7 and "no such file" in proc.stderr
     elif case == "not_mcap":
         junk = d / "junk.mcap"
         junk.write_text("this is not a recording\n")
         proc = run_fuse(junk, "--config", cfg, "--out", out)
-        assert proc.returncode == 1 and "not a readable MCAP" in proc.stderr
+        assert proc.returncode == 7 and "not a readable MCAP" in proc.stderr
     elif case == "yaml":
         bad = d / "bad.yaml"
         bad.write_text("ekf:\n  ros__parameters:\n    frequency: [1,\n")

@@ -74,7 +74,7 @@ def test_unreadable_and_missing_robot_files_are_errors_too(sim, tmp_path):
     folder = tmp_path / "robot_dir.yaml"
     folder.mkdir()
     r = run_cli("drive", "--script", "spin", "--port", sim.url, "--config", folder)
-    assert r.returncode == 7 and f"invalid robot file: {folder} cannot be read: Is a directory" in r.stderr
+    assert r.returncode == 7 and f"invalid robot file: {folder} is a directory, not a file" in r.stderr
     r = run_cli("drive", "--script", "spin", "--port", sim.url, "--config", tmp_path / "nope.yaml")
     assert r.returncode == 7 and "does not exist" in r.stderr
     _still(sim)

@@ -90,6 +90,7 @@ def _filter(args, doc, print_json, exit_findings) -> int:
 def _robot(args, doc, print_json) -> int:
     from ..errors import BadValue
     from ..robot.config import RobotConfig
+    from ..robot.files import shorten
 
     try:
         cfg = RobotConfig.from_document(doc, node=args.node, strict=args.strict)
@@ -111,7 +112,7 @@ def _robot(args, doc, print_json) -> int:
             shown = "unlimited" if v is None and "." in k else v
             print(f"  {k}: {shown}{'' if k in cfg.explicit else '  (default)'}")
         if cfg.ignored:
-            print(f"  read, no meaning here (ignored): {', '.join(cfg.ignored)}")
+            print(f"  read, no meaning here (ignored): {shorten(cfg.ignored)}")
     for n in cfg.notes:
         print(f"  note: {n}")
     return 0

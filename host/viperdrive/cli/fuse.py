@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from ..robot.files import shorten
 from .options import positive
 from .terminal import Progress
 
@@ -94,7 +95,7 @@ def run(args) -> int:
         for f in findings:
             print(f"  {f.rule}: {f}")
     if unknown:
-        print(f"unknown parameters in {args.config} (ignored): {', '.join(unknown)}")
+        print(f"unknown parameters in {args.config} (ignored): {shorten(unknown)}")
     if summary.rows == 0:
         # an empty result is a failure a script must notice; nothing was written and existing files are untouched
         print("viperdrive fuse: error: no estimate was produced (see the warnings above); nothing was written",

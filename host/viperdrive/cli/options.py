@@ -26,6 +26,7 @@ from ..board.ports import check_url, is_url
 from ..errors import BadValue, UserError
 from ..motion.scripts import LIMITS
 from ..robot.config import RobotConfig
+from ..robot.files import shorten
 from .output import note
 
 
@@ -193,7 +194,7 @@ def load_config(args) -> RobotConfig:
                                                      else text)) from None
         where = f"robot file {path}" + (f" ({config.node})" if config.node else "")
         if config.ignored:
-            note(args, f"{where}: read, no meaning here (ignored): {', '.join(config.ignored)}")
+            note(args, f"{where}: read, no meaning here (ignored): {shorten(config.ignored)}")
         for text in config.notes:
             note(args, f"{where}: note: {text}")
     args.loaded_config = config

@@ -9,6 +9,7 @@ Not a command module (no register/run): tune.py adds these options and calls run
 from __future__ import annotations
 
 import argparse
+import math
 import re
 
 from ..errors import BadValue, UserError
@@ -24,14 +25,19 @@ TOLERANCE = 0.2     # B meets the request when its settling and overshoot are wi
 SECOND_BAND = 0.02  # settling is also reported into 2 %
 
 
+SETTLE_MAX_S = 10.0     # a wheel speed loop settles in tens to hundreds of ms; a request past 10 s is a typo (1e9 s
+#                         designed kp 4.8e-12 and called it met)
+
+
 def duration(text: str) -> float:
-    """'150ms', '0.15s', '0.15' (s) -> seconds."""
+    """'150ms', '0.15s', '0.15' (s) -> seconds, in (0, SETTLE_MAX_S]."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s)?\s*", text)
     if not m:
         raise argparse.ArgumentTypeError(f"{text!r} is not a time (e.g. 150ms or 0.15s)")
     v = float(m.group(1)) * (1e-3 if m.group(2) == "ms" else 1.0)
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+    if not (math.isfinite(v) and 0 < v <= SETTLE_MAX_S):
+        raise argparse.ArgumentTypeError(f"{text!r} is outside (0, {SETTLE_MAX_S:g}] s: a wheel speed loop's "
+                                         f"settling time")
     return v
 
 
@@ -62,9 +68,8 @@ def model_of(board) -> tuning_design.MotorModel:
 
 
 def _step(args, board, wheels, rate: int, label: str) -> dict:
-    bar = Progress(0.3 + args.duration + 0.4, label, quiet=args.quiet or args.json, unit="s")
-    rec = steptest.run_step(board, wheels, args.step, args.duration, rate, progress=bar)
-    bar.close()
+    with Progress(0.3 + args.duration + 0.4, label, quiet=args.quiet or args.json, unit="s") as bar:
+        rec = steptest.run_step(board, wheels, args.step, args.duration, rate, progress=bar)
     metrics, out = {}, {}
     for w in wheels:
         metrics[w] = steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, args.step,

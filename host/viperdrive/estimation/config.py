@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..robot.files import read_text
 from ..robot.rosparams import (
     Document,
     NodeEntry,
@@ -31,6 +32,9 @@ from ..robot.rosparams import (
 )
 from .ekf import DEFAULT_INITIAL_COVARIANCE, DEFAULT_PROCESS_NOISE, STATE_NAMES, STATE_SIZE, EkfConfig
 from .measurements import DIFFERENTIAL_COVARIANCE, GRAVITY, KINDS, SensorConfig
+
+FREQUENCY_MAX = 1000.0          # Hz: the filter's period is at least 1 ms
+DURATION_MAX = 3600.0           # s: timeouts and the history
 
 
 class ConfigError(ParamError):
@@ -125,16 +129,8 @@ class FilterConfig:
 def load_config(path, node: str | None = None) -> FilterConfig:
     """Read a robot_localization YAML file. Raises ConfigError (a UserError) with the file and key named."""
     path = Path(path)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: cannot read: is a directory") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: cannot read: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    # a regular file of an EKF file's size, UTF-8 (robot/files.py: a FIFO, /dev/zero or a 50 MB file is refused)
+    text = read_text(path, "EKF config", error=ConfigError)
     try:
         doc = parse_yaml(text, str(path))
     except ParamError as e:
@@ -241,15 +237,19 @@ def config_from_document(doc: Document, node: str | None = None) -> FilterConfig
     cfg = FilterConfig(source=source, node=p.node)
     cfg.params = p
     report = cfg.report
-    cfg.frequency = p.number("frequency", 30.0, positive=True)
-    cfg.sensor_timeout = p.number("sensor_timeout", 1.0 / cfg.frequency, positive=True)
+    # ranges a robot can mean: a filter faster than 1 kHz outruns every sensor and the host (1e12 Hz was accepted
+    # and `fuse` never finished), a timeout or history past an hour is a typo
+    cfg.frequency = p.number("frequency", 30.0, positive=True, maximum=FREQUENCY_MAX, unit="Hz")
+    cfg.sensor_timeout = p.number("sensor_timeout", 1.0 / cfg.frequency, positive=True, maximum=DURATION_MAX,
+                                  unit="s")
     cfg.two_d_mode = p.boolean("two_d_mode", False)
     cfg.smooth_lagged_data = p.boolean("smooth_lagged_data", False)
-    cfg.history_length = p.number("history_length", 0.0, minimum=0.0)
+    cfg.history_length = p.number("history_length", 0.0, minimum=0.0, maximum=DURATION_MAX, unit="s")
     cfg.dynamic_process_noise_covariance = p.boolean("dynamic_process_noise_covariance", False)
     cfg.process_noise_covariance = _matrix(p, "process_noise_covariance", DEFAULT_PROCESS_NOISE)
     cfg.initial_estimate_covariance = _matrix(p, "initial_estimate_covariance", DEFAULT_INITIAL_COVARIANCE)
-    cfg.gravitational_acceleration = p.number("gravitational_acceleration", GRAVITY, positive=True)
+    cfg.gravitational_acceleration = p.number("gravitational_acceleration", GRAVITY, positive=True, maximum=100.0,
+                                              unit="m/s^2")
     cfg.odom_frame = p.string("odom_frame", "odom")
     cfg.map_frame = p.string("map_frame", "map")
     cfg.world_frame = p.string("world_frame", cfg.odom_frame)
@@ -378,7 +378,7 @@ def _sensor(name, kind, keys, p: Params, cfg, report) -> SensorConfig:
     if cfg.two_d_mode and any(vec[i] for i in (2, 3, 4, 8, 9, 10, 14)):
         report.append(("no_effect", vec_key, "two_d_mode: z, roll, pitch and their rates are held at zero"))
     lowpass_tau = p.number(f"{name}_lowpass_tau", 0.0, minimum=0.0)
-    timeout = p.number(f"{name}_timeout", None, positive=True)
+    timeout = p.number(f"{name}_timeout", None, positive=True, maximum=DURATION_MAX, unit="s")
     reacquire = p.number(f"{name}_reacquire_after", 0, minimum=0, double=False)
     if reacquire != int(reacquire):
         p.fail(f"{name}_reacquire_after", f"expected a whole number of measurements, got {reacquire!r}")

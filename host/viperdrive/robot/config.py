@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadValue
+from .files import LIST_MAX, MAX_DEPTH, check_flow_depth, check_tree, read_text, shorten
 from .rosparams import (
     Document,
     ParamError,
@@ -139,6 +140,10 @@ class RobotConfig:
             raise BadValue(f"{where}the robot file must be a mapping of keys to values, got "
                            f"{type(doc.data).__name__}")
         p, layout, update_rate, notes = _select(doc, node)
+        if not doc.data:
+            # an empty file is a valid robot file of defaults; a user who meant to set something is told
+            notes = list(notes) + ["the robot file is empty: every value is the built-in default (viperdrive "
+                                   "check-config lists them)"]
         return _build(cls, p, layout, update_rate, notes, strict)
 
     @classmethod
@@ -187,20 +192,19 @@ def read_robot_file(path) -> Document:
     yet validated (RobotConfig.from_document does that). BadValue (exit code 7) when it is missing, unreadable, not
     UTF-8 or not valid YAML/TOML."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise BadValue(f"robot file {p} does not exist") from None
-    except OSError as e:
-        raise BadValue(f"robot file {p} cannot be read: {e.strerror or e}") from None
     suffix = p.suffix.lower()
+    text = read_text(p, "robot file")         # a regular file, of a robot file's size, UTF-8 (robot/files.py)
     if suffix not in (".toml", ".yaml", ".yml"):
         raise BadValue(f"robot file {p}: unknown format {suffix or '(no suffix)'!r}; use .yaml, .yml or .toml")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise BadValue(f"robot file {p} is not UTF-8 text ({e.reason} at byte {e.start}; corrupt?)") from None
     return parse_robot_file(text, p)
+
+
+def _data_children(value) -> list:
+    if isinstance(value, dict):
+        return list(value.values())
+    if isinstance(value, list):
+        return value
+    return []
 
 
 def parse_robot_file(text: str, path) -> Document:
@@ -208,10 +212,16 @@ def parse_robot_file(text: str, path) -> Document:
     the line when it is not valid. An empty YAML file is an empty mapping."""
     p = Path(path)
     if p.suffix.lower() == ".toml":
+        check_flow_depth(text, f"robot file {p}")       # TOML arrays and inline tables nest with [ and { too
         try:
-            return Document(tomllib.loads(text), str(p))
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise BadValue(f"robot file {p} is not valid TOML: {_one_line(e)}") from None
+        except RecursionError:
+            raise BadValue(f"robot file {p}: nested too deeply to read (more than {MAX_DEPTH} levels; a robot "
+                           f"file has a few)") from None
+        check_tree(data, f"robot file {p}", _data_children)
+        return Document(data, str(p))
     try:
         doc = parse_yaml(text, str(p))
     except ParamError as e:
@@ -539,7 +549,9 @@ def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) 
         else:
             kw[name] = checked
     if vendor:
-        listed = ", ".join(v + _suggest(v, sorted(_DDC_GEOMETRY_KEYS | _DDC_DOUBLES | set(_SPECS))) for v in vendor)
+        # the first few with a suggestion each (a 1 MB file of unknown keys named 35,694 of them in one line)
+        known = sorted(_DDC_GEOMETRY_KEYS | _DDC_DOUBLES | set(_SPECS))
+        listed = shorten([v + _suggest(v, known) for v in vendor[:LIST_MAX]] + vendor[LIST_MAX:])
         if strict:
             raise BadValue(f"{prefix}keys diff_drive_controller does not declare (--strict): {listed}")
         notes.append(f"not diff_drive_controller parameters (a vendor's keys? ROS 2 ignores undeclared ones, so "
@@ -565,7 +577,8 @@ def _build(cls, p: Params, layout: str, update_rate, notes: list, strict: bool) 
                              f"{kw['update_rate']:g} Hz")
             notes.extend(f"{cm.node}: {k}: {t}" for k, t in cm.notes)
     notes.extend(f"{k}: {t}" for k, t in p.notes)
-    explicit = (frozenset(RENAMED_KEYS.get(k, k) for k in flat if k not in vendor)
+    vendor_keys = frozenset(vendor)
+    explicit = (frozenset(RENAMED_KEYS.get(k, k) for k in flat if k not in vendor_keys)
                 | (frozenset(["update_rate"]) if update_rate else frozenset()))
     return cls(linear=AxisLimits(**axes["linear"]), angular=AxisLimits(**axes["angular"]),
                odometry=OdometryNoise(**noise), ros2=Ros2Settings(**ros2), source=p.source or None,

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
 from ..errors import BadValue
+from .files import MAX_DEPTH, check_flow_depth, check_tree
 
 RCL_TRUE = frozenset("Y y yes Yes YES true True TRUE on On ON".split())
 RCL_FALSE = frozenset("N n no No NO false False FALSE off Off OFF".split())
@@ -105,17 +106,33 @@ def parse_yaml(text: str, source: str = "") -> Document:
 
     y = YAML(typ="safe")
     node = None
+    check_flow_depth(text, source, error=ParamError)
     try:
         node = y.compose(text)
+        if node is not None:
+            # the shape first (depth, aliases expanded, recursion): every walk below is then bounded
+            check_tree(node, source, _node_children, error=ParamError)
         data = y.constructor.construct_document(node) if node is not None else None
     except YAMLError as e:
         raise ParamError(f"{source}: not valid YAML: {yaml_problem(e, node)}") from None
     except ValueError as e:        # e.g. an int too long for the interpreter's limit
         raise ParamError(f"{source}: not valid YAML: {e}") from None
+    except RecursionError:          # the parser's own recursion, before our check could see the shape
+        raise ParamError(f"{source}: nested too deeply to read (more than {MAX_DEPTH} levels; a robot or EKF file "
+                         f"has a few)") from None
     marks: dict = {}
     if node is not None:
         _mark(node, data, (), marks)
     return Document(data, source, marks)
+
+
+def _node_children(node) -> list:
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+    if isinstance(node, MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _mark(node, value, path: tuple, out: dict) -> None:
@@ -394,7 +411,9 @@ class Params:
         return self.as_bool(key, self.values[key])
 
     def number(self, key: str, default, *, positive: bool = False, minimum: float | None = None,
-               finite: bool = True, double: bool = True):
+               maximum: float | None = None, unit: str = "", finite: bool = True, double: bool = True):
+        """A number; refused outside its range with the range in the message ((0, max] when positive, [minimum,
+        maximum] otherwise, in `unit`)."""
         if key not in self.values:
             return default
         v = self.values[key]
@@ -403,10 +422,16 @@ class Params:
             self.check_ros2_double(key, v)
         if finite and not math.isfinite(x):
             self.fail(key, f"expected a finite number, got {_shown(v)}")
+        rng = ""
+        if maximum is not None:
+            lo = "(0" if positive else (f"[{minimum:g}" if minimum is not None else "(-inf")
+            rng = f" in {lo}, {maximum:g}]{' ' + unit if unit else ''}"
         if positive and not x > 0:
-            self.fail(key, f"expected a number > 0, got {_shown(v)}")
+            self.fail(key, f"expected a number{rng or ' > 0'}, got {_shown(v)}")
         if minimum is not None and not x >= minimum:
-            self.fail(key, f"expected a number >= {minimum}, got {_shown(v)}")
+            self.fail(key, f"expected a number{rng or f' >= {minimum}'}, got {_shown(v)}")
+        if maximum is not None and not x <= maximum:
+            self.fail(key, f"expected a number{rng}, got {_shown(v)}")
         return x
 
     def string(self, key: str, default: _D) -> str | _D:
