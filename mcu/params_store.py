@@ -84,6 +84,9 @@ class Params:
                 pass
             os.rename(tmp, path)
         self.stored = dict(self.values)
+        # the file now holds every value: a reset would load them, not defaults (DIAG_PARAMS_DEFAULTED clears)
+        self.defaulted = False
+        self.problems = []
 
     def unsaved(self):
         """True when a live value differs from the stored one (a reset would change it): DIAG_PARAMS_UNSAVED.

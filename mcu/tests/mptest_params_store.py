@@ -156,3 +156,14 @@ def test_save_storage_error_raises_oserror_and_keeps_old_file():
     q = params_store.Params()
     assert q.load(p) and q["kp"] == 0.2
     _rm(p)
+
+
+def test_a_save_ends_the_defaulted_state():
+    # first boot: no file, every value a default (DIAG_PARAMS_DEFAULTED); after `params save` the file holds every
+    # value and a reset would load them: the flag must clear (it stayed set after a successful save)
+    p = _path()
+    ps = params_store.Params()
+    assert ps.load(p) is False and ps.defaulted and ps.problems
+    ps.save(p)
+    assert not ps.defaulted and ps.problems == [] and not ps.unsaved()
+    _rm(p)

@@ -200,6 +200,19 @@ function loadBoardConfig(file) {
   return cfg;
 }
 
+/** The RP2040 boot ROM's check of boot stage 2: CRC-32/MPEG-2 (poly 0x04C11DB7, init all ones, MSB first, no final
+ * xor) of the flash's first 252 bytes equals the little-endian word at 252. */
+export function boot2Valid(flash) {
+  let crc = 0xffffffff;
+  for (let i = 0; i < 252; i++) {
+    crc ^= flash[i] << 24;
+    for (let b = 0; b < 8; b++) crc = (crc & 0x80000000) ? ((crc << 1) ^ 0x04c11db7) : (crc << 1);
+    crc >>>= 0;
+  }
+  const want = (flash[252] | (flash[253] << 8) | (flash[254] << 16) | (flash[255] << 24)) >>> 0;
+  return crc === want;
+}
+
 /** The chip's side of the clock file (layout: host/viperdrive/rigs/clockfile.py). */
 class ClockFile {
   constructor(file) {
@@ -261,6 +274,12 @@ class Rig {
     if (o.flash && existsSync(o.flash)) {
       const data = readFileSync(o.flash);
       if (data.length !== FLASH_SIZE) throw new UsageError(`flash file ${o.flash}: ${data.length} bytes, not ${FLASH_SIZE}`);
+      if (!boot2Valid(data)) {
+        // the boot ROM checks the same CRC and, without a valid boot2, never starts what the flash holds: the chip
+        // sat in the ROM's USB boot mode at 0.03 chip s per wall s with no word said
+        throw new UsageError(`flash file ${o.flash}: no valid boot stage 2 in its first 256 bytes (CRC32 mismatch): it ` +
+          'is not an RP2040 flash image; give a file the rig wrote (or a new path: the rig starts from the UF2)');
+      }
       this.flash.set(data);
       this.flashFrom = o.flash;
     } else {

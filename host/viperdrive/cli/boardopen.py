@@ -163,6 +163,22 @@ def param_guard(board, args):
     return ParamGuard(board, shield=deferred_signals, warn=lambda text: warn(args, text))
 
 
+def warn_test_values(board, args) -> dict:
+    """Before a drive moves: when the live parameters differ from the saved ones (PARAMS_UNSAVED) and some hold an
+    experiment's test values (a killed `tune --autotune` leaves kp 10, ki 0, kS 0, kV 0, the ramp lifted), say
+    so, naming them: a drive on them runs a relay controller and ends in a stall FAULT whose hint points at the
+    wheel. -> those values ({} when none)."""
+    from ..tuning.steptest import experiment_values_left
+    if "PARAMS_UNSAVED" not in board.diag()["flag_names"]:
+        return {}
+    left = experiment_values_left(board)
+    if left:
+        shown = ", ".join(f"{k} {v:g}" for k, v in left.items())
+        warn(args, f"the board runs test values an interrupted experiment left live ({shown}; flag PARAMS_UNSAVED): "
+                   f"the robot will not drive as tuned. `viperdrive params restore` brings back the saved values")
+    return left
+
+
 def warn_unsaved(board, args) -> bool:
     """Warn when the board's live parameters already differ from its saved ones before this command changed any
     (a test that was killed, or `params set` without --save): a save now would store them. -> the flag."""

@@ -138,12 +138,12 @@ def drive(args, s: DriveSession, segments: list[Segment], label: str) -> ScriptF
             return not (abs(vl) < 0.05 and abs(vr) < 0.05)
         return None
 
-    try:
-        s.loop.run(on_cycle=on_cycle)
-    except BoardFault as e:
-        raise explain_fault(s.board, args, e) from None
-    finally:
-        bar.close()
+    # the bar says "done" only when the run got there ("stopped" on Ctrl-C, an error, a lost link)
+    with bar:
+        try:
+            s.loop.run(on_cycle=on_cycle)
+        except BoardFault as e:
+            raise explain_fault(s.board, args, e) from None
     s.board.deactivate()
     return follower
 
@@ -334,11 +334,9 @@ def _feedforward(args, board, config) -> int:
 
     guard = param_guard(board, args)
     with steptest.TemporaryParams(board, {steptest.RAMP_PARAM: 5000.0}, shield=guard.shield, warn=guard.warn):
-        try:
+        with bar:       # "done" only when the run got there: an interrupted one says "stopped", then "interrupted"
             records = steptest.run_experiment(board, rate, total, setpoints, progress=bar,
                                               period=steptest.HOST_PERIOD / 2, activate=lambda: activate(board, args))
-        finally:
-            bar.close()
     rec = steptest.to_recording(records, k)
     fits = {}
     for side in ("left", "right"):

@@ -23,7 +23,7 @@ from ..motion.drive import DriveController
 from ..motion.loop import DriveLoop
 from ..motion.odometry import Odometry
 from ..motion.scripts import BUILTINS, ScriptFollower, load_script
-from .boardopen import activate, explain_fault, fault_message, open_board
+from .boardopen import activate, explain_fault, fault_message, open_board, warn_test_values
 from .options import add_board_options, load_config, script_options, seconds
 from .output import note, warn
 from .signals import stop_signals_as_interrupt
@@ -77,6 +77,7 @@ class DriveSession:
         self.w = 0.0
         self.state: BoardState | None = None
         self.fault_code = 0
+        self.test_values: dict = {}         # an interrupted experiment's values the board ran with (warned)
         self._last_diag = -1e9
         self.board_diag: dict | None = None
         self.stop_reason: str | None = None
@@ -173,6 +174,16 @@ class DriveSession:
                                       imu_errors=self.board_diag.get("imu_errors"),
                                       estop_now=self.state.estop if self.state is not None else None)
         self.recorder.diagnostics(time.monotonic(), d, status, hardware_id=self.board.info.board, sensors=sensors)
+
+    def fault_text(self, args=None) -> str:
+        """The latched fault in words; on a board that ran an interrupted experiment's test values, said first:
+        they, not the wheel, are the likely cause (a stall hint pointed at the wheel)."""
+        text = fault_message(self.fault_code if self.fault_code > 0 else 0, args)
+        if self.test_values:
+            shown = ", ".join(f"{k} {v:g}" for k, v in self.test_values.items())
+            text += (f". The board ran with test values an interrupted experiment left live ({shown}): restore the "
+                     f"saved values first (`viperdrive params restore`)")
+        return text
 
     def command(self, v: float, w: float, now: float) -> None:
         self.v, self.w = v, w
@@ -303,6 +314,7 @@ def run(args) -> int:
             session = DriveSession(board, config, recorder, telemetry_hz=20 if recorder else 0, ekf=ekf,
                                    warn=lambda text: warn(args, text),
                                    sensor_hz=config.ros2.sensor_rate if recorder else 0)
+            session.test_values = warn_test_values(board, args)
             session.start()
             try:
                 if segments is not None:
@@ -412,7 +424,7 @@ def _run_script(args, s: DriveSession, segments) -> int:
         now = s.clock.now()
         s.tick(now)
         if s.fault_code:
-            raise BoardFault(fault_message(s.fault_code if s.fault_code > 0 else 0, args))
+            raise BoardFault(s.fault_text(args))
         v, w = follower.update(now, s.odometry.pose, s.odometry.twist)
         if follower.index != last_index and not follower.done:
             last_index = follower.index

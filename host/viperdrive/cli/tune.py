@@ -82,10 +82,9 @@ def run(args) -> int:
             result["autotune"] = _autotune(args, board, guard, wheels[0], rate)
         gains = {g: board.get_param(g) for g in GAINS}
         result["gains"] = gains
-        bar = Progress(0.3 + args.duration + 0.4, "step test", quiet=args.quiet or args.json, unit="s")
-        rec = steptest.run_step(board, wheels, args.step, args.duration, rate, keep_ramp=args.keep_ramp,
-                                progress=bar, shield=guard.shield, warn=guard.warn)
-        bar.close()
+        with Progress(0.3 + args.duration + 0.4, "step test", quiet=args.quiet or args.json, unit="s") as bar:
+            rec = steptest.run_step(board, wheels, args.step, args.duration, rate, keep_ramp=args.keep_ramp,
+                                    progress=bar, shield=guard.shield, warn=guard.warn)
         metrics = {w: steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, args.step,
                                             band=args.band / 100.0) for w in wheels}
         steptest.plot_step(rec, wheels, metrics, args.png,
@@ -122,11 +121,10 @@ RELAY_ATTEMPTS = 3      # a disturbance during one run (a bump, a loaded host) s
 
 def _autotune(args, board, guard, wheel: str, rate: int) -> dict:
     for attempt in range(1, RELAY_ATTEMPTS + 1):
-        bar = Progress(args.relay_time, f"relay experiment ({wheel} wheel)", quiet=args.quiet or args.json,
-                       unit="s")
-        rec = steptest.run_relay(board, wheel, args.relay, args.relay_time, rate, progress=bar, shield=guard.shield,
-                                 warn=guard.warn)
-        bar.close()
+        with Progress(args.relay_time, f"relay experiment ({wheel} wheel)", quiet=args.quiet or args.json,
+                      unit="s") as bar:
+            rec = steptest.run_relay(board, wheel, args.relay, args.relay_time, rate, progress=bar,
+                                     shield=guard.shield, warn=guard.warn)
         steady = rec.t >= 0.3 * rec.t[-1]       # the first part is the start-up transient
         hysteresis = args.relay / 10.0          # relay band of the saturated P controller: amplitude / kp_max
         res = relay_autotune(rec.t[steady], rec.measured[wheel][steady], args.relay, hysteresis=hysteresis,

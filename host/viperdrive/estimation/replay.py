@@ -192,6 +192,9 @@ class _Fusion:
             except (McapError, EOFError, struct.error, ValueError, McapDamage) as e:
                 result.warnings.append(f"the recording ends in damaged data after {n} messages "
                                        f"({type(e).__name__}: {e}): fused what came before")
+            skipped = getattr(self.reader, "skipped_text", None)
+            if skipped is not None and skipped():
+                result.warnings.append(f"the recording has {skipped()}")
             sched.finish()
             result.messages = n
             if self.progress is not None:

@@ -6,6 +6,7 @@ arrive with an arrival time; FuseSummary and SensorTally are what a run found; f
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,6 +17,18 @@ from .ekf import STATE_NAMES, Ekf, Measurement, SensorStatus
 from .measurements import SensorInput, measurements_of
 
 CSV_VARIABLES = STATE_NAMES[:12]     # the estimate's variables a run reports (x .. vyaw): the CSV's and the summary's
+
+
+def problem_text(e: Exception) -> str:
+    """An exception from decoding a message, in words. mcap_ros2's decoder names a field whose type the schema does
+    not define with an unformatted template ('type "{ftype.type}"': a missing f-prefix in the library): said
+    plainly instead."""
+    text = str(e)
+    m = re.match(r'Message definition not found for field "([^"]*)"', text)
+    if m:
+        return (f"the recording's schema does not define the type of field {m.group(1)!r} (a damaged or foreign "
+                f"schema)")
+    return f"{type(e).__name__}: {text}"
 
 
 @dataclass
@@ -158,7 +171,7 @@ class FilterSchedule:
         tally = self.result.sensors[name]
         tally.invalid += 1
         if not tally.first_problem:
-            tally.first_problem = f"{type(e).__name__}: {e}"
+            tally.first_problem = problem_text(e)
 
     def message(self, name, decoded, log_t):
         tally = self.result.sensors[name]

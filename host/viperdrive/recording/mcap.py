@@ -42,7 +42,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from ..errors import BadValue, FuseError, UserError
+from ..errors import EXIT_BAD_VALUE, BadValue, FuseError, UserError
 from ..messages import definitions as rosmsg_defs
 from ..messages import sensors as sensormsgs
 
@@ -381,18 +381,35 @@ def read_mcap_partial(path) -> tuple[dict[str, list[tuple[float, object]]], str 
                            + (": the file is empty, a recording killed before its first second?)" if size == 0
                               else ")"))
         f.seek(0)
-        summary_ok = False
         try:
-            reader = make_reader(f, decoder_factories=[DecoderFactory()])
-            summary_ok = reader.get_summary() is not None
-            take(reader.iter_decoded_messages(log_time_order=True))
-            if summary_ok:
-                return dict(out), None
-            first_problem = "no summary (the file has no index)"
-        except McapDamage as e:
-            first_problem = f"damaged data ({e})"
+            summary = make_reader(f).get_summary()
         except Exception:  # noqa: BLE001 -- no summary/footer: the reader raises its own types
-            first_problem = "no summary or footer (the recording was killed, or is still being written)"
+            summary = None
+        if summary is not None and summary.chunk_indexes:
+            # the index says where every chunk is: read each one that reads back whole, skip (and name) the others
+            indexed = IndexedReader(f, summary)
+            decoders: dict = {}
+            factory = DecoderFactory()
+
+            def decoded():
+                for schema, channel, message in indexed.iter_messages():
+                    dec = decoders.get(channel.id)
+                    if dec is None:
+                        dec = factory.decoder_for(channel.message_encoding, schema)
+                        if dec is None:
+                            raise BadValue(f"{p}: no decoder for {channel.topic}'s "
+                                           f"{channel.message_encoding} messages")
+                        decoders[channel.id] = dec
+                    yield schema, channel, message, dec(message.data)
+            take(decoded())
+            if not indexed.skipped:
+                return dict(out), None
+            n = sum(len(msgs) for msgs in out.values())
+            if n == 0:
+                raise BadValue(f"{p} is not a readable MCAP file: it holds no readable message ({size} bytes: "
+                               f"{indexed.skipped_text()})")
+            return dict(out), f"{indexed.skipped_text()}. Read {n} messages from the others"
+        first_problem = "no summary or footer (the recording was killed, or is still being written)"
         # stream it from the start, in file order, up to the first damaged or missing byte
         out.clear()
         first.clear()
@@ -418,28 +435,107 @@ def read_mcap_partial(path) -> tuple[dict[str, list[tuple[float, object]]], str 
                            f"{FLUSH_PERIOD_S:g} s)")
 
 
+class IndexedReader:
+    """The messages of an MCAP file with a readable summary, chunk by chunk through its index: a chunk that does
+    not read back whole (bad compressed bytes, a CRC that does not match) is skipped and named in `skipped`, and
+    every other chunk is read. The mcap library's reader stops at the first damaged chunk and loses the rest
+    (one flipped byte in the first of 13 chunks lost a whole recording). iter_messages(topics, log_time_order) as
+    the mcap library's readers have it."""
+
+    def __init__(self, f, summary):
+        self.f = f
+        self.summary = summary
+        self.skipped: list[str] = []
+        self._read: list | None = None
+
+    def _messages(self) -> list:
+        if self._read is not None:
+            return self._read
+        import io
+
+        from mcap.exceptions import EndOfFile
+        from mcap.records import Channel, Chunk, Message, Schema
+        from mcap.stream_reader import StreamReader
+        schemas = dict(self.summary.schemas)
+        channels = dict(self.summary.channels)
+        out = []
+        indexes = sorted(self.summary.chunk_indexes, key=lambda c: c.chunk_start_offset)
+        for i, ci in enumerate(indexes):
+            kept = []
+            try:
+                self.f.seek(ci.chunk_start_offset)
+                raw = self.f.read(ci.chunk_length)
+                whole = False
+                try:
+                    # the chunk record alone: the reader decompresses it, checks its CRC and yields what it holds,
+                    # then finds the end of these bytes (no footer follows: EndOfFile is the normal end here)
+                    for rec in StreamReader(io.BytesIO(raw), skip_magic=True, validate_crcs=True,
+                                            emit_chunks=False).records:
+                        if isinstance(rec, Schema):
+                            schemas.setdefault(rec.id, rec)
+                        elif isinstance(rec, Channel):
+                            channels.setdefault(rec.id, rec)
+                        elif isinstance(rec, Message):
+                            kept.append(rec)
+                        elif isinstance(rec, Chunk):
+                            whole = True
+                except EndOfFile:
+                    whole = whole or bool(kept)
+                if not whole:
+                    raise ValueError("no complete chunk at the index's offset")
+            except Exception as e:  # noqa: BLE001 -- the library's failures on damaged bytes have no common type
+                self.skipped.append(f"chunk {i + 1} of {len(indexes)} (bytes {ci.chunk_start_offset}.."
+                                    f"{ci.chunk_start_offset + ci.chunk_length}, "
+                                    f"{(ci.message_end_time - ci.message_start_time) / 1e9:.1f} s of messages from "
+                                    f"{ci.message_start_time / 1e9:.3f}): {type(e).__name__}: {e}")
+                continue
+            out.extend(kept)
+        self._read = [(schemas.get(channels[m.channel_id].schema_id), channels[m.channel_id], m) for m in out
+                      if m.channel_id in channels]
+        return self._read
+
+    def iter_messages(self, topics=None, log_time_order: bool = True):
+        msgs = self._messages()
+        if log_time_order:
+            msgs = sorted(msgs, key=lambda r: r[2].log_time)
+        for schema, channel, message in msgs:
+            if topics is None or channel.topic in topics:
+                yield schema, channel, message
+
+    def skipped_text(self) -> str:
+        """The chunks left out, in words ("" when none)."""
+        if not self.skipped:
+            return ""
+        return f"{len(self.skipped)} damaged chunk(s) skipped, the rest read: " + "; ".join(self.skipped)
+
+
 def open_reader(path: Path):
-    """(file, reader, summary or None, damaged text or ""). A file with the MCAP magic but no readable summary
-    (a recording cut short) is streamed from the start so every message before the damage is used."""
+    """(file, reader, summary or None, damaged text or ""). With a readable summary the reader is an IndexedReader
+    (a damaged chunk is skipped, the others read: reader.skipped says which); a file with the MCAP magic but no
+    readable summary (a recording cut short) is streamed from the start so every message before the damage is
+    used."""
     from mcap.exceptions import McapError
     from mcap.reader import NonSeekingReader, make_reader
 
     if not path.exists():
-        raise FuseError(f"{path}: no such file")
+        raise FuseError(f"{path}: no such file", exit_code=EXIT_BAD_VALUE)
     if path.is_dir():
-        raise FuseError(f"{path}: is a directory (give the .mcap file inside a ros2 bag folder)")
+        raise FuseError(f"{path}: is a directory (give the .mcap file inside a ros2 bag folder)",
+                        exit_code=EXIT_BAD_VALUE)
     try:
         f = open(path, "rb")
     except OSError as e:
-        raise FuseError(f"{path}: cannot open: {e.strerror}") from None
+        raise FuseError(f"{path}: cannot open: {e.strerror}", exit_code=EXIT_BAD_VALUE) from None
     magic = f.read(len(MCAP_MAGIC))
     f.seek(0)
     if magic != MCAP_MAGIC:
         f.close()
-        raise FuseError(f"{path}: not a readable MCAP file (no MCAP magic at the start)")
+        raise FuseError(f"{path}: not a readable MCAP file (no MCAP magic at the start)", exit_code=EXIT_BAD_VALUE)
     try:
         reader = make_reader(f)
         summary = reader.get_summary()
+        if summary is not None and summary.chunk_indexes:
+            return f, IndexedReader(f, summary), summary, ""
         return f, reader, summary, ""
     except (McapError, ValueError, EOFError, OSError, struct.error) as e:
         f.seek(0)
@@ -449,5 +545,5 @@ def open_reader(path: Path):
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 
 
-__all__ = ["LogClock", "SetClock", "OutputFile", "open_reader", "McapRecorder", "McapDamage", "read_mcap",
-           "read_mcap_partial", "guarded", "FLUSH_PERIOD_S"]
+__all__ = ["LogClock", "SetClock", "OutputFile", "open_reader", "IndexedReader", "McapRecorder", "McapDamage",
+           "read_mcap", "read_mcap_partial", "guarded", "FLUSH_PERIOD_S"]

@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import EXIT_USAGE, BadValue, UserError
 from . import registry
 from .virtual import SimError, VirtualBoard, firmware_root, robot_path
 
@@ -40,7 +40,10 @@ SENSOR_OPTIONS = ("imu", "i2c", "battery-adc", "estop")
 
 
 class ImagesMissing(SimError):
-    """An emulated-Pico image file is not there; the message names it and where users get it."""
+    """An emulated-Pico image file is not there; the message names it and where users get it. Exit code 2, as the
+    rig's own (docs/pico-rig.md): the command cannot run as asked."""
+
+    exit_code = EXIT_USAGE
 
 
 def images_dir() -> Path:
@@ -111,6 +114,29 @@ def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0",
     if quiet:
         cmd.append("--quiet")
     return cmd
+
+
+def check_flash_path(flash: str | os.PathLike) -> Path:
+    """The flash image file the rig keeps the chip's flash in: a regular file we may write, or a new one in a
+    folder we may write to. BadValue naming the path otherwise (a missing folder, /proc, a read-only filesystem:
+    the rig started, announced its port, and quit 1.4 s later with exit 0 when it first saved)."""
+    p = Path(flash)
+    if p.exists():
+        if not p.is_file():
+            raise BadValue(f"--flash {p}: not a file (the rig keeps the chip's 2 MiB flash in it)")
+        if not os.access(p, os.R_OK | os.W_OK):
+            raise BadValue(f"--flash {p}: cannot be read and written (permissions)")
+        return p
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise BadValue(f"--flash {p}: the folder {parent} does not exist")
+    probe = parent / f".{p.name}.{os.getpid()}.probe"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise BadValue(f"--flash {p}: cannot create a file in {parent} ({e.strerror or e})") from None
+    return p
 
 
 def control_request(address: str, request: dict, timeout: float = 2.0) -> dict:
@@ -192,6 +218,7 @@ class PicoRig(VirtualBoard):
     """
 
     ERROR_PREFIX = "pico-rig: error:"
+    NAME = "emulated Pico"
 
     def __init__(self, flash: str | os.PathLike | None = None, robot: str | os.PathLike | dict | None = None,
                  board: str | os.PathLike | None = None, seed: int | None = None, hold_repl_pin: bool = False,
@@ -209,7 +236,9 @@ class PicoRig(VirtualBoard):
         self.sensors = dict(sensors or {})
         self.pty: str | None = None
         self._relay: PtyRelay | None = None
-        find_images(images)     # a missing image is an error before anything starts
+        find_images(images)             # a missing image is an error before anything starts
+        if flash is not None:
+            check_flash_path(flash)     # the rig saves the chip's flash there: refused before anything starts
 
     def _command(self, robot) -> list[str]:
         assert self._tmp is not None        # made by start()
@@ -257,4 +286,5 @@ def require_images_or_skip(skip) -> dict[str, Path]:
 
 
 __all__ = ["PicoRig", "PtyRelay", "ImagesMissing", "find_images", "images_dir", "rig_command", "control_request",
+           "check_flash_path",
            "require_images_or_skip"]

@@ -107,16 +107,18 @@ def vboard_command(*, listen: str = "127.0.0.1:0", control: str | None = "127.0.
     return cmd
 
 
-def startup_error(lines: list[str], rc: int | None, prefix: str = "vboard: error:") -> UserError:
-    """The error to raise when the virtual board exits before it listens, from its stderr lines."""
+def startup_error(lines: list[str], rc: int | None, prefix: str = "vboard: error:",
+                  what: str = "virtual board") -> UserError:
+    """The error to raise when the virtual board (or `what`: the emulated Pico) exits before it listens, from its
+    stderr lines."""
     msgs = [ln.split("error:", 1)[1].strip() for ln in lines if ln.startswith(prefix)]
     text = msgs[-1] if msgs else ("\n".join(lines[-15:]).strip() or f"exit code {rc}")
     low = text.lower()
     if "listen" in low or "resolve" in low:
-        return PortError(f"virtual board: {text}")
-    if "robot description" in low or "board config" in low or "--" in low:
-        return BadValue(f"virtual board: {text}")
-    return SimError(f"virtual board did not start: {text}")
+        return PortError(f"{what}: {text}")
+    if "robot description" in low or "board config" in low or "flash file" in low or "--" in low:
+        return BadValue(f"{what}: {text}")
+    return SimError(f"{what} did not start: {text}")
 
 
 class VirtualBoard:
@@ -133,6 +135,7 @@ class VirtualBoard:
     """
 
     ERROR_PREFIX = "vboard: error:"
+    NAME = "virtual board"
 
     def __init__(self, baud: int = 115200, robot: str | os.PathLike | dict | None = None, listen: str | None = None,
                  control: str | None = None, board: str | os.PathLike | None = None,
@@ -238,7 +241,7 @@ class VirtualBoard:
             if line is None:
                 rc = self.proc.wait(timeout=5) if self.proc else None
                 time.sleep(0.05)   # let the stderr reader finish
-                raise startup_error(self.stderr_lines, rc, self.ERROR_PREFIX)
+                raise startup_error(self.stderr_lines, rc, self.ERROR_PREFIX, self.NAME)
             self.output_lines.append(line)
             if line.startswith("control on "):
                 host, _, port = line[len("control on "):].rpartition(":")

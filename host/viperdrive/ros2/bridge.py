@@ -60,6 +60,7 @@ TWIST_STAMPED = "geometry_msgs/msg/TwistStamped"
 _CMD_TYPES = {TWIST: msgs.Twist, TWIST_STAMPED: msgs.TwistStamped}
 
 WARN_INTERVAL_S = 5.0           # a repeated warning (no publisher, wrong type) at most this often
+SOURCE_SILENT_S = 3.0           # an EKF source with no publisher this long after the start is warned about
 DIAGNOSTICS_PERIOD_S = 1.0      # diagnostic_updater's default rate
 # GET_DIAG is a blocking round trip on the serial line (~3 ms on a board, ~10 ms on the virtual one): inside a
 # 10 ms period it would cost an overrun every time. The board-side counters are therefore read at activation,
@@ -387,6 +388,7 @@ class Ros2Bridge:
         self.filter_tf = False              # the filter owns odom -> base_link (publish_tf)
         self._internal_odom: str | None = None          # the filter's topic for our own odometry, if it reads it
         self._external_readers: list = []   # (filter topic, DDS reader)
+        self._started_at = time.monotonic()
         self.uncertainty_limit = uncertainty_limit
         try:
             if record is not None:
@@ -461,6 +463,18 @@ class Ros2Bridge:
                 log.info("ekf: publish_tf: the filter publishes %s -> %s (the raw odometry's tf is off)",
                          cfg.world_frame, cfg.base_link_frame)
 
+    def _warn_unpublished_sources(self, now: float) -> None:
+        """A source of the live filter that nobody publishes, SOURCE_SILENT_S after the bridge started: a WARNING
+        (it was an INFO line about the subscription, while with publish_tf the raw odometry's tf was already off)."""
+        if not self._external_readers or now - self._started_at < SOURCE_SILENT_S:
+            return
+        for topic, reader in self._external_readers:
+            if not reader.get_matched_publications():
+                tf = (" and the raw odometry's tf is off (publish_tf): odom -> base_link comes from the filter alone"
+                      if self.filter_tf else "")
+                self.warn("ekf_source_" + topic, f"ekf: nobody publishes {topic}, which the filter reads: it fuses "
+                                                 f"the other sources only{tf}")
+
     def _poll_inputs(self) -> list:
         out = []
         for topic, reader in self._external_readers:
@@ -502,6 +516,7 @@ class Ros2Bridge:
     def start(self) -> None:
         """Open and enable the board: configure (port, HELLO), activate (zeroed encoders and command)."""
         self.board.configure()
+        self._started_at = time.monotonic()
         cpr = getattr(self.board, "counts_per_rev", None) or self.config.counts_per_rev
         self.odometry = self._odometry_factory(self.config, counts_per_rev=cpr)
         self.drive.reset()
@@ -625,6 +640,7 @@ class Ros2Bridge:
             if self._next_publish < after:
                 self._next_publish = after + self.publish_period
         if after >= self._next_diag:
+            self._warn_unpublished_sources(after)
             self.publish_diagnostics()
             self._next_diag += DIAGNOSTICS_PERIOD_S
             if self._next_diag < after:

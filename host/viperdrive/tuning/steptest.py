@@ -31,6 +31,30 @@ LIFTED_RAMP = 5000.0    # rad/s^2: the setpoint jumps to the step within one per
 LIFTED = {RAMP_PARAM: LIFTED_RAMP, "ka": 0.0}
 
 
+def relay_values(amplitude: float) -> dict:
+    """The parameters the relay experiment sets (a pure P controller at the highest gain, clamped at +-amplitude)."""
+    from viperdrive.shared import params as PARAMS
+    kp_max = PARAMS.by_name("kp")[PARAMS.MAX]
+    return {"ki": 0.0, "kd": 0.0, "ks": 0.0, "kv": 0.0, "ka": 0.0, "deadband": 0.0, RAMP_PARAM: LIFTED_RAMP,
+            "max_duty": amplitude, "kp": kp_max}
+
+
+def experiment_values_left(board) -> dict:
+    """{name: live value} of the parameters that still hold an experiment's test value: the lifted ramp (max_accel
+    5000, both experiments) and kp at its maximum (the relay's). What a SIGKILLed `tune` leaves live; a drive on it
+    runs a relay controller, not the robot's tuning."""
+    from viperdrive.shared import params as PARAMS
+    found = {}
+    if board.get_param(RAMP_PARAM) == LIFTED_RAMP:
+        found[RAMP_PARAM] = LIFTED_RAMP
+    kp_max = PARAMS.by_name("kp")[PARAMS.MAX]
+    if board.get_param("kp") == kp_max:
+        found["kp"] = kp_max
+        for name in ("ki", "ks", "kv", "max_duty"):
+            found[name] = board.get_param(name)
+    return found
+
+
 @dataclass(frozen=True)
 class StepMetrics:
     step: float                         # rad/s commanded
@@ -259,10 +283,7 @@ def run_relay(board, wheel: str, amplitude: float, duration: float, rate_hz: int
     controller at the highest gain, clamped at +-amplitude duty, IS a relay (its linear band, amplitude/kp, is the
     hysteresis). Feedforward, integral, derivative and deadband compensation are off for the test; every changed
     parameter is restored afterwards. The wheel oscillates about zero speed: lift the robot."""
-    from viperdrive.shared import params as PARAMS
-    kp_max = PARAMS.by_name("kp")[PARAMS.MAX]
-    changes = {"ki": 0.0, "kd": 0.0, "ks": 0.0, "kv": 0.0, "ka": 0.0, "deadband": 0.0, RAMP_PARAM: 5000.0,
-               "max_duty": amplitude, "kp": kp_max}
+    changes = relay_values(amplitude)
     k = 2 * math.pi / board.counts_per_rev
 
     def setpoints(now):
