@@ -67,8 +67,9 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError("every test is in exactly one group of " + ", ".join(GROUPS) + " (a pytestmark in "
                                 "its file; pyproject.toml lists them): " + ", ".join(missing[:10]))
     # every emulated-Pico item on one xdist worker (make test runs several): one flash (the session's pico_image)
-    # and one rig at a time instead of one per worker. tryfirst: before xdist reads the group marks.
-    for item in items:
+    # and one rig at a time instead of one per worker. tryfirst: before xdist reads the group marks. Without
+    # xdist (PYTEST_WORKERS=0, -p no:xdist) there are no groups to keep.
+    for item in items if config.pluginmanager.hasplugin("xdist") else ():
         cs = getattr(item, "callspec", None)
         if isinstance(item, MicroPythonItem):
             # a MicroPython file runs all its tests in one process on the worker of its first item: every item of

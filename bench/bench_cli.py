@@ -103,11 +103,14 @@ def main() -> int:
         m = re.search(r"monitor: (\d+) telemetry records at (\d+)/s requested, (\d+) lost", r.stdout)
         print(f"cli_monitor seconds=3 received={m.group(1)} requested_per_s={m.group(2)} lost={m.group(3)}")
 
-        for name, argv in (("step", ["tune", "--duration", "5"]),
-                           ("autotune", ["tune", "--autotune", "--yes", "--wheel", "left", "--relay-time", "5"])):
-            proc, _, off, t_exit = signal_while_energized(sim, argv, signal.SIGTERM, after_s=0.8)
-            print(f"cli_interrupt test={name} signal=SIGTERM off_ms={off * 1000:.0f} exit_s={t_exit:.2f} "
-                  f"exit_code={proc.returncode}")
+        with tempfile.TemporaryDirectory() as d:
+            png = ["--png", str(Path(d) / "tune_step.png")]     # a plot, if one is written, outside the tree
+            for name, argv in (("step", ["tune", "--duration", "5", *png]),
+                               ("autotune", ["tune", "--autotune", "--yes", "--wheel", "left", "--relay-time", "5",
+                                             *png])):
+                proc, _, off, t_exit = signal_while_energized(sim, argv, signal.SIGTERM, after_s=0.8)
+                print(f"cli_interrupt test={name} signal=SIGTERM off_ms={off * 1000:.0f} exit_s={t_exit:.2f} "
+                      f"exit_code={proc.returncode}")
 
         with tempfile.TemporaryDirectory() as d:
             kept, lost = _killed_recording(sim, Path(d))

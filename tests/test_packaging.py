@@ -76,7 +76,13 @@ def test_every_subpackage_imports():
 def test_pyproject_declares_every_subpackage():
     # a subpackage missing from [tool.setuptools].packages imports in the editable install but is left out of a
     # wheel: the list must match the folders exactly
-    declared = set(pyproject()["tool"]["setuptools"]["packages"])
+    setup = pyproject()["tool"]["setuptools"]
+    firmware = {p for p in setup["packages"] if p.startswith("viperdrive.firmware.")}
+    # the firmware ships as data from the repo's folders (tests/test_wheel.py installs and uses it)
+    assert all((ROOT / setup["package-dir"][p]).is_dir() for p in firmware), setup["package-dir"]
+    assert {setup["package-dir"][p] for p in firmware} == {"mcu", "mcu/hal", "mcu/boards", "shared", "sim",
+                                                           "sim/robots"}
+    declared = set(setup["packages"]) - firmware
     on_disk = set(subpackages()) | {"viperdrive.shared"}
     assert not on_disk - declared, f"add to [tool.setuptools].packages in pyproject.toml: {sorted(on_disk - declared)}"
     assert not declared - on_disk, f"declared but missing: {sorted(declared - on_disk)}"

@@ -25,5 +25,6 @@ def require(name: str, error: type[Exception] = UserError, what: str = "") -> st
     """The path of tool `name`, or `error` saying it is missing and how to install it."""
     found = find(name)
     if not found:
-        raise error(f"{what or name} is not installed (it comes with viperdrive's requirements: run `make setup`)")
+        raise error(f"{what or name} is not installed (it comes with viperdrive: pip install viperdrive, or "
+                    f"`make setup` in a checkout)")
     return found

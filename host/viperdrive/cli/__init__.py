@@ -16,7 +16,7 @@ import importlib
 import pkgutil
 import sys
 
-from .. import __version__
+from .. import __version__, extras
 from ..errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, UserError
 
 
@@ -30,7 +30,8 @@ def _commands():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="viperdrive", description="viperdrive motor board tools")
+    parser = argparse.ArgumentParser(prog="viperdrive", description="viperdrive motor board tools",
+                                     epilog=extras.summary(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"viperdrive {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, mod in _commands():

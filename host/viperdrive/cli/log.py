@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from .. import extras
 from ..errors import BoardFault, UserError
 from ..motion.scripts import BUILTINS, ScriptFollower, load_script
 from ..recording.mcap import McapRecorder, read_mcap, read_mcap_partial
@@ -47,6 +48,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     if args.action == "plot":
+        extras.require("plot", "viperdrive log plot")      # before reading a recording it could not plot
         data, damage = read_mcap_partial(args.file)
         if damage is not None:
             warn(args, f"{args.file}: {damage}; plotting what it holds")

@@ -18,6 +18,7 @@ import time
 
 from viperdrive.shared import protocol as P
 
+from .. import extras
 from ..errors import UserError
 from .boardopen import open_board
 from .options import add_board_options, host_port, int_range, seconds
@@ -74,6 +75,7 @@ class FoxgloveOut:
     """The live data as Foxglove channels: /viperdrive/wheels and /viperdrive/status (JSON), /tf (odom->base_link)."""
 
     def __init__(self, spec: str, odom_frame: str, base_frame: str):
+        extras.require("foxglove", "monitor --foxglove")
         import foxglove
         from foxglove.channels import FrameTransformChannel
         host, _, port = spec.rpartition(":")
@@ -241,6 +243,8 @@ def sensor_line(d: dict) -> str:
 
 
 def run(args) -> int:
+    if args.foxglove is not None:
+        extras.require("foxglove", "monitor --foxglove")     # before the port is opened
     keys = TerminalKeys()
     fox = None
     with stop_signals_as_interrupt(), open_board(args) as board:

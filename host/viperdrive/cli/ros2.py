@@ -6,6 +6,7 @@ import logging
 import signal
 import sys
 
+from .. import extras
 from ..errors import EXIT_FAULT, EXIT_LINK_LOST, BadValue
 from .options import BAUD, add_robot_file_options, baud_of, int_range, load_config, port_spec, positive, seconds
 from .signals import handled_signals, reason
@@ -65,6 +66,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    extras.require("ros2", "viperdrive ros2")
     from ..ros2.bridge import PublisherFilter
     from ..ros2.node import Discovery, check_security, cyclone_config, resolve_domain_id
 

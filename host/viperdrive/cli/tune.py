@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import extras
 from ..errors import BadValue, UserError
 from ..tuning import steptest
 from ..tuning.calibrate import RULES, relay_autotune
@@ -26,6 +27,7 @@ HELP = ("step-test the wheel speed loop (rise, overshoot, settling, error, PNG);
 
 GAINS = ("kp", "ki", "kd")
 STEP_MAX = 1000.0       # rad/s; the robot's max_rim_speed is checked once the board is open
+DEFAULT_PNG = "tune_step.png"
 TEST_MAX_S = 60.0       # a step or relay experiment longer than a minute is a typo, not a test
 
 
@@ -37,7 +39,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="how long the step is held (1.0)")
     parser.add_argument("--band", type=finite_float(0.0, 100.0, "%", lo_open=True, hi_open=True), default=5.0,
                         metavar="PCT", help="settling band, %% of the step (5)")
-    parser.add_argument("--png", default="tune_step.png", metavar="FILE", help="plot file (default %(default)s)")
+    parser.add_argument("--png", default=None, metavar="FILE",
+                        help=f"plot file (default {DEFAULT_PNG} when the plot extra is installed; none without it)")
     parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE", dest="assign",
                         help="apply parameters live before the test, e.g. --set kp=0.05 ki=0.8")
     parser.add_argument("--save", action="store_true", help="store the parameters on the board after the test")
@@ -55,12 +58,24 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_board_options(parser, data_output=True)
 
 
-def run(args) -> int:
-    assignments = parse_assignments(args.assign) if args.assign else {}
+def plot_file(args) -> None:
+    """Settle args.png before the robot moves: the file asked for (the plot extra then required, the folder
+    existing), else DEFAULT_PNG when matplotlib is installed, else None (no plot, with a note)."""
+    if args.png is None:
+        if extras.installed("plot"):
+            args.png = DEFAULT_PNG
+        else:
+            note(args, "no plot of the step: pip install 'viperdrive[plot]' for one")
+            return
+    extras.require("plot", "--png")
     png_dir = Path(args.png).resolve().parent
     if not png_dir.is_dir():
-        # found out before the robot moves, not after the test
         raise BadValue(f"--png {args.png}: the folder {png_dir} does not exist")
+
+
+def run(args) -> int:
+    assignments = parse_assignments(args.assign) if args.assign else {}
+    plot_file(args)         # found out before the robot moves, not after the test
     wheels = ("left", "right") if args.wheel == "both" else (args.wheel,)
     if args.design:
         return tune_design.run(args, wheels)
@@ -87,9 +102,10 @@ def run(args) -> int:
                                     progress=bar, shield=guard.shield, warn=guard.warn)
         metrics = {w: steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, args.step,
                                             band=args.band / 100.0) for w in wheels}
-        steptest.plot_step(rec, wheels, metrics, args.png,
-                           title=f"step {args.step:g} rad/s: kp {gains['kp']:.4g}, ki {gains['ki']:.4g}, "
-                                 f"kd {gains['kd']:.4g}")
+        if args.png is not None:
+            steptest.plot_step(rec, wheels, metrics, args.png,
+                               title=f"step {args.step:g} rad/s: kp {gains['kp']:.4g}, ki {gains['ki']:.4g}, "
+                                     f"kd {gains['kd']:.4g}")
         result["wheels"] = {w: m.to_dict() for w, m in metrics.items()}
         result["png"] = args.png
         result["telemetry_hz"] = rate
@@ -108,7 +124,8 @@ def run(args) -> int:
         settle = f"never ({args.band:g}%)" if m.settling_time is None else f"{m.settling_time * 1000:.0f} ms"
         print(f"{w:<6} {rise:>12} {m.overshoot:>9.1f}% {settle:>10} {m.steady_state_error:>+11.3f} rad/s "
               f"({m.steady_state_error_pct:+.1f}%)")
-    print(f"plot: {args.png}")
+    if args.png is not None:
+        print(f"plot: {args.png}")
     if args.save:
         print("parameters saved on the board")
     elif assignments or result.get("autotune", {}).get("applied"):

@@ -143,9 +143,10 @@ def run(args, wheels) -> int:
                 if failed:
                     warn(args, f"could not put back {', '.join(failed)} (link lost?): the board runs the trial "
                                f"gains until it is reset (they were not saved)")
-        steptest.plot_step(b["recording"], wheels, b["metrics"], args.png,
-                           title=f"designed gains: kp {new['kp']:.4g}, ki {new['ki']:.4g}, kd {new['kd']:.4g}, "
-                                 f"kt {new['kt']:.4g} s")
+        if args.png is not None:
+            steptest.plot_step(b["recording"], wheels, b["metrics"], args.png,
+                               title=f"designed gains: kp {new['kp']:.4g}, ki {new['ki']:.4g}, "
+                                     f"kd {new['kd']:.4g}, kt {new['kt']:.4g} s")
     result.update({"old_gains": old, "new_gains": new, "a": a["wheels"], "b": b["wheels"], "meets": ok,
                    "misses": misses, "saved": keep, "png": args.png, "telemetry_hz": rate})
     if args.json:
@@ -155,7 +156,8 @@ def run(args, wheels) -> int:
         for w, miss in misses.items():
             if miss:
                 print(f"{w}: B misses the request: {'; '.join(miss)}")
-        print(f"plot of B: {args.png}")
+        if args.png is not None:
+            print(f"plot of B: {args.png}")
         if keep:
             print("designed gains saved on the board")
         elif ok:

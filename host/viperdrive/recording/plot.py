@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import extras
 from ..errors import BadValue, UserError
 from .mcap import read_mcap
 
@@ -23,6 +24,7 @@ def plot_mcap(path, out_dir=None, data=None) -> list[Path]:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UserError(f"cannot create the folder {out_dir}: {e.strerror or e}") from None
+    extras.require("plot", "plotting a recording")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

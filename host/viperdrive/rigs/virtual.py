@@ -27,7 +27,7 @@ from io import BufferedReader
 from pathlib import Path
 from typing import Any
 
-from .. import executables
+from .. import executables, extras
 from ..errors import BadValue, PortError, UserError
 from . import clockfile, registry
 from .clockfile import BoardTimeFile
@@ -41,20 +41,22 @@ class SimError(UserError):
 
 
 def firmware_root() -> Path:
-    """The folder holding mcu/ and sim/ (the repo root in a checkout; VIPERDRIVE_ROOT overrides)."""
+    """The folder holding mcu/ and sim/: the repo root in a checkout, viperdrive/firmware/ in an installed wheel
+    (pyproject.toml ships them there); VIPERDRIVE_ROOT overrides."""
     env = os.environ.get("VIPERDRIVE_ROOT")
     candidates = [Path(env)] if env else []
     here = Path(__file__).resolve()
-    candidates += list(here.parents)
+    candidates += [here.parents[1] / "firmware", *here.parents]
     for c in candidates:
         if (c / "sim" / "vboard.py").is_file() and (c / "mcu").is_dir():
             return c
-    raise SimError("cannot find the firmware and the virtual board (mcu/ and sim/vboard.py): run from a viperdrive "
-                   "checkout or set VIPERDRIVE_ROOT to one")
+    raise SimError("cannot find the firmware and the virtual board (mcu/ and sim/vboard.py): reinstall viperdrive, "
+                   "run from a viperdrive checkout, or set VIPERDRIVE_ROOT to one")
 
 
 def micropython_exe() -> str:
     """The MicroPython unix port: next to this Python (the project's venv), else on PATH."""
+    extras.require("sim", "the virtual board")
     return executables.require("micropython", SimError, "the MicroPython unix port (micropython)")
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from viperdrive.shared import protocol as P
 from viperdrive.shared import stepmetrics
 
+from .. import extras
 from ..errors import BadValue, LinkLost, UserError
 
 WHEELS = ("left", "right")
@@ -298,6 +299,7 @@ def run_relay(board, wheel: str, amplitude: float, duration: float, rate_hz: int
 
 def plot_step(rec: Recording, wheels, metrics: dict, path, title: str = "") -> None:
     """PNG: setpoint and measurement (rad/s) with the controller output (duty) on a second axis, per wheel."""
+    extras.require("plot", "plotting a step")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
