@@ -225,6 +225,9 @@ class VirtualBoard:
         endpoint {"cmd": "reset"}), which boots link mode again: the virtual board has no REPL on its link."""
         self.link.flush()               # the STOP_LINK_ACK leaves before the firmware goes quiet
         self.halt_firmware()
+        # the line still runs (clients come and go, which the world's grant must see) but nothing listens: what
+        # arrives is dropped, as a halted firmware's UART would overrun; a power cycle reconnects it
+        self.link.cut = True
         self.link_stopped = True
         self.link_stops += 1
         print("vboard: the host sent STOP_LINK: firmware halted, outputs off, the link answers nothing until a "
@@ -305,7 +308,7 @@ class VirtualBoard:
             if gap > self.main_gap_max_us:
                 # the slowest main-loop pass (link service, endpoint, idle): what the host's reply latency sees
                 self.main_gap_max_us = gap
-            world.idle(self.link if self.hal is not None else None)
+            world.idle(self.link)
 
     # ---- control endpoint ----
 
