@@ -24,7 +24,7 @@ SPEC_WINDUP_S = 0.100
 
 
 def test_default_gains_step_overshoot_and_settling(board):
-    for name in ("kp", "ki", "kt", "ks", "kv", "ka"):
+    for name in ("kp", "ki", "windup_tau", "ks", "kv", "ka"):
         assert board.get_param(name) == pytest.approx(PARAMS.by_name(name)[PARAMS.DEFAULT], rel=1e-6)
     rate = steptest.telemetry_rate(board.info.control_hz, board.baud)
     rec = steptest.run_step(board, ("left", "right"), 10.0, 1.0, rate)
@@ -81,12 +81,12 @@ def test_default_gains_leave_saturation_quickly_after_a_10_s_stall(board, need_s
     t_end = rec.t[np.nonzero(rec.setpoint["left"] > 9.99)[0][-1]]
     back = [steptest.step_metrics(rec.t, rec.measured[w], rec.t[i0], t_end, 10.0).settling_time
             for w in ("left", "right")]
-    ki, kt = board.get_param("ki"), board.get_param("kt")
-    print(f"after {hold:g} s stalled at 10 rad/s (ki {ki:g}, kt {kt:g} s): output left saturation "
+    ki, windup_tau = board.get_param("ki"), board.get_param("windup_tau")
+    print(f"after {hold:g} s stalled at 10 rad/s (ki {ki:g}, windup_tau {windup_tau:g} s): output left saturation "
           f"{recovery * 1e3:.0f} ms after the wheels started to turn (spec {SPEC_WINDUP_S * 1e3:.0f} ms, telemetry "
           f"{rate} Hz); peak speed after the release {peak:.2f} rad/s; within 5 % of the setpoint after "
           + ", ".join("never" if b is None else f"{b * 1e3:.0f} ms" for b in back))
     # measured on the virtual board (docs/tuning.md): <= 6 ms (one record), peak ~10.25 rad/s, back within 5 %
-    # after ~25 ms; the previous defaults (ki 0.6, kt 0.1 s, no kS): 30 ms, peak 15.2 rad/s
+    # after ~25 ms; the previous defaults (ki 0.6, windup_tau 0.1 s, no kS): 30 ms, peak 15.2 rad/s
     assert recovery <= SPEC_WINDUP_S
     assert peak < 10.0 * 1.15 and all(b is not None and b < 0.2 for b in back)

@@ -80,7 +80,7 @@ def fixed_gains(values, hz, cpr):
     put(fx.K_P, values["kp"] * rpc * one / vq, fx.TERM_MAX)
     put(fx.K_I, values["ki"] * dt * rpc * one * iq / vq, fx.I_TERM_MAX)
     # Tt shorter than one period would over-correct (a back-calculation gain above 1): it acts as Tt = dt
-    put(fx.K_AW, min(1.0, dt / values["kt"]) * iq, fx.I_TERM_MAX)
+    put(fx.K_AW, min(1.0, dt / values["windup_tau"]) * iq, fx.I_TERM_MAX)
     put(fx.K_AD, dt / (values["kd_tau"] + dt), fx.X_MAX)
     put(fx.K_D, values["kd"] * hz * rpc * one / vq, fx.TERM_MAX)
     put(fx.K_V, values["kv"] * rpc * one / vq, fx.TERM_MAX)

@@ -82,7 +82,7 @@ class FloatLaw:
             "kp": v["kp"] * rpc, "ki": v["ki"] * rpc, "kd": v["kd"] * rpc, "kv": v["kv"] * rpc,
             "ka": v["ka"] * rpc, "ks": v["ks"], "db": v["deadband"], "maxd": v["max_duty"],
             # Tt below one period would over-correct: it acts as Tt = dt (as in the fixed-point step)
-            "aw": min(1.0, dt / v["kt"]),
+            "aw": min(1.0, dt / v["windup_tau"]),
             "spmax": v["max_wheel_speed"] / rpc, "acc": v["max_accel"] / rpc * dt,
             "dm_n": max(1, (v["deadman_ms"] * self.hz + 500) // 1000),
             "dis_n": max(1, (v["deadman_disable_ms"] * self.hz + 500) // 1000),

@@ -6,7 +6,7 @@
 # the board converts them to its fixed-point counts domain when a value is applied.
 #
 # The default gains are those of the default robot (sim/robots/default.json; docs/tuning.md, "The default gains"):
-# kS and kV as `viperdrive calibrate feedforward` identifies its motor, kp/ki/kt as `viperdrive tune --design
+# kS and kV as `viperdrive calibrate feedforward` identifies its motor, kp/ki/windup_tau as `viperdrive tune --design
 # --settle 100ms --overshoot 5%` computes them from that model (rounded). kA stays 0: a board whose motor was not
 # identified has no inertia model, and `tune --design` then asks for the identification instead of guessing.
 
@@ -30,7 +30,7 @@ TABLE = (
     (1, "ki", "f", "duty/rad", 0.0, 100.0, 0.2, "integral gain (integrates speed error)"),
     (2, "kd", "f", "duty/(rad/s^2)", 0.0, 1.0, 0.0, "derivative gain, on the measurement"),
     (3, "kd_tau", "f", "s", 0.0005, 1.0, 0.01, "time constant of the derivative's one-pole filter"),
-    (4, "kt", "f", "s", 0.001, 10.0, 0.02, "anti-windup back-calculation tracking time Tt"),
+    (4, "windup_tau", "f", "s", 0.001, 10.0, 0.02, "anti-windup back-calculation tracking time Tt"),
     (5, "ks", "f", "duty", 0.0, 0.6, 0.14, "feedforward static friction kS*sign(w)"),
     (6, "kv", "f", "duty/(rad/s)", 0.0, 1.0, 0.05, "feedforward back-EMF kV*w"),
     (7, "ka", "f", "duty/(rad/s^2)", 0.0, 1.0, 0.0, "feedforward inertia kA*dw/dt"),

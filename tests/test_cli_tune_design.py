@@ -16,7 +16,7 @@ from cli_helpers import VIPERDRIVE, SharedSim, run_cli
 
 pytestmark = pytest.mark.board
 
-DESIGNED = ("kp", "ki", "kd", "kd_tau", "kt")
+DESIGNED = ("kp", "ki", "kd", "kd_tau", "windup_tau")
 OTHERS = ("max_accel", "ks", "kv", "ka", "vel_tau")
 
 

@@ -64,13 +64,13 @@ def test_pi_gains_hand_computed():
     # poles: p1 + p2 = (1 + kp/kV)/tau = 2.147086/0.031 = 69.2608; rho 10: p1 = 62.9644, p2 = 6.29644;
     # ki = kV tau p1 p2 = 0.00155 x 396.4515 = 0.614500 (below SIMC's kp/tau = 1.85014)
     assert g["ki"] == pytest.approx(0.614500, rel=1e-5)
-    # kt = (kS + kV r + kp r - 1)/(ki r) = (0.65 + 0.573543 - 1)/6.14500 = 0.036378, inside [2 ms, kp/ki 93 ms]
-    assert g["kt"] == pytest.approx(0.036378, rel=1e-4) and g["kd"] == 0.0
-    # no feedforward: SIMC as published, ki = kp/tau; kt = 0.223543/18.5014 = 12.08 ms
+    # windup_tau = (kS + kV r + kp r - 1)/(ki r) = (0.65 + 0.573543 - 1)/6.14500 = 0.036378, inside [2 ms, kp/ki 93 ms]
+    assert g["windup_tau"] == pytest.approx(0.036378, rel=1e-4) and g["kd"] == 0.0
+    # no feedforward: SIMC as published, ki = kp/tau; windup_tau = 0.223543/18.5014 = 12.08 ms
     g0 = D.pi_gains(M, 0.02, 10.0, feedforward=False, step=10.0)
-    assert g0["ki"] == pytest.approx(0.0573543 / 0.031, rel=1e-6) and g0["kt"] == pytest.approx(0.0120825, rel=1e-4)
-    # a step that does not saturate at a stalled start (0.15 + 0.5 + 0.033 < 1): the shortest kt, one period
-    assert D.pi_gains(M, 0.04, 10.0, step=10.0)["kt"] == pytest.approx(0.002)
+    assert g0["ki"] == pytest.approx(0.0573543 / 0.031, rel=1e-6) and g0["windup_tau"] == pytest.approx(0.0120825, rel=1e-4)
+    # a step that does not saturate at a stalled start (0.15 + 0.5 + 0.033 < 1): the shortest windup_tau, one period
+    assert D.pi_gains(M, 0.04, 10.0, step=10.0)["windup_tau"] == pytest.approx(0.002)
 
 
 def test_pid_gains_hand_computed():
@@ -80,27 +80,27 @@ def test_pid_gains_hand_computed():
     kc = 0.05 * 0.026 / 0.022025
     assert g["kp"] == pytest.approx(kc * (1 + 0.01 / 0.026)) and g["ki"] == pytest.approx(kc / 0.026)
     assert g["kd"] == pytest.approx(kc * 0.01) and g["kd_tau"] == pytest.approx(0.001)
-    assert 0.01 <= g["kt"] <= g["kp"] / g["ki"]          # Tt between Td and Ti
+    assert 0.01 <= g["windup_tau"] <= g["kp"] / g["ki"]          # Tt between Td and Ti
 
 
 def test_predict_matches_the_closed_form_of_the_feedforward_alone():
     # no feedback, no filter: the duty kS + kV r from the first period on (held: it acts from t = 0 to T on);
     # the estimate at k T is the count difference, the mean of w = r (1 - exp(-t/tau_m)) over the last period
     m0 = D.MotorModel(0.15, 0.05, 0.0013, 500, 4096, vel_tau=0.0)
-    t, y = D.predict(m0, {"kp": 0.0, "ki": 0.0, "kt": 10.0}, 10.0, seconds=0.2)
+    t, y = D.predict(m0, {"kp": 0.0, "ki": 0.0, "windup_tau": 10.0}, 10.0, seconds=0.2)
     T, tau = 0.002, 0.026
     expect = [0.0] + [10.0 * (1 - tau / T * (math.exp(-(k - 1) * T / tau) - math.exp(-k * T / tau)))
                       for k in range(1, len(t))]
     assert max(abs(a - b) for a, b in zip(y, expect, strict=True)) < 1e-9
     # with the 10 ms filter: the board's one-pole recursion on the same averages
-    t, y = D.predict(M, {"kp": 0.0, "ki": 0.0, "kt": 10.0}, 10.0, seconds=0.2)
+    t, y = D.predict(M, {"kp": 0.0, "ki": 0.0, "windup_tau": 10.0}, 10.0, seconds=0.2)
     alpha, v, filtered = T / (0.01 + T), 0.0, []
     for x in expect:
         v += alpha * (x - v)
         filtered.append(v)
     assert max(abs(a - b) for a, b in zip(y, filtered, strict=True)) < 1e-9
     # kS alone does not move the wheel (static friction holds it)
-    t, y = D.predict(D.MotorModel(0.15, 0.0001, 0.0013, 500, 4096), {"kp": 0.0, "ki": 0.0, "kt": 10.0}, 1e-6)
+    t, y = D.predict(D.MotorModel(0.15, 0.0001, 0.0013, 500, 4096), {"kp": 0.0, "ki": 0.0, "windup_tau": 10.0}, 1e-6)
     assert max(abs(v) for v in y) < 1e-6
 
 

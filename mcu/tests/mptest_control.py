@@ -80,7 +80,7 @@ def test_viper_matches_float_reference():
     # velocity filter, joint slew, output clamp): 20000 periods of random setpoints and noisy encoders.
     # Tolerance: 64 Q15 LSB = 0.2 % of full duty (the fixed point rounds velocities to 1/256 count/s and gains
     # to 15 bits; the difference does not grow with the run length because the loop state is bounded).
-    worst, c, f = compare(500, 4096, 32, (1, 1), (1, 1), 20000, 1, kd=0.002, kt=0.05)
+    worst, c, f = compare(500, 4096, 32, (1, 1), (1, 1), 20000, 1, kd=0.002, windup_tau=0.05)
     print("max |viper - float| duty: %.1f Q15 LSB (%.4f %% of full duty) over 20000 periods at 500 Hz"
           % (worst, worst / 327.68))
     assert worst <= 64, worst
@@ -457,8 +457,8 @@ def test_clamped_period_back_calculation():
     # the feedforward alone exceeds max_duty (kv*sp = 0.5 * 3 rad/s = 1.5 duty > 0.8): the output clamps and
     # one period moves I by (ki*e + (out - u)/Tt)*dt with u = kv*sp + I (kp = 0)
     hz = 500
-    ki, kv, kt, maxd = 0.6, 0.5, 0.01, 0.8
-    hal, c = make(hz=hz, kp=0.0, ks=0.0, kv=kv, ki=ki, kt=kt, max_duty=maxd, max_accel=5000.0, **STILL)
+    ki, kv, windup_tau, maxd = 0.6, 0.5, 0.01, 0.8
+    hal, c = make(hz=hz, kp=0.0, ks=0.0, kv=kv, ki=ki, windup_tau=windup_tau, max_duty=maxd, max_accel=5000.0, **STILL)
     c.enable(True)
     sp = 1956                                   # counts/s: 3.0 rad/s
     hold(hal, c, sp, -sp, 20)                   # in saturation, I has wound to its back-calculated level
@@ -471,7 +471,7 @@ def test_clamped_period_back_calculation():
         e = sgn * sp * RPC
         u = kv * e + i0[w] / Q28
         out = sgn * maxd
-        hand = (ki * e + (out - u) / kt) * dt * Q28
+        hand = (ki * e + (out - u) / windup_tau) * dt * Q28
         got = c.st[w * fx.WS + fx.W_I] - i0[w]
         print("clamped period: u %.4f out %.2f dI %d, hand %.0f (Q28), diff %.3f Q16 LSB"
               % (u, out, got, hand, (got - hand) / (1 << fx.IQ)))

@@ -20,7 +20,7 @@ from .output import note, print_json, warn
 from .signals import stop_signals_as_interrupt
 from .terminal import Progress
 
-DESIGNED = ("kp", "ki", "kd", "kd_tau", "kt")     # what the design writes; everything else stays as it is
+DESIGNED = ("kp", "ki", "kd", "kd_tau", "windup_tau")     # what the design writes; everything else stays as it is
 TOLERANCE = 0.2     # B meets the request when its settling and overshoot are within 20 % of it
 SECOND_BAND = 0.02  # settling is also reported into 2 %
 
@@ -146,7 +146,7 @@ def run(args, wheels) -> int:
         if args.png is not None:
             steptest.plot_step(b["recording"], wheels, b["metrics"], args.png,
                                title=f"designed gains: kp {new['kp']:.4g}, ki {new['ki']:.4g}, "
-                                     f"kd {new['kd']:.4g}, kt {new['kt']:.4g} s")
+                                     f"kd {new['kd']:.4g}, windup_tau {new['windup_tau']:.4g} s")
     result.update({"old_gains": old, "new_gains": new, "a": a["wheels"], "b": b["wheels"], "meets": ok,
                    "misses": misses, "saved": keep, "png": args.png, "telemetry_hz": rate})
     if args.json:
@@ -174,8 +174,8 @@ def run(args, wheels) -> int:
 def _print_table(args, d, a: dict, b: dict, old: dict, new: dict) -> None:
     band = f"{args.band:g} %"
     r, p = d.request, d.predicted
-    print(f"gains A (the board's): kp {old['kp']:.5g} ki {old['ki']:.5g} kd {old['kd']:.5g} kt {old['kt']:.5g} s")
-    print(f"gains B (designed):    kp {new['kp']:.5g} ki {new['ki']:.5g} kd {new['kd']:.5g} kt {new['kt']:.5g} s")
+    print(f"gains A (the board's): kp {old['kp']:.5g} ki {old['ki']:.5g} kd {old['kd']:.5g} windup_tau {old['windup_tau']:.5g} s")
+    print(f"gains B (designed):    kp {new['kp']:.5g} ki {new['ki']:.5g} kd {new['kd']:.5g} windup_tau {new['windup_tau']:.5g} s")
     print(f"{'':<20} {'rise 10-90%':>12} {'overshoot':>10} {'settle ' + band:>12} {'settle 2 %':>11} "
           f"{'ss error':>10}")
     print(f"{'request':<20} {'':>12} {'<= ' + format(r.overshoot * 100, 'g') + ' %':>10} "

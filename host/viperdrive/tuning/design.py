@@ -21,7 +21,7 @@ closed-loop poles p1 > p2 with p1 + p2 = (1 + K kp)/tau and p1 p2 = K ki/tau (po
 first-order model: Astrom & Murray, Feedback Systems, 2nd ed., chapter PID Control), and an overshoot that depends only
 on rho = p1/p2. rho is chosen for the requested overshoot, which gives
   ki = kV tau p1 p2,  p1 = (1 + K kp)/tau * rho/(1 + rho),  p2 = p1/rho     (never above SIMC's kp/tau_I)
-  kt = (kS + kV r + kp r - max_duty) / (ki r), clamped to [max(T, tau_D), tau_I]
+  windup_tau = (kS + kV r + kp r - max_duty) / (ki r), clamped to [max(T, tau_D), tau_I]
       the back-calculation tracking time. Astrom & Hagglund (Advanced PID Control, ISA 2006, integrator windup) put Tt
       between Td and Ti. Within that range this Tt is the one at which, with the wheel blocked at the step r, the
       back-calculation holds the integrator at zero (its equilibrium ki e Tt = u - out): the feedforward already
@@ -215,7 +215,7 @@ def rho_for_overshoot(overshoot: float) -> float:
 
 
 def tracking_time(m: MotorModel, kp: float, ki: float, step: float, ti: float, td: float = 0.0) -> float:
-    """kt by the rule in the module docstring: zero integrator at the back-calculation equilibrium of a stall at
+    """windup_tau by the rule in the module docstring: zero integrator at the back-calculation equilibrium of a stall at
     `step`, clamped to [max(T, td), ti]."""
     r = abs(step)
     lo, hi = max(m.period, td), max(ti, m.period, td)
@@ -226,7 +226,7 @@ def tracking_time(m: MotorModel, kp: float, ki: float, step: float, ti: float, t
 
 
 def pi_gains(m: MotorModel, tau_c: float, rho: float, feedforward: bool = True, step: float = 10.0) -> dict:
-    """kp, ki, kt (and kd = 0) by the rules in the module docstring, kt for a stall at `step` rad/s."""
+    """kp, ki, windup_tau (and kd = 0) by the rules in the module docstring, windup_tau for a stall at `step` rad/s."""
     tau, theta = fopdt(m)
     kp = m.kv * tau / (tau_c + theta)
     ti_simc = min(tau, 4 * (tau_c + theta))
@@ -235,7 +235,7 @@ def pi_gains(m: MotorModel, tau_c: float, rho: float, feedforward: bool = True, 
         s = (1 + kp / m.kv) / tau
         p1 = s * rho / (1 + rho)
         ki = min(ki, m.kv * tau * p1 * (p1 / rho))
-    return {"kp": kp, "ki": ki, "kd": 0.0, "kt": tracking_time(m, kp, ki, step, kp / ki)}
+    return {"kp": kp, "ki": ki, "kd": 0.0, "windup_tau": tracking_time(m, kp, ki, step, kp / ki)}
 
 
 def pid_gains(m: MotorModel, tau_c: float, rho: float, feedforward: bool = True, step: float = 10.0) -> dict:
@@ -253,7 +253,7 @@ def pid_gains(m: MotorModel, tau_c: float, rho: float, feedforward: bool = True,
         p1 = s * rho / (1 + rho)
         ki = min(ki, m.kv * tau1 * p1 * (p1 / rho))
     return {"kp": kp, "ki": ki, "kd": kc * td, "kd_tau": max(td / D_FILTER_N, 0.0005),
-            "kt": tracking_time(m, kp, ki, step, kp / ki, td)}
+            "windup_tau": tracking_time(m, kp, ki, step, kp / ki, td)}
 
 
 def _clamp(x: float, lim: float) -> float:
@@ -264,15 +264,15 @@ def predict(m: MotorModel, gains: dict, step: float, seconds: float = 0.6, accel
             ka_ff: float = 0.0, substeps: int = 8) -> tuple[list, list]:
     """The step response of the model under the board's law (docs/firmware.md, "The law"): feedforward
     kS sign + kV sp + ka_ff dsp/dt, P on the error, D on the filtered measurement, per-term and output clamps,
-    back-calculation min(1, dt/kt), the one-pole speed filter, the count-difference speed, the held duty.
+    back-calculation min(1, dt/windup_tau), the one-pole speed filter, the count-difference speed, the held duty.
     The motor: kA dw/dt = u - kS sign(w) - kV w, held by static friction while |u| <= kS at rest, integrated
     exactly over `substeps` pieces of each period. No quantization, noise or wheel slip.
     -> (t, estimated speed) at the control rate, t = 0 at the step."""
     T = m.period
     h = T / substeps
     kp, ki, kd = gains["kp"], gains["ki"], gains.get("kd", 0.0)
-    kt = gains["kt"]
-    aw = min(1.0, T / kt)
+    windup_tau = gains["windup_tau"]
+    aw = min(1.0, T / windup_tau)
     alpha = T / (m.vel_tau + T)
     alpha_d = T / (gains.get("kd_tau", 0.01) + T)
     dsp_max = accel * T
@@ -380,7 +380,7 @@ class Design:
         if g.get("kd"):
             gain_txt += f", kd_tau {g['kd_tau']:.4g}"
         lines.append(f"{self.controller.upper()}: tau_c {self.tau_c * 1e3:.1f} ms, pole ratio {self.rho:.3g}: "
-                     f"{gain_txt}, kt {g['kt']:.4g} s")
+                     f"{gain_txt}, windup_tau {g['windup_tau']:.4g} s")
         p = self.predicted
         lines.append(f"predicted on the model: rise {_ms(p['rise_s'])}, overshoot {p['overshoot_pct']:.1f} %, "
                      f"settling ({r.band * 100:g} %) {_ms(p['settling_s'])}, (2 %) {_ms(self.predicted_2pct)}")
@@ -447,7 +447,7 @@ def design(m: MotorModel, req: Request, controller: str = "pi", feedforward: boo
     gains = None
     for _ in range(30):
         rule_gains = {k: _clip_param(k, v) for k, v in rule(m, tau_c, rho, feedforward, req.step).items()}
-        if figures(dict(rule_gains, ki=0.0, kt=10.0))[2]["overshoot_pct"] > 0.8 * target:
+        if figures(dict(rule_gains, ki=0.0, windup_tau=10.0))[2]["overshoot_pct"] > 0.8 * target:
             # P against the lag of the filter and the delay overshoots by itself: only a weaker P helps
             tau_c *= 1.2
             p_bound = True
@@ -464,14 +464,14 @@ def design(m: MotorModel, req: Request, controller: str = "pi", feedforward: boo
         if pm["overshoot_pct"] > target:
             for _ in range(14):
                 mid = 0.5 * (lo + hi)
-                trial = dict(rule_gains, ki=_clip_param("ki", mid), kt=_clip_param("kt", kt_for(mid)))
+                trial = dict(rule_gains, ki=_clip_param("ki", mid), windup_tau=_clip_param("windup_tau", kt_for(mid)))
                 tt, yy, mm = figures(trial)
                 if mm["overshoot_pct"] > target:
                     hi = mid
                 else:
                     lo, gains, t, y, pm = mid, trial, tt, yy, mm
             if lo == 0.0:
-                gains = dict(rule_gains, ki=_clip_param("ki", hi / 64), kt=_clip_param("kt", kt_for(hi / 64)))
+                gains = dict(rule_gains, ki=_clip_param("ki", hi / 64), windup_tau=_clip_param("windup_tau", kt_for(hi / 64)))
                 t, y, pm = figures(gains)
         slow = pm["settling_s"] is None or pm["settling_s"] > req.settle
         if slow and not p_bound and tau_c * 0.85 >= fb.tau_c_min:
