@@ -12,7 +12,7 @@ import struct
 
 try:
     from micropython import const
-except ImportError:  # CPython (Blinka's micropython module may be absent)
+except ImportError:  # CPython
     def const(x):  # type: ignore[misc]  # mypy (make typecheck) sees the stubs' generic const
         return x
 

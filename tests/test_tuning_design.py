@@ -68,7 +68,8 @@ def test_pi_gains_hand_computed():
     assert g["windup_tau"] == pytest.approx(0.036378, rel=1e-4) and g["kd"] == 0.0
     # no feedforward: SIMC as published, ki = kp/tau; windup_tau = 0.223543/18.5014 = 12.08 ms
     g0 = D.pi_gains(M, 0.02, 10.0, feedforward=False, step=10.0)
-    assert g0["ki"] == pytest.approx(0.0573543 / 0.031, rel=1e-6) and g0["windup_tau"] == pytest.approx(0.0120825, rel=1e-4)
+    assert g0["ki"] == pytest.approx(0.0573543 / 0.031, rel=1e-6)
+    assert g0["windup_tau"] == pytest.approx(0.0120825, rel=1e-4)
     # a step that does not saturate at a stalled start (0.15 + 0.5 + 0.033 < 1): the shortest windup_tau, one period
     assert D.pi_gains(M, 0.04, 10.0, step=10.0)["windup_tau"] == pytest.approx(0.002)
 

@@ -174,8 +174,8 @@ def run(args, wheels) -> int:
 def _print_table(args, d, a: dict, b: dict, old: dict, new: dict) -> None:
     band = f"{args.band:g} %"
     r, p = d.request, d.predicted
-    print(f"gains A (the board's): kp {old['kp']:.5g} ki {old['ki']:.5g} kd {old['kd']:.5g} windup_tau {old['windup_tau']:.5g} s")
-    print(f"gains B (designed):    kp {new['kp']:.5g} ki {new['ki']:.5g} kd {new['kd']:.5g} windup_tau {new['windup_tau']:.5g} s")
+    for label, g in (("gains A (the board's):", old), ("gains B (designed):   ", new)):
+        print(f"{label} kp {g['kp']:.5g} ki {g['ki']:.5g} kd {g['kd']:.5g} windup_tau {g['windup_tau']:.5g} s")
     print(f"{'':<20} {'rise 10-90%':>12} {'overshoot':>10} {'settle ' + band:>12} {'settle 2 %':>11} "
           f"{'ss error':>10}")
     print(f"{'request':<20} {'':>12} {'<= ' + format(r.overshoot * 100, 'g') + ' %':>10} "

@@ -457,21 +457,23 @@ def design(m: MotorModel, req: Request, controller: str = "pi", feedforward: boo
         lo, hi = 0.0, rule_gains["ki"]
         gains = rule_gains
 
-        def kt_for(ki, g=rule_gains):
+        def windup_tau_for(ki, g=rule_gains):
             return tracking_time(m, g["kp"], ki, req.step, g["kp"] / ki, g.get("kd", 0.0) / g["kp"])
 
         t, y, pm = figures(gains)
         if pm["overshoot_pct"] > target:
             for _ in range(14):
                 mid = 0.5 * (lo + hi)
-                trial = dict(rule_gains, ki=_clip_param("ki", mid), windup_tau=_clip_param("windup_tau", kt_for(mid)))
+                trial = dict(rule_gains, ki=_clip_param("ki", mid),
+                             windup_tau=_clip_param("windup_tau", windup_tau_for(mid)))
                 tt, yy, mm = figures(trial)
                 if mm["overshoot_pct"] > target:
                     hi = mid
                 else:
                     lo, gains, t, y, pm = mid, trial, tt, yy, mm
             if lo == 0.0:
-                gains = dict(rule_gains, ki=_clip_param("ki", hi / 64), windup_tau=_clip_param("windup_tau", kt_for(hi / 64)))
+                gains = dict(rule_gains, ki=_clip_param("ki", hi / 64),
+                             windup_tau=_clip_param("windup_tau", windup_tau_for(hi / 64)))
                 t, y, pm = figures(gains)
         slow = pm["settling_s"] is None or pm["settling_s"] > req.settle
         if slow and not p_bound and tau_c * 0.85 >= fb.tau_c_min:
