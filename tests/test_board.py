@@ -204,9 +204,15 @@ def test_params_services(responder):
 
 def test_odom_and_telemetry(responder):
     with Board(responder.url, config=CFG) as board:
-        t, x, y, th = board.odom()
-        assert (x, y, th) == pytest.approx((1.5, -0.25, 0.785398))
-        assert t == pytest.approx(time.monotonic(), abs=0.05)
+        sync = board.link.sync_clock()
+        before = time.monotonic()
+        o = board.odometry()
+        after = time.monotonic()
+        assert (o.x, o.y, o.theta) == pytest.approx((1.5, -0.25, 0.785398))
+        # the board's stamp on the host clock: between the request and its reply, within the sync's error (half
+        # the best exchange's delay); a slow reply widens the window, it does not move the stamp out of it
+        err = sync["delay_s"] / 2 + 0.001
+        assert before - err <= o.sampled <= after + err, (before, o.sampled, after, sync)
         assert board.telemetry(100) == 100
         frames = []
         wait_until(lambda: frames.extend(board.telemetry_frames()) or len(frames) >= 20, 2.0, what="20 records")

@@ -107,11 +107,11 @@ def test_stream_rate_in_chip_time_imu_ok_and_battery_volts(board, rig):
     truth = rig.truth()
     seqs = [r.seq for r in recs]
     assert seqs == [(seqs[0] + i) & 0xFFFF for i in range(len(seqs))], "records lost"
-    span_s = ((recs[-1].t_us - recs[0].t_us) & 0xFFFFFFFF) / 1e6       # the firmware's own clock
+    span_s = ((recs[-1].board_us - recs[0].board_us) & 0xFFFFFFFF) / 1e6       # the firmware's own clock
     rate = (len(recs) - 1) / span_s
     print(f"SENSORS at 50 Hz asked: {len(recs)} records over {span_s:.3f} s of board time ({rate:.2f} Hz; "
           f"rig clock {chip:.3f} chip s over the collection); imu {recs[-1].imu_state_name}")
-    gaps = sorted(((b.t_us - a.t_us) & 0xFFFFFFFF) for a, b in pairwise(recs))
+    gaps = sorted(((b.board_us - a.board_us) & 0xFFFFFFFF) for a, b in pairwise(recs))
     print(f"record intervals (board us): min {gaps[0]}, median {gaps[len(gaps) // 2]}, max {gaps[-1]}; "
           f"over 20.5 ms: {sum(g > 20500 for g in gaps)} of {len(gaps)}")
     # each record one period of the granted rate after the last, on the firmware's clock; a sample that a slow
@@ -158,7 +158,7 @@ def test_gyro_z_follows_the_true_yaw_rate_in_a_turn(board, rig):
     board.read()
     seqs = [r.seq for r in recs]
     lost = sum(((b - a) & 0xFFFF) - 1 for a, b in pairwise(seqs))
-    span_s = ((recs[-1].t_us - recs[0].t_us) & 0xFFFFFFFF) / 1e6
+    span_s = ((recs[-1].board_us - recs[0].board_us) & 0xFFFFFFFF) / 1e6
     # not asserted: with a SET_VEL/STATE exchange in every slow-loop pass the sensor task falls behind its 10 ms
     # schedule on the chip and restarts it (measured ~79 Hz of the 100 asked; docs/pico-rig.md, "Sensors")
     print(f"turn: {len(recs)} records over {span_s:.3f} board s at 100 Hz asked "
@@ -235,7 +235,7 @@ def test_an_imu_that_stops_answering_is_no_answer_without_a_hang(board, rig):
         assert d["imu_state"] == P.IMU_NO_ANSWER and d["imu_errors"] >= 1, d
         # the stream goes on at its rate while the part is dead (retried once a second, no hang)
         recs = _collect(board, rig, 1.5)
-        span_s = ((recs[-1].t_us - recs[0].t_us) & 0xFFFFFFFF) / 1e6
+        span_s = ((recs[-1].board_us - recs[0].board_us) & 0xFFFFFFFF) / 1e6
         rate = (len(recs) - 1) / span_s
         print(f"IMU not answering: {len(recs)} records at {rate:.2f} Hz, states "
               f"{sorted({r.imu_state_name for r in recs})}, imu_errors {board.diag()['imu_errors']}")

@@ -164,8 +164,8 @@ class PathRunner:
                 if e is not None and self.cycles % 5 == 0:
                     tr.fused.append((float(e.state[0]), float(e.state[1])))
             if self.cycles % 25 == 0:
-                _, x, y, _ = self.board.odom()
-                tr.board.append((x, y))
+                bo = self.board.odometry()
+                tr.board.append((bo.x, bo.y))
         clock = self.board.clock
         now = clock.now()
         self.drive.command(v, w, now=now)
@@ -248,8 +248,8 @@ class PathRunner:
         """End points: host and board odometry, truth; errors vs the commanded end (the origin) and vs truth."""
         tr = self.track
         assert tr is not None, "finish() after start()"
-        _, bx, by, bth = self.board.odom()
-        end = {"host": (self.odom.x, self.odom.y, self.odom.theta), "board": (bx, by, bth)}
+        bo = self.board.odometry()
+        end = {"host": (self.odom.x, self.odom.y, self.odom.theta), "board": (bo.x, bo.y, bo.theta)}
         if self.cal_odom is not None and self.live is not None:
             end["calibrated"] = self.cal_odom.pose
             time.sleep(2.5 / self.live.config.frequency)      # the filter's last periods
@@ -262,7 +262,7 @@ class PathRunner:
             t = self.vb.truth()
             end["truth"] = (t["x"], t["y"], t["theta"])
             tr.truth.append((t["x"], t["y"]))
-        tr.board.append((bx, by))
+        tr.board.append((bo.x, bo.y))
         tr.end = end
         return end
 

@@ -679,13 +679,6 @@ class Board:
         self._require(configured=True)
         return P.unpack_fault_cleared(self._io.request(P.pack_clear_fault(), P.FAULT_CLEARED))
 
-    def odom(self) -> tuple[float | None, float, float, float]:
-        """The board's own odometry: (host monotonic time of the board stamp or None if unsynced, x m, y m, th)."""
-        self._require(configured=True)
-        t_us, x, y, th, _th_enc, _src = P.unpack_odom(self._io.request(P.pack_get_odom(), P.ODOM))
-        t = self._io.board_to_host(t_us)
-        return t, x / P.ODOM_LENGTH_SCALE, y / P.ODOM_LENGTH_SCALE, th / P.ODOM_ANGLE_SCALE
-
     def odometry(self) -> BoardOdometry:
         """The board's own odometry (GET_ODOM) with both headings: the pose's (gyro when present) and the encoders'."""
         self._require(configured=True)

@@ -58,9 +58,10 @@ class SensorReading:
     """One SENSORS_DATA record in SI units (docs/protocol.md "SENSORS_DATA"; board axes are REP-103: x forward,
     y left, z up, so gyro[2] > 0 turns the robot counter-clockwise seen from above)."""
     seq: int                                # u16, wraps; a gap means records were dropped
-    t_us: int                               # board ticks_us of the sample
-    t: float | None                         # that stamp on the host's monotonic clock (None: clock not synced)
-    stamp: float                            # host time.monotonic() when the frame was taken off the link
+    board_us: int                           # the board's ticks_us when it took the sample (u32, wraps)
+    sampled: float | None                   # that moment on the host's monotonic clock (None: clock not synced)
+    stamp: float                            # host time.monotonic() when the frame was taken off the link (as
+    #                                         BoardState.stamp)
     gyro: tuple[float, float, float]        # rad/s, board axes, bias NOT subtracted (0s without a working IMU)
     accel: tuple[float, float, float]       # m/s^2, board axes (+9.81 on z at rest, level)
     gyro_bias_z: float | None               # rad/s, the board's still-period estimate; None until it has one
@@ -81,6 +82,12 @@ class SensorReading:
         return self.imu_state == P.IMU_OK
 
     @property
+    def host_time(self) -> float:
+        """When the sample was taken, on the host's monotonic clock: `sampled` once the clock is synced, else when
+        it arrived (`stamp`)."""
+        return self.sampled if self.sampled is not None else self.stamp
+
+    @property
     def yaw_rate(self) -> float:
         """gyro z minus the board's bias estimate (rad/s): the rate the board's heading integrates."""
         return self.gyro[2] - (self.gyro_bias_z or 0.0)
@@ -89,7 +96,7 @@ class SensorReading:
 @dataclass(frozen=True)
 class BoardOdometry:
     """GET_ODOM in SI: the board's own pose, and the encoders' heading integrated alongside for comparison."""
-    t: float | None                         # host monotonic time of the board stamp (None: clock not synced)
+    sampled: float | None                   # host monotonic time of the board's stamp (None: clock not synced)
     x: float                                # m
     y: float                                # m
     theta: float                            # rad, [-pi, pi): from the gyro when heading_source == "gyro"
@@ -97,13 +104,14 @@ class BoardOdometry:
     heading_source: str                     # "gyro" or "encoders"
 
 
-def sensor_reading(v: tuple, stamp: float, t: float | None) -> SensorReading:
+def sensor_reading(v: tuple, stamp: float, sampled: float | None) -> SensorReading:
     """A SensorReading from protocol.unpack_sensors_data's tuple (wire units)."""
-    seq, t_us, gx, gy, gz, ax, ay, az, bias, mv, flags, imu, status = v
+    seq, board_us, gx, gy, gz, ax, ay, az, bias, mv, flags, imu, status = v
     g = P.GYRO_SCALE
     a = P.ACCEL_SCALE
     return SensorReading(
-        seq=seq, t_us=t_us, t=t, stamp=stamp, gyro=(gx / g, gy / g, gz / g), accel=(ax / a, ay / a, az / a),
+        seq=seq, board_us=board_us, sampled=sampled, stamp=stamp, gyro=(gx / g, gy / g, gz / g),
+        accel=(ax / a, ay / a, az / a),
         gyro_bias_z=bias / g if flags & P.SF_BIAS_VALID else None,
         battery_v=mv / P.BATTERY_SCALE if flags & P.SF_HAS_BATTERY else None,
         battery_low=bool(flags & P.SF_BATTERY_LOW),

@@ -277,8 +277,8 @@ def run(args) -> int:
                             fox.wheel(si)
                     if m.live is not None and now >= next_odom:
                         next_odom = now + 1.0 / EKF_ODOM_HZ
-                        _, x, y, th = board.odom()
-                        m.pose = (x, y, th)
+                        bo = board.odometry()
+                        m.pose = (bo.x, bo.y, bo.theta)
                         m.live.feed(ODOM_TOPIC, _odom_input(board, m))
                     if args.sensors:
                         m.add_sensors(board.sensor_readings(), now)
@@ -286,8 +286,8 @@ def run(args) -> int:
                         # pose and diagnostics are request/response: a few times a second is plenty
                         next_slow = now + 0.25
                         if m.live is None:
-                            _, x, y, th = board.odom()
-                            m.pose = (x, y, th)
+                            bo = board.odometry()
+                            m.pose = (bo.x, bo.y, bo.theta)
                         m.diag = board.diag()
                         m.update_rate(now)
                         d = m.summary()

@@ -223,7 +223,7 @@ class McapRecorder:
     def sensors(self, r, cutoff_latched: bool = False) -> None:
         """One SensorReading: /imu/data_raw while its IMU works, /battery_state when the board has a battery input;
         stamped with the board's sample time (the host's receive time if the clock is not synced)."""
-        mono = r.t if r.t is not None else r.stamp
+        mono = r.host_time
         stamp = _stamp(self.ns(mono))
         if r.imu_ok:
             if not self.counts["/imu/data_raw"] and self.imu_frame != self.base_frame:

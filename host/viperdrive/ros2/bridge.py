@@ -706,7 +706,7 @@ class Ros2Bridge:
         cutoff = (self.board_diag.get("fault_code") == protocol.FAULT_BATTERY_LOW
                   and bool(getattr(self.last_state, "status", 0) & protocol.ST_FAULT))
         for r in readings:
-            stamp = self._stamp(r.t if r.t is not None else r.stamp)
+            stamp = self._stamp(r.host_time)
             s = {"sec": stamp.sec, "nanosec": stamp.nanosec}
             if r.imu_ok:
                 self._write(self.w_imu, msgs.from_fields(msgs.Imu, imu_msg(r, s, self.imu_frame, self.imu_noise)),
