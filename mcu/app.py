@@ -17,7 +17,7 @@ import safety
 import sensors
 import telemetry
 from hal.portable import ticks_diff, wrap_delta
-from shared import protocol
+from shared import params, protocol
 
 FIRMWARE = "viperdrive 0.1"
 ODOM_PERIOD_MS = 10             # board odometry at 100 Hz (soft): it integrates count deltas, so lateness
@@ -69,6 +69,9 @@ class App:
             self.link = link.Link(self.hal.open_link(), self)
         if self.use_watchdog:
             self.supervisor.start(self.ctrl.ticks(), self._link_mark())
+        # HELLO's schema hash, computed now rather than at the first HELLO (shared/params.py keeps it): ~100 ms of
+        # big-int arithmetic on an RP2040, which per HELLO left a host retrying HELLOs a board its watchdog reset
+        params.schema_hash()
         # what loading and starting the firmware left behind: collected now, before the host talks to it, rather
         # than in the middle of the first exchanges (a collection stops the slow loop ~18 ms on an RP2040)
         gc.collect()

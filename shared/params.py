@@ -93,15 +93,21 @@ def defaults():
     return {p[NAME]: p[DEFAULT] for p in TABLE}
 
 
+_SCHEMA_HASH = []     # computed once: on a 32-bit MicroPython port every step of it is a heap-allocated big int
+
+
 def schema_hash():
     """FNV-1a 32 over id, name, type and unit of every entry: changes when the wire meaning changes.
-    Ranges and defaults are left out on purpose (a float's text differs between ports)."""
-    h = 0x811C9DC5
-    for p in TABLE:
-        for ch in "%s:%s:%s:%s;" % (p[ID], p[NAME], p[TYPE], p[UNIT]):
-            h ^= ord(ch)
-            h = (h * 0x01000193) & 0xFFFFFFFF
-    return h
+    Ranges and defaults are left out on purpose (a float's text differs between ports). Computed on the first call
+    and kept: on an RP2040 the computation takes tens of milliseconds and allocates a big int per character."""
+    if not _SCHEMA_HASH:
+        h = 0x811C9DC5
+        for p in TABLE:
+            for ch in "%s:%s:%s:%s;" % (p[ID], p[NAME], p[TYPE], p[UNIT]):
+                h ^= ord(ch)
+                h = (h * 0x01000193) & 0xFFFFFFFF
+        _SCHEMA_HASH.append(h)
+    return _SCHEMA_HASH[0]
 
 
 def check(pid, value):

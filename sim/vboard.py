@@ -119,6 +119,7 @@ class VirtualBoard:
         import hal.sim
         self.link = hal.sim.PacedLink(self.link_server, baud=opts["baud"], rng=self.rng, clock=self.world.ticks_us,
                                       sleep_us=self.world.sleep_us)
+        self.world.line = self.link
         self.tuner = None
         self.control = None
         if opts["control"]:

@@ -44,6 +44,8 @@ class World:
         self._next = time.ticks_add(time.ticks_us(), self.period_us)    # host deadline of the next period
         self.fn = None                      # the firmware's control step (hal start_periodic)
         self.board = None                   # the hal Board whose duty the plant runs on
+        self.line = None                    # the serial line (hal.sim.PacedLink): its due bytes leave before the
+        #                                     clock file shows the time they were due by
         self.frozen = False                 # freeze_control fault: the world goes on, the firmware's step does not
         self._in_fn = False
         self._thread = False
@@ -180,6 +182,11 @@ class World:
         self.t_us += self.period_us
         # the period starts when the firmware's step can run (a timer IRQ after the physics): board time t_us now
         self._anchor = (self.t_us, time.ticks_us())
+        # the bytes first, then the time: when the host reads board time T in the clock file, every byte the board
+        # sent by T is in its socket, so a reply is never late only because the host looked between the two
+        line = self.line
+        if line is not None:
+            line.pump()
         self._publish_time()
         fn = self.fn
         if fn is not None and not self.frozen:
@@ -193,11 +200,14 @@ class World:
         if used > self.step_max_us:
             self.step_max_us = used
 
-    def run_due(self):
-        """Run every period whose host deadline has passed, unless the grant holds the world. -> periods run."""
+    def run_due(self, until_us=None):
+        """Run every period whose host deadline has passed, unless the grant holds the world; with until_us, none
+        that starts after that board time (a wait never runs the world past its own end). -> periods run."""
         n = 0
         now = time.ticks_us()
         while time.ticks_diff(now, self._next) >= 0:
+            if until_us is not None and self.t_us + self.period_us > until_us:
+                return n
             if not self.granted(self.t_us + self.period_us):
                 return n
             self._period()
@@ -270,7 +280,7 @@ class World:
             if self._thread:
                 time.sleep_us(100)
                 continue
-            if self.run_due() == 0:
+            if self.run_due(end) == 0:
                 if not self.granted(self.t_us + self.period_us):
                     self._hold()
                     continue

@@ -158,6 +158,33 @@ def test_params_set_save_survives_a_power_cycle_of_the_pico_rig(pico_image, tmp_
         assert r.returncode == 0 and "0.07" in r.stdout, r.stdout + r.stderr
 
 
+def test_a_burst_of_hellos_is_answered_and_the_watchdog_stays_quiet(pico_image, tmp_path):
+    """Four HELLOs in one USB packet (what a host retrying HELLO while the board boots leaves queued): four INFOs,
+    no watchdog reset. Each HELLO used to recompute the parameter schema hash in big-int arithmetic, ~100 ms of
+    chip time, so a few queued ones kept the slow loop past the 500 ms watchdog (the board fixtures of the sensor
+    tests failed that way on a busy machine); the hash is now computed once at start."""
+    from viperdrive.board import Link, wait_for_hello
+    from viperdrive.rigs.pico import PicoRig
+    from viperdrive.timebase import wait_until
+    flash = pico_image.copy(tmp_path / "burst.flash")
+    with PicoRig(flash=flash) as rig:
+        wait_for_hello(rig.url, rig.clock)
+        boots = rig.control({"cmd": "stats"})["boots"]
+        with Link(rig.url, clock=rig.clock) as link:
+            link.send(P.pack_hello() * 4)
+            got: list = []
+            # 1 s of chip time: twice the watchdog's 500 ms, so a reset would have happened within it
+            wait_until(lambda: got.extend(c for c, _ in link.poll()) or got.count(P.INFO) >= 4, 1.0, rig.clock,
+                       what="four INFO replies")
+            rig.clock.sleep(0.6)                # past a watchdog period after the replies: still the same boot
+            again = link.request(P.pack_hello(), P.INFO)
+        stats = rig.control({"cmd": "stats"})
+    from viperdrive.shared import params
+    assert got.count(P.INFO) == 4, got
+    assert P.unpack_info(again)[:2] == (P.PROTOCOL_VERSION, params.schema_hash())
+    assert stats["boots"] == boots and stats["watchdog_resets"] == 0, stats
+
+
 @pico_all
 def test_repl_pin_held_at_boot_gives_the_repl_on_the_pico(pico_image, tmp_path):
     from viperdrive.rigs.pico import PicoRig
@@ -194,8 +221,9 @@ def test_an_unregistered_port_keeps_the_hosts_clock():
 
 def test_board_clock_is_the_rigs_chip_time():
     """The rig's clock file (rigs.clockfile): a Board or Link on its URL (found by the registry) waits in chip time.
-    The chip paced to 0.3 of real time: the host's clock reads the chip's own time (the control endpoint's), not a
-    speed estimate, and clock.sleep(0.05) is 50 ms of chip time however slow the chip runs."""
+    The chip paced to at most 0.3 of real time: the host's clock reads the chip's own time (the control endpoint's),
+    not a speed estimate, and clock.sleep(0.05) is at least 50 ms of chip time however slow the chip runs. Order,
+    not speed, decides: the file is never ahead of the chip, and catches up within one 1 ms slice."""
     from viperdrive.board.link import Link
     from viperdrive.rigs.pico import PicoRig, require_images_or_skip
     from viperdrive.rigs.registry import clock_for
@@ -208,13 +236,17 @@ def test_board_clock_is_the_rigs_chip_time():
             b0 = clock.now()
             while time.monotonic() - w0 < 2.0:
                 time.sleep(0.1)
-            ours, theirs = clock.now(), rig.control({"cmd": "time"})["chip_s"]
-            speed = (clock.now() - b0) / (time.monotonic() - w0)
+            before = clock.now()
+            theirs = rig.control({"cmd": "time"})["chip_s"]
+            after = clock.now()
+            speed = (after - b0) / (time.monotonic() - w0)
             t0 = clock.now()
             clock.sleep(0.05)
             slept = clock.now() - t0
-    print(f"rig at {speed:.3f} chip s per wall s: the clock file says {ours:.4f} s, the endpoint {theirs:.4f} s; "
-          f"clock.sleep(0.05) -> {slept:.4f} chip s")
-    assert 0.1 < speed < 0.35
-    assert 0.0 <= theirs - ours < 0.01          # the file lags the chip by at most the slices since the last write
-    assert 0.05 <= slept < 0.06
+    print(f"rig at {speed:.3f} chip s per wall s: the clock file said {before:.4f} s before the endpoint's "
+          f"{theirs:.4f} s and {after:.4f} s after; clock.sleep(0.05) -> {slept:.4f} chip s")
+    assert 0.0 < speed <= 0.3 * 1.05            # paced: never faster than asked (a busy machine makes it slower)
+    # the file is written after every 1 ms slice, so it is never ahead of the chip and never a slice behind the
+    # moment the endpoint was asked
+    assert before <= theirs <= after + 0.001 + 1e-6, (before, theirs, after)
+    assert slept >= 0.05

@@ -96,11 +96,14 @@ def test_watchdog_reset_board_down_error_diagnostics_odom_continuous_commands_ig
             runner.join(15)
             graph.close()
     assert not runner.is_alive()
-    # odom never jumps (the bug: 0.54 m -> 0.003 m in one period): never back, never faster than the robot drives
-    # (0.3 m/s; a publish gap on a loaded machine makes a longer step, not a faster one)
+    # odom never jumps (the bug: 0.54 m -> 0.003 m in one period): never back (one count of encoder jitter at rest
+    # is 0.00002 m), and no step longer than 5 cm. Not a speed bound: the messages' stamps are the host's time and
+    # the robot moves in board time, so on a busy machine two messages 16 ms apart can carry 30 ms of driving
+    # (a run on a loaded machine measured 9 mm in 16 ms); 5 cm is 170 ms of driving at 0.3 m/s between two
+    # 50 Hz messages, a tenth of the jump the bug made
     rows = graph.odom
     steps = [(b[1] - a[1], b[0] - a[0]) for a, b in zip(rows, rows[1:], strict=False)]
-    bad = [(i, dx, dt) for i, (dx, dt) in enumerate(steps) if not (dx > -0.001 and dx <= 0.35 * dt + 0.003)]
+    bad = [(i, dx, dt) for i, (dx, dt) in enumerate(steps) if not -0.001 < dx <= 0.05]
     least = min(range(len(steps)), key=lambda i: steps[i][0])
     print(f"odom steps: {len(steps)}, least {steps[least][0]:+.5f} m (step {least}; the firmware froze at "
           f"step {n_before}; twist there {rows[least + 1][2]:+.3f} m/s), most {max(s[0] for s in steps):+.5f} m")

@@ -147,7 +147,9 @@ def test_reaction_time_on_the_sim_backend_from_the_firmware_clock():
 
     def watched(on):
         if not on:
-            offs.append(board.ticks_us())
+            # the start of the period whose step cut the bridges (exact: board time is whole periods; the clock
+            # inside a step reads a few us past its start, more on a busy machine)
+            offs.append(w.t_us)
         real(on)
     board.set_energized = watched
     a = app_mod.App(board, cfg, params_path="/tmp/viperdrive-mptest-estop.json", link=False, watchdog=False)
@@ -166,7 +168,7 @@ def test_reaction_time_on_the_sim_backend_from_the_firmware_clock():
             # open it somewhere inside a period (a different phase each trial)
             w.sleep_us(300 * trial + 100)
             pl.set_estop(True)
-            t_open = board.ticks_us()
+            t_open = board.ticks_us()           # inside the current period: [its start, its start + period)
             while not offs:
                 w.sleep_us(100)
             reactions.append(offs[0] - t_open)

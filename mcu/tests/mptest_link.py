@@ -5,6 +5,8 @@
 import os
 import struct
 
+import micropython
+
 import app as app_mod
 import fakehal
 import fixedstep as fx
@@ -65,6 +67,20 @@ def test_hello_info():
     v, schema, hz, cpr, fw, board = P.unpack_info(h.one(P.pack_hello(), P.INFO))
     assert v == P.PROTOCOL_VERSION and schema == params.schema_hash()
     assert (hz, cpr, board) == (500, 4096, "fake") and fw.startswith("viperdrive")
+
+
+def test_the_schema_hash_is_computed_once_and_then_costs_nothing():
+    # App.start() computes it (a HELLO used to: ~100 ms of big-int arithmetic per HELLO on an RP2040, and a host
+    # retrying HELLO kept the slow loop busy past the watchdog); afterwards it allocates nothing
+    hal, a = make()         # make() starts the App
+    first = params.schema_hash()
+    micropython.heap_lock()
+    try:
+        again = params.schema_hash()
+    finally:
+        micropython.heap_unlock()
+    assert again == first == params.schema_hash()
+    a.stop()
 
 
 def test_set_vel_answers_state_enabled_or_not():

@@ -497,8 +497,10 @@ class Rig {
         // the host's grant: the chip waits for a host the machine does not run
         if (cf && !cf.granted(this.chipSeconds() * 1e6 + SLICE_NS / 1000)) { cf.holds++; break; }
         this.advance(this.chip.nanos + SLICE_NS);
-        if (cf) cf.time(this.chipSeconds() * 1e6);
+        // the bytes first, then the time: when the host reads chip time T, every byte the chip sent by T is in
+        // its socket (a reply is never late only because the host looked between the two)
         this.flushToHost();
+        if (cf) cf.time(this.chipSeconds() * 1e6);
       }
       this.sampleRate();
       setImmediate(() => setTimeout(step, 0));

@@ -317,7 +317,8 @@ class Link:
         with self._lock:
             self.send(frame)
             t0 = time.monotonic()
-            deadline = clock.now() + timeout        # board time: a board the machine does not run is not late
+            now = clock.now()
+            deadline = now + timeout        # board time: a board the machine does not run is not late
             # a reply may already sit in the inbox: read together with an earlier reply (loop://, bursts)
             frames = list(self._inbox)
             self._inbox.clear()
@@ -338,7 +339,6 @@ class Link:
                         self._rtts.append(time.monotonic() - t0)
                         return payload
                 seen += frames
-                now = clock.now()
                 if now >= deadline:
                     self._stash(seen)
                     self.counts["timeouts"] += 1
@@ -349,6 +349,9 @@ class Link:
                         f"{P.COMMAND_NAMES.get(cmd, hex(cmd))} from {self.url} within {timeout * 1000:.0f} ms "
                         f"(is the board running viperdrive firmware at {self.baud} baud?)")
                 self.wait_readable(min(clock.host_seconds(deadline - now), 0.002))
+                # the board's time before its bytes: a board publishes its time only after the bytes it sent by
+                # then are on the line (rigs.clockfile), so a reply sent before `now` is in what is read next
+                now = clock.now()
                 frames = self._read_available()
 
     def record_rtt(self, seconds: float) -> None:

@@ -15,6 +15,10 @@ Layout (64 bytes, little-endian; sim/world.py and sim/pico/rig.mjs write the boa
     32    16   host        grant: link generation (u32), 0 (u32), board time in us (u64) the board may run to
     48    16   host        the same again: the board honours a grant only when both copies agree
 
+The order of time and bytes: a board writes its time T only after every byte it sent by T is on the line (in the
+host's socket), and the host reads the time before it reads the line. So a reply the board sent before the deadline
+of a wait is always seen by that wait: a reply is never late only because one side was descheduled between the two.
+
 The grant ("lockstep", docs/virtual-board.md "Board time"): while a link client is connected and the grant names
 its generation, the board does not start a control period past the grant's time. The client's host renews it from
 a thread as long as the host process runs (LEASE_AHEAD_S ahead of the board's time, every RENEW_S), so a host that
