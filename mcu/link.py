@@ -199,4 +199,3 @@ class Link:
             self.nack(cmd, protocol.NACK_OUT_OF_RANGE)
             return
         self.send(protocol.pack_param_set(pid, self.handler.get_param(pid)))
-

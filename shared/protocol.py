@@ -243,7 +243,7 @@ _TICKS_MASK = const(0x3FFFFFFF)     # tick differences are taken modulo 2**30 (t
 # times at the line's baud rate, and at least FRAME_GAP_MIN_US, which covers how the bytes reach the reader (USB
 # full-speed packets every 1 ms, a UART's receive FIFO timeout). A frame is written in one piece, so a gap inside
 # one means its sender stopped (a client that went away, a board that reset mid-frame). The host uses a larger
-# minimum (the latency timer of USB-serial adapters; host/viperdrive/link.py).
+# minimum (the latency timer of USB-serial adapters; host/viperdrive/board/link.py).
 FRAME_GAP_BYTES = const(8)
 FRAME_GAP_MIN_US = const(2000)
 BITS_PER_BYTE = const(10)           # UART 8N1: start bit, 8 data bits, stop bit

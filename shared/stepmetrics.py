@@ -15,8 +15,9 @@
 # A figure the data never reaches is None. Steps may go down (target < start): every figure is taken on the
 # response normalised to the step, (y - start) / (target - start).
 
-BAND = 0.05     # default settling band: 5 % of the step (at 4096 counts/rev and 500 Hz a 2 % band of a 10 rad/s
-                # step is 0.2 rad/s, a quarter of one count per period: the speed estimate's noise level)
+# the default settling band: 5 % of the step (at 4096 counts/rev and 500 Hz a 2 % band of a 10 rad/s step is
+# 0.2 rad/s, a quarter of one count per period: the speed estimate's noise level)
+BAND = 0.05
 RISE_LO = 0.1
 RISE_HI = 0.9
 FINAL_SHARE = 0.2

@@ -9,7 +9,7 @@
 #                             [--board FILE] [--params FILE] [--seed N] [--clock FILE] [--repl]
 #
 # Prints "control on HOST:PORT" (with --control) and then "listening on socket://HOST:PORT" once the firmware
-# runs. docs/virtual-board.md is the manual; host/viperdrive/sim launches this for host code and tests.
+# runs. docs/virtual-board.md is the manual; host/viperdrive/rigs/virtual.py launches this for host code and tests.
 import gc
 import sys
 import time

@@ -181,6 +181,7 @@ def test_link_lost_while_driving_stops_with_exit_8(sim, tmp_path):
     # the board stopped on its own: deadman ramp to zero, then de-energized after deadman_disable_ms (2 s)
     truth = sim.control({"cmd": "truth"})
     assert abs(truth["w_left"]) < 0.5 and abs(truth["w_right"]) < 0.5
+
     def disabled():
         status = json.loads(run_cli("info", "--port", sim.url, "--json").stdout)["status_names"]
         assert "ENABLED" not in status or "DEADMAN" in status, status

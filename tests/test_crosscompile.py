@@ -172,7 +172,7 @@ def check_imports(root: Path, board_dir: Path) -> tuple[list[str], list[str]]:
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_module_compiles(arch, tmp_path):
     outs, errors = compile_tree(ROOT, arch, tmp_path)
-    assert len(outs) >= 3, outs     # shared/__init__, protocol, params at least
+    assert len(outs) >= 3, outs     # shared/__init__.py, protocol.py, params.py at least
     assert not errors, "mpy-cross failed:\n" + "\n\n".join(errors)
     for out in outs:
         assert out.stat().st_size > 0, out

@@ -144,7 +144,7 @@ def test_mcu_and_sim_never_import_the_host():
     bad = []
     for path in micropython_sources():
         rel = path.relative_to(ROOT)
-        package = ".".join(rel.parts[1:-1]) or None       # mcu/hal/x.py: package "hal" (flattened on the board)
+        package = ".".join(rel.parts[1:-1]) or None       # mcu/hal/<module>.py: package "hal" (flattened on the board)
         for imp in imports_of(path, package):
             if imp.module.split(".")[0] in host_only:
                 bad.append(f"{rel}:{imp.line}: imports {imp.module}")

@@ -92,7 +92,6 @@ def test_quarter_arc_matches_closed_form_from_any_start_position():
     assert th == pytest.approx(th_end, abs=1e-5)
 
 
-
 def _path_error(step, h, total=4.0):
     # a curvature that changes along the way: v = 0.5 + 0.2 sin t, w = cos(1.3 t); reference by tiny steps
     def run(step_fn, hh):

@@ -183,6 +183,7 @@ def _estop_reaction(board, rig) -> float:
     board.read()
     before = rig.truth()
     t_open = rig.fault("estop", open=True)["t"]
+
     def bridges_off():
         t = rig.truth()
         return t if (t["outputs_off_t"] or 0) > t_open else None

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.ros2
 
 STORES = {"humble": Stores.ROS2_HUMBLE, "jazzy": Stores.ROS2_JAZZY}
 
+
 def _random_value(rng, ros_type, fielddefs, depth=0):
     """A random plain value (nested dicts/lists) for a ROS type, following rosbags' own field definitions."""
     consts, fields = fielddefs[ros_type]

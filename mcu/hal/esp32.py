@@ -88,6 +88,7 @@ def repl_pin_held(cfg):
     """The REPL boot switch (hal.repl_pin_held): the board config's repl_pin at its active level."""
     return portable.machine_repl_pin_held(machine, cfg)
 
+
 @portable.own_per_period_methods
 class Board(portable.MachineBoard):
     def __init__(self, cfg):

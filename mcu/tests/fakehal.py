@@ -66,7 +66,7 @@ class Board:
         if edge:
             self.edge_period_us = self._edge_period_us
 
-    # ---- board sensors (the tests set them): inputs word, battery ADC, an I2C bus (sim/imu_parts.I2CBus) ----
+    # ---- board sensors (the tests set them): inputs word, battery ADC, an I2C bus (I2CBus, sim/imu_parts.py) ----
 
     inputs = 0
     battery_raw = 0

@@ -217,6 +217,7 @@ class FakeRp2:
     @staticmethod
     def asm_pio(**kw):
         assert kw["in_shiftdir"] == 0 and kw["out_shiftdir"] == 1      # what the interpreter implements
+
         def dec(f):
             words = []
             g = f.__globals__

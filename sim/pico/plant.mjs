@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: 2026 The viperdrive contributors
 // The virtual board's physical model (sim/plant.py) in JavaScript, for the emulated Pico rig: the same equations,
 // numerics, robot description keys and noise generator, so the two rigs drive the same robot. sim/plant.py is the
-// reference and its header explains the model; tests/test_pico_plant.py runs both on the same duty sequence and
+// reference and its header explains the model; tests/test_pico_rig.py runs both on the same duty sequence and
 // compares them step by step. Differences: step() also records the instants inside the step at which the encoder
 // count changed (edge fractions), which the rig turns into quadrature edges on the GPIO pins at those chip times.
 import { readFileSync } from 'node:fs';

@@ -781,8 +781,6 @@ def _clamp_i32(x: int) -> int:
     return max(-INT32_MAX, min(INT32_MAX, int(x)))
 
 
-
-
 def wait_for_hello(url: str, clock: Clock | None = None, seconds: float = 30.0, baud: int = 115200) -> BoardInfo:
     """HELLO until the board at `url` answers (a board that is still booting, a rig compiling its firmware), within
     `seconds` of its own time (`clock`); NoReplyError naming the last failure otherwise."""

@@ -364,5 +364,3 @@ def _feedforward(args, board, config) -> int:
     note(args, "the robot file has no feedforward keys: the board keeps them")
     _write(args, board, config, new, {})
     return 0
-
-

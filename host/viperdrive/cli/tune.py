@@ -183,4 +183,3 @@ def _confirm(question: str) -> bool:
     except EOFError:
         return False
     return answer.strip().lower() in ("y", "yes")
-

@@ -47,7 +47,8 @@ class ImagesMissing(SimError):
 
 
 def images_dir() -> Path:
-    """$VIPERDRIVE_PICO_IMAGES, else shared/firmware/ next to the checkout (../shared/firmware from the repo root)."""
+    """$VIPERDRIVE_PICO_IMAGES, else the `firmware` folder of a `shared` folder beside the checkout
+    (../shared/firmware from the repo root)."""
     env = os.environ.get("VIPERDRIVE_PICO_IMAGES")
     if env:
         return Path(env)
@@ -270,7 +271,6 @@ class PicoRig(VirtualBoard):
     def pin(self, pin: int, level: int | None) -> dict:
         """Drive an input pin from outside (0/1), or release it (None)."""
         return self._ok({"cmd": "pin", "pin": pin, "level": level})
-
 
 
 def require_images_or_skip(skip) -> dict[str, Path]:
