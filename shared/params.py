@@ -93,7 +93,8 @@ def defaults():
     return {p[NAME]: p[DEFAULT] for p in TABLE}
 
 
-_SCHEMA_HASH = []     # computed once: on a 32-bit MicroPython port every step of it is a heap-allocated big int
+# computed once: on a 32-bit MicroPython port every step of it is a heap-allocated big int
+_SCHEMA_HASH = []  # type: list[int]
 
 
 def schema_hash():
