@@ -271,22 +271,25 @@ class Plant:
         self.r_internal = desc.get("battery_internal_resistance_ohm", 0.0)
         self.motor_r = res
         self.emf_per_wheel_rad_s = g * kt          # ke * G: back-EMF volts per rad/s of the wheel
-        # the IMU (register-level part on an emulated I2C bus) and its error model
+        # the IMU: its error model (a perfect IMU without the robot file's imu section), and the register-level part
+        # on an emulated I2C bus that the model samples into (only with that section; the emulated Pico attaches
+        # its own parts as `imu`: sim/pico/plant.mjs)
         self.i2c = imu_parts.I2CBus()
         self.imu = None
         imu = desc.get("imu")
         if imu is not None:
             self.imu = imu_parts.make_part(imu["part"], imu.get("address"))
             self.i2c.attach(self.imu)
-            self.imu_map, self.imu_sign = _mount(imu.get("axes", ["x", "y", "z"]))
-            self.gyro_bias0 = [b * _DEG for b in imu.get("gyro_bias_dps", [0.0, 0.0, 0.0])]
-            self.gyro_drift = imu.get("gyro_drift_dps_per_sqrt_s", 0.0) * _DEG
-            # per-sample white noise: density over the parts' ~50 Hz filter bandwidth
-            self.gyro_noise = imu.get("gyro_noise_dps_per_sqrt_hz", 0.0) * _DEG * math.sqrt(IMU_BANDWIDTH_HZ)
-            self.gyro_scale = 1.0 + imu.get("gyro_scale_error", 0.0)
-            self.accel_noise = imu.get("accel_noise_mg_per_sqrt_hz", 0.0) * 1e-3 * GRAVITY * math.sqrt(
-                IMU_BANDWIDTH_HZ)
-            self.imu_seed = int(imu.get("seed", self.seed * 7919 + 17)) & 0xFFFFFFFF
+        imu = imu or {}
+        self.imu_map, self.imu_sign = _mount(imu.get("axes", ["x", "y", "z"]))
+        self.gyro_bias0 = [b * _DEG for b in imu.get("gyro_bias_dps", [0.0, 0.0, 0.0])]
+        self.gyro_drift = imu.get("gyro_drift_dps_per_sqrt_s", 0.0) * _DEG
+        # per-sample white noise: density over the parts' ~50 Hz filter bandwidth
+        self.gyro_noise = imu.get("gyro_noise_dps_per_sqrt_hz", 0.0) * _DEG * math.sqrt(IMU_BANDWIDTH_HZ)
+        self.gyro_scale = 1.0 + imu.get("gyro_scale_error", 0.0)
+        self.accel_noise = imu.get("accel_noise_mg_per_sqrt_hz", 0.0) * 1e-3 * GRAVITY * math.sqrt(
+            IMU_BANDWIDTH_HZ)
+        self.imu_seed = int(imu.get("seed", self.seed * 7919 + 17)) & 0xFFFFFFFF
         self.reset()
 
     # ---- state ----
@@ -299,13 +302,13 @@ class Plant:
         self.battery_current = 0.0
         self.estop_open = False
         self.a_x = 0.0                              # true body acceleration, m/s^2 (the IMU's x)
+        self.imu_rng = Rng(self.imu_seed)
+        self.gyro_bias = list(self.gyro_bias0)
+        self.gyro_true = [0.0, 0.0, 0.0]
+        self.imu_acc_t = self.imu_acc_wz = self.imu_acc_ax = self.imu_acc_ay = 0.0
         if self.imu is not None:
             self.imu.answering = True
             self.imu.reset()
-            self.imu_rng = Rng(self.imu_seed)
-            self.gyro_bias = list(self.gyro_bias0)
-            self.gyro_true = [0.0, 0.0, 0.0]
-            self.imu_acc_t = self.imu_acc_wz = self.imu_acc_ax = self.imu_acc_ay = 0.0
         self.energized = False
         self.t = 0.0
         self.steps = 0

@@ -44,45 +44,85 @@ def _duties(n):
     return out
 
 
-def test_js_plant_matches_the_virtual_boards_step_for_step():
-    """sim/pico/plant.mjs is a port of sim/plant.py: the same robot file and duties give the same motion."""
-    sys.path.insert(0, str(ROOT / "sim"))
-    import plant as pyplant
-    desc = pyplant.load_description(str(ROOT / "sim" / "robots" / "pico_mdd10.json"))
-    duties = _duties(700)
-    dt = 0.002
-    p = pyplant.Plant(desc)
-    p.set_encoder_drop(0.05)        # lost counts draw from the same seeded generator
-    ref = []
-    for dl, dr, on in duties:
-        p.energized = on
-        p.step(dt, round(dl * 32767), round(dr * 32767))
-        ref.append((p.w_l, p.w_r, p.x, p.y, p.theta, p.count_l, p.count_r))
-    script = """
+ROBOTS = sorted((ROOT / "sim" / "robots").glob("*.json"))
+IMU_PERIOD_S = 0.01            # the recording stand-in part's output interval (an MPU-6050 at SMPLRT_DIV 9, DLPF on)
+
+# the JS side of the comparison: the same robot file, duties and stand-in IMU part, one row per step
+JS_RUN = """
 import { Plant, loadDescription } from './plant.mjs';
-const [robot, duties] = [process.argv[1], JSON.parse(process.argv[2])];
+const [robot, duties, period] = [process.argv[1], JSON.parse(process.argv[2]), Number(process.argv[3])];
 const p = new Plant(loadDescription(robot));
-p.set_encoder_drop(0.05);
+const samples = [];
+p.imu = { sample_period: () => period, sample: (g, a) => samples.push([p.steps, ...g, ...a]), reset: () => {} };
+p.set_encoder_drop_wheel('left', 0.05);
+p.set_encoder_drop_wheel('right', 0.02);
 const out = [];
 for (const [dl, dr, on] of duties) {
   p.energized = on;
   p.step(0.002, Math.round(dl * 32767), Math.round(dr * 32767));
-  out.push([p.w_l, p.w_r, p.x, p.y, p.theta, p.count_l, p.count_r]);
+  out.push([p.w_l, p.w_r, p.x, p.y, p.theta, p.battery_terminal_v, p.battery_current, p.count_l, p.count_r]);
 }
-process.stdout.write(JSON.stringify(out));
+process.stdout.write(JSON.stringify({ steps: out, imu: samples }));
 """
-    r = _node(script, str(ROOT / "sim" / "robots" / "pico_mdd10.json"), json.dumps(duties))
+
+
+class RecordingPart:
+    """The IMU part's interface to the plant (sim/imu_parts.py): a fixed output interval, every sample kept."""
+
+    def __init__(self, plant, period_s):
+        self.plant = plant
+        self.period_s = period_s
+        self.samples: list[list[float]] = []
+
+    def sample_period(self):
+        return self.period_s
+
+    def sample(self, gyro, accel, temp_c=25.0):
+        self.samples.append([self.plant.steps, *gyro, *accel])
+
+
+@pytest.mark.parametrize("robot", ROBOTS, ids=[r.stem for r in ROBOTS])
+def test_js_plant_matches_the_virtual_boards_step_for_step(robot):
+    """sim/pico/plant.mjs is a port of sim/plant.py: every robot file in sim/robots/ loads in both, and the same
+    file and duties give the same motion, encoder counts (lost counts and edge jitter draw from the same seeded
+    generator), battery terminal voltage and current, and IMU samples (gyro and accelerometer, from the IMU's own
+    seeded generator) step for step."""
+    sys.path.insert(0, str(ROOT / "sim"))
+    import plant as pyplant
+    desc = pyplant.load_description(str(robot))
+    duties = _duties(700)
+    p = pyplant.Plant(desc)
+    part = RecordingPart(p, IMU_PERIOD_S)
+    p.imu = part
+    p.set_encoder_drop_wheel("left", 0.05)
+    p.set_encoder_drop_wheel("right", 0.02)
+    ref = []
+    for dl, dr, on in duties:
+        p.energized = on
+        p.step(0.002, round(dl * 32767), round(dr * 32767))
+        ref.append((p.w_l, p.w_r, p.x, p.y, p.theta, p.battery_terminal_v, p.battery_current, p.count_l, p.count_r))
+    r = _node(JS_RUN, str(robot), json.dumps(duties), str(IMU_PERIOD_S))
     assert r.returncode == 0, r.stderr
     js = json.loads(r.stdout)
-    assert len(js) == len(ref)
-    worst = max(abs(a - b) for row_js, row_py in zip(js, ref, strict=True)
-                for a, b in zip(row_js[:5], row_py[:5], strict=True))
-    counts_equal = all(row_js[5:] == list(row_py[5:]) for row_js, row_py in zip(js, ref, strict=True))
+    assert len(js["steps"]) == len(ref)
+    worst = max(abs(a - b) for row_js, row_py in zip(js["steps"], ref, strict=True)
+                for a, b in zip(row_js[:7], row_py[:7], strict=True))
+    counts_equal = all(row_js[7:] == list(row_py[7:]) for row_js, row_py in zip(js["steps"], ref, strict=True))
+    assert len(js["imu"]) == len(part.samples), (len(js["imu"]), len(part.samples))
+    imu_worst = max((abs(a - b) for s_js, s_py in zip(js["imu"], part.samples, strict=True)
+                     for a, b in zip(s_js, s_py, strict=True)), default=0.0)
     peak = max(abs(row[0]) for row in ref)
-    print(f"700 steps: worst state difference {worst:.3g}, peak wheel speed {peak:.2f} rad/s, counts equal "
-          f"{counts_equal}, final counts {ref[-1][5:]}")
+    sag = desc["battery_v"] - min(row[5] for row in ref)
+    gyro_z = [s[3] for s in part.samples]
+    print(f"{robot.name}: 700 steps, worst state difference {worst:.3g}, counts equal {counts_equal}; "
+          f"{len(part.samples)} IMU samples, worst difference {imu_worst:.3g}; peak wheel speed {peak:.2f} rad/s, "
+          f"battery sag {sag:.3f} V, gyro z {min(gyro_z):+.3f}..{max(gyro_z):+.3f} rad/s")
     assert peak > 5.0                           # the robot did move: a step response, not two resting models
-    assert worst < 1e-9 and counts_equal
+    assert len(part.samples) >= 130             # 1.4 s of 10 ms samples
+    assert max(abs(g) for g in gyro_z) > 0.05   # the turn reached the gyro (unequal duties turn the robot)
+    assert worst < 1e-9 and counts_equal and imu_worst < 1e-9
+    if desc.get("battery_internal_resistance_ohm", 0.0) > 0:
+        assert sag > 0.05                       # the pack sagged under the motors' current, on both sides
 
 
 def test_js_plant_refuses_the_same_bad_robot_file(tmp_path):

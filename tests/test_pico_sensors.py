@@ -235,12 +235,23 @@ def test_a_sensor_on_a_pin_the_board_config_uses_is_refused_at_start():
 
 @pytest.mark.skipif(not NODE_OK, reason="rp2040js not installed (make setup)")
 def test_the_mounting_maps_body_axes_to_part_axes_as_the_board_config_reads_them():
-    r = _node("import { mounting } from './sensors.mjs';\n"
-              "const f = mounting(['-y', 'x', 'z']);\n"
-              "console.log(JSON.stringify([f([1, 0, 0]), f([0, 1, 0]), f([0, 0, 1])]));\n"
-              "try { mounting(['x', 'x', 'z']); } catch (e) { console.log(e.message); }")
+    """The robot file's imu.axes, read by both plants alike: board axis i is sign[i] x part axis map[i]."""
+    import sys
+    sys.path.insert(0, str(RIG.parent))
+    import plant as pyplant
+    r = _node("import { mount } from './plant.mjs';\n"
+              "const [map, sign] = mount(['-y', 'x', 'z']);\n"
+              "const part = (v) => { const p = [0, 0, 0]; for (let i = 0; i < 3; i++) p[map[i]] = sign[i] * v[i]; "
+              "return p; };\n"
+              "console.log(JSON.stringify([map, sign, part([1, 0, 0]), part([0, 1, 0]), part([0, 0, 1])]));\n"
+              "try { mount(['x', 'x', 'z']); } catch (e) { console.log(e.message); }")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
+    js_map, js_sign, fwd, left, up = json.loads(lines[0])
     # board x = -part y: a forward motion is -y on the part; board y = part x
-    assert json.loads(lines[0]) == [[0, -1, 0], [1, 0, 0], [0, 0, 1]]
-    assert "uses a part axis twice" in lines[1]
+    assert (fwd, left, up) == ([0, -1, 0], [1, 0, 0], [0, 0, 1])
+    assert [js_map, js_sign] == [list(x) for x in pyplant._mount(["-y", "x", "z"])]
+    with pytest.raises(pyplant.DescriptionError) as e:
+        pyplant._mount(["x", "x", "z"])
+    # the same words (the value is printed as each language prints a list)
+    assert lines[1].split(", got ")[0] == str(e.value).split(", got ")[0], (lines[1], str(e.value))

@@ -305,7 +305,7 @@ class Rig {
       this.external.set(this.replPin, this.cfg.repl_pull === 'down' ? 1 : 0);
     }
     try {
-      this.sensors = new Sensors(this.plant, this.external, sensorSpec(this.cfg, o), this.desc.imu, this.plant.seed);
+      this.sensors = new Sensors(this.plant, this.external, sensorSpec(this.cfg, o));
     } catch (e) {
       if (e instanceof UsageError) throw e;
       throw new UsageError(e.message);
@@ -416,7 +416,6 @@ class Rig {
     const dt = this.physicsNs / 1e9;
     const t0 = this.chip.nanos;
     p.step(dt, Math.round(duty[0] * 32767), Math.round(duty[1] * 32767));
-    this.sensors.afterPhysics();
     const q = this.edgeQueue;
     for (let i = 0; i < 2; i++) {
       const e = i === 0 ? p.edges_l : p.edges_r;

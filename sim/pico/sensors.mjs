@@ -5,146 +5,31 @@
 //   - an IMU on an I2C bus, answered through rp2040js's I2C hooks at the register level: an MPU-6050 (WHO_AM_I
 //     0x68, PWR_MGMT_1 sleep/reset, SMPLRT_DIV/CONFIG sample rate, GYRO_CONFIG/ACCEL_CONFIG full scale, big-endian
 //     data at 0x3B..0x48) and an LSM6DS3 (WHO_AM_I 0x69, CTRL1_XL/CTRL2_G rate and full scale, CTRL3_C reset,
-//     auto-increment and byte order, little-endian data at 0x20..0x2D). The gyro measures the plant's true yaw
-//     rate with a seeded bias, bias random walk, white noise and scale error; the accelerometer the specific force
-//     (gravity on z, the plant's forward and centripetal acceleration on x and y). Every byte takes its bus time
-//     (9 SCL periods from the I2C block's own SCL counts), so a read costs the chip what it costs on a board;
-//   - the battery on an ADC pin through the board's divider: the pack's open-circuit voltage (the plant's
-//     battery_v, the `battery` fault) minus the drop of the motors' current across its internal resistance;
+//     auto-increment and byte order, little-endian data at 0x20..0x2D). What they measure is the plant's
+//     (plant.mjs, sim/plant.py's model line for line: the robot file's `imu` section, the mean of the true motion
+//     over the part's output interval plus bias, bias walk, noise and scale error from the IMU's own seed); the
+//     part puts each sample into its data registers at its full scale. Every byte takes its bus time (9 SCL
+//     periods from the I2C block's own SCL counts), so a read costs the chip what it costs on a board;
+//   - the battery on an ADC pin through the board's divider: the plant's terminal voltage (its open-circuit
+//     battery_v, the `battery` fault, minus the bridges' current across battery_internal_resistance_ohm);
 //   - the e-stop input: a normally-closed contact between the pin and its closed level (ground); open, the pin
-//     is left to its pull resistor, so firmware that forgets the pull-up does not see the stop.
-import { Rng } from './plant.mjs';
+//     is left to its pull resistor, so firmware that forgets the pull-up does not see the stop. Its state is the
+//     plant's estop_open, as on the virtual board.
+import { IMU_PARTS } from './plant.mjs';
 
-const GRAVITY = 9.80665;
+export { IMU_PARTS };
+const G0 = 9.80665;                 // the g the parts' LSB/g are given in (sim/imu_parts.py's G0)
 const DEG = Math.PI / 180;
 const FUNC_I2C = 3;
 const ADC_VREF = 3.3;
 const ADC_FIRST_PIN = 26;
 
-export const IMU_PARTS = ['mpu6050', 'lsm6ds3'];
 export const IMU_DEFAULT_ADDRESS = { mpu6050: 0x68, lsm6ds3: 0x6a };
 
-// the error model of the gyro and accelerometer (rad/s, m/s^2, per sqrt(Hz) for densities): datasheet-typical
-// figures, overridable by the robot file's "imu" section
-export const IMU_MODEL_DEFAULTS = {
-  gyro_bias_std_rad_s: 0.5 * DEG,                 // turn-on bias, drawn per axis from the seed
-  gyro_bias_walk_rad_s_sqrt_s: 0.002 * DEG,       // bias random walk
-  gyro_noise_density_rad_s_sqrt_hz: 0.005 * DEG,  // MPU-6050: 0.005 deg/s/sqrt(Hz)
-  gyro_scale_error: 0.01,                         // +1 % sensitivity error
-  accel_noise_density_m_s2_sqrt_hz: 400e-6 * GRAVITY,
-  temperature_c: 25.0,
-};
-
-function int16(v) {
-  const r = Math.round(v);
-  return r > 32767 ? 32767 : r < -32768 ? -32768 : r;
-}
-
-/** The motion the IMU feels, from the plant: yaw rate and specific force in the body frame (x forward, y left,
- * z up: REP-103), the forward acceleration from the plant's speed change over its last steps. */
-export class Motion {
-  constructor(plant) {
-    this.plant = plant;
-    this.lastV = 0;
-    this.lastT = 0;
-    this.ax = 0;
-  }
-
-  /** After each plant step: the forward acceleration, smoothed over ~2 ms (the plant's v moves in steps). */
-  update() {
-    const p = this.plant;
-    const dt = p.t - this.lastT;
-    if (dt > 0) {
-      const a = (p.v - this.lastV) / dt;
-      const k = Math.min(1, dt / 0.002);
-      this.ax += k * (a - this.ax);
-    }
-    this.lastV = p.v;
-    this.lastT = p.t;
-  }
-
-  reset() {
-    this.lastV = 0;
-    this.lastT = 0;
-    this.ax = 0;
-  }
-
-  gyro() {
-    return [0, 0, this.plant.wz];
-  }
-
-  accel() {
-    const p = this.plant;
-    return [this.ax, p.v * p.wz, GRAVITY];
-  }
-}
-
-/** The part's mounting, in the board config's `imu.axes` convention: for each board axis x, y, z the part axis
- * (with a sign) along it, e.g. ["-y", "x", "z"]: board x = -part y, board y = part x. -> body vector to part
- * vector. */
-export function mounting(axes) {
-  if (!Array.isArray(axes) || axes.length !== 3) throw new Error('robot description: imu.axes must be 3 axis names like ["x", "y", "z"]');
-  const map = [];
-  const sign = [];
-  for (const a of axes) {
-    const m = /^([+-]?)([xyz])$/.exec(String(a));
-    if (!m) throw new Error(`robot description: imu.axes: '${a}' is not an axis (x, y, z with an optional sign)`);
-    map.push('xyz'.indexOf(m[2]));
-    sign.push(m[1] === '-' ? -1 : 1);
-  }
-  if (new Set(map).size !== 3) throw new Error(`robot description: imu.axes ${JSON.stringify(axes)} uses a part axis twice`);
-  return (b) => {
-    const out = [0, 0, 0];
-    for (let i = 0; i < 3; i++) out[map[i]] = sign[i] * b[i];
-    return out;
-  };
-}
-
-/** One IMU's sensing elements: the true motion plus a seeded bias, bias walk, white noise and scale error,
- * sampled at the part's output data rate (a new sample per 1/rate of chip time, as the part's data registers
- * update). */
-class Elements {
-  constructor(motion, model, seed, toPart) {
-    this.motion = motion;
-    this.m = model;
-    this.toPart = toPart;
-    this.seed = seed >>> 0;
-    this.reset();
-  }
-
-  reset() {
-    this.rng = new Rng(this.seed || 1);
-    const m = this.m;
-    this.bias = [0, 1, 2].map(() => m.gyro_bias_std_rad_s * this.rng.normal());
-    this.sampleIndex = -1;
-    this.sampleNs = 0;
-    this.gyro = [0, 0, 0];
-    this.accel = [0, 0, GRAVITY];
-    this.tempC = m.temperature_c;
-  }
-
-  /** Sample at chip time ns for a data rate of hz and the gyro's and accelerometer's bandwidths (Hz, the white
-   * noise's: std = density * sqrt(bandwidth)): -> true when a new sample was taken. */
-  sample(ns, hz, bwGyro, bwAccel) {
-    if (!(hz > 0)) return false;
-    const k = Math.floor(ns * hz / 1e9);
-    if (k === this.sampleIndex) return false;
-    const m = this.m;
-    const dtS = this.sampleIndex < 0 ? 0 : (k - this.sampleIndex) / hz;
-    this.sampleIndex = k;
-    const walk = m.gyro_bias_walk_rad_s_sqrt_s * Math.sqrt(dtS);
-    const gn = m.gyro_noise_density_rad_s_sqrt_hz * Math.sqrt(bwGyro);
-    const an = m.accel_noise_density_m_s2_sqrt_hz * Math.sqrt(bwAccel);
-    const g = this.toPart(this.motion.gyro());
-    const a = this.toPart(this.motion.accel());
-    for (let i = 0; i < 3; i++) {
-      if (walk > 0) this.bias[i] += walk * this.rng.normal();
-      this.gyro[i] = g[i] * (1 + m.gyro_scale_error) + this.bias[i] + gn * this.rng.normal();
-      this.accel[i] = a[i] + an * this.rng.normal();
-    }
-    this.tempC = m.temperature_c;
-    return true;
-  }
+/** Round half away from zero and clamp to int16, as sim/imu_parts.py _i16. */
+function int16(x) {
+  const v = x >= 0 ? Math.trunc(x + 0.5) : -Math.trunc(-x + 0.5);
+  return v > 32767 ? 32767 : v < -32768 ? -32768 : v;
 }
 
 /** Register file with the I2C register-pointer protocol both parts use: the first byte written after a START
@@ -161,11 +46,9 @@ class RegisterDevice {
     this.powerOn();
   }
 
-  begin(read, ns) {
+  begin(read) {
     this.transfers++;
     this.first = !read;
-    this.now = ns;
-    if (read) this.latch(ns);
   }
 
   writeByte(v) {
@@ -191,10 +74,12 @@ class RegisterDevice {
 }
 
 /** InvenSense MPU-6050 (register map rev 4.2): big-endian 16-bit data, high byte first. */
+const MPU_GYRO_LSB_DPS = [131.0, 65.5, 32.8, 16.4];        // GYRO_CONFIG FS_SEL 250, 500, 1000, 2000 deg/s
+const MPU_ACCEL_LSB_G = [16384.0, 8192.0, 4096.0, 2048.0]; // ACCEL_CONFIG AFS_SEL 2, 4, 8, 16 g
+
 export class Mpu6050 extends RegisterDevice {
-  constructor(address, elements) {
+  constructor(address) {
     super('mpu6050', address);
-    this.el = elements;
   }
 
   powerOn() {
@@ -203,30 +88,27 @@ export class Mpu6050 extends RegisterDevice {
     this.regs[0x75] = 0x68;           // WHO_AM_I (AD0 does not change it)
     this.data = new Uint8Array(14);   // ACCEL_XOUT_H (0x3B) .. GYRO_ZOUT_L (0x48): zero until the first sample
     this.dataReady = false;
-    if (this.el) this.el.sampleIndex = -1;
   }
 
   get asleep() {
     return !!(this.regs[0x6b] & 0x40);
   }
 
-  /** Sample rate (Hz): the gyro output rate (8 kHz with the DLPF off, else 1 kHz) / (1 + SMPLRT_DIV). */
-  get rate() {
+  /** Seconds between new samples: the gyro output rate (8 kHz, 1 kHz with the DLPF on) / (1 + SMPLRT_DIV); null
+   * while asleep (sim/imu_parts.py Mpu6050.sample_period). */
+  sample_period() {
+    if (this.asleep) return null;
     const dlpf = this.regs[0x1a] & 7;
-    return (dlpf === 0 || dlpf === 7 ? 8000 : 1000) / (1 + this.regs[0x19]);
+    return (1 + this.regs[0x19]) / (dlpf >= 1 && dlpf <= 6 ? 1000.0 : 8000.0);
   }
 
-  latch(ns) {
-    // the digital low-pass filter's bandwidths (CONFIG.DLPF_CFG 0..6; 7 is reserved, as 0 here)
-    const dlpf = this.regs[0x1a] & 7;
-    const bwG = [256, 188, 98, 42, 20, 10, 5, 256][dlpf];
-    const bwA = [260, 184, 94, 44, 21, 10, 5, 260][dlpf];
-    if (this.asleep || !this.el.sample(ns, this.rate, bwG, bwA)) return;
-    const el = this.el;
-    const gyroLsb = 131 / (1 << ((this.regs[0x1b] >> 3) & 3)) / DEG;       // LSB per rad/s: 131 LSB/(deg/s) at 250
-    const accLsb = 16384 / (1 << ((this.regs[0x1c] >> 3) & 3)) / GRAVITY;  // LSB per m/s^2: 16384 LSB/g at 2 g
-    const words = [el.accel[0] * accLsb, el.accel[1] * accLsb, el.accel[2] * accLsb,
-      (el.tempC - 36.53) * 340, el.gyro[0] * gyroLsb, el.gyro[1] * gyroLsb, el.gyro[2] * gyroLsb];
+  /** A new sample in the part's axes (rad/s, m/s^2) into the data registers at the configured full scale. */
+  sample(gyro, accel, tempC = 25.0) {
+    if (this.asleep) return;
+    const gl = MPU_GYRO_LSB_DPS[(this.regs[0x1b] >> 3) & 3];
+    const al = MPU_ACCEL_LSB_G[(this.regs[0x1c] >> 3) & 3];
+    const words = [accel[0] / G0 * al, accel[1] / G0 * al, accel[2] / G0 * al,
+      (tempC - 36.53) * 340, gyro[0] / DEG * gl, gyro[1] / DEG * gl, gyro[2] / DEG * gl];
     for (let i = 0; i < 7; i++) {
       const w = int16(words[i]) & 0xffff;
       this.data[2 * i] = w >> 8;
@@ -262,9 +144,8 @@ const LSM_G_MDPS_PER_LSB = [8.75, 17.5, 35, 70];               // FS_G 00: 245, 
 /** STMicroelectronics LSM6DS3 (datasheet DocID026899): little-endian 16-bit data, low byte first (CTRL3_C.BLE
  * swaps), auto-increment with CTRL3_C.IF_INC (set after reset). */
 export class Lsm6ds3 extends RegisterDevice {
-  constructor(address, elements) {
+  constructor(address) {
     super('lsm6ds3', address);
-    this.el = elements;
   }
 
   powerOn() {
@@ -275,29 +156,36 @@ export class Lsm6ds3 extends RegisterDevice {
     this.regs[0x19] = 0x38;           // CTRL10_C: gyro X, Y, Z on
     this.out = new Uint8Array(14);    // OUT_TEMP_L (0x20) .. OUTZ_H_XL (0x2D), as little-endian words
     this.status = 0;
-    if (this.el) this.el.sampleIndex = -1;
   }
 
   advance(p) {
     return this.regs[0x12] & 0x04 ? (p + 1) & 0x7f : p;
   }
 
-  latch(ns) {
+  /** Seconds between new gyro samples (CTRL2_G's ODR); null while the gyro is powered down
+   * (sim/imu_parts.py Lsm6ds3.sample_period). */
+  sample_period() {
+    const code = this.regs[0x11] >> 4;
+    if (code === 0 || code >= LSM_ODR_HZ.length) return null;
+    return 1.0 / LSM_ODR_HZ[code];
+  }
+
+  /** A new sample in the part's axes: gyro and accelerometer each only while its ODR is not power-down (a
+   * powered-down sensor keeps its last output). */
+  sample(gyro, accel, tempC = 25.0) {
     const odrG = LSM_ODR_HZ[this.regs[0x11] >> 4] || 0;
     const odrXl = LSM_ODR_HZ[this.regs[0x10] >> 4] || 0;
-    const hz = Math.max(odrG, odrXl);
-    if (!hz || !this.el.sample(ns, hz, odrG / 2, odrXl / 2)) return;
-    const el = this.el;
+    if (!odrG && !odrXl) return;
     const c2 = this.regs[0x11];
     const mdps = c2 & 0x02 ? 4.375 : LSM_G_MDPS_PER_LSB[(c2 >> 2) & 3];
     const gyroLsb = 1000 / mdps / DEG;                                      // LSB per rad/s
-    const accLsb = 1000 / LSM_XL_MG_PER_LSB[(this.regs[0x10] >> 2) & 3] / GRAVITY;
+    const accLsb = 1000 / LSM_XL_MG_PER_LSB[(this.regs[0x10] >> 2) & 3] / G0;
     const gEn = this.regs[0x19];
     const aEn = this.regs[0x18];
     const w = new Array(7).fill(null);
-    w[0] = (el.tempC - 25) * 16;                                            // 16 LSB/degC, 0 at 25 degC
-    if (odrG) for (let i = 0; i < 3; i++) w[1 + i] = gEn & (8 << i) ? el.gyro[i] * gyroLsb : 0;
-    if (odrXl) for (let i = 0; i < 3; i++) w[4 + i] = aEn & (8 << i) ? el.accel[i] * accLsb : 0;
+    w[0] = (tempC - 25) * 16;                                               // 16 LSB/degC, 0 at 25 degC
+    if (odrG) for (let i = 0; i < 3; i++) w[1 + i] = gEn & (8 << i) ? gyro[i] * gyroLsb : 0;
+    if (odrXl) for (let i = 0; i < 3; i++) w[4 + i] = aEn & (8 << i) ? accel[i] * accLsb : 0;
     for (let i = 0; i < 7; i++) {
       if (w[i] === null) continue;                  // a sensor in power-down keeps its last output
       const v = int16(w[i]) & 0xffff;
@@ -387,7 +275,7 @@ export class I2CBus {
     i2c.onConnect = (address, mode) => {
       dev = this.wired() && !this.nack ? this.devices.get(address) || null : null;
       this.stats.transfers++;
-      if (dev) dev.begin(mode === 1, chip.nanos);
+      if (dev) dev.begin(mode === 1);
       else this.stats.nacks++;
       later(9, () => i2c.completeConnect(!!dev));
     };
@@ -466,7 +354,7 @@ export class I2CBus {
           s.read = !!(s.byte & 1);
           s.dev = !this.nack ? this.devices.get(addr) || null : null;
           ack = !!s.dev;
-          if (s.dev) s.dev.begin(s.read, chip.nanos);
+          if (s.dev) s.dev.begin(s.read);
           else this.stats.nacks++;
         } else {
           this.stats.bytes++;
@@ -531,43 +419,23 @@ export class I2CBus {
   }
 
   powerCycle() {
-    for (const d of this.devices.values()) {
-      d.powerOn();
-      if (d.el) d.el.reset();
-    }
+    for (const d of this.devices.values()) d.powerOn();
   }
 }
 
-/** The pack and the board's divider to an ADC pin. */
+/** The pack and the board's divider to an ADC pin: the plant's terminal voltage (sim/plant.py's battery model). */
 export class Battery {
-  constructor(plant, { pin, divider, internalOhm, quiescentA }) {
+  constructor(plant, { pin, divider }) {
     if (!(pin >= ADC_FIRST_PIN && pin <= 29)) throw new Error(`battery ADC pin GP${pin}: the RP2040's ADC inputs are GP26..GP29`);
     if (!(divider >= 1)) throw new Error(`battery divider ${divider}: must be >= 1 (V_battery / V_pin)`);
     this.plant = plant;
     this.pin = pin;
     this.divider = divider;
-    this.internalOhm = internalOhm;
-    this.quiescentA = quiescentA;
     this.samples = 0;
   }
 
-  /** The current the bridges draw from the pack (A; negative while braking energy flows back): per motor, the
-   * bridge's duty times the motor current (applied minus back-EMF voltage over the winding resistance). */
-  current() {
-    const p = this.plant;
-    if (!p.energized) return this.quiescentA;
-    const m = p.desc.motor;
-    const ke = m.gear_ratio * m.torque_constant_nm_per_a;     // V per wheel rad/s
-    let amps = this.quiescentA;
-    for (const [d, dir, w] of [[p.duty_l, p.motor_dir_l, p.w_l], [p.duty_r, p.motor_dir_r, p.w_r]]) {
-      const u = p.battery_v * d * dir;
-      amps += d * dir * (u - ke * w) / m.resistance_ohm;
-    }
-    return amps;
-  }
-
   terminalVolts() {
-    return Math.max(0, this.plant.battery_v - this.current() * this.internalOhm);
+    return this.plant.battery_terminal_v;
   }
 
   /** The ADC's 12-bit code for the pin's voltage (floor(V / 3.3 V * 4096), clamped). */
@@ -593,17 +461,21 @@ export class Battery {
 /** The e-stop: a normally-closed contact from the pin to closedLevel (0: ground). Closed, the contact drives
  * the pin; open (pressed, or a broken wire), nothing does and the pin reads its pull resistor. */
 export class EStop {
-  constructor(external, { pin, closedLevel }) {
+  constructor(plant, external, { pin, closedLevel }) {
     if (!(pin >= 0 && pin <= 29)) throw new Error(`e-stop pin GP${pin}: not a GPIO`);
+    this.plant = plant;
     this.external = external;
     this.pin = pin;
     this.closedLevel = closedLevel ? 1 : 0;
-    this.open = false;
     this.apply();
   }
 
+  get open() {
+    return this.plant.estop_open;
+  }
+
   set(open) {
-    this.open = !!open;
+    this.plant.set_estop(open);
     this.apply();
   }
 
@@ -614,40 +486,45 @@ export class EStop {
 }
 
 /** Every sensor of the board from the rig's sensor spec (rig.mjs sensorSpec): {imu: [{part, address}], i2c:
- * {bus, sda, scl}, battery: {pin, divider, internal_ohm}, estop: {pin, closed_level}}; model: the robot file's
- * "imu" section over IMU_MODEL_DEFAULTS. */
+ * {bus, sda, scl}, battery: {pin, divider}, estop: {pin, closed_level}}. The plant's IMU model feeds the parts:
+ * attached as plant.imu, they sample at the period of the first one the firmware woke (a firmware drives one). */
 export class Sensors {
-  constructor(plant, external, spec, model = {}, seed = 1) {
+  constructor(plant, external, spec) {
     this.plant = plant;
-    this.motion = new Motion(plant);
-    const m = { ...IMU_MODEL_DEFAULTS };
-    const toPart = mounting((model || {}).axes ?? ['x', 'y', 'z']);
-    for (const [k, v] of Object.entries(model || {})) {
-      if (k === 'axes') continue;
-      if (!(k in IMU_MODEL_DEFAULTS)) throw new Error(`robot description: unknown key imu.${k} (one of axes, ${Object.keys(IMU_MODEL_DEFAULTS).join(', ')})`);
-      if (typeof v !== 'number' || !Number.isFinite(v)) throw new Error(`robot description: imu.${k} must be a number`);
-      m[k] = v;
-    }
-    this.model = m;
     this.bus = null;
     this.imus = [];
     this.emptyBuses = [];
+    this.last = null;               // the last sample the plant gave the parts: {gyro, accel} in the part's axes
     if (spec.imu && spec.imu.length) {
       this.bus = new I2CBus(spec.i2c.bus, spec.i2c.sda, spec.i2c.scl);
-      spec.imu.forEach((d, i) => {
-        const el = new Elements(this.motion, m, (seed * 2246822519 + 0x5bd1e995 * (i + 1)) >>> 0, toPart);
-        const dev = d.part === 'mpu6050' ? new Mpu6050(d.address, el) : new Lsm6ds3(d.address, el);
+      for (const d of spec.imu) {
+        const dev = d.part === 'mpu6050' ? new Mpu6050(d.address) : new Lsm6ds3(d.address);
         this.bus.add(dev);
         this.imus.push(dev);
-      });
+      }
+      const parts = this.imus;
+      plant.imu = {
+        sample_period: () => {
+          for (const d of parts) {
+            const per = d.sample_period();
+            if (per !== null) return per;
+          }
+          return null;
+        },
+        sample: (gyro, accel) => {
+          this.last = { gyro: gyro.slice(), accel: accel.slice() };
+          for (const d of parts) d.sample(gyro, accel);
+        },
+        reset: () => {
+          this.last = null;
+          for (const d of parts) d.powerOn();
+        },
+      };
     }
-    this.battery = spec.battery ? new Battery(plant, {
-      pin: spec.battery.pin, divider: spec.battery.divider,
-      internalOhm: spec.battery.internal_ohm ?? (plant.desc.battery || {}).internal_resistance_ohm ?? 0.15, quiescentA: spec.battery.quiescent_a ?? 0.05,
-    }) : null;
+    this.battery = spec.battery ? new Battery(plant, { pin: spec.battery.pin, divider: spec.battery.divider }) : null;
     // the I2C blocks with nothing on them still answer as a real bus does (a NACK), with the bus timing
     for (const i of [0, 1]) if (!this.bus || this.bus.index !== i) this.emptyBuses.push(new I2CBus(i));
-    this.estop = spec.estop ? new EStop(external, { pin: spec.estop.pin, closedLevel: spec.estop.closed_level ?? 0 }) : null;
+    this.estop = spec.estop ? new EStop(plant, external, { pin: spec.estop.pin, closedLevel: spec.estop.closed_level ?? 0 }) : null;
   }
 
   attach(chip) {
@@ -656,12 +533,7 @@ export class Sensors {
     if (this.battery) this.battery.attach(chip);
   }
 
-  afterPhysics() {
-    this.motion.update();
-  }
-
   powerCycle() {
-    this.motion.reset();
     if (this.bus) {
       this.bus.nack = false;
       this.bus.powerCycle();
@@ -670,20 +542,17 @@ export class Sensors {
   }
 
   truth() {
+    // the plant's truth has the battery's terminal volts and current, the e-stop, the true yaw rate and the bias
     const t = {};
-    if (this.battery) {
-      t.battery_current_a = this.battery.current();
-      t.battery_terminal_v = this.battery.terminalVolts();
-      t.battery_adc_code = this.battery.code();
-    }
-    if (this.estop) t.estop_open = this.estop.open;
-    t.gyro_z_true = this.plant.wz;
+    if (this.battery) t.battery_adc_code = this.battery.code();
     if (this.imus.length) {
+      const last = this.last;
       t.imu = this.imus.map((d) => ({
-        part: d.name, address: d.address, gyro_bias_rad_s: d.el.bias.slice(), gyro_rad_s: d.el.gyro.slice(),
-        accel_m_s2: d.el.accel.slice(), transfers: d.transfers,
+        part: d.name, address: d.address, gyro_bias_rad_s: this.plant.gyro_bias.slice(),
+        gyro_rad_s: last ? last.gyro : null, accel_m_s2: last ? last.accel : null, transfers: d.transfers,
       }));
       t.imu_nack = this.bus.nack;
+      t.imu_answering = !this.bus.nack;
     }
     return t;
   }
