@@ -279,6 +279,30 @@ THIRD_PARTY_REACHES = {
 }
 
 
+def cli_commands(mods: dict[str, Path]) -> set[str]:
+    """The CLI's command modules: the ones viperdrive.cli discovers (a module-level register() and run())."""
+    out = set()
+    for dotted, path in mods.items():
+        if not dotted.startswith("viperdrive.cli.") or path.name == "__init__.py":
+            continue
+        names = {n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.FunctionDef)}
+        if {"register", "run"} <= names:
+            out.add(dotted)
+    return out
+
+
+def test_no_command_imports_another_command():
+    """What two commands share lives in a module of its own (cli/options.py, boardopen.py, session.py,
+    livefilter.py, ...), never in a command that another command then imports: a command is one file that can
+    change without touching the others."""
+    mods = host_modules()
+    commands = cli_commands(mods)
+    assert {"viperdrive.cli.drive", "viperdrive.cli.monitor", "viperdrive.cli.params"} <= commands, commands
+    graph = module_graph(mods)
+    crossing = sorted(f"{a} imports {b}" for a in commands for b in graph.get(a, ()) if b in commands and b != a)
+    assert not crossing, "\n".join(crossing)
+
+
 def test_no_private_names_across_modules():
     bad = []
     for dotted, path in host_modules().items():

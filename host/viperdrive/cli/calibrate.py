@@ -25,9 +25,9 @@ from ..robot.editing import update_values
 from ..tuning import calibrate as cal
 from ..tuning import steptest
 from .boardopen import activate, explain_fault, fault_message, open_board, param_guard, warn_unsaved
-from .drive import DriveSession
 from .options import add_board_options, int_range, load_config, positive, seconds
 from .output import note
+from .session import DriveSession
 from .signals import stop_signals_as_interrupt
 from .terminal import Progress
 

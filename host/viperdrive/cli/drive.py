@@ -10,31 +10,26 @@ from __future__ import annotations
 
 import argparse
 import math
-import threading
 import time
 from typing import TYPE_CHECKING
 
 from viperdrive.shared import protocol as P
 
-from ..board.records import BoardState
 from ..errors import BoardFault, UserError
-from ..messages.sensors import sensor_statuses
-from ..motion.drive import DriveController
-from ..motion.loop import DriveLoop
-from ..motion.odometry import Odometry
 from ..motion.scripts import BUILTINS, ScriptFollower, load_script
-from .boardopen import activate, explain_fault, fault_message, open_board, warn_test_values
+from .boardopen import explain_fault, fault_message, open_board, warn_test_values
+from .livefilter import fused_lines, load_live_filter_config
 from .options import add_board_options, load_config, script_options, seconds
 from .output import note, warn
+from .session import DriveSession
 from .signals import stop_signals_as_interrupt
 from .terminal import LiveView, TerminalKeys
 
 if TYPE_CHECKING:
-    from ..estimation.live import LiveFilter
+    pass
 
 HELP = "drive with the keyboard (arrows/WASD, space stop, q quit) or a script (square, spin, figure8, FILE)"
 
-ODOM_TOPIC = "/odom"                    # the topic name the live filter's config gives the wheel odometry
 LINEAR_STEPS = (0.02, 0.05, 0.1)        # m/s per keypress
 ANGULAR_STEPS = (0.1, 0.25, 0.5)        # rad/s per keypress
 
@@ -52,165 +47,6 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ekf-node", default=None, metavar="NAME", help="the node in --ekf to use")
     parser.add_argument("--duration", type=seconds(), default=None, metavar="S", help="stop after S seconds")
     add_board_options(parser)
-
-
-class DriveSession:
-    """The running parts of a drive: board loop, controller, odometry, optional recorder and telemetry."""
-
-    def __init__(self, board, config, recorder=None, telemetry_hz: int = 0, ekf=None, warn=None,
-                 sensor_hz: int = 0):
-        self.board = board
-        self.config = config
-        self.controller = DriveController(config)
-        self.odometry = Odometry(config, counts_per_rev=board.counts_per_rev)
-        # the loop's period, a script's durations and --duration are the board's time (Board.clock: the host's
-        # clock on every real board; an emulated chip's at its measured speed)
-        self.clock = board.clock
-        self.loop = DriveLoop(board, self.controller, self.odometry, clock=self.clock)
-        self.recorder = recorder
-        self.telemetry_hz = telemetry_hz
-        self.sensor_hz = sensor_hz          # SENSORS_DATA asked for (0: none): into the recording
-        self.sensor_rate = 0                # what the board granted
-        self.latest_sensors = None
-        self.battery_thresholds = (None, None)      # the board's battery_warn_v, battery_cutoff_v
-        self.v = 0.0
-        self.w = 0.0
-        self.state: BoardState | None = None
-        self.fault_code = 0
-        self.test_values: dict = {}         # an interrupted experiment's values the board ran with (warned)
-        self._last_diag = -1e9
-        self.board_diag: dict | None = None
-        self.stop_reason: str | None = None
-        self.live: LiveFilter | None = None         # --ekf
-        self._live_stop: threading.Event | None = None
-        self._live_thread: threading.Thread | None = None
-        if ekf is not None:
-            self._start_filter(ekf, warn or (lambda text: None))
-
-    def _start_filter(self, ekf, warn) -> None:
-        self.live, self._live_stop, self._live_thread = start_live_filter(ekf, self.recorder, warn, self._estimate)
-
-    def _estimate(self, est) -> None:
-        if self.recorder is not None and self.live is not None:
-            from ..ros2 import msgs
-            cfg = self.live.config
-            self.recorder.message("/odometry/filtered", "nav_msgs/msg/Odometry",
-                                  msgs.estimate(est.t, est.state, est.covariance, cfg.world_frame,
-                                                cfg.base_link_frame), self.live.clock.ns())
-
-    def _feed_filter(self, state) -> None:
-        from ..ros2 import msgs
-        o = self.odometry
-        stamp = msgs.time_from_s(state.stamp + (time.time() - time.monotonic()))
-        cfg = self.config.ros2
-        assert self.live is not None        # fed only with --ekf
-        self.live.feed(ODOM_TOPIC, msgs.odometry(stamp, cfg.odom_frame_id, cfg.base_frame_id, o.pose, o.twist,
-                                                 [float(v) for v in o.pose_covariance.ravel()],
-                                                 [float(v) for v in o.twist_covariance.ravel()]))
-
-    def start(self) -> None:
-        if self.sensor_hz:
-            self.sensor_rate = self.board.sensors(self.sensor_hz)
-            self.battery_thresholds = (self.board.get_param("battery_warn_v"),
-                                       self.board.get_param("battery_cutoff_v"))
-        if self.telemetry_hz:
-            # start the stream before the loop: its first burst shares the line with STATE replies, and inside
-            # the loop it would cost a run of misses
-            self.board.telemetry(self.telemetry_hz)
-            self.clock.sleep(0.1)
-            self.board.telemetry_frames()
-        activate(self.board)
-        self.controller.reset()
-        self.odometry.reset()
-        self._last_diag = self.clock.now()
-        self.record_diagnostics()
-
-    def tick(self, now: float) -> None:
-        """One loop cycle's bookkeeping after DriveLoop.cycle: recording and fault tracking."""
-        state = self.loop.state
-        self.state = state
-        if state is not None and state.faulted and not self.fault_code:
-            self.board_diag = self.board.diag()
-            self.fault_code = self.board_diag["fault_code"] or -1
-        if self.live is not None and state is not None and state.fresh:
-            self._feed_filter(state)        # recorded by the filter as its input, with its arrival time
-        rec = self.recorder
-        if rec is not None and state is not None:
-            if state.fresh:
-                rec.joint_states(state.stamp, state.position, state.velocity)
-                rec.odometry(state.stamp, self.odometry.pose, self.odometry.twist, self.odometry.pose_covariance,
-                             self.odometry.twist_covariance, odom=self.live is None)
-            # the recording's times are the host's (its log clock); `now` is the board's, the loop's period
-            rec.command(time.monotonic(), self.controller.v, self.controller.w)
-            for t in self.board.telemetry_frames():
-                rec.telemetry(t, self.board.counts_per_rev)
-            if self.sensor_hz:
-                for r in self.board.sensor_readings():
-                    rec.sensors(r, cutoff_latched=self.fault_code == P.FAULT_BATTERY_LOW)
-                    self.latest_sensors = r
-            if now - self._last_diag >= 1.0:
-                # GET_DIAG is a blocking round trip (~10 ms at 115200 baud): asked at the start, on a fault and at
-                # the end only; every second the last board answer goes out with this side's live counters
-                self._last_diag = now
-                self.record_diagnostics(ask_board=False)
-
-    def record_diagnostics(self, ask_board: bool = True) -> None:
-        if self.recorder is None:
-            return
-        if ask_board or self.board_diag is None:
-            self.board_diag = self.board.diag()
-        d = {k: v for k, v in self.board_diag.items() if k != "host_link"}
-        link = self.board.link.stats()
-        d.update({f"host_{k}": v for k, v in link.items() if k in ("frames_rx", "frames_tx", "crc_errors",
-                                                                    "timeouts", "rtt_p50_ms", "rtt_max_ms")})
-        d["host_misses"] = self.board.total_misses
-        loop = self.loop.loop.stats()
-        d.update({f"loop_{k}": v for k, v in loop.items() if k in ("cycles", "overruns", "late_p99_us")})
-        status = self.state.status if self.state is not None else None
-        sensors = None
-        if self.sensor_hz:
-            warn_v, cutoff_v = self.battery_thresholds
-            sensors = sensor_statuses(self.latest_sensors, self.board_diag.get("fault_code", 0), warn_v, cutoff_v,
-                                      imu_errors=self.board_diag.get("imu_errors"),
-                                      estop_now=self.state.estop if self.state is not None else None)
-        self.recorder.diagnostics(time.monotonic(), d, status, hardware_id=self.board.info.board, sensors=sensors)
-
-    def fault_text(self, args=None) -> str:
-        """The latched fault in words; on a board that ran an interrupted experiment's test values, said first:
-        they, not the wheel, are the likely cause (a stall hint pointed at the wheel)."""
-        text = fault_message(self.fault_code if self.fault_code > 0 else 0, args)
-        if self.test_values:
-            shown = ", ".join(f"{k} {v:g}" for k, v in self.test_values.items())
-            text += (f". The board ran with test values an interrupted experiment left live ({shown}): restore the "
-                     f"saved values first (`viperdrive params restore`)")
-        return text
-
-    def command(self, v: float, w: float, now: float) -> None:
-        self.v, self.w = v, w
-        self.controller.command(v, w, now=now)
-
-    def finish(self) -> None:
-        """Stop the filter and the telemetry stream; the last diagnostics into the recording."""
-        if self._live_thread is not None and self._live_stop is not None:
-            self._live_stop.set()
-            self._live_thread.join(timeout=2.0)
-        if self.board.link is None or not self.board.link.is_open:
-            return
-        try:
-            self.record_diagnostics()
-        except UserError:
-            pass
-        self.stop_telemetry()
-
-    def stop_telemetry(self) -> None:
-        if self.board.link is None or not self.board.link.is_open:
-            return
-        for rate, stop in ((self.telemetry_hz, self.board.telemetry), (self.sensor_hz, self.board.sensors)):
-            if rate:
-                try:
-                    stop(0)
-                except UserError:
-                    pass
 
 
 def status_lines(s: DriveSession, mode: str, extra: list[str] | None = None) -> list[str]:
@@ -239,63 +75,9 @@ def status_lines(s: DriveSession, mode: str, extra: list[str] | None = None) -> 
     return lines + (extra or [])
 
 
-def start_live_filter(ekf, recorder, warn, on_estimate=None):
-    """(LiveFilter, stop event, thread) for a command without DDS (drive, monitor): the filter on its own thread,
-    its inputs recorded with their arrival times when recording; a sensor on another topic than odom is named in
-    a warning (only `viperdrive ros2 --ekf` subscribes to topics)."""
-    import threading
-
-    from ..estimation.live import LiveFilter
-    from ..recording.mcap import LogClock
-
-    # the message types (cyclonedds) are imported here, before the board loop: an import inside the loop costs it
-    # a second of missed cycles
-    from ..ros2 import msgs
-    clock = recorder.clock if recorder is not None else LogClock()
-    record = None
-    if recorder is not None:
-        record = lambda topic, msg, ns: recorder.message(topic, msgs.ros_type_name(type(msg)), msg, ns)  # noqa: E731
-    live = LiveFilter(ekf, recorder=record, clock=clock, on_estimate=on_estimate)
-    for topic, (_kind, names) in live.topics().items():
-        if topic != ODOM_TOPIC:
-            warn(f"--ekf: {', '.join(names)} read {topic}, a ROS topic: only `viperdrive ros2 --ekf` "
-                 f"subscribes to topics; here {'it stays' if len(names) == 1 else 'they stay'} waiting")
-    if ODOM_TOPIC not in live.topics():
-        warn(f"--ekf: no sensor reads {ODOM_TOPIC} (the board's wheel odometry): the filter has no input here")
-    stop = threading.Event()
-
-    def run():
-        try:
-            live.run(stop)
-        except Exception as e:      # the filter must not take the drive down: say it, the raw odometry goes on
-            warn(f"--ekf: the live filter stopped ({type(e).__name__}: {e}); the raw odometry goes on")
-
-    thread = threading.Thread(target=run, daemon=True, name="viperdrive-ekf")
-    thread.start()
-    return live, stop, thread
-
-
-def fused_lines(live, raw) -> list[str]:
-    """The live filter beside the raw odometry: fused pose and 1-sigma, the difference, the sources' states."""
-    from ..estimation.live import position_sigma
-    est = live.estimate
-    if est is None:
-        return ["fused     (waiting for the filter's first measurement)"]
-    x, y, yaw = float(est.state[0]), float(est.state[1]), float(est.state[5])
-    dr = live.dead_reckoning()
-    line = (f"fused     x {x:+.3f} m  y {y:+.3f} m  heading {math.degrees(yaw):+6.1f} deg   1-sigma "
-            f"{position_sigma(est.covariance):.3f} m   fused - raw {math.hypot(x - raw[0], y - raw[1]):.3f} m")
-    sources = "  ".join(f"{src.name} {src.state}" for src in live.sources.values())
-    tail = "   DEAD RECKONING" if dr["active"] and any(src.absolute for src in live.sources.values()) else ""
-    return [line, f"sources   {sources}{tail}"]
-
-
 def run(args) -> int:
     config = load_config(args)
-    ekf = None
-    if args.ekf is not None:
-        from ..estimation import load_config as load_ekf
-        ekf = load_ekf(args.ekf, node=args.ekf_node)
+    ekf = load_live_filter_config(args)
     segments = None
     if args.script:
         segments = load_script(args.script, args.side, args.speed, args.turn_rate)

@@ -15,9 +15,9 @@ from ..motion.scripts import BUILTINS, ScriptFollower, load_script
 from ..recording.mcap import McapRecorder, read_mcap, read_mcap_partial
 from ..recording.plot import plot_mcap
 from .boardopen import explain_fault, open_board
-from .drive import DriveSession
 from .options import add_board_options, add_output_options, int_range, load_config, script_options, seconds
 from .output import note, print_json, warn
+from .session import DriveSession
 from .signals import stop_signals_as_interrupt
 from .terminal import Progress
 

@@ -21,6 +21,7 @@ from viperdrive.shared import protocol as P
 from .. import extras
 from ..errors import UserError
 from .boardopen import open_board
+from .livefilter import ODOM_TOPIC, fused_lines, load_live_filter_config, start_live_filter
 from .options import add_board_options, host_port, int_range, seconds
 from .output import warn
 from .signals import stop_signals_as_interrupt
@@ -202,7 +203,6 @@ def view_lines(m: MonitorState, d: dict, url: str, paused: bool, fox: str | None
         sensor_line(d),
     ]
     if m.live is not None:
-        from .drive import fused_lines
         lines += fused_lines(m.live, m.pose)
     if fox:
         lines.append(f"foxglove  {fox} (Foxglove: Open connection -> Foxglove WebSocket)")
@@ -245,6 +245,7 @@ def sensor_line(d: dict) -> str:
 def run(args) -> int:
     if args.foxglove is not None:
         extras.require("foxglove", "monitor --foxglove")     # before the port is opened
+    ekf = load_live_filter_config(args)                         # read and checked before the port is opened
     keys = TerminalKeys()
     fox = None
     with stop_signals_as_interrupt(), open_board(args) as board:
@@ -254,11 +255,8 @@ def run(args) -> int:
         m = MonitorState(board.counts_per_rev, board.info.control_hz)
         live_stop = None
         next_odom = time.monotonic()
-        if args.ekf is not None:
-            from ..estimation import load_config as load_ekf
-            from .drive import ODOM_TOPIC, start_live_filter
-            m.live, live_stop, _ = start_live_filter(load_ekf(args.ekf, node=args.ekf_node), None,
-                                                     lambda text: warn(args, text))
+        if ekf is not None:
+            m.live, live_stop, _ = start_live_filter(ekf, None, lambda text: warn(args, text))
         if args.foxglove:
             cfg = board.config
             fox = FoxgloveOut(args.foxglove, cfg.ros2.odom_frame_id, cfg.ros2.base_frame_id)

@@ -19,8 +19,11 @@ Not a command (no register/run): discovery skips it.
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import os
+
+from viperdrive.shared import params as PARAMS
 
 from ..board.ports import check_url, is_url
 from ..errors import BadValue, UserError
@@ -228,3 +231,48 @@ def baud_of(args, config: RobotConfig) -> int:
     if not 300 <= baud <= 12_000_000:
         raise UserError(f"--baud {baud} is outside 300..12000000", exit_code=2)
     return int(baud)
+
+
+# ---- board parameters on the command line (NAME=VALUE), checked against the table before the port is opened ----
+
+PARAM_NAMES = [p[PARAMS.NAME] for p in PARAMS.TABLE]
+
+
+def param_spec(name: str):
+    p = PARAMS.by_name(name)
+    if p is None:
+        close = difflib.get_close_matches(name, PARAM_NAMES, n=1)
+        raise BadValue(f"unknown parameter {name!r}{f' (did you mean {close[0]!r}?)' if close else ''}; "
+                       f"known: {', '.join(PARAM_NAMES)}")
+    return p
+
+
+def check_value(name: str, raw) -> float | int:
+    """A value from the command line or a file, checked against the table: BadValue names the range."""
+    p = param_spec(name)
+    rng = f"[{p[PARAMS.MIN]}, {p[PARAMS.MAX]}] {p[PARAMS.UNIT]}"
+    try:
+        value = float(raw) if not isinstance(raw, (int, float)) or isinstance(raw, bool) else raw
+        if isinstance(raw, bool):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise BadValue(f"invalid value for {name}: {raw!r} is not a number (allowed {rng})") from None
+    if p[PARAMS.TYPE] != "f":
+        if not math.isfinite(value) or value != int(value):
+            raise BadValue(f"invalid value for {name}: {raw!r} must be a whole number in {rng}")
+        value = int(value)
+    reason = PARAMS.check(p[PARAMS.ID], value)
+    if reason is not None:
+        extra = "" if "outside" in reason else f" (allowed {rng})"
+        raise BadValue(f"invalid value for {name}: {reason}{extra}")
+    return value
+
+
+def parse_assignments(items: list[str]) -> dict:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise UserError(f"{item!r}: write NAME=VALUE, e.g. kp=0.05", exit_code=2)
+        name, _, raw = item.partition("=")
+        out[name.strip()] = check_value(name.strip(), raw.strip())
+    return out

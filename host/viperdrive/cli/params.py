@@ -8,21 +8,18 @@ Values are checked against the table before the port is opened, so a typo costs 
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
-import math
 from pathlib import Path
 
 from viperdrive.shared import params as PARAMS
 
-from ..errors import BadValue, UserError
+from ..errors import BadValue
+from ..robot.files import read_text
 from .boardopen import open_board, param_guard
-from .options import add_board_options
+from .options import PARAM_NAMES, add_board_options, check_value, param_spec, parse_assignments
 from .output import note, print_json, warn
 
 HELP = "list, get, set, save the board's parameters; restore the saved ones; diff them against a file"
-
-NAMES = [p[PARAMS.NAME] for p in PARAMS.TABLE]
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -46,55 +43,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_board_options(p, data_output=True)
 
 
-def param_spec(name: str):
-    p = PARAMS.by_name(name)
-    if p is None:
-        close = difflib.get_close_matches(name, NAMES, n=1)
-        raise BadValue(f"unknown parameter {name!r}{f' (did you mean {close[0]!r}?)' if close else ''}; "
-                       f"known: {', '.join(NAMES)}")
-    return p
-
-
-def check_value(name: str, raw) -> float | int:
-    """A value from the command line or a file, checked against the table: BadValue names the range."""
-    p = param_spec(name)
-    rng = f"[{p[PARAMS.MIN]}, {p[PARAMS.MAX]}] {p[PARAMS.UNIT]}"
-    try:
-        value = float(raw) if not isinstance(raw, (int, float)) or isinstance(raw, bool) else raw
-        if isinstance(raw, bool):
-            raise ValueError
-    except (TypeError, ValueError):
-        raise BadValue(f"invalid value for {name}: {raw!r} is not a number (allowed {rng})") from None
-    if p[PARAMS.TYPE] != "f":
-        if not math.isfinite(value) or value != int(value):
-            raise BadValue(f"invalid value for {name}: {raw!r} must be a whole number in {rng}")
-        value = int(value)
-    reason = PARAMS.check(p[PARAMS.ID], value)
-    if reason is not None:
-        extra = "" if "outside" in reason else f" (allowed {rng})"
-        raise BadValue(f"invalid value for {name}: {reason}{extra}")
-    return value
-
-
-def parse_assignments(items: list[str]) -> dict:
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise UserError(f"{item!r}: write NAME=VALUE, e.g. kp=0.05", exit_code=2)
-        name, _, raw = item.partition("=")
-        out[name.strip()] = check_value(name.strip(), raw.strip())
-    return out
-
-
 def read_param_file(path: str) -> dict:
     """{name: value} from JSON/YAML/TOML; accepts {"params": {...}} too. BadValue for anything wrong."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadValue(f"parameter file {p} does not exist") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadValue(f"parameter file {p} cannot be read: {e}") from None
+    text = read_text(p, "parameter file")
     try:
         if p.suffix.lower() == ".toml":
             import tomllib
@@ -139,7 +91,7 @@ def run(args) -> int:
         wanted = read_param_file(args.file)
     with open_board(args) as board:
         if action == "list":
-            values = {n: board.get_param(n) for n in NAMES}
+            values = {n: board.get_param(n) for n in PARAM_NAMES}
             if args.json:
                 print_json({"params": values})
                 return 0
@@ -184,7 +136,7 @@ def run(args) -> int:
         if action == "restore":
             return _restore(args, board)
         if action == "diff":
-            board_values = {n: board.get_param(n) for n in NAMES}
+            board_values = {n: board.get_param(n) for n in PARAM_NAMES}
             diffs = {n: {"board": board_values[n], "file": v} for n, v in wanted.items()
                      if not _same(board_values[n], v)}
             if args.json:
@@ -201,10 +153,10 @@ def run(args) -> int:
 
 def _restore(args, board) -> int:
     """LOAD_PARAMS, with what changed (each value before and after) and whether the board had saved values."""
-    before = {n: board.get_param(n) for n in NAMES}
+    before = {n: board.get_param(n) for n in PARAM_NAMES}
     from_file = board.load_params()
-    after = {n: board.get_param(n) for n in NAMES}
-    changed = {n: {"live": before[n], "restored": after[n]} for n in NAMES if not _same(before[n], after[n])}
+    after = {n: board.get_param(n) for n in PARAM_NAMES}
+    changed = {n: {"live": before[n], "restored": after[n]} for n in PARAM_NAMES if not _same(before[n], after[n])}
     flags = board.diag()["flag_names"]
     if args.json:
         print_json({"changed": changed, "from_file": from_file, "flags": flags})

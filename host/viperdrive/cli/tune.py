@@ -17,9 +17,8 @@ from ..tuning import steptest
 from ..tuning.calibrate import RULES, relay_autotune
 from . import tune_design
 from .boardopen import check_no_fault, open_board, param_guard, warn_unsaved
-from .options import add_board_options, finite_float, seconds
+from .options import add_board_options, finite_float, parse_assignments, seconds
 from .output import note, print_json
-from .params import parse_assignments
 from .terminal import Progress
 
 HELP = ("step-test the wheel speed loop (rise, overshoot, settling, error, PNG); --set/--save gains; --autotune; "
