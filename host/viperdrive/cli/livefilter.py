@@ -25,7 +25,7 @@ def load_live_filter_config(args):
     return load_ekf(args.ekf, node=args.ekf_node)
 
 
-def start_live_filter(ekf, recorder, warn, on_estimate=None):
+def start_live_filter(ekf, recorder, warn, on_estimate=None, clock=None):
     """(LiveFilter, stop event, thread) for a command without DDS (drive, monitor): the filter on its own thread,
     its inputs recorded with their arrival times when recording; a sensor on another topic than odom is named in
     a warning (only `viperdrive ros2 --ekf` subscribes to topics)."""
@@ -37,7 +37,8 @@ def start_live_filter(ekf, recorder, warn, on_estimate=None):
     # the message types (cyclonedds) are imported here, before the board loop: an import inside the loop costs it
     # a second of missed cycles
     from ..ros2 import msgs
-    clock = recorder.clock if recorder is not None else LogClock()
+    if clock is None:
+        clock = recorder.clock if recorder is not None else LogClock()
     record = None
     if recorder is not None:
         record = lambda topic, msg, ns: recorder.message(topic, msgs.ros_type_name(type(msg)), msg, ns)  # noqa: E731

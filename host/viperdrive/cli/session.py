@@ -17,6 +17,8 @@ from ..messages.sensors import sensor_statuses
 from ..motion.drive import DriveController
 from ..motion.loop import DriveLoop
 from ..motion.odometry import Odometry
+from ..recording.mcap import BoardLogClock
+from ..timebase import HOST_CLOCK
 from .boardopen import activate, fault_message
 from .livefilter import ODOM_TOPIC, start_live_filter
 
@@ -58,7 +60,11 @@ class DriveSession:
             self._start_filter(ekf, warn or (lambda text: None))
 
     def _start_filter(self, ekf, warn) -> None:
-        self.live, self._live_stop, self._live_thread = start_live_filter(ekf, self.recorder, warn, self._estimate)
+        # the filter's time: the recorder's (the host's) on a real board; the board's own on a board that is a
+        # program, whose odometry is stamped in board time (a stall of the machine stops both alike)
+        clock = None if self.clock is HOST_CLOCK else BoardLogClock(self.clock)
+        self.live, self._live_stop, self._live_thread = start_live_filter(ekf, self.recorder, warn, self._estimate,
+                                                                          clock=clock)
 
     def _estimate(self, est) -> None:
         if self.recorder is not None and self.live is not None:
@@ -68,12 +74,15 @@ class DriveSession:
                                   msgs.estimate(est.t, est.state, est.covariance, cfg.world_frame,
                                                 cfg.base_link_frame), self.live.clock.ns())
 
-    def _feed_filter(self, state) -> None:
+    def _feed_filter(self, state, now: float) -> None:
         from ..ros2 import msgs
         o = self.odometry
-        stamp = msgs.time_from_s(state.stamp + (time.time() - time.monotonic()))
-        cfg = self.config.ros2
         assert self.live is not None        # fed only with --ekf
+        if self.clock is HOST_CLOCK:
+            stamp = msgs.time_from_s(state.stamp + (time.time() - time.monotonic()))     # when it arrived
+        else:
+            stamp = msgs.time_from_s(self.live.clock.ns(now) * 1e-9)                     # the cycle's board time
+        cfg = self.config.ros2
         self.live.feed(ODOM_TOPIC, msgs.odometry(stamp, cfg.odom_frame_id, cfg.base_frame_id, o.pose, o.twist,
                                                  [float(v) for v in o.pose_covariance.ravel()],
                                                  [float(v) for v in o.twist_covariance.ravel()]))
@@ -103,7 +112,7 @@ class DriveSession:
             self.board_diag = self.board.diag()
             self.fault_code = self.board_diag["fault_code"] or -1
         if self.live is not None and state is not None and state.fresh:
-            self._feed_filter(state)        # recorded by the filter as its input, with its arrival time
+            self._feed_filter(state, now)   # recorded by the filter as its input, with its arrival time
         rec = self.recorder
         if rec is not None and state is not None:
             if state.fresh:

@@ -96,6 +96,21 @@ class LogClock:
         return self.wall0 + int(round((mono - self.mono0) * 1e9))
 
 
+class BoardLogClock(LogClock):
+    """A board's time (viperdrive.timebase.Clock) as a log clock: the wall-clock epoch at its start, board seconds
+    after it; ns(t) takes a board time. The live filter of a virtual board runs on it, so the odometry it is fed,
+    stamped in board time, and the periods it fuses them in agree when the machine stalls the board (on a real
+    board the board's time is the host's and this is LogClock)."""
+
+    def __init__(self, clock):
+        self.board = clock
+        super().__init__(mono0=clock.now())
+
+    def ns(self, mono: float | None = None) -> int:
+        t = self.board.now() if mono is None else mono
+        return self.wall0 + int(round((t - self.mono0) * 1e9))
+
+
 class SetClock(LogClock):
     """A log clock that reads what it is set to (`t`, s): the live filter replayed on a known schedule (tests,
     benchmarks: `replay`)."""
@@ -545,5 +560,5 @@ def open_reader(path: Path):
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 
 
-__all__ = ["LogClock", "SetClock", "OutputFile", "open_reader", "IndexedReader", "McapRecorder", "McapDamage",
-           "read_mcap", "read_mcap_partial", "guarded", "FLUSH_PERIOD_S"]
+__all__ = ["LogClock", "BoardLogClock", "SetClock", "OutputFile", "open_reader", "IndexedReader", "McapRecorder",
+           "McapDamage", "read_mcap", "read_mcap_partial", "guarded", "FLUSH_PERIOD_S"]
