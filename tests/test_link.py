@@ -11,7 +11,7 @@ import serial
 from board_responder import Responder
 
 from viperdrive.board.link import Link, NackError, explain_open_error
-from viperdrive.errors import LinkLost, NoReplyError, PortError
+from viperdrive.errors import LinkError, LinkLost, NoReplyError, PortError
 from viperdrive.shared import protocol as P
 
 pytestmark = pytest.mark.board
@@ -114,7 +114,7 @@ def test_reconnect_after_port_disappears_and_returns():
     with Responder() as r, Link(r.url) as link:
         assert P.unpack_info(link.request(P.pack_hello(), P.INFO))[3] == 4096
         r.unplug()
-        with pytest.raises((LinkLost, NoReplyError)):
+        with pytest.raises(LinkError):
             for _ in range(3):
                 link.request(P.pack_hello(), P.INFO, timeout=0.1)
         threading.Timer(0.3, r.replug).start()
@@ -143,3 +143,11 @@ def test_board_to_host_is_none_until_synced_and_again_after_a_reopen():
         assert link.board_to_host(r.board_us()) is None and link.clock_offset is None
         link.sync_clock(4)
         assert link.board_to_host(r.board_us()) == pytest.approx(time.monotonic(), abs=0.01)
+
+
+def test_the_link_errors_are_one_family_with_their_own_exit_codes():
+    from viperdrive.errors import EXIT_LINK_LOST, EXIT_NO_REPLY, UserError
+    assert issubclass(NoReplyError, LinkError) and issubclass(LinkLost, LinkError) and issubclass(LinkError, UserError)
+    assert not issubclass(PortError, LinkError)         # a port that will not open is not a link that failed
+    assert (NoReplyError("x").exit_code, LinkLost("x").exit_code) == (EXIT_NO_REPLY, EXIT_LINK_LOST) == (4, 8)
+

@@ -34,7 +34,14 @@ class BoardBusy(PortError):
     """Another client holds the board's link (the virtual board serves one link client at a time)."""
 
 
-class NoReplyError(UserError):
+class LinkError(UserError):
+    """The link to the board failed: a request went unanswered (NoReplyError) or the line itself is gone
+    (LinkLost). A caller that only needs to know the board cannot be talked to now catches this."""
+
+
+class NoReplyError(LinkError):
+    """A request got no reply within its timeout (counted in board time): the board is not answering."""
+
     exit_code = EXIT_NO_REPLY
 
 
@@ -50,7 +57,9 @@ class BadValue(UserError):
     exit_code = EXIT_BAD_VALUE
 
 
-class LinkLost(UserError):
+class LinkLost(LinkError):
+    """The line is gone (the port vanished, the socket closed) or too many cycles in a row went unanswered."""
+
     exit_code = EXIT_LINK_LOST
 
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
 
-from ..errors import BadValue, BoardFault, LinkLost, NoReplyError, UserError, VersionMismatch
+from ..errors import BadValue, BoardFault, LinkError, LinkLost, NoReplyError, UserError, VersionMismatch
 from ..rigs.registry import clock_for
 from ..robot.config import RobotConfig
 from ..timebase import HOST_CLOCK, Clock
@@ -290,7 +290,7 @@ class Board:
         # jump). A rebooted board then answers without ST_ENABLED, which read() reports as BoardDeenergized.
         try:
             self._hello()
-        except (NoReplyError, LinkLost, NackError):
+        except (LinkError, NackError):
             self._io.close()       # not answering yet: stays a miss, the next attempt in half a second
             return False
         self.epoch += 1
@@ -791,7 +791,7 @@ def wait_for_hello(url: str, clock: Clock | None = None, seconds: float = 30.0, 
         b = Board(url, baud, clock_sync=False, clock=clock)
         try:
             return b.configure()
-        except (NoReplyError, LinkLost) as e:
+        except LinkError as e:
             last = e
         finally:
             b.cleanup()

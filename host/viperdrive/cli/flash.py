@@ -20,7 +20,7 @@ from ..board import flashing
 from ..board.board import Board
 from ..board.link import Link, NackError
 from ..board.ports import choose_auto, is_url, list_serial_ports, resolve_port
-from ..errors import EXIT_NO_REPLY, LinkLost, NoReplyError, PortError, UserError, VersionMismatch
+from ..errors import EXIT_NO_REPLY, LinkError, NoReplyError, PortError, UserError, VersionMismatch
 from ..rigs.registry import clock_for
 from ..timebase import Clock
 from .options import add_board_options, baud_of, load_config, port_spec, seconds
@@ -149,7 +149,7 @@ def _stop_link(port: str, args) -> None:
     board = Board(port, baud, config=config, clock_sync=False, margin=0.2, clock=_clock(port))
     try:
         info = board.configure()
-    except (NoReplyError, LinkLost):
+    except LinkError:
         board.cleanup()
         return          # no viperdrive link answering (a REPL, another firmware): mpremote's turn
     except VersionMismatch as e:
@@ -180,7 +180,7 @@ def _stop_link_raw(port: str, baud: int, mismatch: str) -> float:
     try:
         link.open()
         return P.unpack_stop_link_ack(link.request(P.pack_stop_link(), P.STOP_LINK_ACK)) / 1000.0
-    except (NackError, NoReplyError, LinkLost):
+    except (NackError, LinkError):
         raise NoReplyError(
             f"{port} runs viperdrive firmware in link mode that does not know STOP_LINK ({mismatch}): hold the repl "
             f"pin (board.json repl_pin) while pressing reset, then run flash again") from None
@@ -285,7 +285,7 @@ def _verify(port: str, args) -> int:
             info = board.configure()
         except VersionMismatch:
             raise
-        except (PortError, NoReplyError, LinkLost) as e:      # re-enumerating after the reset, still booting
+        except (PortError, LinkError) as e:      # re-enumerating after the reset, still booting
             last = str(e)
             clock.sleep(0.5)
             continue
