@@ -89,7 +89,7 @@ def bench_math():
     m = 200000
     t1 = time.perf_counter()
     for i in range(m):
-        kinematics.twist_to_wheels(0.3, i * 1e-5, 0.152, 0.0325, 0.55)
+        kinematics.twist_to_wheels(0.3, i * 1e-5, wheel_separation=0.152, wheel_radius=0.0325, max_rim_speed=0.55)
     dk = time.perf_counter() - t1
     print(f"host_math drive_plus_odometry_per_s={n / dt:.0f} us_per_pair={dt / n * 1e6:.1f} "
           f"twist_to_wheels_per_s={m / dk:.0f}")

@@ -150,4 +150,3 @@ def test_the_link_errors_are_one_family_with_their_own_exit_codes():
     assert issubclass(NoReplyError, LinkError) and issubclass(LinkLost, LinkError) and issubclass(LinkError, UserError)
     assert not issubclass(PortError, LinkError)         # a port that will not open is not a link that failed
     assert (NoReplyError("x").exit_code, LinkLost("x").exit_code) == (EXIT_NO_REPLY, EXIT_LINK_LOST) == (4, 8)
-

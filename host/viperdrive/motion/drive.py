@@ -110,7 +110,7 @@ class DriveController:
             s = min(s, c.linear.max_velocity / abs(v))
         if c.angular.max_velocity is not None and abs(w) > c.angular.max_velocity:
             s = min(s, c.angular.max_velocity / abs(w))
-        s = min(s, twist_scale(v, w, self.separation, c.max_rim_speed))
+        s = min(s, twist_scale(v, w, wheel_separation=self.separation, limit=c.max_rim_speed))
         self.scale = s
         # one factor for both: same curvature w/v, slower
         return v * s, w * s
@@ -129,7 +129,7 @@ class DriveController:
         # fraction, so the wheel ratio is kept during the ramp
         alpha = min(1.0, _axis_fraction(c.linear, self.v, dv, self._acc_v, dt),
                     _axis_fraction(c.angular, self.w, dw, self._acc_w, dt),
-                    twist_scale(dv, dw, self.separation, c.max_rim_acceleration * dt))
+                    twist_scale(dv, dw, wheel_separation=self.separation, limit=c.max_rim_acceleration * dt))
         self.ramp = alpha
         step_v = alpha * dv
         step_w = alpha * dw
@@ -142,7 +142,7 @@ class DriveController:
     def max_angular(self, v: float) -> float:
         """Angular authority left at linear speed v (the envelope w_max(v) = 2 (V_MAX - |v|) / b), including
         angular.z.max_velocity."""
-        w = max_angular(v, self.config.max_rim_speed, self.separation)
+        w = max_angular(v, max_rim_speed=self.config.max_rim_speed, wheel_separation=self.separation)
         if self.config.angular.max_velocity is not None:
             w = min(w, self.config.angular.max_velocity)
         return w

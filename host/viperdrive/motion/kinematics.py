@@ -46,14 +46,14 @@ def desaturate(left: float, right: float, limit: float | None) -> tuple[float, f
     return left * k, right * k          # k == 1.0 leaves them exactly as they were
 
 
-def twist_scale(v: float, w: float, wheel_separation: float, limit: float | None) -> float:
+def twist_scale(v: float, w: float, *, wheel_separation: float, limit: float | None) -> float:
     """saturation_scale() of the rim speeds of (v, w): the factor on both v and w that keeps each wheel's rim
     speed (or, for a change of twist, rim speed change) within limit."""
     half = w * wheel_separation / 2.0
     return saturation_scale(v - half, v + half, limit)
 
 
-def twist_to_wheels(v: float, w: float, wheel_separation: float, wheel_radius: float,
+def twist_to_wheels(v: float, w: float, *, wheel_separation: float, wheel_radius: float,
                     max_rim_speed: float | None = None, right_radius: float | None = None) -> tuple[float, float]:
     """(v m/s, w rad/s) -> (left, right) wheel rad/s; max_rim_speed in m/s at the rim scales both jointly.
 
@@ -65,7 +65,7 @@ def twist_to_wheels(v: float, w: float, wheel_separation: float, wheel_radius: f
     return left * k / wheel_radius, right * k / (wheel_radius if right_radius is None else right_radius)
 
 
-def wheels_to_twist(left: float, right: float, wheel_separation: float, wheel_radius: float,
+def wheels_to_twist(left: float, right: float, *, wheel_separation: float, wheel_radius: float,
                     right_radius: float | None = None) -> tuple[float, float]:
     """(left, right) wheel rad/s -> (v m/s, w rad/s). right_radius as in twist_to_wheels; wheel_radius 1.0 takes
     rim speeds in m/s."""
@@ -74,7 +74,7 @@ def wheels_to_twist(left: float, right: float, wheel_separation: float, wheel_ra
     return (vr + vl) / 2.0, (vr - vl) / wheel_separation
 
 
-def max_angular(v: float, max_rim_speed: float, wheel_separation: float) -> float:
+def max_angular(v: float, *, max_rim_speed: float, wheel_separation: float) -> float:
     """The largest |w| reachable at linear speed v without scaling: w_max(v) = 2*(V_MAX - |v|)/b, >= 0, with
     V_MAX = max_rim_speed (m/s).
 
@@ -84,12 +84,13 @@ def max_angular(v: float, max_rim_speed: float, wheel_separation: float) -> floa
     return max(0.0, 2.0 * (max_rim_speed - abs(v)) / wheel_separation)
 
 
-def envelope(max_rim_speed: float, wheel_separation: float, points: int = 11) -> list[tuple[float, float]]:
+def envelope(*, max_rim_speed: float, wheel_separation: float, points: int = 11) -> list[tuple[float, float]]:
     """[(v, w_max)] for v from 0 to V_MAX: the reachable set to hand to a planner (symmetric in v and w)."""
     if points < 2:
         raise ValueError("points must be >= 2")
     return [(max_rim_speed * i / (points - 1),
-             max_angular(max_rim_speed * i / (points - 1), max_rim_speed, wheel_separation))
+             max_angular(max_rim_speed * i / (points - 1), max_rim_speed=max_rim_speed,
+                         wheel_separation=wheel_separation))
             for i in range(points)]
 
 
@@ -123,20 +124,23 @@ class DifferentialDriveKinematics:
 
     def wheel_linear(self, v: float, w: float) -> tuple[float, float]:
         """(v, w) -> (left, right) rim speeds in m/s, jointly desaturated to max_rim_speed."""
-        return twist_to_wheels(v, w, self.separation, 1.0, self.max_rim_speed)
+        return twist_to_wheels(v, w, wheel_separation=self.separation, wheel_radius=1.0,
+                               max_rim_speed=self.max_rim_speed)
 
     def to_wheels(self, v: float, w: float) -> tuple[float, float]:
         """(v m/s, w rad/s) -> (left, right) wheel rad/s, jointly desaturated."""
-        return twist_to_wheels(v, w, self.separation, self.left_radius, self.max_rim_speed, self.right_radius)
+        return twist_to_wheels(v, w, wheel_separation=self.separation, wheel_radius=self.left_radius,
+                               max_rim_speed=self.max_rim_speed, right_radius=self.right_radius)
 
     def to_twist(self, left: float, right: float) -> tuple[float, float]:
         """(left, right) wheel rad/s -> (v m/s, w rad/s)."""
-        return wheels_to_twist(left, right, self.separation, self.left_radius, self.right_radius)
+        return wheels_to_twist(left, right, wheel_separation=self.separation, wheel_radius=self.left_radius,
+                               right_radius=self.right_radius)
 
     def max_angular(self, v: float) -> float:
         if self.max_rim_speed is None:
             return math.inf
-        return max_angular(v, self.max_rim_speed, self.separation)
+        return max_angular(v, max_rim_speed=self.max_rim_speed, wheel_separation=self.separation)
 
 
 __all__ = ["twist_to_wheels", "wheels_to_twist", "max_angular", "desaturate", "envelope", "saturation_scale",

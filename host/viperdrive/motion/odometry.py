@@ -161,7 +161,7 @@ class Odometry:
         vl = vel_l * rl
         vr = vel_r * rr
         b = self.separation
-        self.v, self.w = wheels_to_twist(vl, vr, b, 1.0)     # rim speeds in, so radius 1
+        self.v, self.w = wheels_to_twist(vl, vr, wheel_separation=b, wheel_radius=1.0)     # rim speeds in, so radius 1
         n = self.config.odometry
         q = max(self.left_per_count, self.right_per_count)
         quant = (q / n.velocity_window) ** 2 / 12.0
