@@ -4,7 +4,7 @@
 // robot (plant.mjs, the virtual board's model). docs/pico-rig.md is the manual.
 //
 //   node sim/pico/rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT] [--control HOST:PORT]
-//                         [--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-rate R]
+//                         [--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-speed S]
 //                         [--pio lazy|every|timer] [--physics-hz N] [--imu PARTS] [--i2c BUS:SDA:SCL]
 //                         [--battery-adc PIN:DIVIDER] [--estop PIN[:LEVEL]] [--clock FILE] [--quiet]
 //
@@ -30,7 +30,7 @@ const ROOT = path.resolve(HERE, '..', '..');
 export const UF2_NAME = 'micropython-v1.28.0-RPI_PICO.uf2';
 export const BOOTROM_NAME = 'rp2040-bootrom-b1.bin';
 const USAGE = 'usage: rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT] [--control HOST:PORT] ' +
-  '[--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-rate R] [--pio lazy|every|timer] ' +
+  '[--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-speed S] [--pio lazy|every|timer] ' +
   '[--physics-hz N] [--imu PART[@ADDR],...|none] [--i2c BUS:SDA:SCL] [--battery-adc PIN:DIVIDER|none] ' +
   '[--estop PIN[:CLOSED_LEVEL]|none] [--clock FILE] [--quiet]';
 const FAULT_KINDS = ['cut_link', 'corrupt', 'garbage', 'stall', 'lift', 'encoder_drop', 'battery', 'freeze_control',
@@ -54,11 +54,11 @@ function parseArgs(argv) {
     images: process.env.VIPERDRIVE_PICO_IMAGES || path.resolve(ROOT, '..', 'shared', 'firmware'),
     flash: null, listen: '127.0.0.1:0', control: null,
     robot: path.join(ROOT, 'sim', 'robots', 'pico_mdd10.json'), board: path.join(ROOT, 'mcu', 'boards', 'pico.json'),
-    seed: null, holdReplPin: false, maxRate: 1.0, pio: 'lazy', physicsHz: 4000, quiet: false,
+    seed: null, holdReplPin: false, maxSpeed: 1.0, pio: 'lazy', physicsHz: 4000, quiet: false,
     imu: null, i2c: null, batteryAdc: null, estop: null, clock: null,
   };
   const names = { '--images': 'images', '--flash': 'flash', '--listen': 'listen', '--control': 'control',
-    '--robot': 'robot', '--board': 'board', '--seed': 'seed', '--max-rate': 'maxRate', '--pio': 'pio',
+    '--robot': 'robot', '--board': 'board', '--seed': 'seed', '--max-speed': 'maxSpeed', '--pio': 'pio',
     '--physics-hz': 'physicsHz', '--imu': 'imu', '--i2c': 'i2c', '--battery-adc': 'batteryAdc', '--estop': 'estop',
     '--clock': 'clock' };
   for (let i = 0; i < argv.length; i++) {
@@ -71,13 +71,13 @@ function parseArgs(argv) {
     if (i + 1 >= argv.length) throw new UsageError(`${a} needs a value`);
     o[key] = argv[++i];
   }
-  for (const k of ['seed', 'maxRate', 'physicsHz']) {
+  for (const k of ['seed', 'maxSpeed', 'physicsHz']) {
     if (o[k] === null) continue;
     const v = Number(o[k]);
     if (!Number.isFinite(v)) throw new UsageError(`--${k} must be a number, got '${o[k]}'`);
     o[k] = v;
   }
-  if (!(o.maxRate > 0)) throw new UsageError('--max-rate must be > 0 (chip seconds per wall second)');
+  if (!(o.maxSpeed > 0)) throw new UsageError('--max-speed must be > 0 (chip seconds per wall second)');
   if (!(o.physicsHz >= 500 && o.physicsHz <= 100000)) throw new UsageError('--physics-hz outside 500..100000');
   if (!['lazy', 'every', 'timer'].includes(o.pio)) throw new UsageError(`--pio must be lazy, every or timer`);
   return o;
@@ -325,7 +325,7 @@ class Rig {
     this.lastReason = 0;
     this.wall0 = performance.now();
     this.chipBase = 0;              // chip seconds before the current chip instance (resets restart its clock)
-    this.rateWindow = [];
+    this.speedWindow = [];
   }
 
   // ---- the chip's lifecycle ----
@@ -479,7 +479,7 @@ class Rig {
   }
 
   loop() {
-    // pace chip time to at most maxRate x wall time; between slices, serve the sockets (event loop)
+    // pace chip time to at most maxSpeed x wall time; between slices, serve the sockets (event loop)
     const SLICE_NS = 1e6;                                  // 1 ms of chip time per slice
     const wallStart = performance.now();
     const chipStart = this.chipSeconds();
@@ -491,7 +491,7 @@ class Rig {
       const cf = this.clockFile;
       while (performance.now() - t0 < budgetMs) {
         const wallS = (performance.now() - wallStart) / 1000;
-        const ahead = this.chipSeconds() - chipStart - wallS * this.o.maxRate;
+        const ahead = this.chipSeconds() - chipStart - wallS * this.o.maxSpeed;
         if (ahead > 0.002) break;
         // the host's grant: the chip waits for a host the machine does not run
         if (cf && !cf.granted(this.chipSeconds() * 1e6 + SLICE_NS / 1000)) { cf.holds++; break; }
@@ -501,19 +501,19 @@ class Rig {
         this.flushToHost();
         if (cf) cf.time(this.chipSeconds() * 1e6);
       }
-      this.sampleRate();
+      this.sampleSpeed();
       setImmediate(() => setTimeout(step, 0));
     };
     setImmediate(step);
     setInterval(() => this.saveFlash(), 500).unref();
     if (!this.o.quiet) {
-      setInterval(() => this.log(`speed ${this.rate().toFixed(3)} chip s per wall s (chip ${this.chipSeconds().toFixed(1)} s)`),
+      setInterval(() => this.log(`speed ${this.speed().toFixed(3)} chip s per wall s (chip ${this.chipSeconds().toFixed(1)} s)`),
         10000).unref();
     }
   }
 
-  sampleRate() {
-    const w = this.rateWindow;
+  sampleSpeed() {
+    const w = this.speedWindow;
     const now = performance.now() / 1000;
     w.push([now, this.chipSeconds()]);
     while (w.length > 2 && now - w[0][0] > 3.0) w.shift();
@@ -521,8 +521,8 @@ class Rig {
 
   /** chip seconds per wall second: the slower of the last ~0.5 s and the last ~3 s (the speed drops at once when
    * the chip gets busy, e.g. a boot after a halted CPU; a host that scales its timeouts by it must not lag) */
-  rate() {
-    const w = this.rateWindow;
+  speed() {
+    const w = this.speedWindow;
     if (w.length < 2) return 0;
     const b = w[w.length - 1];
     const over = (a) => (b[0] > a[0] ? (b[1] - a[1]) / (b[0] - a[0]) : 0);
@@ -679,7 +679,7 @@ class Rig {
     }
     if (cmd === 'stats') return this.statsReply();
     if (cmd === 'ping') return { ok: true };
-    if (cmd === 'time') return { ok: true, chip_s: this.chipSeconds(), rate: this.rate(), max_rate: this.o.maxRate };
+    if (cmd === 'time') return { ok: true, chip_s: this.chipSeconds(), speed: this.speed(), max_speed: this.o.maxSpeed };
     if (cmd === 'pin') {
       // drive an input pin from outside (level 0/1) or release it (level null): a button, the REPL switch
       const pin = number(req, 'pin', 0, 29);
@@ -745,7 +745,7 @@ class Rig {
     return {
       ok: true, ...this.stats, last_reset_cause: RESET_NAMES[this.lastReason ? 1 : 0],
       watchdog_reason: this.lastReason, chip_s: this.chipSeconds(), wall_s: wall,
-      rate: this.rate(), rate_overall: wall > 0 ? this.chipSeconds() / wall : 0, max_rate: this.o.maxRate,
+      speed: this.speed(), speed_overall: wall > 0 ? this.chipSeconds() / wall : 0, max_speed: this.o.maxSpeed,
       lockstep_holds: this.clockFile ? this.clockFile.holds : 0,
       link_clients: this.clients, link_connected: !!this.client, cut_link: this.cut, corrupt_rate: this.corruptRate,
       usb_connected: c.connected, pio_mode: this.o.pio, pio_steps: c.pioSteps, pio_skipped: c.pioSkipped,

@@ -49,7 +49,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     pico.add_argument("--pty", action="store_true", help="--pico: also relay the USB CDC port to a pseudo-terminal")
     pico.add_argument("--hold-repl-pin", action="store_true",
                       help="--pico: hold the board config's repl_pin at its active level (boots into REPL mode)")
-    pico.add_argument("--max-rate", type=positive(100.0, "chip s per wall s"), default=None, metavar="R",
+    pico.add_argument("--max-speed", type=positive(100.0, "chip s per wall s"), default=None, metavar="R",
                       help="--pico: at most R chip seconds per wall second (default 1)")
 
 
@@ -142,7 +142,7 @@ def _run_pico(args) -> int:
                         "parameters in its flash (--flash) and gives its REPL on the port (`viperdrive repl`)",
                         exit_code=2)
     rig = PicoRig(flash=args.flash, robot=args.robot, board=args.board, seed=args.seed,
-                  hold_repl_pin=args.hold_repl_pin, max_rate=args.max_rate, pty=args.pty,
+                  hold_repl_pin=args.hold_repl_pin, max_speed=args.max_speed, pty=args.pty,
                   listen=args.listen, control=args.control)
     # every stop signal (cli/signals.py, installed by the CLI's main) ends it like Ctrl-C: the rig process stops,
     # its flash is saved, its registry entry is removed
@@ -164,7 +164,7 @@ def _run_pico(args) -> int:
                 if rig.alive and time.monotonic() - last >= 10.0:
                     last = time.monotonic()
                     st = rig.stats()
-                    print(f"speed {st['rate']:.2f} chip s per wall s (chip {st['chip_s']:.1f} s, "
+                    print(f"speed {st['speed']:.2f} chip s per wall s (chip {st['chip_s']:.1f} s, "
                           f"{st['boots']} boots, {st['watchdog_resets']} watchdog resets)", flush=True)
         except KeyboardInterrupt:
             return 130

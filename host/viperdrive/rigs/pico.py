@@ -81,7 +81,7 @@ def node_exe() -> str:
 
 def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0", control: str = "127.0.0.1:0",
                 robot: str | os.PathLike | None = None, board: str | os.PathLike | None = None,
-                seed: int | None = None, hold_repl_pin: bool = False, max_rate: float | None = None,
+                seed: int | None = None, hold_repl_pin: bool = False, max_speed: float | None = None,
                 pio: str | None = None, images: str | os.PathLike | None = None, quiet: bool = True,
                 sensors: dict[str, str] | None = None, clock: str | os.PathLike | None = None) -> list[str]:
     """The node command line of the rig (sim/pico/rig.mjs) with these options. sensors: the rig's sensor wiring
@@ -102,8 +102,8 @@ def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0",
         cmd += ["--seed", str(int(seed))]
     if hold_repl_pin:
         cmd.append("--hold-repl-pin")
-    if max_rate is not None:
-        cmd += ["--max-rate", repr(float(max_rate))]
+    if max_speed is not None:
+        cmd += ["--max-speed", repr(float(max_speed))]
     if pio is not None:
         cmd += ["--pio", pio]
     for name, value in (sensors or {}).items():
@@ -214,7 +214,7 @@ class PicoRig(VirtualBoard):
     folder, removed on close); a missing file starts MicroPython on a blank filesystem. robot: a robot file or
     dict (default sim/robots/pico_mdd10.json); board: the board config the rig wires (default mcu/boards/pico.json);
     hold_repl_pin: the board's repl_pin held at its active level from power-on (release: pin(..., None));
-    max_rate: chip seconds per wall second at most (default 1: never faster than a real chip); sensors: the
+    max_speed: chip seconds per wall second at most (default 1: never faster than a real chip); sensors: the
     sensors' wiring (rig_command), default the board config's, else the rig's defaults (docs/pico-rig.md).
     """
 
@@ -223,14 +223,14 @@ class PicoRig(VirtualBoard):
 
     def __init__(self, flash: str | os.PathLike | None = None, robot: str | os.PathLike | dict | None = None,
                  board: str | os.PathLike | None = None, seed: int | None = None, hold_repl_pin: bool = False,
-                 max_rate: float | None = None, pio: str | None = None, pty: bool = False,
+                 max_speed: float | None = None, pio: str | None = None, pty: bool = False,
                  listen: str | None = None, control: str | None = None, images: str | os.PathLike | None = None,
                  start_timeout: float = START_TIMEOUT_S, sensors: dict[str, str] | None = None):
         super().__init__(robot=robot, listen=listen, control=control, board=board, seed=seed,
                          start_timeout=start_timeout)
         self.flash = flash
         self.hold_repl_pin = hold_repl_pin
-        self.max_rate = max_rate
+        self.max_speed = max_speed
         self.pio = pio
         self.want_pty = pty
         self.images = images
@@ -247,7 +247,7 @@ class PicoRig(VirtualBoard):
         self.flash_path = Path(flash)
         return rig_command(flash=flash, listen=self.listen, control=self.control_address, robot=robot,
                            board=self.board, seed=self.seed, hold_repl_pin=self.hold_repl_pin,
-                           max_rate=self.max_rate, pio=self.pio, images=self.images, sensors=self.sensors,
+                           max_speed=self.max_speed, pio=self.pio, images=self.images, sensors=self.sensors,
                            clock=self.clock_path)
 
     KIND = "pico"
