@@ -4,7 +4,7 @@
 
   link_latency  SET_VEL sent -> STATE parsed round trip, percentiles over 1000 exchanges (host Link.request)
   link_rate     the highest fixed SET_VEL rate at which every STATE reply arrived (zero loss, no growing backlog)
-  vboard_loop   the virtual board's world (500 Hz periods) over the whole run, in host time: period min/max, lateness, overruns
+  vboard_loop   the virtual board's world (500 Hz periods) over the run, host time: period min/max, lateness, overruns
 
 Line time alone at 115200 baud: SET_VEL 13 B = 1.13 ms one way, STATE 22 B = 1.91 ms the other way.
 """
