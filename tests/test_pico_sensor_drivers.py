@@ -198,6 +198,10 @@ def test_estop_open_latches_fault_and_cuts_the_outputs_within_one_period(board, 
     reactions = []
     for _ in range(2):                                  # two openings at other phases of the control period
         reactions.append(_estop_reaction(board, rig))
+        # the stream in order: records queued from before the opening read closed too, so "closed" counts only
+        # after a record that saw the contact open (else CLEAR_FAULT can reach the board before it samples the
+        # closed contact, and an e-stop that is still open stays latched)
+        _wait_record(board, rig, lambda s: s.estop_open)
         rig.fault("estop", open=False)
         _wait_record(board, rig, lambda s: s.estop_open is False)
         assert board.clear_fault() == P.FAULT_ESTOP
