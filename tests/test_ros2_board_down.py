@@ -12,17 +12,16 @@ import time
 from pathlib import Path
 
 import pytest
+from ros2_graph import LOCAL_ENV, Graph
 
 from viperdrive.board import Board
 from viperdrive.robot.config import RobotConfig
-from viperdrive.ros2 import msgs, qos
+from viperdrive.ros2 import msgs
 from viperdrive.ros2.bridge import Ros2Bridge
-from viperdrive.ros2.node import RosNode, take_valid
 
 pytestmark = [pytest.mark.ros2, pytest.mark.slow]
 
 DOMAIN = random.SystemRandom().randint(120, 220)
-LOCAL_ENV = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
 VIPERDRIVE = Path(sys.executable).parent / "viperdrive"
 NOT_CONFIRMED = "NOT confirmed disabled (the board's deadman stops the wheels)"
 
@@ -32,38 +31,6 @@ def config():
                                   "ros2": {"use_stamped_vel": False, "publish_rate": 50}})
 
 
-class Graph:
-    """The other side: cmd_vel publisher, odom and diagnostics readers in the bridge's namespace."""
-
-    def __init__(self, namespace):
-        self.node = RosNode(namespace, domain_id=DOMAIN, env=LOCAL_ENV)
-        self.cmd = self.node.publisher("cmd_vel", msgs.Twist, qos.default_qos())
-        self.r_odom = self.node.subscription("odom", msgs.Odometry, qos.default_qos(100))
-        self.r_diag = self.node.subscription("/diagnostics", msgs.DiagnosticArray, qos.default_qos(100))
-        self.odom = []          # (stamp s, x, v) per message
-        self.diag = []          # [(level, name, message, {key: value})] per message
-
-    def spin(self, seconds, v=None):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            if v is not None:
-                self.cmd.write(msgs.Twist(linear=msgs.Vector3(v, 0.0, 0.0), angular=msgs.Vector3(0.0, 0.0, 0.0)))
-            self.take()
-            time.sleep(0.02)
-
-    def take(self):
-        self.odom += [(msgs.time_to_s(s.header.stamp), s.pose.pose.position.x, s.twist.twist.linear.x)
-                      for s in take_valid(self.r_odom, 100)]
-        self.diag += [[(st.level, st.name, st.message, {kv.key: kv.value for kv in st.values}) for st in s.status]
-                      for s in take_valid(self.r_diag, 100)]
-
-    def statuses(self, name):
-        return [st for arr in self.diag for st in arr if st[1] == name]
-
-    def close(self):
-        self.node.close()
-
-
 def test_watchdog_reset_board_down_error_diagnostics_odom_continuous_commands_ignored(caplog):
     from viperdrive.rigs.virtual import VirtualBoard
 
@@ -71,13 +38,13 @@ def test_watchdog_reset_board_down_error_diagnostics_odom_continuous_commands_ig
     with VirtualBoard() as vb:
         # the default miss budget (5 cycles of board time): the restart takes no board time on the virtual board
         bridge = Ros2Bridge(Board(vb.url, config=cfg), cfg, namespace="rdown", domain_id=DOMAIN, env=LOCAL_ENV)
-        graph = Graph("rdown")
+        graph = Graph("rdown", DOMAIN)
         runner = threading.Thread(target=bridge.run, daemon=True)
         try:
             with caplog.at_level(logging.INFO, logger="viperdrive.ros2"):
                 runner.start()
                 graph.spin(2.5, v=0.3)
-                x_before = graph.odom[-1][1]
+                x_before = graph.odom[-1][2]
                 n_before = len(graph.odom)
                 assert x_before > 0.2, graph.odom[-5:]
                 vb.fault("freeze_control", on=True)     # the board's watchdog resets it behind the open port
@@ -101,14 +68,14 @@ def test_watchdog_reset_board_down_error_diagnostics_odom_continuous_commands_ig
     # the robot moves in board time, so on a busy machine two messages 16 ms apart can carry 30 ms of driving
     # (a run on a loaded machine measured 9 mm in 16 ms); 5 cm is 170 ms of driving at 0.3 m/s between two
     # 50 Hz messages, a tenth of the jump the bug made
-    rows = graph.odom
+    rows = [o[1:] for o in graph.odom]         # (stamp, x, v)
     steps = [(b[1] - a[1], b[0] - a[0]) for a, b in zip(rows, rows[1:], strict=False)]
     bad = [(i, dx, dt) for i, (dx, dt) in enumerate(steps) if not -0.001 < dx <= 0.05]
     least = min(range(len(steps)), key=lambda i: steps[i][0])
     print(f"odom steps: {len(steps)}, least {steps[least][0]:+.5f} m (step {least}; the firmware froze at "
           f"step {n_before}; twist there {rows[least + 1][2]:+.3f} m/s), most {max(s[0] for s in steps):+.5f} m")
     assert not bad, (bad, rows[max(0, bad[0][0] - 3):bad[0][0] + 4])
-    after = graph.odom[n_before:]
+    after = rows[n_before:]
     # the bridge stayed up and kept publishing the last pose, standing (twist 0), for the rest of the run
     still = [x for _, x, v in after if v == 0.0]
     assert len(still) > 20 and max(still) == min(still) >= x_before
@@ -133,7 +100,7 @@ def test_shutdown_over_a_cut_link_says_not_confirmed_disabled(caplog):
     cfg = config()
     with VirtualBoard() as vb:
         bridge = Ros2Bridge(Board(vb.url, config=cfg), cfg, namespace="rcut", domain_id=DOMAIN, env=LOCAL_ENV)
-        graph = Graph("rcut")
+        graph = Graph("rcut", DOMAIN)
         try:
             bridge.start()
             for k in range(100):                        # 1 s of ticks, so the listener is matched

@@ -230,10 +230,10 @@ def test_ctrl_c_disables_the_board_and_says_so_last(bridge_b):
     assert "board disabled" in bridge_b.stderr()
 
 
-def test_lost_link_stops_with_exit_code_8_and_a_last_diagnostics(tmp_path):
+def test_lost_link_with_recover_never_stops_with_exit_code_8_and_a_last_diagnostics(tmp_path):
     from viperdrive.rigs.virtual import VirtualBoard
     with VirtualBoard() as vb:
-        bridge = Bridge(tmp_path, "--namespace", "robot_l", port=vb.url)
+        bridge = Bridge(tmp_path, "--namespace", "robot_l", "--recover", "never", port=vb.url)
         listener = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", "robot_l",
                                      "--type", "none", "--listen", "8"],
                                     env=peer_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

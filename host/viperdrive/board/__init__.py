@@ -13,9 +13,9 @@ finding ports and flashing firmware.
     with Board("/dev/ttyACM0") as b:
         b.activate(); b.write(5.0, 5.0); print(b.read().velocity)
 """
-from .board import Board, BoardDeenergized, count_delta, wait_for_hello
+from .board import Board, BoardDeenergized, FaultLatched, count_delta, wait_for_hello
 from .link import Link, NackError
 from .records import BoardInfo, BoardOdometry, BoardState, SensorReading, fault_text, sensor_reading
 
-__all__ = ["Board", "BoardDeenergized", "BoardInfo", "BoardOdometry", "BoardState", "Link", "NackError",
+__all__ = ["Board", "BoardDeenergized", "FaultLatched", "BoardInfo", "BoardOdometry", "BoardState", "Link", "NackError",
            "SensorReading", "count_delta", "fault_text", "sensor_reading", "wait_for_hello"]

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
 
-from ..errors import BadValue, BoardFault, LinkError, LinkLost, NoReplyError, UserError, VersionMismatch
+from ..errors import BadValue, BoardFault, LinkError, LinkLost, NoReplyError, PortError, UserError, VersionMismatch
 from ..rigs.registry import clock_for
 from ..robot.config import RobotConfig
 from ..timebase import HOST_CLOCK, Clock
@@ -50,6 +50,15 @@ if TYPE_CHECKING:
 
 TWO_PI = 2.0 * math.pi
 INT32_MAX = 2**31 - 1
+
+
+class FaultLatched(BoardFault):
+    """The board answers with a latched fault (`code`, protocol.FAULT_*): recover() leaves it for whoever may
+    clear it."""
+
+    def __init__(self, code: int):
+        super().__init__(f"FAULT latched: {fault_text(code)}")
+        self.code = code
 
 
 class BoardDeenergized(BoardFault):
@@ -128,6 +137,8 @@ class Board:
         self._unwrap: tuple[int, int, int, int, int] | None = None  # (epoch, raw l, raw r, continued l, continued
         #                                                               r) counts of the last STATE
         self.last_stop: dict | None = None  # how the last deactivate() stopped (seconds, braked, ...)
+        self._clock_from_registry = False   # the clock was looked up for the URL (not given, not a private sim)
+        self.recoveries = 0                 # successful recover() calls
 
     # ---- lifecycle ----
     def configure(self) -> BoardInfo:
@@ -142,6 +153,8 @@ class Board:
                 url = self._sim.url
                 self.options.setdefault("clock", self._sim.clock)
             if self.options.get("clock") is None:
+                # a board that is a program says so in the registry (a re-plug may bring a new one: recover())
+                self._clock_from_registry = True
                 self.options["clock"] = clock_for(url)
             self.link = Link(url, self.baud, margin=self.options.get("margin", 0.05), clock=self.options["clock"])
         try:
@@ -242,8 +255,8 @@ class Board:
         self.total_misses += 1
         self._pending = None
         if self.misses > self.max_misses:
-            raise LinkLost(f"no STATE from the board on {self._io.url} for {self.misses} cycles in a row; "
-                           f"stopping (check the cable, power and the board's status LED)")
+            raise LinkLost(f"no STATE from the board on {self._io.url} for {self.misses} cycles in a row; the "
+                           f"board's deadman stops the wheels (check the cable, power and the board's status LED)")
         held = self._state if self._state is not None else BoardState((0.0, 0.0), (0.0, 0.0), 0, (0, 0), now, False)
         self._state = _held(held, self.misses)
         return self._state
@@ -544,6 +557,47 @@ class Board:
         self.configured = False
         self.active = False
 
+    def recover(self, clear: tuple[int, ...] = ()) -> BoardInfo:
+        """One attempt to bring a lost or restarted board back into the loop, bounded by the link's own timeouts
+        (it never waits for a port): reopen the port if it is closed, HELLO (protocol and parameter schema:
+        VersionMismatch for another firmware), sync the clock, refuse a latched fault (BoardFault with `.code`)
+        unless its code is in `clear` (then CLEAR_FAULT first), and activate: zeroed command, zeroed encoders
+        (a new epoch: DriveLoop rebases the odometry, so the pose continues), enabled. LinkError or PortError
+        when the board is not back yet: call again later.
+
+        A board that is a program (the virtual board, the emulated Pico) and was started anew on the same port
+        has a new clock: the registry is asked again, so the waits follow the new board's time. A board that was
+        never configured (no board on the port when the command started) is configured first."""
+        if not self.configured:
+            self.configure()                # PortError, LinkError, VersionMismatch as configure() raises them
+        assert self.link is not None        # configured
+        if not self.link.is_open:
+            if self._clock_from_registry:
+                fresh = clock_for(self.link.url)
+                if getattr(fresh, "path", None) != getattr(self.link.clock, "path", None):
+                    self.link.clock.detach()
+                    self.link.clock = fresh
+                    self.options["clock"] = fresh
+            if not self._io.try_reopen():
+                raise PortError(f"{self.link.url} is not back yet")
+        self.active = False
+        self._pending = None
+        self._unwrap = None         # the counts after the gap need not continue the ones before it
+        self._hello()
+        if self.options.get("clock_sync", True):
+            self._io.sync_clock(5)
+        code = self._fault_code()
+        if code > 0:
+            if code not in clear:
+                raise FaultLatched(code)
+            self.clear_fault()
+        self.misses = 0
+        state = self.activate()
+        self.recoveries += 1
+        self._state = state
+        assert self.info is not None        # set by _hello()
+        return self.info
+
     def reconnect(self, timeout: float = 10.0) -> BoardInfo:
         """After the port went away (USB re-plug): reopen, re-check HELLO, re-sync the clock and re-read the
         board's state; re-activate (zero + enable, epoch + 1) if it was active. The caller resets its
@@ -799,4 +853,4 @@ def wait_for_hello(url: str, clock: Clock | None = None, seconds: float = 30.0, 
             raise NoReplyError(f"{url}: no HELLO answer within {seconds:g} s of board time ({last})")
 
 
-__all__ = ["Board", "BoardDeenergized", "count_delta", "wait_for_hello"]
+__all__ = ["Board", "BoardDeenergized", "FaultLatched", "count_delta", "wait_for_hello"]

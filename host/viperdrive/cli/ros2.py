@@ -62,6 +62,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", default=None, metavar="FILE.mcap",
                         help="record the filter's inputs (with their arrival times) and odometry/filtered as MCAP: "
                              "`viperdrive fuse` on it gives the same estimates")
+    parser.add_argument("--recover", choices=("auto", "never"), default="auto",
+                        help="auto (default): keep the node up when the board goes away and take it back when it "
+                             "returns (a lost link, a re-plug, a restart; never a latched safety fault, which "
+                             "waits for the ~/clear_fault service); never: a lost link ends the bridge (exit 8) "
+                             "and a board that went down stays down")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
@@ -114,7 +119,7 @@ def run(args) -> int:
 def _serve(args, board, config, Ros2Bridge, discovery, ekf=None) -> int:
     bridge = Ros2Bridge(board, config, namespace=args.namespace, stamped=args.stamped, domain_id=args.domain_id,
                         discovery=discovery, allow_publishers=args.allow_publisher, ekf=ekf, record=args.record,
-                        uncertainty_limit=args.uncertainty_limit)
+                        uncertainty_limit=args.uncertainty_limit, recover=args.recover)
 
     # every stop signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT: cli/signals.py) ends the loop; shutdown() disables
     with handled_signals(lambda signum: bridge.stop("interrupted (Ctrl-C)" if signum == signal.SIGINT

@@ -18,10 +18,15 @@ Everything that can lose the robot (Ctrl-C, SIGTERM, lost link, an exception) en
 board disabled, one last diagnostics message; when the board could not be confirmed disabled, that message and
 the log say so (level ERROR) instead of claiming it.
 
-A board that restarts or de-energizes behind the open port (watchdog reset, a latched fault; Board raises
-BoardDeenergized) puts the bridge in "board down": nothing is commanded any more, odom/tf keep the last pose
-(REP-105: odom -> base_link never jumps; the restarted encoder counts are never integrated) with zero twist,
-and the diagnostics are ERROR naming the cause until the bridge is stopped (then restarted after clearing).
+A board that goes away (the port vanishes, the line goes silent past the miss budget) or restarts or
+de-energizes behind the open port (a power-on, a watchdog reset, a latched fault; Board raises LinkLost or
+BoardDeenergized) puts the bridge in "board down": nothing is commanded, odom/tf keep the last pose (REP-105:
+odom -> base_link never jumps; restarted encoder counts are never integrated) with zero twist, and the
+diagnostics are ERROR naming the cause. With recover="auto" (`viperdrive ros2`'s default) the bridge takes the
+board back on its own when the policy allows it (viperdrive.board.recovery: a lost link, a restart; never a
+latched safety fault, which waits for the ~/clear_fault service), and nothing moves until a command newer than
+the recovery arrives. With recover="never" a lost link stops the bridge (exit 8) and a board that went down
+stays down until the bridge is restarted.
 """
 import logging
 import math
@@ -38,8 +43,9 @@ from cyclonedds.util import duration
 from viperdrive.shared import protocol
 
 from ..board.board import BoardDeenergized
-from ..board.records import BoardState
-from ..errors import BadValue, UserError
+from ..board.records import BoardState, fault_text
+from ..board.recovery import FAULT, LINK, RESTART, Recovered, Recovery
+from ..errors import BadValue, LinkError, LinkLost, PortError, UserError
 from ..messages.sensors import IMU_NOISE, battery_msg, imu_msg, sensor_statuses
 from ..motion.drive import DriveController
 from ..motion.loop import DriveLoop
@@ -69,6 +75,7 @@ DIAGNOSTICS_PERIOD_S = 1.0      # diagnostic_updater's default rate
 BOARD_DIAG_MIN_INTERVAL_S = 5.0
 JITTER_WINDOW = 512             # ticks of wake-up lateness kept for the percentiles
 NODE_NAME = "viperdrive"        # the ROS node name the graph shows (in the bridge's namespace)
+CLEAR_FAULT_SERVICE = NODE_NAME + "/clear_fault"    # ~/clear_fault of that node: /NS/viperdrive/clear_fault
 LEFT_JOINT = "left_wheel_joint"     # diff_drive_controller's usual names; robot_state_publisher uses them
 RIGHT_JOINT = "right_wheel_joint"
 
@@ -325,7 +332,7 @@ class Ros2Bridge:
 
     def __init__(self, board, config, namespace: str = "/", stamped: str | None = None, domain_id=None,
                  discovery=None, env=None, drive=None, odometry_factory=None, allow_publishers=None,
-                 ekf=None, record=None, uncertainty_limit: float = 1.0):
+                 ekf=None, record=None, uncertainty_limit: float = 1.0, recover: str = "never"):
         self.board = board
         self.config = config
         ros = config.ros2                   # config.Ros2Settings: the robot file's ros2 section, its defaults
@@ -377,7 +384,10 @@ class Ros2Bridge:
         self.command_age: deque[float] = deque(maxlen=JITTER_WINDOW)   # stamped commands: header stamp -> taken (s)
         self._activated = False
         self.board_down: BoardDeenergized | None = None     # the board restarted/de-energized on its own
+        self.recovery = Recovery(board, recover, log=log)    # what may be taken back, and when
+        self._fresh_after: float | None = None  # after a recovery: only commands newer than this (host s) move it
         self.ignored_commands = 0           # cmd_vel samples taken while the board was down (not executed)
+        self.clear_fault_calls = 0          # ~/clear_fault requests answered
         self.shutdown_problems: list[str] = []    # what failed on the way out (empty: board confirmed disabled)
         self.live_error: str | None = None
         self.ekf_config = ekf               # viperdrive.estimation.FilterConfig: the live filter (None: none)
@@ -417,6 +427,9 @@ class Ros2Bridge:
         if self.sensor_hz:
             self.w_imu = n.publisher("imu/data_raw", msgs.Imu, qos.sensor_qos())
             self.w_battery = n.publisher("battery_state", msgs.BatteryState, qos.sensor_qos())
+        # ~/clear_fault (std_srvs/Trigger): the one way the graph clears a latched fault, on a person's decision
+        self.clear_fault_requests, self.clear_fault_replies = n.service(
+            CLEAR_FAULT_SERVICE, msgs.TriggerRequest, msgs.TriggerResponse, qos.default_qos())
         self.cmd = CmdVelInput(n, "cmd_vel", self.stamped, warn=self.warn, on_reader=self.announce, allow=self.allow)
         self.announce()
 
@@ -508,35 +521,62 @@ class Ros2Bridge:
                                self.w_battery) if w is not None]
         readers = [self.cmd.reader] if self.cmd.reader is not None else []
         readers += [r for _, r in self._external_readers]
+        readers.append(self.clear_fault_requests)
+        writers.append(self.clear_fault_replies)
         try:
             self.node.announce(NODE_NAME, readers, writers)
         except Exception as e:      # graph bookkeeping only: the topics work without it
             log.warning("ros_discovery_info not published: %s", e)
 
     def start(self) -> None:
-        """Open and enable the board: configure (port, HELLO), activate (zeroed encoders and command)."""
-        self.board.configure()
+        """Open and enable the board: configure (port, HELLO), activate (zeroed encoders and command). With
+        recover="auto" a board that is not there yet (no port, no answer) is waited for: the node starts, says
+        so in its diagnostics, and takes the board when it appears; another firmware on the port is an error."""
+        waiting: UserError | None = None
+        try:
+            self.board.configure()
+        except (PortError, LinkError) as e:
+            if self.recovery.policy == "never":
+                raise
+            waiting = e
         self._started_at = time.monotonic()
-        cpr = getattr(self.board, "counts_per_rev", None) or self.config.counts_per_rev
-        self.odometry = self._odometry_factory(self.config, counts_per_rev=cpr)
+        self._make_odometry()
         self.drive.reset()
-        self.start_sensors()
-        self.board.activate()
+        if waiting is None:
+            self.start_sensors()
+            self.board.activate()
         self._activated = True
         # after activate: the loop takes the board's encoder epoch as its baseline (a later restart of the
         # encoders, e.g. a reconnect, resets the controller and the odometry baseline)
         # the host's clock: the graph's time (cmd_vel stamps and their timeout, the publish grid) is the host's; a
         # virtual board follows its host through the clock file's grant
         self.drive_loop = DriveLoop(self.board, self.drive, self.odometry, self.config.update_rate, clock=HOST_CLOCK)
-        self.refresh_board_diag()
+        if waiting is not None:
+            self.recovery.lost(LINK, f"no board at the start: {waiting}")
+        else:
+            self.refresh_board_diag()
         if self.live is not None:
             self._live_thread = threading.Thread(target=self._run_filter, name="viperdrive-ekf", daemon=True)
             self._live_thread.start()
         self._next_publish = time.monotonic()
         self._next_diag = self._next_publish + DIAGNOSTICS_PERIOD_S
-        log.info("board active; node on domain %d, namespace %s, cmd_vel %s", self.node.domain_id,
+        log.info("%s; node on domain %d, namespace %s, cmd_vel %s",
+                 "board active" if waiting is None else "waiting for the board", self.node.domain_id,
                  self.node.namespace, self.stamped)
         self.log_exposure()
+
+    def _make_odometry(self) -> None:
+        """The odometry, once counts_per_rev is known: from the board's HELLO, else the robot file. A bridge that
+        started before its board (recover="auto") and has neither makes it when the board first answers."""
+        try:
+            cpr = self.board.counts_per_rev
+        except (AttributeError, UserError):     # not known before the board answered
+            cpr = self.config.counts_per_rev
+        if cpr is None:
+            return
+        self.odometry = self._odometry_factory(self.config, counts_per_rev=cpr)
+        if self.drive_loop is not None:
+            self.drive_loop.odometry = self.odometry
 
     def start_sensors(self) -> None:
         """SENSORS at ros2.sensor_rate and the battery thresholds; a board that refuses is logged, not fatal (the
@@ -619,20 +659,23 @@ class Ros2Bridge:
         self.board_diag_at = time.monotonic()
 
     def _step(self, now: float, k: int):
+        self.serve_clear_fault()
         self.tick(now)
         self.publish_sensors()
         after = time.monotonic()
         alarm = getattr(self.last_state, "status", 0) & (protocol.ST_FAULT | protocol.ST_DEADMAN)
-        if alarm != self._alarm_bits or (alarm and (self.board_diag_at is None
-                                                    or after - self.board_diag_at >= BOARD_DIAG_MIN_INTERVAL_S)):
+        if self.recovery.outage is None and (
+                alarm != self._alarm_bits or (alarm and (self.board_diag_at is None
+                                                         or after - self.board_diag_at >= BOARD_DIAG_MIN_INTERVAL_S))):
             # FAULT/DEADMAN appeared or went away: read the board's account of it now (the fault's name), then
             # while it lasts at most every BOARD_DIAG_MIN_INTERVAL_S
             self._alarm_bits = alarm
             self.refresh_board_diag()
             if alarm & protocol.ST_FAULT:
-                self.warn("fault", f"board FAULT latched: {self.board_diag.get('fault', '?')}; outputs are off "
-                                   "until it is cleared (stop the bridge, Board.clear_fault() / the CLI's "
-                                   "clear-fault, restart)")
+                self._warn_fault(str(self.board_diag.get("fault", "?")))
+        outage = self.recovery.outage
+        if outage is not None and outage.kind == FAULT and outage.fault_code:
+            self._warn_fault(fault_text(outage.fault_code))     # a reminder every WARN_INTERVAL_S while it lasts
         if after >= self._next_publish:
             self.publish_state()
             # the publish grid keeps its phase; after a stall it restarts from now instead of bursting
@@ -647,6 +690,10 @@ class Ros2Bridge:
                 self._next_diag = after + DIAGNOSTICS_PERIOD_S
         return not self._stop.is_set()
 
+    def _warn_fault(self, name: str) -> None:
+        self.warn("fault", f"board FAULT latched: {name}; outputs are off until it is cleared (the "
+                           f"{self.node.topic_name(CLEAR_FAULT_SERVICE)} service, once the cause is fixed)")
+
     def tick(self, now: float) -> None:
         """One loop period: the new cmd_vel samples into the controller, then read -> odometry -> update ->
         write (DriveLoop.cycle, which also resets controller and odometry baseline when the board restarts)."""
@@ -655,20 +702,73 @@ class Ros2Bridge:
         cmds = self.cmd.poll(wall_minus_mono)
         taken = time.monotonic()
         self.commands_in += len(cmds)
-        if self.board_down is not None:
+        if self.recovery.outage is not None:
             # outputs off on the board's side and inactive on ours: take the samples off DDS, execute none
             self.ignored_commands += len(cmds)
+            rec = self.recovery.poll()
+            if rec is not None:
+                self._recovered(rec)
             return
+        fresh_start = self._fresh_after
+        if fresh_start is not None:
+            # after a recovery: a stamped command must be newer than it (an unstamped one was taken after it)
+            stale = [c for c in cmds if c[2] is not None and c[2] <= fresh_start]
+            self.ignored_commands += len(stale)
+            cmds = [c for c in cmds if not (c[2] is not None and c[2] <= fresh_start)]
         for v, w, stamp in cmds:
             self.drive.command(v, w, stamp=stamp, now=taken)
             if stamp is not None:
                 self.command_age.append(taken - stamp)
+        if fresh_start is not None and cmds:
+            self._fresh_after = None
+            self.recovery.commanding()
         try:
             self.last_state = self.drive_loop.cycle(now)    # raises (LinkLost) only on persistent loss
         except BoardDeenergized as e:
             self._went_down(e)
             return
+        except LinkLost as e:
+            if self.recovery.policy == "never":
+                raise
+            self._link_lost(e)
+            return
         self.last_wheels = self.drive.kinematics.to_wheels(self.drive.v, self.drive.w)
+
+    def serve_clear_fault(self) -> None:
+        """Answer each ~/clear_fault request (std_srvs/Trigger): CLEAR_FAULT on the board, then success only when
+        nothing is latched any more. An e-stop whose circuit is still open stays latched (success false, and the
+        message says so); a board that does not answer is a failure with the reason. After a clear the bridge
+        takes the board back on its next tick (recovery), and it moves again only on a command newer than that."""
+        for rq in take_valid(self.clear_fault_requests, 8):
+            ok, text = self._clear_fault()
+            self.clear_fault_calls += 1
+            (log.warning if ok else log.error)("~/clear_fault: %s", text)
+            reply = msgs.TriggerResponse(client_guid=rq.client_guid, sequence_number=rq.sequence_number,
+                                         success=ok, message=text)
+            try:
+                self.clear_fault_replies.write(reply)
+            except Exception as e:      # a client that left: nothing to answer
+                log.warning("~/clear_fault: reply not sent (%s: %s)", type(e).__name__, e)
+
+    def _clear_fault(self) -> tuple[bool, str]:
+        outage = self.recovery.outage
+        if outage is not None and outage.kind == LINK:
+            return False, f"the board is not reachable ({outage.reason}): nothing cleared"
+        try:
+            cleared = self.board.clear_fault()
+            code = self.board.diag().get("fault_code", 0) or 0
+        except UserError as e:
+            return False, f"the board did not clear: {e}"
+        if code:
+            return False, (f"still latched: {fault_text(code)}" + (
+                " (the e-stop circuit is open: close it first)" if code == protocol.FAULT_ESTOP else ""))
+        self.board_diag = {}
+        self.recovery.cleared()
+        if not cleared:
+            return True, "no fault was latched"
+        if self.recovery.policy == "never" and outage is not None:
+            return True, f"cleared {fault_text(cleared)}; --recover never: restart the bridge to drive again"
+        return True, f"cleared {fault_text(cleared)}; the board is taken back, and moves on a new command"
 
     def _went_down(self, e: BoardDeenergized) -> None:
         """The board restarted or turned its outputs off by itself: stop commanding, keep the node up (odometry
@@ -677,8 +777,34 @@ class Ros2Bridge:
         self.last_state = e.state          # for the status bits in diagnostics (never for odometry or joints)
         self.drive.reset()
         self.last_wheels = (0.0, 0.0)
-        log.error("board down: %s. The bridge stops commanding and keeps publishing the last pose and ERROR "
-                  "diagnostics; stop it, fix the cause, restart it", e)
+        self.refresh_board_diag()
+        code = self.board_diag.get("fault_code", 0) or 0
+        latched = bool(e.state.status & protocol.ST_FAULT)
+        self.recovery.lost(FAULT if latched and code else RESTART, str(e), code if latched else 0)
+        self.publish_diagnostics()
+
+    def _link_lost(self, e: LinkLost) -> None:
+        """The port vanished or the board stopped answering: as a board that went down, with the link to reopen."""
+        self.drive.reset()
+        self.last_wheels = (0.0, 0.0)
+        self.recovery.lost(LINK, str(e))
+        self.publish_diagnostics()
+
+    def _recovered(self, rec: Recovered) -> None:
+        """The board answers, checked and active again: the pose continues (the loop rebases the odometry on the
+        new epoch), the sensor stream is asked for again, and nothing moves until a command newer than now."""
+        self.board_down = None
+        self.last_state = None          # the STATE that showed the outage is not the board's any more
+        self._alarm_bits = 0
+        self.drive.reset()
+        self.last_wheels = (0.0, 0.0)
+        assert self.cmd is not None                     # made by start()
+        self.ignored_commands += len(self.cmd.poll(time.time() - time.monotonic()))   # queued before it
+        self._fresh_after = time.monotonic()
+        if self.odometry is None:
+            self._make_odometry()
+        if self.sensor_hz:
+            self.start_sensors()
         self.refresh_board_diag()
         self.publish_diagnostics()
 
@@ -725,7 +851,7 @@ class Ros2Bridge:
         if state is None or self.odometry is None:
             return
         x, y, th = self.odometry.pose
-        if self.board_down is not None:
+        if self.recovery.outage is not None:
             # standing where it was last seen (outputs off): the pose holds now, it does not move any more
             stamp = self._stamp(time.monotonic())
             v, w = 0.0, 0.0
@@ -777,15 +903,27 @@ class Ros2Bridge:
         else:
             names = []
         down = self.board_down
-        if down is not None:
+        outage = self.recovery.outage
+        if outage is not None:
             level = msgs.DIAG_ERROR
-            what = f"board {down.cause}: outputs off, not commanding (stop the bridge, fix the cause, restart)"
+            cause = f"board {down.cause}" if down is not None else "board down"
+            if self.recovery.policy == "never":
+                plan = "stop the bridge, fix the cause, restart"
+            elif outage.kind == FAULT:
+                plan = "waiting for ~/clear_fault (a latched fault is not cleared by the bridge on its own)"
+            elif outage.recoverable:
+                plan = f"recovering (attempt {outage.attempts + 1})"
+            else:
+                plan = "not recovered: " + outage.reason
+            what = f"{cause}: outputs off, not commanding ({plan})"
             message = f"{message}; {what}" if message.startswith("FAULT latched") else what
         values = [msgs.KeyValue("status", " ".join(names) if names else "-")]
         if down is not None:
             values += [msgs.KeyValue("board_down", str(down)),
-                       msgs.KeyValue("encoders_restarted", str(down.restarted)),
-                       msgs.KeyValue("ignored_commands", str(self.ignored_commands))]
+                       msgs.KeyValue("encoders_restarted", str(down.restarted))]
+        if outage is not None:
+            values.append(msgs.KeyValue("ignored_commands", str(self.ignored_commands)))
+        values += [msgs.KeyValue("recovery." + k, _fmt(v)) for k, v in self.recovery.status().items()]
         values += [msgs.KeyValue(k, _fmt(v)) for k, v in _flatten(diag)]
         if self.board_diag_at is not None:
             values.append(msgs.KeyValue("board_diag_age_s", _fmt(time.monotonic() - self.board_diag_at)))
@@ -854,7 +992,7 @@ class Ros2Bridge:
         if final is not None:
             problems = self.shutdown_problems
             failed = self.stop_reason.startswith(("error", "internal error"))
-            level = msgs.DIAG_ERROR if problems or failed or down is not None else msgs.DIAG_OK
+            level = msgs.DIAG_ERROR if problems or failed or outage is not None else msgs.DIAG_OK
             values = [msgs.KeyValue("board", board_final_state(problems))]
             values += [msgs.KeyValue(f"problem_{i}", p) for i, p in enumerate(problems, 1)]
             if down is not None:

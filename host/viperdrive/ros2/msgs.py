@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from cyclonedds.idl import IdlStruct, make_idl_struct
 from cyclonedds.idl import types as _idl_types
-from cyclonedds.idl.types import array, float32, float64, int32, uint8, uint32
+from cyclonedds.idl.types import array, float32, float64, int32, int64, uint8, uint32, uint64
 
 if TYPE_CHECKING:
     # A sequence<T> field holds a list, a double[36] field a list of 36 floats (what Cyclone takes and decodes);
@@ -190,6 +190,25 @@ POWER_SUPPLY_HEALTH_UNKNOWN = 0
 POWER_SUPPLY_HEALTH_GOOD = 1
 POWER_SUPPLY_HEALTH_DEAD = 3
 POWER_SUPPLY_TECHNOLOGY_UNKNOWN = 0
+
+
+# ---------------------------------------------------------------------------------------------------- std_srvs
+# A ROS 2 service over DDS (rmw_cyclonedds_cpp): the request on `rq/<name>Request`, the reply on `rr/<name>Reply`,
+# each sample the service type's message behind a request header (the client's id and the request's sequence
+# number, rmw_cyclonedds_cpp's cdds_request_header_t), which the reply repeats so the client can pair them.
+@dataclass
+class TriggerRequest(IdlStruct, typename="std_srvs::srv::dds_::Trigger_Request_"):
+    client_guid: uint64 = 0
+    sequence_number: int64 = 0
+    structure_needs_at_least_one_member: uint8 = 0      # an empty .srv request, as rosidl generates it
+
+
+@dataclass
+class TriggerResponse(IdlStruct, typename="std_srvs::srv::dds_::Trigger_Response_"):
+    client_guid: uint64 = 0
+    sequence_number: int64 = 0
+    success: bool = False
+    message: str = ""
 
 
 # ---------------------------------------------------------------------------------------------------- tf2_msgs

@@ -338,7 +338,9 @@ class RosNode:
         return resolve_topic(name, self.namespace)
 
     def _topic(self, name: str, msg_type):
-        dds_name = dds_topic_name(self.topic_name(name))
+        return self._dds_topic(dds_topic_name(self.topic_name(name)), msg_type)
+
+    def _dds_topic(self, dds_name: str, msg_type):
         key = (dds_name, msg_type)
         if key not in self._topics:
             self._topics[key] = Topic(self.participant, dds_name, msg_type)
@@ -350,6 +352,22 @@ class RosNode:
     def subscription(self, name: str, msg_type, qos: Qos, listener=None) -> DataReader:
         return DataReader(self._subscriber, self._topic(name, msg_type), qos=_with_type_hash(qos, msg_type),
                           listener=listener)
+
+    def service(self, name: str, request_type, reply_type, qos: Qos) -> tuple[DataReader, DataWriter]:
+        """A service server's endpoints for `name` (resolved like a topic): the request reader on
+        rq/<name>Request and the reply writer on rr/<name>Reply, as rmw_cyclonedds_cpp names them."""
+        ros = self.topic_name(name)
+        rq = self._dds_topic("rq" + ros + "Request", request_type)
+        rr = self._dds_topic("rr" + ros + "Reply", reply_type)
+        return DataReader(self._subscriber, rq, qos=qos), DataWriter(self._publisher, rr, qos=qos)
+
+    def client(self, name: str, request_type, reply_type, qos: Qos) -> tuple[DataWriter, DataReader]:
+        """A service client's endpoints for `name`: the request writer and the reply reader (service()'s
+        mirror). A reply repeats the request's client_guid and sequence_number: match on both."""
+        ros = self.topic_name(name)
+        rq = self._dds_topic("rq" + ros + "Request", request_type)
+        rr = self._dds_topic("rr" + ros + "Reply", reply_type)
+        return DataWriter(self._publisher, rq, qos=qos), DataReader(self._subscriber, rr, qos=qos)
 
     def announce(self, node_name: str, readers=(), writers=()) -> None:
         """Publish this participant's ParticipantEntitiesInfo on `ros_discovery_info`: one node, node_name in our
