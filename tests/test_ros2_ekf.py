@@ -151,9 +151,11 @@ def test_fuse_on_the_recording_of_the_live_run_gives_its_estimates(live_run):
         rows = list(csv.DictReader(f))
     assert summary.rows == len(rows) > 500
     matched = 0
-    for r in rows:
+    unmatched = []
+    for i, r in enumerate(rows):
         m = live.get(round(float(r["t"]), 6))
         if m is None:
+            unmatched.append(i)
             continue
         matched += 1
         where = f"row {matched} of {len(rows)} at t={float(r['t']) - float(rows[0]['t']):.3f} s"
@@ -162,5 +164,5 @@ def test_fuse_on_the_recording_of_the_live_run_gives_its_estimates(live_run):
         assert float(r["vx"]) == pytest.approx(m.twist.twist.linear.x, rel=1e-7, abs=1e-9)
         assert float(r["var_x"]) == pytest.approx(m.pose.covariance[0], rel=1e-7)
     # every offline estimate but the last (the live run stopped mid-period) has its live twin
-    assert matched >= len(rows) - 1
+    assert matched >= len(rows) - 1, f"rows without a live twin: {unmatched} of {len(rows)}"
     assert summary.sensors["pose0"].outcomes.reacquired == 1

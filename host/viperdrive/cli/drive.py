@@ -19,7 +19,7 @@ from ..errors import BoardFault, UserError
 from ..motion.scripts import BUILTINS, ScriptFollower, load_script
 from .boardopen import explain_fault, fault_message, open_board, warn_test_values
 from .livefilter import fused_lines, load_live_filter_config
-from .options import add_board_options, load_config, script_options, seconds
+from .options import add_board_options, add_loop_options, load_config, script_options, seconds
 from .output import note, warn
 from .session import DriveSession
 from .signals import stop_signals_as_interrupt
@@ -46,6 +46,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "other nodes need `viperdrive ros2 --ekf`")
     parser.add_argument("--ekf-node", default=None, metavar="NAME", help="the node in --ekf to use")
     parser.add_argument("--duration", type=seconds(), default=None, metavar="S", help="stop after S seconds")
+    add_loop_options(parser)
     add_board_options(parser)
 
 
@@ -75,6 +76,14 @@ def status_lines(s: DriveSession, mode: str, extra: list[str] | None = None) -> 
     return lines + (extra or [])
 
 
+def _prepare_loop(args) -> None:
+    """gc.freeze() and --realtime on this (the loop's) thread, said on stderr (motion.loop.prepare_loop_thread)."""
+    from ..motion.loop import prepare_loop_thread
+    applied, text = prepare_loop_thread(getattr(args, "realtime", None))
+    if text is not None:
+        (note if applied else warn)(args, text)
+
+
 def run(args) -> int:
     config = load_config(args)
     ekf = load_live_filter_config(args)
@@ -91,6 +100,7 @@ def run(args) -> int:
     if args.record:
         from ..recording.mcap import McapRecorder
         recorder = McapRecorder.for_robot(args.record, config)
+    session = None
     try:
         with stop_signals_as_interrupt(), open_board(args, config) as board:
             session = DriveSession(board, config, recorder, telemetry_hz=20 if recorder else 0, ekf=ekf,
@@ -107,6 +117,8 @@ def run(args) -> int:
             finally:
                 session.finish()
     finally:
+        if session is not None:
+            session.join_filter()       # the board is disabled by now (open_board's exit)
         if recorder is not None:
             counts = recorder.close()
             note(args, f"recorded {sum(counts.values())} messages to {args.record}")
@@ -161,6 +173,7 @@ def _run_keys(args, s: DriveSession, keys: TerminalKeys) -> int:
         nonlocal level
         level = n
 
+    _prepare_loop(args)
     while True:
         try:
             stats = s.loop.run(on_cycle=on_cycle)
@@ -227,6 +240,7 @@ def _run_script(args, s: DriveSession, segments) -> int:
             return False
         return None
 
+    _prepare_loop(args)
     try:
         stats = s.loop.run(on_cycle=on_cycle)
     except BoardFault as e:

@@ -25,13 +25,15 @@ def load_live_filter_config(args):
     return load_ekf(args.ekf, node=args.ekf_node)
 
 
-def start_live_filter(ekf, recorder, warn, on_estimate=None, clock=None):
-    """(LiveFilter, stop event, thread) for a command without DDS (drive, monitor): the filter on its own thread,
-    its inputs recorded with their arrival times when recording; a sensor on another topic than odom is named in
-    a warning (only `viperdrive ros2 --ekf` subscribes to topics)."""
+def start_live_filter(ekf, recorder, warn, on_estimate=None, clock=None, process=True):
+    """(filter, stop event, thread) for a command without DDS (drive, monitor): the filter in a process of its own
+    (viperdrive.estimation.process.FilterProcess, fed from a thread here; process=False: a LiveFilter on that
+    thread), its inputs recorded with their arrival times when recording; a sensor on another topic than odom is
+    named in a warning (only `viperdrive ros2 --ekf` subscribes to topics)."""
     import threading
 
     from ..estimation.live import LiveFilter
+    from ..estimation.process import FilterProcess
     from ..recording.mcap import LogClock
 
     # the message types (cyclonedds) are imported here, before the board loop: an import inside the loop costs it
@@ -42,7 +44,7 @@ def start_live_filter(ekf, recorder, warn, on_estimate=None, clock=None):
     record = None
     if recorder is not None:
         record = lambda topic, msg, ns: recorder.message(topic, msgs.ros_type_name(type(msg)), msg, ns)  # noqa: E731
-    live = LiveFilter(ekf, recorder=record, clock=clock, on_estimate=on_estimate)
+    live = (FilterProcess if process else LiveFilter)(ekf, recorder=record, clock=clock, on_estimate=on_estimate)
     for topic, (_kind, names) in live.topics().items():
         if topic != ODOM_TOPIC:
             warn(f"--ekf: {', '.join(names)} read {topic}, a ROS topic: only `viperdrive ros2 --ekf` "

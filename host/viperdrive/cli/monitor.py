@@ -253,10 +253,10 @@ def run(args) -> int:
         if args.sensors:
             board.sensors(args.sensors)
         m = MonitorState(board.counts_per_rev, board.info.control_hz)
-        live_stop = None
+        live_stop = live_thread = None
         next_odom = time.monotonic()
         if ekf is not None:
-            m.live, live_stop, _ = start_live_filter(ekf, None, lambda text: warn(args, text))
+            m.live, live_stop, live_thread = start_live_filter(ekf, None, lambda text: warn(args, text))
         if args.foxglove:
             cfg = board.config
             fox = FoxgloveOut(args.foxglove, cfg.ros2.odom_frame_id, cfg.ros2.base_frame_id)
@@ -308,8 +308,9 @@ def run(args) -> int:
                         return _done(m, granted, args)
                     time.sleep(0.01)
         finally:
-            if live_stop is not None:
+            if live_stop is not None and live_thread is not None:
                 live_stop.set()
+                live_thread.join(timeout=5.0)       # the filter process: its summary, then its end
             for stop in (board.telemetry, board.sensors):
                 try:
                     stop(0)

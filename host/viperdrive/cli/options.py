@@ -163,6 +163,16 @@ def add_output_options(parser: argparse.ArgumentParser, data_output: bool = True
         parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
 
+def add_loop_options(parser: argparse.ArgumentParser) -> None:
+    """--realtime PRIO: the host loop's thread on SCHED_FIFO (motion.loop.prepare_loop_thread)."""
+    from ..motion.loop import REALTIME_PRIORITY_RANGE
+    lo, hi = REALTIME_PRIORITY_RANGE
+    parser.add_argument("--realtime", type=int_range(lo, hi), default=None, metavar="PRIO",
+                        help=f"run the loop's thread at real-time priority PRIO ({lo}-{hi}, SCHED_FIFO) where the OS "
+                             f"allows it (Linux: CAP_SYS_NICE or an rtprio limit); said when it does not. Default: "
+                             f"normal priority (docs/host.md, \"Loop\")")
+
+
 def add_robot_file_options(parser, help_text: str | None = None) -> None:
     """--config ROBOT_FILE, --node NAME and --strict (every command that reads a robot file)."""
     parser.add_argument("--config", default=None, metavar="ROBOT_FILE",

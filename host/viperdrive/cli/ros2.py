@@ -8,7 +8,17 @@ import sys
 
 from .. import extras
 from ..errors import EXIT_FAULT, EXIT_LINK_LOST, BadValue
-from .options import BAUD, add_robot_file_options, baud_of, int_range, load_config, port_spec, positive, seconds
+from .options import (
+    BAUD,
+    add_loop_options,
+    add_robot_file_options,
+    baud_of,
+    int_range,
+    load_config,
+    port_spec,
+    positive,
+    seconds,
+)
 from .signals import handled_signals, reason
 
 DOMAIN_ID_MAX = 232     # viperdrive.ros2.node.DOMAIN_ID_MAX (not imported here: it loads cyclonedds)
@@ -67,6 +77,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "returns (a lost link, a re-plug, a restart; never a latched safety fault, which "
                              "waits for the ~/clear_fault service); never: a lost link ends the bridge (exit 8) "
                              "and a board that went down stays down")
+    add_loop_options(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
@@ -119,7 +130,8 @@ def run(args) -> int:
 def _serve(args, board, config, Ros2Bridge, discovery, ekf=None) -> int:
     bridge = Ros2Bridge(board, config, namespace=args.namespace, stamped=args.stamped, domain_id=args.domain_id,
                         discovery=discovery, allow_publishers=args.allow_publisher, ekf=ekf, record=args.record,
-                        uncertainty_limit=args.uncertainty_limit, recover=args.recover)
+                        uncertainty_limit=args.uncertainty_limit, recover=args.recover, prepare_loop=True,
+                        realtime=args.realtime)
 
     # every stop signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT: cli/signals.py) ends the loop; shutdown() disables
     with handled_signals(lambda signum: bridge.stop("interrupted (Ctrl-C)" if signum == signal.SIGINT

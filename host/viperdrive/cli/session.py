@@ -24,6 +24,7 @@ from .livefilter import ODOM_TOPIC, start_live_filter
 
 if TYPE_CHECKING:
     from ..estimation.live import LiveFilter
+    from ..estimation.process import FilterProcess
 
 
 class DriveSession:
@@ -53,7 +54,7 @@ class DriveSession:
         self._last_diag = -1e9
         self.board_diag: dict | None = None
         self.stop_reason: str | None = None
-        self.live: LiveFilter | None = None         # --ekf
+        self.live: LiveFilter | FilterProcess | None = None     # --ekf
         self._live_stop: threading.Event | None = None
         self._live_thread: threading.Thread | None = None
         if ekf is not None:
@@ -169,10 +170,10 @@ class DriveSession:
         self.controller.command(v, w, now=now)
 
     def finish(self) -> None:
-        """Stop the filter and the telemetry stream; the last diagnostics into the recording."""
-        if self._live_thread is not None and self._live_stop is not None:
+        """Ask the filter to stop (join_filter() waits for it, once the board is disabled), stop the telemetry
+        stream; the last diagnostics into the recording."""
+        if self._live_stop is not None:
             self._live_stop.set()
-            self._live_thread.join(timeout=2.0)
         if self.board.link is None or not self.board.link.is_open:
             return
         try:
@@ -180,6 +181,12 @@ class DriveSession:
         except UserError:
             pass
         self.stop_telemetry()
+
+    def join_filter(self, timeout: float = 12.0) -> None:
+        """Wait for the filter to wind down: the estimates it still owes are recorded before the recording closes
+        (a filter process works off its backlog first: viperdrive.estimation.process)."""
+        if self._live_thread is not None:
+            self._live_thread.join(timeout=timeout)
 
     def stop_telemetry(self) -> None:
         if self.board.link is None or not self.board.link.is_open:

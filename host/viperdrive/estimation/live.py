@@ -77,6 +77,29 @@ class SourceState:
     arrival: float | None = None     # log time of its last message, at the previous update
 
 
+def check_uncertainty_limit(limit: float) -> None:
+    if not limit > 0 or not math.isfinite(limit):
+        raise ValueError(f"uncertainty limit must be a positive number of metres, not {limit!r}")
+
+
+def topics_of(readers_of: dict, sources: dict) -> dict:
+    """normalized topic -> (kind, [sensor names]) from sources_of()'s two maps."""
+    return {t: (sources[names[0]].kind, list(names)) for t, names in readers_of.items()}
+
+
+def sources_of(config: FilterConfig) -> tuple[dict[str, list[str]], dict[str, SourceState]]:
+    """(normalized topic -> the names of the sensors reading it, sensor name -> its SourceState, waiting)."""
+    readers_of: dict[str, list[str]] = {}
+    sources: dict[str, SourceState] = {}
+    for s in config.sensors:
+        topic = norm_topic(s.topic)
+        readers_of.setdefault(topic, []).append(s.name)
+        vec = s.update_vector
+        absolute = (vec[X] or vec[Y]) and not s.differential and s.kind in ("odom", "pose")
+        sources[s.name] = SourceState(s.name, s.kind, topic, bool(absolute))
+    return readers_of, sources
+
+
 @dataclass
 class Estimate:
     t: float                  # the filter time (header stamp clock)
@@ -95,23 +118,16 @@ class LiveFilter:
 
     def __init__(self, config: FilterConfig, on_estimate=None, recorder=None, clock: LogClock | None = None,
                  uncertainty_limit: float = 1.0, pollers=()):
-        if not uncertainty_limit > 0 or not math.isfinite(uncertainty_limit):
-            raise ValueError(f"uncertainty limit must be a positive number of metres, not {uncertainty_limit!r}")
+        check_uncertainty_limit(uncertainty_limit)
         self.config = config
         self.clock = clock or LogClock()
         self.period = 1.0 / config.frequency
         self.result = FuseSummary(input="live", uncertainty_limit=uncertainty_limit)
         self.schedule = FilterSchedule(config, self.result, on_row=self._row)
         self.ekf = self.schedule.ekf
-        self.readers_of: dict[str, list[str]] = {}
-        self.sources: dict[str, SourceState] = {}
+        self.readers_of, self.sources = sources_of(config)
         for s in config.sensors:
-            topic = norm_topic(s.topic)
-            self.readers_of.setdefault(topic, []).append(s.name)
             self.schedule.add_input(s)
-            vec = s.update_vector
-            absolute = (vec[X] or vec[Y]) and not s.differential and s.kind in ("odom", "pose")
-            self.sources[s.name] = SourceState(s.name, s.kind, topic, bool(absolute))
         self.on_estimate = on_estimate
         self.recorder = recorder
         self.pollers = list(pollers)
@@ -132,15 +148,17 @@ class LiveFilter:
     # ---- inputs ----
     def topics(self) -> dict:
         """normalized topic -> (kind, [sensor names]) the filter reads."""
-        return {t: (self.sources[names[0]].kind, list(names)) for t, names in self.readers_of.items()}
+        return topics_of(self.readers_of, self.sources)
 
-    def feed(self, topic: str, msg) -> bool:
-        """One message on `topic` (normalized or relative); False when no sensor reads it."""
+    def feed(self, topic: str, msg, ns: int | None = None) -> bool:
+        """One message on `topic` (normalized or relative) arriving now, or at log time `ns` (a filter process fed
+        by the loop's: viperdrive.estimation.process); False when no sensor reads it."""
         topic = norm_topic(topic)
         if topic not in self.readers_of:
             return False
         with self._lock:
-            ns = self.clock.ns()
+            if ns is None:
+                ns = self.clock.ns()
             self._pending.append((ns, topic, msg))
             if self.recorder is not None:
                 self.recorder(topic, msg, ns)
@@ -169,13 +187,16 @@ class LiveFilter:
             self.step_cost.append(time.perf_counter() - started)
 
     def run(self, stop: threading.Event, margin_s: float = 0.0005) -> None:
-        """step() just after each period boundary of the log clock until stop is set."""
+        """step() just after each period boundary of the log clock until stop is set, then once more: every input
+        fed by then is stepped (each period that ended has its estimate, however late this thread woke at the
+        end), so a recording of the run fuses offline into the same estimates up to the last one."""
         while not stop.is_set():
             now = self.clock.ns() * 1e-9
             boundary = (math.floor(now / self.period) + 1) * self.period
             if stop.wait(max(0.0, boundary - now + margin_s)):
                 break
             self.step()
+        self.step()
 
     def _row(self, t, state, P, dead):
         self.estimate = est = Estimate(t, state, P, dead)

@@ -13,7 +13,9 @@ per period.
 """
 from __future__ import annotations
 
+import gc
 import math
+import os
 import threading
 import time
 from collections import deque
@@ -94,6 +96,12 @@ class FixedRateLoop:
                 deadline = t0 + k * period
         return self.stats()
 
+    def reset_stats(self) -> None:
+        """Start the statistics afresh (a measurement after a start-up; any thread: the loop appends on)."""
+        self._late.clear()
+        self._exec.clear()
+        self.cycles = self.overruns = self.skipped = 0
+
     def stats(self) -> dict:
         late = sorted(self._late)
         ex = sorted(self._exec)
@@ -163,4 +171,32 @@ class DriveLoop:
         return self.loop.run(step, cycles=cycles, duration=duration, stop=stop)
 
 
-__all__ = ["FixedRateLoop", "DriveLoop"]
+REALTIME_PRIORITY_RANGE = (1, 99)     # SCHED_FIFO's priorities on Linux
+
+
+def prepare_loop_thread(realtime: int | None = None) -> tuple[bool, str | None]:
+    """Call on the loop's thread once everything is set up, just before the loop runs: a last full garbage
+    collection, then gc.freeze() (the objects made at start-up are never scanned again, so a later collection of
+    the young generations stays short instead of walking the DDS and numpy objects of the whole process), and
+    with `realtime` the thread on SCHED_FIFO at that priority (Linux: CAP_SYS_NICE or an rtprio limit,
+    `ulimit -r`). -> (realtime applied, the sentence to log about it; None without realtime)."""
+    gc.collect()
+    gc.freeze()
+    if realtime is None:
+        return False, None
+    lo, hi = REALTIME_PRIORITY_RANGE
+    if not (isinstance(realtime, int) and lo <= realtime <= hi):
+        raise ValueError(f"real-time priority {realtime!r} must be a whole number in [{lo}, {hi}]")
+    if not hasattr(os, "sched_setscheduler"):
+        return False, (f"--realtime {realtime}: this OS has no SCHED_FIFO (os.sched_setscheduler); the loop runs "
+                       f"at normal priority")
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(realtime))
+    except PermissionError:
+        return False, (f"--realtime {realtime}: not permitted here (needs CAP_SYS_NICE, or an rtprio limit of at "
+                       f"least {realtime}: `ulimit -r`, /etc/security/limits.conf); the loop runs at normal "
+                       f"priority")
+    return True, f"--realtime {realtime}: the loop's thread runs SCHED_FIFO at priority {realtime}"
+
+
+__all__ = ["FixedRateLoop", "DriveLoop", "prepare_loop_thread", "REALTIME_PRIORITY_RANGE"]

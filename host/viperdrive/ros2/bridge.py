@@ -48,7 +48,7 @@ from ..board.recovery import FAULT, LINK, RESTART, Recovered, Recovery
 from ..errors import BadValue, LinkError, LinkLost, PortError, UserError
 from ..messages.sensors import IMU_NOISE, battery_msg, imu_msg, sensor_statuses
 from ..motion.drive import DriveController
-from ..motion.loop import DriveLoop
+from ..motion.loop import DriveLoop, prepare_loop_thread
 from ..motion.odometry import Odometry
 from ..stats import percentile
 from ..timebase import HOST_CLOCK
@@ -57,6 +57,7 @@ from .node import RANGE_OFF, RosNode, dds_topic_name, delete_entity, take_valid
 
 if TYPE_CHECKING:
     from ..estimation.live import LiveFilter
+    from ..estimation.process import FilterProcess
 
 log = logging.getLogger("viperdrive.ros2")
 
@@ -73,6 +74,7 @@ DIAGNOSTICS_PERIOD_S = 1.0      # diagnostic_updater's default rate
 # when STATE shows FAULT or DEADMAN (to name the fault; at most this often), and at shutdown; the periodic
 # diagnostics use the host-side link counters, which cost nothing on the wire.
 BOARD_DIAG_MIN_INTERVAL_S = 5.0
+FILTER_STOP_S = 12.0            # at shutdown, after the board: the filter's backlog, summary and end (process.py)
 JITTER_WINDOW = 512             # ticks of wake-up lateness kept for the percentiles
 NODE_NAME = "viperdrive"        # the ROS node name the graph shows (in the bridge's namespace)
 CLEAR_FAULT_SERVICE = NODE_NAME + "/clear_fault"    # ~/clear_fault of that node: /NS/viperdrive/clear_fault
@@ -332,7 +334,8 @@ class Ros2Bridge:
 
     def __init__(self, board, config, namespace: str = "/", stamped: str | None = None, domain_id=None,
                  discovery=None, env=None, drive=None, odometry_factory=None, allow_publishers=None,
-                 ekf=None, record=None, uncertainty_limit: float = 1.0, recover: str = "never"):
+                 ekf=None, record=None, uncertainty_limit: float = 1.0, recover: str = "never",
+                 filter_process: bool = True, prepare_loop: bool = False, realtime: int | None = None):
         self.board = board
         self.config = config
         ros = config.ros2                   # config.Ros2Settings: the robot file's ros2 section, its defaults
@@ -391,7 +394,12 @@ class Ros2Bridge:
         self.shutdown_problems: list[str] = []    # what failed on the way out (empty: board confirmed disabled)
         self.live_error: str | None = None
         self.ekf_config = ekf               # viperdrive.estimation.FilterConfig: the live filter (None: none)
-        self.live: LiveFilter | None = None
+        self.filter_process = filter_process    # the live filter in a process of its own (False: a thread here)
+        # on the loop's thread before it runs: gc.freeze() and, with realtime, SCHED_FIFO (the CLI's; a library
+        # caller that runs several bridges in one process leaves the process's garbage collector alone)
+        self.prepare_loop = prepare_loop or realtime is not None
+        self.realtime = realtime
+        self.live: LiveFilter | FilterProcess | None = None
         self._live_thread: threading.Thread | None = None
         self._live_stop = threading.Event()
         self.recorder = None
@@ -437,14 +445,16 @@ class Ros2Bridge:
         """The live EKF (viperdrive.estimation.live): our own odometry fed in directly when the config reads the odom
         topic, every other topic it names read from DDS; odometry/filtered out, and the tf when publish_tf."""
         from ..estimation.live import LiveFilter
+        from ..estimation.process import FilterProcess
         from ..estimation.schedule import norm_topic
         from ..recording.mcap import LogClock
         cfg = self.ekf_config
         n = self.node
         clock = self.recorder.clock if self.recorder is not None else LogClock()
         recorder = self._record_input if self.recorder is not None else None
-        self.live = LiveFilter(cfg, on_estimate=self._publish_estimate, recorder=recorder, clock=clock,
-                               uncertainty_limit=self.uncertainty_limit, pollers=[self._poll_inputs])
+        kind = FilterProcess if self.filter_process else LiveFilter
+        self.live = kind(cfg, on_estimate=self._publish_estimate, recorder=recorder, clock=clock,
+                         uncertainty_limit=self.uncertainty_limit, pollers=[self._poll_inputs])
         own_odom = n.topic_name("odom")
         types = {"odom": msgs.Odometry, "imu": msgs.Imu, "pose": msgs.PoseWithCovarianceStamped,
                  "twist": msgs.TwistWithCovarianceStamped}
@@ -635,6 +645,10 @@ class Ros2Bridge:
             if not self._activated:
                 self.start()
             assert self.drive_loop is not None      # made by start()
+            if self.prepare_loop:
+                applied, text = prepare_loop_thread(self.realtime)
+                if text is not None:
+                    (log.info if applied else log.warning)("%s", text)
             self.drive_loop.loop.run(self._step, duration=duration_s, stop=self._stop)
             if not self._stop.is_set():
                 self.stop_reason = f"ran for {duration_s} s"
@@ -1021,9 +1035,7 @@ class Ros2Bridge:
         self._shut = True
         self.drive.reset()
         problems = []
-        if self._live_thread is not None:
-            self._live_stop.set()
-            self._live_thread.join(timeout=2.0)
+        self._live_stop.set()       # the filter winds down meanwhile; the board comes first
         if self._activated and not self.stop_reason.startswith("error"):
             self.refresh_board_diag()       # the board's own counters for the last message
         if self._activated:
@@ -1036,6 +1048,9 @@ class Ros2Bridge:
                 except Exception as e:      # the board's own deadman stops the wheels if we cannot
                     problems.append(f"{what} failed: {e}")
             self._activated = False
+        if self._live_thread is not None:
+            # the estimates the filter still owes are published (and recorded) before the node closes
+            self._live_thread.join(timeout=FILTER_STOP_S)
         if self.sensor_rate:
             try:    # the next client of the board starts without a stream it did not ask for
                 self.board.sensors(0)
