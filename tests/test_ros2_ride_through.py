@@ -9,6 +9,7 @@ board back when the policy allows it, and nothing moves after a recovery until a
   recovery does not move the robot after it;
 - `viperdrive ros2` as a user runs it: started before the board exists, the board killed and started again on
   the same port, then SIGTERM; no traceback, and it exits only on the signal;
+- `viperdrive monitor` waits out a re-plug the same way (it only watches: the board is left as it is found);
 - the policy itself (viperdrive.board.recovery.Recovery) against a stand-in board on a stand-in clock: the
   back-off, one log line per change of state, the watchdog budget, a latched fault waits for the clear, another
   firmware is not taken back, --recover never."""
@@ -167,7 +168,7 @@ class StandInBoard:
         self.outcomes = list(outcomes)
         self.calls: list[tuple[int, ...]] = []
 
-    def recover(self, clear=()):
+    def recover(self, clear=(), activate=True):
         self.calls.append(tuple(clear))
         out = self.outcomes.pop(0)
         if isinstance(out, Exception):
@@ -274,3 +275,45 @@ def test_recover_never_takes_nothing_back_and_a_bad_policy_is_refused():
     assert rec.poll() is None and rec.board.calls == [] and rec.status()["recoverable"] is False
     with pytest.raises(ValueError, match="auto, never"):
         R.Recovery(StandInBoard([]), "sometimes")
+
+
+def test_monitor_waits_out_a_replug_and_watches_on():
+    """`viperdrive monitor --json` on a board that is unplugged and plugged in again: JSON lines say the board is
+    down while it is away, then the telemetry comes back (asked for again), and the command ends on its own
+    --duration with no traceback."""
+    import json
+
+    from viperdrive.rigs.virtual import VirtualBoard
+
+    port = free_port()
+    vb = VirtualBoard(listen=f"127.0.0.1:{port}").start()
+    proc = subprocess.Popen([str(VIPERDRIVE), "monitor", "--port", f"socket://127.0.0.1:{port}", "--json",
+                             "--duration", "600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[dict] = []
+
+    def until(pred, what, seconds=60.0):
+        end = time.monotonic() + seconds
+        while True:
+            line = proc.stdout.readline()
+            assert line, f"monitor ended ({proc.poll()}) before {what}: {proc.stderr.read()}"
+            lines.append(json.loads(line))
+            if pred(lines[-1]):
+                return lines[-1]
+            assert time.monotonic() < end, f"no {what} within {seconds} s"
+
+    try:
+        until(lambda d: "board_down" not in d and d.get("telemetry_rate", 0) > 10, "telemetry")
+        vb.close()                                          # unplugged
+        down = until(lambda d: "board_down" in d, "a board-down line")
+        vb = VirtualBoard(listen=f"127.0.0.1:{port}").start()   # plugged in again
+        back = until(lambda d: "board_down" not in d and d.get("telemetry_rate", 0) > 10, "telemetry again")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        vb.close()
+    assert down["board_down"]["down_kind"] == "link" and down["board_down"]["recoverable"] is True
+    assert back["telemetry_rate"] > 10
+    assert "Traceback" not in err and "board down: " in err and "board back after" in err, err
+    assert proc.returncode == 130, err          # ended by Ctrl-C (SIGINT), as every command

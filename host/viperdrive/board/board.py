@@ -32,6 +32,7 @@ import collections
 import difflib
 import math
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from viperdrive.shared import params as PARAMS
@@ -557,21 +558,25 @@ class Board:
         self.configured = False
         self.active = False
 
-    def recover(self, clear: tuple[int, ...] = ()) -> BoardInfo:
-        """One attempt to bring a lost or restarted board back into the loop, bounded by the link's own timeouts
-        (it never waits for a port): reopen the port if it is closed, HELLO (protocol and parameter schema:
-        VersionMismatch for another firmware), sync the clock, refuse a latched fault (BoardFault with `.code`)
-        unless its code is in `clear` (then CLEAR_FAULT first), and activate: zeroed command, zeroed encoders
-        (a new epoch: DriveLoop rebases the odometry, so the pose continues), enabled. LinkError or PortError
-        when the board is not back yet: call again later.
+    def recover(self, clear: tuple[int, ...] = (), activate: bool = True) -> BoardInfo:
+        """One attempt to bring a lost or restarted board back, bounded by the link's own timeouts (it never waits
+        for a port): reopen the port if it is closed, HELLO (protocol and parameter schema: VersionMismatch for
+        another firmware), sync the clock, then with `activate` refuse a latched fault (FaultLatched, with its
+        `.code`) unless its code is in `clear` (then CLEAR_FAULT first), and activate: zeroed command, zeroed
+        encoders (a new epoch: DriveLoop rebases the odometry, so the pose continues), enabled. activate=False
+        (a monitor) leaves the board as it is. LinkError or PortError when the board is not back yet: call
+        again later.
 
         A board that is a program (the virtual board, the emulated Pico) and was started anew on the same port
         has a new clock: the registry is asked again, so the waits follow the new board's time. A board that was
         never configured (no board on the port when the command started) is configured first."""
         if not self.configured:
             self.configure()                # PortError, LinkError, VersionMismatch as configure() raises them
-        assert self.link is not None        # configured
-        if not self.link.is_open:
+
+        def reopen_once():
+            assert self.link is not None        # configured
+            if self.link.is_open:
+                return
             if self._clock_from_registry:
                 fresh = clock_for(self.link.url)
                 if getattr(fresh, "path", None) != getattr(self.link.clock, "path", None):
@@ -580,43 +585,43 @@ class Board:
                     self.options["clock"] = fresh
             if not self._io.try_reopen():
                 raise PortError(f"{self.link.url} is not back yet")
-        self.active = False
-        self._pending = None
-        self._unwrap = None         # the counts after the gap need not continue the ones before it
-        self._hello()
-        if self.options.get("clock_sync", True):
-            self._io.sync_clock(5)
-        code = self._fault_code()
-        if code > 0:
-            if code not in clear:
-                raise FaultLatched(code)
-            self.clear_fault()
-        self.misses = 0
-        state = self.activate()
+
+        self._rejoin(reopen_once)
+        if activate:
+            code = self._fault_code()
+            if code > 0:
+                if code not in clear:
+                    raise FaultLatched(code)
+                self.clear_fault()
+            self._state = self.activate()
         self.recoveries += 1
-        self._state = state
-        assert self.info is not None        # set by _hello()
+        assert self.info is not None        # set by _rejoin()
         return self.info
 
     def reconnect(self, timeout: float = 10.0) -> BoardInfo:
-        """After the port went away (USB re-plug): reopen, re-check HELLO, re-sync the clock and re-read the
-        board's state; re-activate (zero + enable, epoch + 1) if it was active. The caller resets its
-        controller and odometry baseline (DriveController.reset(), Odometry.rebase())."""
+        """After the port went away (USB re-plug): reopen (waiting up to timeout for the port), re-check HELLO,
+        re-sync the clock and re-read the board's state; re-activate (zero + enable, epoch + 1) if it was active.
+        The caller resets its controller and odometry baseline (DriveController.reset(), Odometry.rebase())."""
         was_active = self.active
-        self.active = False
-        self._io.reconnect(timeout)
-        self._unwrap = None         # the counts after the gap need not continue the ones before it
-        self._hello()
-        if self.options.get("clock_sync", True):
-            self._io.sync_clock(5)
-        self.misses = 0
-        self._pending = None
+        self._rejoin(lambda: self._io.reconnect(timeout))
         if was_active:
             self.activate()
         else:
             self._exchange_zero(tolerate_nack=True)
-        assert self.info is not None        # set by _hello() above
+        assert self.info is not None        # set by _rejoin()
         return self.info
+
+    def _rejoin(self, reopen: Callable[[], object]) -> None:
+        """The part recover() and reconnect() share: inactive, reopen(), forget the counts from before the gap
+        (they need not continue), HELLO, clock sync."""
+        self.active = False
+        reopen()
+        self._pending = None
+        self._unwrap = None
+        self._hello()
+        if self.options.get("clock_sync", True):
+            self._io.sync_clock(5)
+        self.misses = 0
 
     def __enter__(self) -> Board:
         self.configure()

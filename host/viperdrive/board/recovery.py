@@ -75,6 +75,7 @@ class Recovered:
 class Recovery:
     board: object                           # a viperdrive.board.Board
     policy: str = "auto"
+    activate: bool = True                   # take the board back active (False: a monitor, which only watches)
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("viperdrive.recovery"))
     clock: Callable[[], float] = time.monotonic
     outage: Outage | None = None
@@ -135,7 +136,7 @@ class Recovery:
         o.attempts += 1
         clear: tuple[int, ...] = (P.FAULT_WATCHDOG,) if self._watchdog_budget(now) else ()
         try:
-            self.board.recover(clear=clear)     # type: ignore[attr-defined]
+            self.board.recover(clear=clear, activate=self.activate)     # type: ignore[attr-defined]
         except FaultLatched as e:
             if e.code == P.FAULT_WATCHDOG:
                 why = (f"watchdog reset more than {WATCHDOG_BUDGET} times within {WATCHDOG_WINDOW_S:g} s: the "
@@ -159,8 +160,8 @@ class Recovery:
         rec = Recovered(o.kind, o.reason, back - o.since, o.attempts, back)
         self.history.append(rec)
         self.outage = None
-        self.log.warning("board back after %.2f s (%d attempts): %s; nothing moves until a new command arrives",
-                         rec.down_s, rec.attempts, o.reason)
+        self.log.warning("board back after %.2f s (%d attempts): %s%s", rec.down_s, rec.attempts, o.reason,
+                         "; nothing moves until a new command arrives" if self.activate else "")
         return rec
 
     def _retry_later(self, o: Outage, now: float, failure: str) -> None:

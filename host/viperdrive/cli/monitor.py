@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import sys
 import time
@@ -19,7 +20,8 @@ import time
 from viperdrive.shared import protocol as P
 
 from .. import extras
-from ..errors import UserError
+from ..board.recovery import LINK, Recovery
+from ..errors import LinkError, UserError
 from .boardopen import open_board
 from .livefilter import ODOM_TOPIC, fused_lines, load_live_filter_config, start_live_filter
 from .options import add_board_options, host_port, int_range, seconds
@@ -265,44 +267,37 @@ def run(args) -> int:
         paused = False
         t0 = time.monotonic()
         next_slow = t0
+        # a monitor only watches: a lost link is waited out and the streams asked for again (board.recovery's
+        # schedule and log lines, the board left as it is found)
+        recovery = Recovery(board, "auto", log=_warn_logger(args), activate=False)
         try:
             with keys:
                 while True:
                     now = time.monotonic()
-                    for rec in board.telemetry_frames():
-                        si = m.add(rec, now)
-                        if fox is not None:
-                            fox.wheel(si)
-                    if m.live is not None and now >= next_odom:
-                        next_odom = now + 1.0 / EKF_ODOM_HZ
-                        bo = board.odometry()
-                        m.pose = (bo.x, bo.y, bo.theta)
-                        m.live.feed(ODOM_TOPIC, _odom_input(board, m))
-                    if args.sensors:
-                        m.add_sensors(board.sensor_readings(), now)
-                    if now >= next_slow:
-                        # pose and diagnostics are request/response: a few times a second is plenty
-                        next_slow = now + 0.25
-                        if m.live is None:
-                            bo = board.odometry()
-                            m.pose = (bo.x, bo.y, bo.theta)
-                        m.diag = board.diag()
-                        m.update_rate(now)
-                        d = m.summary()
-                        if fox is not None:
-                            fox.state(d)
-                        if args.json:
-                            print(json.dumps(d), flush=True)
-                        elif not paused:
-                            view.show(view_lines(m, d, board.link.url, paused, fox.url if fox else None))
+                    if recovery.outage is not None:
+                        if recovery.poll() is not None:
+                            granted = board.telemetry(min(args.rate, board.info.control_hz))
+                            if args.sensors:
+                                board.sensors(args.sensors)
+                        elif now >= next_slow:
+                            next_slow = now + 0.25
+                            _show_down(args, view, recovery, board.link.url if board.link else "?")
+                    else:
+                        try:
+                            next_odom, next_slow = _watch(args, board, m, fox, view, paused, now, next_odom,
+                                                          next_slow)
+                        except LinkError as e:
+                            recovery.lost(LINK, str(e))
                     for key in keys.read() if keys.tty else ():
                         if key in ("q", "Q"):
                             return _done(m, granted, args)
                         if key == " ":
                             paused = not paused
                             # redraw at once: while paused nothing else is drawn, so this frame says so
-                            view.show(view_lines(m, m.summary(), board.link.url, paused, fox.url if fox else None))
-                        if key == "c":
+                            if recovery.outage is None:
+                                view.show(view_lines(m, m.summary(), board.link.url, paused,
+                                                     fox.url if fox else None))
+                        if key == "c" and recovery.outage is None:
                             board.clear_fault()
                     if args.duration is not None and now - t0 >= args.duration:
                         return _done(m, granted, args)
@@ -318,6 +313,61 @@ def run(args) -> int:
                     pass
             if fox is not None:
                 fox.close()
+
+
+def _watch(args, board, m, fox, view, paused, now, next_odom, next_slow):
+    """One pass of the view: the streams, the filter's odometry, a few times a second pose and diagnostics."""
+    for rec in board.telemetry_frames():
+        si = m.add(rec, now)
+        if fox is not None:
+            fox.wheel(si)
+    if m.live is not None and now >= next_odom:
+        next_odom = now + 1.0 / EKF_ODOM_HZ
+        bo = board.odometry()
+        m.pose = (bo.x, bo.y, bo.theta)
+        m.live.feed(ODOM_TOPIC, _odom_input(board, m))
+    if args.sensors:
+        m.add_sensors(board.sensor_readings(), now)
+    if now >= next_slow:
+        # pose and diagnostics are request/response: a few times a second is plenty
+        next_slow = now + 0.25
+        if m.live is None:
+            bo = board.odometry()
+            m.pose = (bo.x, bo.y, bo.theta)
+        m.diag = board.diag()
+        m.update_rate(now)
+        d = m.summary()
+        if fox is not None:
+            fox.state(d)
+        if args.json:
+            print(json.dumps(d), flush=True)
+        elif not paused:
+            view.show(view_lines(m, d, board.link.url, paused, fox.url if fox else None))
+    return next_odom, next_slow
+
+
+def _show_down(args, view, recovery, url: str) -> None:
+    """While the board is away: one line in the view, or a JSON object with the outage."""
+    st = recovery.status()
+    if args.json:
+        print(json.dumps({"board_down": st}), flush=True)
+        return
+    view.show([f"viperdrive monitor  {url}   (q quit)",
+               f"BOARD DOWN for {st['down_for_s']:.1f} s: {st['down_reason']}",
+               f"retrying (attempt {st['attempts'] + 1}, next in {st.get('next_try_in_s', 0):.1f} s)"])
+
+
+def _warn_logger(args) -> logging.Logger:
+    """The recovery's log lines as the command's warnings on stderr."""
+    class ToWarn(logging.Handler):
+        def emit(self, record):
+            warn(args, record.getMessage())
+
+    log = logging.getLogger("viperdrive.monitor.recovery")
+    log.propagate = False
+    log.handlers[:] = [ToWarn()]
+    log.setLevel(logging.INFO)
+    return log
 
 
 def _done(m: MonitorState, granted: int, args) -> int:
