@@ -12,6 +12,7 @@ import time
 from viperdrive.ros2 import msgs, qos
 from viperdrive.ros2.bridge import CLEAR_FAULT_SERVICE
 from viperdrive.ros2.node import RosNode, take_valid
+from viperdrive.timebase import wait_until
 
 LOCAL_ENV = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
 
@@ -64,20 +65,19 @@ class Graph:
     def clear_fault(self, timeout: float = 20.0) -> tuple[bool, str]:
         """Call ~/clear_fault once the service is matched; (success, message) of its reply. The timeout is a
         deadline for DDS discovery and the bridge's next tick, not part of what is tested."""
-        end = time.monotonic() + timeout
-        while not (self.w_clear.get_matched_subscriptions() and self.r_clear.get_matched_publications()):
-            if time.monotonic() > end:
-                raise AssertionError("the ~/clear_fault service never matched")
-            time.sleep(0.02)
+        wait_until(lambda: self.w_clear.get_matched_subscriptions() and self.r_clear.get_matched_publications(),
+                   timeout, poll=0.02, what="the ~/clear_fault service matched")
         self._seq += 1
         self.w_clear.write(msgs.TriggerRequest(client_guid=self._client_guid, sequence_number=self._seq))
-        while time.monotonic() < end:
+
+        def reply():
+            self.take()
             for r in take_valid(self.r_clear, 8):
                 if r.client_guid == self._client_guid and r.sequence_number == self._seq:
                     return bool(r.success), r.message
-            self.take()
-            time.sleep(0.01)
-        raise AssertionError(f"no ~/clear_fault reply within {timeout} s")
+            return None
+
+        return wait_until(reply, timeout, poll=0.01, what="a ~/clear_fault reply")
 
     def close(self) -> None:
         self.node.close()

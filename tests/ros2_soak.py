@@ -37,6 +37,7 @@ from ros2_graph import LOCAL_ENV, Graph
 from viperdrive.board import Board
 from viperdrive.robot.config import RobotConfig
 from viperdrive.ros2.bridge import Ros2Bridge
+from viperdrive.timebase import WaitTimeout, wait_until
 
 DRIVE_V = 0.2                   # m/s commanded by the peer
 MOVING_W = 3.0                  # wheel rad/s (truth) that counts as driving (0.2 m/s is ~6.2 rad/s)
@@ -106,21 +107,22 @@ class Soak:
         self.until(lambda: self.vb.clock.now() >= end, f"{seconds} board s")
 
     def until(self, pred, what: str, sample: bool = True):
-        end = time.monotonic() + WAIT_S
-        while True:
+        """pred() true, publishing (while the peer publishes) and taking meanwhile, every 20 ms; a deadline of
+        WAIT_S host seconds, and the bridge must stay up."""
+        def step():
+            if not self.runner.is_alive():
+                raise AssertionError(f"soak: the bridge exited while waiting for {what}: {self.bridge.stop_reason}")
             if self.publishing:
                 self.graph.command(DRIVE_V)
             self.graph.take()
             if sample and self.vb is not None and self.vb.alive:
                 self.truth()
-            v = pred()
-            if v:
-                return v
-            if time.monotonic() > end:
-                raise AssertionError(f"soak: no {what} within {WAIT_S} s (bridge: {self.bridge.recovery.status()})")
-            if not self.runner.is_alive():
-                raise AssertionError(f"soak: the bridge exited while waiting for {what}: {self.bridge.stop_reason}")
-            time.sleep(0.02)
+            return pred()
+
+        try:
+            return wait_until(step, WAIT_S, poll=0.02, what=what)
+        except WaitTimeout as e:
+            raise AssertionError(f"soak: {e} (bridge: {self.bridge.recovery.status()})") from None
 
     def moving(self) -> bool:
         t = self.truth()

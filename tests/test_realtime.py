@@ -9,10 +9,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 from cli_helpers import VIPERDRIVE, run_cli
+
+from viperdrive.timebase import wait_until
 
 pytestmark = pytest.mark.board
 
@@ -56,13 +57,18 @@ def test_realtime_is_applied_where_permitted_and_said_where_not():
         proc = subprocess.Popen([*prefix, VIPERDRIVE, "drive", "--port", "sim", "--script", "square", "--duration",
                                  "4", "--realtime", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen: list = []
-        end = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < end and not seen:
+
+        def fifo_or_ended(proc=proc):
+            nonlocal seen
+            if proc.poll() is not None:
+                return True
             try:
                 seen = _fifo_threads(proc.pid)
-            except FileNotFoundError:
-                break
-            time.sleep(0.05)
+            except FileNotFoundError:       # ended between the poll and the read
+                return True
+            return bool(seen)
+
+        wait_until(fifo_or_ended, 60.0, poll=0.05, what="a real-time thread or the command's end")
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
         if allowed:

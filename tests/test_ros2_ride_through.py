@@ -32,6 +32,7 @@ from viperdrive.errors import NoReplyError, PortError, VersionMismatch
 from viperdrive.robot.config import RobotConfig
 from viperdrive.ros2.bridge import Ros2Bridge
 from viperdrive.shared import protocol as P
+from viperdrive.timebase import wait_until
 
 pytestmark = [pytest.mark.ros2, pytest.mark.slow]
 
@@ -78,13 +79,12 @@ def test_a_watchdog_reset_is_taken_back_and_a_command_stamped_before_the_recover
         runner = threading.Thread(target=bridge.run, daemon=True)
 
         def spin_until(pred, what, seconds=60.0):
-            end = time.monotonic() + seconds
-            while not pred():
-                assert time.monotonic() < end, f"no {what} within {seconds} s: {bridge.recovery.status()}"
+            def step():
                 assert runner.is_alive(), bridge.stop_reason
                 graph.command(0.2)
                 graph.take()
-                time.sleep(0.02)
+                return pred()
+            wait_until(step, seconds, poll=0.02, what=what)
 
         try:
             with caplog.at_level(logging.INFO, logger="viperdrive.ros2"):
@@ -127,11 +127,10 @@ def test_the_cli_waits_for_a_board_rides_a_replug_and_exits_only_on_a_signal(tmp
     text = log.read_text
 
     def until_logged(what, start=0, seconds=60.0):
-        end = time.monotonic() + seconds
-        while what not in text()[start:]:
+        def logged():
             assert proc.poll() is None, f"the bridge exited ({proc.returncode}):\n{text()}"
-            assert time.monotonic() < end, f"no {what!r} in the log within {seconds} s:\n{text()}"
-            time.sleep(0.05)
+            return what in text()[start:]
+        wait_until(logged, seconds, poll=0.05, what=f"{what!r} in the log")
         return text().index(what, start) + len(what)
 
     try:
