@@ -203,6 +203,10 @@ class Soak:
             assert self.down() and len(self.bridge.recovery.history) == recoveries, "e-stop recovered on its own"
             ok, text = self.graph.clear_fault()
             assert ok and "cleared" in text, text
+            # the graph sees the calls in the diagnostics (the refused one and this one)
+            self.until(lambda: any(st[3].get("recovery.clear_fault_calls") == "2"
+                                   for st in self.graph.statuses(f"viperdrive /{self.namespace}: board")),
+                       "clear_fault_calls 2 in the diagnostics")
         t_back = time.monotonic()
         self.until(lambda: len(self.bridge.recovery.history) > recoveries, f"recovery from {ev.kind}")
         rec = self.bridge.recovery.history[-1]

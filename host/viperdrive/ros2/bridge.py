@@ -938,6 +938,7 @@ class Ros2Bridge:
         if outage is not None:
             values.append(msgs.KeyValue("ignored_commands", str(self.ignored_commands)))
         values += [msgs.KeyValue("recovery." + k, _fmt(v)) for k, v in self.recovery.status().items()]
+        values.append(msgs.KeyValue("recovery.clear_fault_calls", str(self.clear_fault_calls)))
         values += [msgs.KeyValue(k, _fmt(v)) for k, v in _flatten(diag)]
         if self.board_diag_at is not None:
             values.append(msgs.KeyValue("board_diag_age_s", _fmt(time.monotonic() - self.board_diag_at)))
