@@ -143,8 +143,9 @@ def test_repl_mode_reads_live_speeds_and_changes_a_gain(tmp_path):
         banner = term.until(b">>> ")
         assert "tuning.start()" in banner
         assert "True" in term.run("t.enable()")
-        term.run("t.drive(8.0, 8.0, 1.0)")
-        out = term.run("print('SPEEDS %.3f %.3f' % t.speeds())")
+        # one line: the speeds are read as the drive ends, in the board's own sequence. As two lines the second
+        # came one pty round trip later, and past the 100 ms deadman on a busy machine the wheels were ramping down
+        out = term.run("t.drive(8.0, 8.0, 1.0); print('SPEEDS %.3f %.3f' % t.speeds())")
         m = re.search(r"SPEEDS (-?[\d.]+) (-?[\d.]+)", out)
         assert m, out
         left, right = float(m.group(1)), float(m.group(2))
