@@ -2,7 +2,8 @@
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """A stand-in for a ROS 2 node, run as its own process with its own DDS participant (tests, bench).
 
-It publishes cmd_vel (Twist or TwistStamped) at a rate for a while, then stops publishing but keeps listening;
+It publishes cmd_vel (Twist or TwistStamped) at a rate for a while (or until SIGTERM), then stops publishing but keeps
+listening;
 meanwhile it records odom, joint_states, tf and diagnostics. At the end it prints one JSON object on stdout:
   {"sent": n, "stop_sent_at": t, "odom": [[t, x, y, theta, v, w, frame, child, cov00, twcov00], ...],
    "joints": [[t, names, pos_l, pos_r, vel_l, vel_r], ...], "tf": [[t, parent, child, x, y], ...],
@@ -17,6 +18,7 @@ import argparse
 import json
 import math
 import random
+import signal
 import sys
 import time
 
@@ -44,6 +46,10 @@ def main(argv=None) -> int:
     p.add_argument("--wait-diagnostics", action="store_true",
                    help="first wait for a /diagnostics writer to match and say so on stderr (a line)")
     a = p.parse_args(argv)
+    stopped = []
+    # SIGTERM ends the publishing early and the run normally (its JSON still printed): a caller keeps the peer in
+    # the graph for as long as it needs it, however slow the machine, then lets it go
+    signal.signal(signal.SIGTERM, lambda *_: stopped.append(True))
 
     node = RosNode(a.namespace)
     r_odom = node.subscription("odom", msgs.Odometry, qos.default_qos())
@@ -111,7 +117,7 @@ def main(argv=None) -> int:
     rng = random.Random()
     start = time.monotonic()
     deadline = start
-    while writer is not None and time.monotonic() - start < a.publish:
+    while writer is not None and time.monotonic() - start < a.publish and not stopped:
         twist = msgs.Twist(linear=msgs.Vector3(a.v, 0.0, 0.0), angular=msgs.Vector3(0.0, 0.0, a.w))
         if a.type == "stamped":
             stamp = msgs.time_from_s(time.time() - a.stale)

@@ -95,9 +95,10 @@ def test_log_plot_out_dir_naming_a_file_is_an_error(tmp_path):
 
 
 def _chunked_recording(path, seconds=13):
-    """A drive recorded as viperdrive records one: odometry and joint states at 100 Hz, a chunk per second."""
+    """A drive recorded as viperdrive records one: odometry and joint states at 100 Hz, a chunk per second of
+    stamps (flushed by hand: the recorder's own wall-clock flushes would add chunks on a slow machine)."""
     from viperdrive.recording.mcap import McapRecorder
-    with McapRecorder(path) as rec:
+    with McapRecorder(path, flush_period_s=None) as rec:
         t = time.monotonic()
         for i in range(100 * seconds):
             rec.odometry(t + 0.01 * i, (0.001 * i, 0.0, 0.0), (0.1, 0.0))

@@ -214,8 +214,11 @@ def test_another_process_publishes_twist_stamped_and_we_receive_it_and_ddsls_lis
     and name; ddsls (Cyclone's own tool, a third participant) lists topic, type and QoS as ROS 2 has them."""
     with RosNode("/robot_a", domain_id=DOMAIN, env=LOCAL_ENV) as node:
         reader = node.subscription("cmd_vel", msgs.TwistStamped, qos.command_qos())
+        wall0 = time.time()
+        # the peer publishes until it is told to stop (SIGTERM), so it is in the graph for as long as the listing
+        # takes on this machine
         peer = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", "robot_a",
-                                 "--type", "stamped", "--v", "0.25", "--w", "-0.5", "--publish", "3",
+                                 "--type", "stamped", "--v", "0.25", "--w", "-0.5", "--publish", "300",
                                  "--listen", "0"], env=peer_env(), stdout=subprocess.PIPE, text=True)
         try:
             got = []
@@ -223,16 +226,26 @@ def test_another_process_publishes_twist_stamped_and_we_receive_it_and_ddsls_lis
             def receive():
                 got.extend(take_valid(reader, 16))
                 return len(got) >= 5
-            assert wait_for(receive, 10.0)
+            assert wait_for(receive, 60.0)
             s = got[-1]
             assert (s.twist.linear.x, s.twist.angular.z, s.header.frame_id) == (0.25, -0.5, "base_link")
-            assert abs(msgs.time_to_s(s.header.stamp) - time.time()) < 2.0
-            listing = ddsls(DOMAIN)
+            # ROS time: wall-clock seconds, stamped after the peer started and before we read it
+            assert wall0 - 1.0 < msgs.time_to_s(s.header.stamp) < time.time() + 1.0
+            listed: dict = {}
+
+            def listing_has_both():
+                # ddsls listens for a while and lists what it discovered: again until it found both ends
+                got_listing = ddsls(DOMAIN)
+                listed["pubs"] = {v["topic_name"]: v for v in got_listing["PUBLICATION"]["New"].values()}
+                listed["subs"] = {v["topic_name"]: v for v in got_listing["SUBSCRIPTION"]["New"].values()}
+                return all(t in listed["subs"] for t in ("rt/robot_a/cmd_vel", "rt/robot_a/odom", "rt/tf")) \
+                    and "rt/robot_a/cmd_vel" in listed["pubs"]
+            assert wait_for(listing_has_both, 120.0), listed
         finally:
-            out, _ = peer.communicate(timeout=20)
+            peer.terminate()
+            out, _ = peer.communicate(timeout=60)
         assert peer.returncode == 0 and json.loads(out)["sent"] >= 5
-    pubs = {v["topic_name"]: v for v in listing["PUBLICATION"]["New"].values()}
-    subs = {v["topic_name"]: v for v in listing["SUBSCRIPTION"]["New"].values()}
+    pubs, subs = listed["pubs"], listed["subs"]
     assert pubs["rt/robot_a/cmd_vel"]["type_name"] == "geometry_msgs::msg::dds_::TwistStamped_"
     assert subs["rt/robot_a/cmd_vel"]["type_name"] == "geometry_msgs::msg::dds_::TwistStamped_"
     q = pubs["rt/robot_a/cmd_vel"]["qos"]

@@ -119,6 +119,7 @@ def run(args) -> int:
     finally:
         if session is not None:
             session.join_filter()       # the board is disabled by now (open_board's exit)
+            _print_fused(session)       # after the filter worked off what it was sent: its last estimate
         if recorder is not None:
             counts = recorder.close()
             note(args, f"recorded {sum(counts.values())} messages to {args.record}")
@@ -256,7 +257,13 @@ def _finish(args, s: DriveSession, stats: dict) -> None:
           f" {stats['cycles']} cycles at {stats['rate_hz']:g} Hz, overruns {stats['overruns']}, late p99 "
           f"{(stats['late_p99_us'] or 0) / 1000:.2f} ms, link misses {s.board.total_misses}; board status "
           f"{' '.join(P.status_names(status)) or 'disabled'} -> disabling")
-    if s.live is not None and s.live.estimate is not None:
+    s.final_pose = (x, y, th)
+
+
+def _print_fused(s: DriveSession) -> None:
+    """The live filter's last estimate beside the raw odometry's end (a run that reached _finish, with --ekf)."""
+    if s.final_pose is not None and s.live is not None and s.live.estimate is not None:
+        x, y, _ = s.final_pose
         e = s.live.estimate
         fx, fy, fyaw = float(e.state[0]), float(e.state[1]), float(e.state[5])
         print(f"fused (--ekf): pose x {fx:+.4f} m  y {fy:+.4f} m  heading {math.degrees(fyaw):+.2f} deg; raw - fused "

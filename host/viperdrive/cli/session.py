@@ -55,6 +55,7 @@ class DriveSession:
         self.board_diag: dict | None = None
         self.stop_reason: str | None = None
         self.live: LiveFilter | FilterProcess | None = None     # --ekf
+        self.final_pose: tuple[float, float, float] | None = None   # the odometry's pose when the run ended
         self._live_stop: threading.Event | None = None
         self._live_thread: threading.Thread | None = None
         if ekf is not None:
@@ -182,9 +183,10 @@ class DriveSession:
             pass
         self.stop_telemetry()
 
-    def join_filter(self, timeout: float = 12.0) -> None:
+    def join_filter(self, timeout: float = 120.0) -> None:
         """Wait for the filter to wind down: the estimates it still owes are recorded before the recording closes
-        (a filter process works off its backlog first: viperdrive.estimation.process)."""
+        (a filter process works off its backlog first, for as long as it makes progress:
+        viperdrive.estimation.process). The timeout is a last guard, not a schedule."""
         if self._live_thread is not None:
             self._live_thread.join(timeout=timeout)
 

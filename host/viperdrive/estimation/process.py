@@ -31,6 +31,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from multiprocessing.connection import Connection
 
 from ..recording.mcap import LogClock, SetClock
@@ -39,7 +40,8 @@ from .live import LiveFilter, check_uncertainty_limit, sources_of, topics_of
 
 NICE = 5                    # the child's niceness above the parent's
 START_TIMEOUT_S = 30.0      # the child imports numpy and the filter: a loaded machine takes seconds
-STOP_TIMEOUT_S = 10.0      # at the end: the child works off what it was sent (a starved child lags), then answers
+STOP_TIMEOUT_S = 10.0      # at the end: the child works off what it was sent (a starved child lags) and is waited
+#                            for while it makes progress; this long without a step from it, it is given up
 MARGIN_S = 0.0005           # after a period boundary, as LiveFilter.run
 
 
@@ -145,9 +147,7 @@ class FilterProcess:
             return
         self._finished = True
         self._outbox.put(None)
-        if self._sender is not None:
-            self._sender.join(STOP_TIMEOUT_S)
-        self._done.wait(STOP_TIMEOUT_S)
+        self._wait_while_progressing()
         self._conn.close_send()
         try:
             self.child.wait(STOP_TIMEOUT_S)
@@ -156,6 +156,20 @@ class FilterProcess:
             self.child.wait(STOP_TIMEOUT_S)
         if self._receiver is not None:
             self._receiver.join(STOP_TIMEOUT_S)
+
+    def _wait_while_progressing(self) -> None:
+        """Until the summary arrives (or the child is gone), for as long as the child keeps answering steps: how
+        long a starved child takes to work off its backlog depends on the machine, so only a child that makes no
+        progress for STOP_TIMEOUT_S of wall time is given up."""
+        last = -1
+        quiet_since = time.monotonic()
+        while not self._done.wait(0.2):
+            steps = self.steps
+            if steps != last:
+                last = steps
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since > STOP_TIMEOUT_S:
+                return
 
     def _start(self) -> tuple[_Duplex, subprocess.Popen]:
         to_child_r, to_child_w = os.pipe()

@@ -127,7 +127,10 @@ class McapRecorder:
     """Write a run as MCAP. Every method takes the host monotonic time of the data (time.monotonic())."""
 
     def __init__(self, path, odom_frame: str = "odom", base_frame: str = "base_link",
-                 joint_names: tuple[str, str] = JOINT_NAMES, imu_frame: str = "imu_link", imu_part: str = "mpu6050"):
+                 joint_names: tuple[str, str] = JOINT_NAMES, imu_frame: str = "imu_link", imu_part: str = "mpu6050",
+                 flush_period_s: float | None = FLUSH_PERIOD_S):
+        """flush_period_s: end the open chunk this often (wall clock), so a kill loses at most that much; None:
+        only when flush() is called (a recording whose chunks must not depend on how fast it was written)."""
         from mcap_ros2.writer import Writer
         self.path = Path(path)
         if self.path.suffix.lower() != ".mcap":
@@ -147,7 +150,8 @@ class McapRecorder:
         self.counts: dict[str, int] = defaultdict(int)
         self._closed = False
         self._overruns: int | None = None
-        self._next_flush = self.clock.mono0 + FLUSH_PERIOD_S
+        self._flush_period = flush_period_s
+        self._next_flush = math.inf if flush_period_s is None else self.clock.mono0 + flush_period_s
         self.flushes = 0
         self._lock = threading.RLock()
 
@@ -179,7 +183,7 @@ class McapRecorder:
             now = time.monotonic()
             if now >= self._next_flush:
                 self.flush()
-                self._next_flush = now + FLUSH_PERIOD_S
+                self._next_flush = now + (self._flush_period or math.inf)
 
     def flush(self) -> None:
         """End the open chunk and hand everything written so far to the kernel: a killed process keeps it (the
