@@ -150,7 +150,7 @@ class Controller:
         self.st = array("i", [0] * fx.ST_LEN)
         self.k = array("i", [0] * fx.K_LEN)
         self.c = array("i", [0, 0])
-        self.e = array("i", [0, 0])
+        self.e = array("i", [0, 0, 0, 0])     # edge backends: last edge's ticks_us, then the count's (per wheel)
         self.io = array("i", [0] * fx.IO_LEN)
         k = self.k
         k[fx.K_SB] = SIGN_BIT
@@ -168,10 +168,12 @@ class Controller:
         # mirrored flags (1 where the sign is -1): the step tests them without sign-extending a -1
         k[fx.K_MS], k[fx.K_MS + 1] = int(ms[0] < 0), int(ms[1] < 0)
         k[fx.K_ES], k[fx.K_ES + 1] = int(es[0] < 0), int(es[1] < 0)
-        self._edge = getattr(hal, "edge_period_us", None)
-        k[fx.K_EDGE] = 1 if self._edge is not None else 0
-        # past a quarter second without an edge the low-speed estimate is zero (< 4 counts/s)
+        self._edge = getattr(hal, "edge_times_us", None)
+        k[fx.K_EDGE] = 0                # on where the backend times edges and vel_edges is 1 (configure)
+        # past a quarter second without a count the edge-timed speed is zero (< 4 counts/s), and the next edge
+        # starts a new interval: no edge yet at boot
         k[fx.K_IDLE_MAX] = max(2, self.hz // 4)
+        self.st[fx.W_IDLE] = self.st[WS + fx.W_IDLE] = 0x3FFFFFFF
         k[fx.K_OVR_US] = 1500000 // self.hz
         k[fx.K_REST_N] = rest_periods(self.hz)
         # e-stop: which bit of the inputs word (IO_IN) is the stop circuit, and its value while closed. The period
@@ -309,6 +311,11 @@ class Controller:
             st[G_BANK] = new            # the first configuration: nothing to be bumpless about
             self._configured = True
         st[G_BANK_REQ] = new
+        edges = 1 if self._edge is not None and values.get("vel_edges", 1) else 0
+        if edges and not k[fx.K_EDGE]:
+            # edge timing (back) on: the first count from now on starts a new interval, none from before is trusted
+            st[fx.W_IDLE] = st[WS + fx.W_IDLE] = 0x3FFFFFFF
+        k[fx.K_EDGE] = edges
         self.values = dict(values)
 
     def enable(self, on):

@@ -14,6 +14,7 @@ TWO_PI = 6.283185307179586
 TERM_MAX = 4.0
 I_TERM_MAX = 1.0                # one period's integrator change
 RAW_MAX = 1048576.0             # the documented speed range, counts/s
+SPAN_MAX = 262144               # the longest edge interval timed, us (fixedstep.SPAN_MAX)
 
 
 def _clamp(x, lim):
@@ -35,14 +36,18 @@ class FloatLaw:
         self.counter_bits = counter_bits
         self.motor_sign = tuple(motor_sign)
         self.encoder_sign = tuple(encoder_sign)
-        self.edge = edge
+        self.edge = edge                # the backend times edges
+        self.use_edges = False          # ... and vel_edges is 1 (configure)
         self.idle_max = max(2, hz // 4)
         self.prev = [0, 0]
         self.pos = [0, 0]
         self.vel = [0.0, 0.0]
         self.raw = [0.0, 0.0]
-        self.idle = [0, 0]
-        self.dirn = [1, 1]
+        self.idle = [0x3FFFFFFF, 0x3FFFFFFF]    # periods since the last period with counts (none yet)
+        self.dirn = [0, 0]              # direction of the last counts (0: none yet)
+        self.te = [0, 0]                # ticks_us of the last counted edge
+        self.ep = [0, 0]                # us per count since the edge before (whole us, >= 1), 0: unknown
+        self.eq = [0.0, 0.0]            # the speed those counts took, counts/s
         self.enabled = False
         self.fault = 0
         self.deadman = False
@@ -75,6 +80,10 @@ class FloatLaw:
         self.duty = [0.0, 0.0]
 
     def configure(self, v):
+        edges = bool(self.edge and v.get("vel_edges", 1))
+        if edges and not self.use_edges:
+            self.idle = [0x3FFFFFFF, 0x3FFFFFFF]    # (back) on: no interval from before is trusted
+        self.use_edges = edges          # at once, as the step's K_EDGE
         rpc = TWO_PI / self.cpr
         dt = self.dt
         g = {
@@ -140,8 +149,9 @@ class FloatLaw:
 
     # ---- one period ----
 
-    def step(self, counts, edges=(0, 0)):
-        """counts: raw counters (left, right); edges: edge periods us. -> duties (left, right) in Q15 (floats)."""
+    def step(self, counts, edges=(0, 0, 0, 0)):
+        """counts: raw counters (left, right); edges (edge backends): ticks_us of each wheel's last counted edge,
+        then of the moment each count was taken. -> duties (left, right) in Q15 (floats)."""
         g = self.g
         enabled = self.enabled
         self.ticks = (self.ticks + 1) & 0x3FFFFFFF     # periods run (the step's G_TICKS): which wheel is checked
@@ -207,28 +217,48 @@ class FloatLaw:
             if self.encoder_sign[w] < 0:
                 d = -d
             self.pos[w] = ((self.pos[w] + d + 2147483648) % 4294967296) - 2147483648
-            if self.edge and -2 < d < 2:
-                if d != 0:
-                    self.idle[w] = 0
-                    self.dirn[w] = d
-                else:
-                    self.idle[w] += 1
-                r = 0.0
-                ep = edges[w]
-                if ep > 0 and self.idle[w] < self.idle_max:
-                    r = 1e6 / ep
-                    if self.idle[w] > 0:
-                        r = min(r, self.hz / self.idle[w])
-                    if self.dirn[w] < 0:
-                        r = -r
-                raw = r
-            else:
-                self.idle[w] = 0
+            rev = False
+            if d:
+                rev = self.dirn[w] * d < 0
+                self.dirn[w] = 1 if d > 0 else -1
+            ep = 0
+            stop = False
+            if self.use_edges:
                 if d:
-                    self.dirn[w] = 1 if d > 0 else -1
+                    # the |d| counts since the last edge of an earlier period took span us (see fixedstep.step);
+                    # none across a reversal
+                    eq = 0.0
+                    if self.idle[w] < self.idle_max and not rev:
+                        span = (edges[w] - self.te[w]) & 0x3FFFFFFF
+                        if 0 < span <= SPAN_MAX and abs(d) < 8192:
+                            ep = max(1, span // abs(d))
+                            eq = min(1e6 * abs(d) / span, RAW_MAX)
+                    self.ep[w] = ep
+                    self.eq[w] = eq
+                    self.te[w] = edges[w]
+                    self.idle[w] = 0
+                elif self.idle[w] < 0x3FFFFFFF:
+                    self.idle[w] += 1
+                ep = self.ep[w] if self.idle[w] < self.idle_max else 0
+                stop = self.idle[w] >= self.idle_max
+            raw = 0.0
+            if ep > 0:
+                raw = self.eq[w]
+                if not d:
+                    # no count this period: bounded by the time since the last edge, zero past two intervals
+                    age = (edges[2 + w] - self.te[w]) & 0x3FFFFFFF
+                    if age > 0x1FFFFFFF:
+                        age = 0
+                    if age > 2 * ep:
+                        raw = 0.0
+                        stop = True
+                    elif age > ep:
+                        raw = min(raw, 1e6 / age)
+                raw *= self.dirn[w]
+            elif not self.use_edges or not -2 < d < 2:
                 raw = _clamp(float(d * self.hz), RAW_MAX)
             self.raw[w] = raw
-            v = self.vel[w] + g["av"] * (raw - self.vel[w])
+            v = 0.0 if stop else self.vel[w] + g["av"] * (raw - self.vel[w])
             self.vel[w] = v
 
             if not enabled:
@@ -341,11 +371,11 @@ class FloatController:
         self.hal = hal
         self.hz = cfg.get("control_hz", 500)
         self.cpr = cfg["counts_per_rev"]
-        self._edge = getattr(hal, "edge_period_us", None)
+        self._edge = getattr(hal, "edge_times_us", None)
         self.law = FloatLaw(self.hz, self.cpr, getattr(hal, "counter_bits", 32), cfg.get("motor_sign", (1, 1)),
                             cfg.get("encoder_sign", (1, 1)), edge=self._edge is not None)
         self.c = array("i", [0, 0])
-        self.e = array("i", [0, 0])
+        self.e = array("i", [0, 0, 0, 0])
         self.running = False
         self._energized = False
         self._ring = None

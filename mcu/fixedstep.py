@@ -33,6 +33,9 @@ X_MAX = const(1073741823)       # largest |input| of a gain term (2**30 - 1): th
 V_MAX_COUNTS = const(1048576)   # documented speed range: |setpoint|, |measured| <= 2**20 counts/s (a raw speed
 #                                 beyond it is clamped), so Q8 speeds stay below 2**28 and differences below 2**30
 TMASK = const(0x3FFFFFFF)       # ticks_us differences are taken modulo 2**30 (short intervals only)
+EDGE_Q = const(256000000)       # 10**6 << VQ: an edge interval in us -> Q8 counts/s
+VQ_MAX = const(268435456)       # V_MAX_COUNTS << VQ: the largest Q8 speed
+SPAN_MAX = const(262144)        # the longest edge interval timed, us (2**18: > the idle limit of 1/4 s)
 
 # ---- state array st (array('i', ST_LEN)): per wheel block at WHEEL * WS, then globals ----
 W_PREV = const(0)               # raw encoder counter at the previous period
@@ -49,42 +52,45 @@ W_UNSAT = const(10)             # output before the clamp, Q16 duty
 W_PDFF = const(11)              # P - D + feedforward of the last period, Q16 (bumpless gain changes)
 W_STALL = const(12)             # periods saturated without motion
 W_TRACK = const(13)             # periods with tracking error above the limit
-W_IDLE = const(14)              # periods since the last encoder edge (low-speed estimate)
+W_IDLE = const(14)              # periods since the last period with counts (0x3FFFFFFF: none yet)
 W_DIR = const(15)               # direction of the last edge, +1 / -1
 W_DUTY = const(16)              # duty written to the hal, Q15, motor sign applied
 W_SPN = const(17)               # new command staged by the link (slow path), Q8
 W_DSP = const(18)               # setpoint step of this period, Q8 (kA feedforward)
 W_ENC = const(19)               # encoder plausibility checks failed in a row
-WS = const(20)                  # per-wheel stride
-G_REQ = const(40)               # request bits from the slow path (REQ_*), cleared by the step when done
-G_ENABLED = const(41)           # 1: outputs energized and the PID runs
-G_FAULT = const(42)             # latched fault code (shared.protocol FAULT_*), 0 = none
-G_STATUS = const(43)            # STATE status byte (shared.protocol ST_*)
-G_AGE = const(44)               # periods since the last valid SET_VEL
-G_CMD_NEW = const(45)           # 1: W_SPN of both wheels hold a new command (written last by the link)
-G_TICKS = const(46)             # periods run (the supervisor's progress mark)
-G_DEADMAN = const(47)           # 1 while the deadman holds the setpoints at zero
-G_TRIPS = const(48)             # deadman trips while enabled
-G_WDT = const(49)               # 1: the board came back from a watchdog reset (ST_WDT_RESET until CLEAR_FAULT)
-G_BANK = const(50)              # active gain bank (0/1)
-G_BANK_REQ = const(51)          # bank the slow path asks for; the step switches at a period boundary
-G_T0 = const(52)                # ticks_us at the start of the last period
-G_PER_MIN = const(53)           # shortest period seen, us
-G_PER_MAX = const(54)           # longest period seen, us
-G_EXEC_MAX = const(55)          # longest step execution, us
-G_EXEC_AVG = const(56)          # average step execution, Q8 us (exponential, 1/128 per period)
-G_OVERRUNS = const(57)          # periods that started later than 1.5 x nominal
-G_NSTAT = const(58)             # periods that contributed to the statistics
-G_TLM_CNT = const(59)           # telemetry decimation counter
-G_TLM_DIV = const(60)           # periods per telemetry record (0: off)
-G_SB = const(61)                # -2**31 again, for log() which gets no k array
-G_XFAULT = const(62)            # a fault the slow path asks the step to latch (FAULT_BATTERY_LOW), 0 = none
-G_ESTOP = const(63)             # 1 while the e-stop input reads open (ST_ESTOP)
-G_XSTATUS = const(64)           # status bits the slow path owns (ST_BATTERY_LOW), ORed into G_STATUS
-G_DMZ = const(65)               # deadman: periods since the ramp brought both setpoints to zero (to K_REST_N)
-G_REST0 = const(66)             # deadman: left position (W_POS) where the wheels must rest after K_REST_N
-G_REST1 = const(67)             # deadman: right position, same
-ST_LEN = const(68)
+W_TE = const(20)                # edge timing: ticks_us of the last counted edge (edge backends)
+W_EP = const(21)                # edge timing: us per count since the edge before (whole us, >= 1), 0: unknown
+W_EQ = const(22)                # edge timing: the speed those counts took, Q8 counts/s (unsigned, exact to 1/256)
+WS = const(23)                  # per-wheel stride
+G_REQ = const(46)               # request bits from the slow path (REQ_*), cleared by the step when done
+G_ENABLED = const(47)           # 1: outputs energized and the PID runs
+G_FAULT = const(48)             # latched fault code (shared.protocol FAULT_*), 0 = none
+G_STATUS = const(49)            # STATE status byte (shared.protocol ST_*)
+G_AGE = const(50)               # periods since the last valid SET_VEL
+G_CMD_NEW = const(51)           # 1: W_SPN of both wheels hold a new command (written last by the link)
+G_TICKS = const(52)             # periods run (the supervisor's progress mark)
+G_DEADMAN = const(53)           # 1 while the deadman holds the setpoints at zero
+G_TRIPS = const(54)             # deadman trips while enabled
+G_WDT = const(55)               # 1: the board came back from a watchdog reset (ST_WDT_RESET until CLEAR_FAULT)
+G_BANK = const(56)              # active gain bank (0/1)
+G_BANK_REQ = const(57)          # bank the slow path asks for; the step switches at a period boundary
+G_T0 = const(58)                # ticks_us at the start of the last period
+G_PER_MIN = const(59)           # shortest period seen, us
+G_PER_MAX = const(60)           # longest period seen, us
+G_EXEC_MAX = const(61)          # longest step execution, us
+G_EXEC_AVG = const(62)          # average step execution, Q8 us (exponential, 1/128 per period)
+G_OVERRUNS = const(63)          # periods that started later than 1.5 x nominal
+G_NSTAT = const(64)             # periods that contributed to the statistics
+G_TLM_CNT = const(65)           # telemetry decimation counter
+G_TLM_DIV = const(66)           # periods per telemetry record (0: off)
+G_SB = const(67)                # -2**31 again, for log() which gets no k array
+G_XFAULT = const(68)            # a fault the slow path asks the step to latch (FAULT_BATTERY_LOW), 0 = none
+G_ESTOP = const(69)             # 1 while the e-stop input reads open (ST_ESTOP)
+G_XSTATUS = const(70)           # status bits the slow path owns (ST_BATTERY_LOW), ORed into G_STATUS
+G_DMZ = const(71)               # deadman: periods since the ramp brought both setpoints to zero (to K_REST_N)
+G_REST0 = const(72)             # deadman: left position (W_POS) where the wheels must rest after K_REST_N
+G_REST1 = const(73)             # deadman: right position, same
+ST_LEN = const(74)
 
 # request bits (G_REQ)
 REQ_ENABLE = const(1)           # zero commands, PID state, encoder reference and positions; energize
@@ -127,8 +133,8 @@ K_MASK = const(86)              # encoder counter mask: 0xFFFF or -1 (32 bits)
 K_HALF = const(87)              # encoder counter half range: 0x8000 or -2**31
 K_MS = const(88)                # motor mirrored, left, right (1: the duty's sign is flipped, 0: not)
 K_ES = const(90)                # encoder mirrored, left, right (1: the count's sign is flipped, 0: not)
-K_EDGE = const(92)              # 1: the backend times encoder edges (edge_period_us)
-K_IDLE_MAX = const(93)          # periods without an edge after which the low-speed estimate is zero
+K_EDGE = const(92)              # 1: speed from the edges' times (the backend times them and vel_edges is 1)
+K_IDLE_MAX = const(93)          # periods without counts after which the edge-timed speed is zero
 K_OVR_US = const(94)            # a period longer than this (1.5 x nominal, us) is an overrun
 K_ESTOP_M = const(95)           # e-stop: the input bit in IO_IN (0: no e-stop input)
 K_ESTOP_C = const(96)           # e-stop: the bit's value while the stop circuit is closed (K_ESTOP_M or 0)
@@ -205,7 +211,8 @@ def requests(st_a, c_a):
 def step(st_a, k_a, c_a, e_a, io_a):
     """One control period for both wheels. Allocation-free: ints and ptr32 over preallocated arrays only.
 
-    c_a: raw encoder counters (left, right) read this period; e_a: edge periods in us (0 = none);
+    c_a: raw encoder counters (left, right) read this period; e_a: edge backends: ticks_us of each wheel's last
+    counted edge (read where the count changed), then of the moment each wheel's count was taken;
     io_a: IO_* words (tick start, previous tick end in; duties out).
     """
     st = ptr32(st_a)
@@ -363,35 +370,79 @@ def step(st_a, k_a, c_a, e_a, io_a):
             d = -d
         st[b + W_POS] = int(st[b + W_POS]) + d
 
-        # ---- raw speed: counts per period x rate; at 0-1 counts per period time the edges instead ----
-        if int(k[K_EDGE]) and d > -2 and d < 2:
-            idle = int(st[b + W_IDLE])
+        # ---- raw speed, Q8 counts/s: from the edges' times where the backend times them, else counts x rate ----
+        idle = int(st[b + W_IDLE])
+        rev = 0                                 # 1: this period's counts go against the last ones
+        if d != 0:
+            x = (int(st[b + W_DIR]) ^ sb) - sb
+            if (d > 0 and x < 0) or (d < 0 and x > 0):
+                rev = 1
+            st[b + W_DIR] = 1 if d > 0 else -1
+        rq = 0
+        stop = 0
+        ep = 0
+        if int(k[K_EDGE]):
             if d != 0:
+                # e[w]: when the last counted edge came (ticks_us). Over the |d| counts since the last edge of an
+                # earlier period the wheel took span us: exact at constant speed whatever the counts per period.
+                # Without a recent earlier edge (the first after a rest or after boot) there is no interval yet.
+                te = int(e[w])
+                eq = 0
+                # no interval across a reversal: a count back and forth (an encoder dithering on an edge at rest)
+                # says nothing about speed
+                if idle < int(k[K_IDLE_MAX]) and rev == 0:
+                    span = (te - int(st[b + W_TE])) & TMASK
+                    ad = d if d > 0 else -d
+                    # span <= SPAN_MAX: the idle limit keeps real spans below it (an edge time before the last
+                    # one, or from nowhere, is a backend's glitch); ad < 8192: beyond, counts x rate is as good
+                    if span > 0 and span <= SPAN_MAX and ad < 8192:
+                        ep = span // ad
+                        if ep < 1:
+                            ep = 1
+                        # ad counts in span us, Q8 counts/s: ad * 10**6 * 256 / span, in two parts so every product
+                        # stays below 2**31 (the remainder < span <= 2**18, ad < 2**13)
+                        q = EDGE_Q // span
+                        if q > VQ_MAX // ad:
+                            eq = VQ_MAX
+                        else:
+                            eq = q * ad + ((EDGE_Q - q * span) * ad) // span
+                            if eq > VQ_MAX:
+                                eq = VQ_MAX
+                st[b + W_EP] = ep
+                st[b + W_EQ] = eq
+                st[b + W_TE] = te
                 idle = 0
-                st[b + W_DIR] = d
             elif idle < 0x3FFFFFFF:
                 idle += 1
             st[b + W_IDLE] = idle
-            ep = int(e[w])
-            r = 0
-            if ep > 0 and idle < int(k[K_IDLE_MAX]):
-                r = 1000000 // ep
-                if idle > 0:
-                    # no edge for idle periods: the wheel is at most this fast (decays to zero when it stops)
-                    bound = hz // idle
-                    if r > bound:
-                        r = bound
-                if ((int(st[b + W_DIR]) ^ sb) - sb) < 0:
-                    r = -r
-            rv = r
-        else:
-            st[b + W_IDLE] = 0
-            if d > 0:
-                st[b + W_DIR] = 1
-            elif d < 0:
-                st[b + W_DIR] = -1
-            # a glitch beyond the speed range is clamped, never wrapped: |d| is bounded before the product
-            # (|d| <= 2**20 and hz <= 1000 keep d*hz below 2**30)
+            ep = int(st[b + W_EP])
+            if idle >= int(k[K_IDLE_MAX]):
+                ep = 0
+                stop = 1                        # no count for the idle limit: at rest
+        if ep > 0:
+            rq = int(st[b + W_EQ])
+            if d == 0:
+                # a period without a count: no edge for age us, so the wheel turns no faster than one count per
+                # age; once the next edge is a whole interval overdue it has stopped (reads zero, filter and all,
+                # two intervals after the last edge). Only then: a period with counts has its fresh interval, and a
+                # missed edge at speed (a glitch, a half-dead encoder) must not read as a stop
+                age = (int(e[2 + w]) - int(st[b + W_TE])) & TMASK
+                if age > 0x1FFFFFFF:
+                    age = 0                     # a backend's glitch: no time has passed
+                if age > ep + ep:
+                    rq = 0
+                    stop = 1
+                elif age > ep:
+                    x = EDGE_Q // age
+                    if x < rq:
+                        rq = x
+            if ((int(st[b + W_DIR]) ^ sb) - sb) < 0:
+                rq = -rq
+        elif d > 1 or d < -1 or int(k[K_EDGE]) == 0:
+            # counts x rate: no edge timing, or several counts but no interval yet. A glitch beyond the speed range
+            # is clamped, never wrapped: |d| is bounded before the product (|d| <= 2**20 and hz <= 1000 keep d*hz
+            # below 2**30). One count without an interval (the first after a rest, or one back: an encoder
+            # dithering on an edge) leaves the speed at zero: a lone count is no speed
             if d > V_MAX_COUNTS:
                 rv = V_MAX_COUNTS
             elif d < -V_MAX_COUNTS:
@@ -402,11 +453,12 @@ def step(st_a, k_a, c_a, e_a, io_a):
                     rv = V_MAX_COUNTS
                 elif rv < -V_MAX_COUNTS:
                     rv = -V_MAX_COUNTS
-        st[b + W_RAW] = rv
+            rq = rv << VQ
+        st[b + W_RAW] = rq >> VQ
 
         # ---- one-pole velocity filter, Q8 ----
         v = (int(st[b + W_VEL]) ^ sb) - sb
-        x = (rv << VQ) - v
+        x = rq - v
         m = int(k[kb + K_AV])
         sh = int(k[kb + K_AV + 1])
         xl = int(k[kb + K_AV + 2])
@@ -419,6 +471,8 @@ def step(st_a, k_a, c_a, e_a, io_a):
         else:
             t = (((x >> 15) * m) << (15 - sh)) + (((x & 0x7FFF) * m) >> sh)
         v += t
+        if stop:
+            v = 0                               # a stop the edges prove is a fact, not noise to filter
         st[b + W_VEL] = v
 
         if enabled:

@@ -58,6 +58,9 @@ TABLE = (
     (25, "battery_cutoff_v", "f", "V", 0.0, 60.0, 6.4, "battery below this for battery_ms: FAULT_BATTERY_LOW"),
     (26, "battery_ms", "H", "ms", 0, 10000, 500, "how long below battery_cutoff_v before the fault (0: off)"),
     (27, "still_ms", "H", "ms", 100, 10000, 500, "encoders still this long: the gyro bias estimate updates"),
+    # the speed estimate (docs/firmware.md, "The law"): where the backend times encoder edges (rp2's PIO, esp32 with
+    # pin IRQs, the virtual board), from the edges' times; 0: counts per period only (the relay experiment uses it)
+    (28, "vel_edges", "H", "flag", 0, 1, 1, "wheel speed from the encoder edges' times (1) or counts only (0)"),
 )
 
 # The deadman's stop must end at rest (docs/firmware.md, "Deadman"): DEADMAN_REST_MS after its ramp has brought both

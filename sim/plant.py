@@ -210,14 +210,6 @@ class Rng:
         return (self.uniform() + self.uniform() + self.uniform()) * 2.0 - 3.0
 
 
-def _edge_period_us(w, counts_per_rad):
-    """Time between encoder edges at wheel speed w (rad/s), us; 0 at standstill, capped at 2**31-1."""
-    rate = abs(w) * counts_per_rad
-    if rate < 1e6 / 2147483647.0:
-        return 0
-    return int(1e6 / rate)
-
-
 def _clamp(x, lo, hi):
     return lo if x < lo else (hi if x > hi else x)
 
@@ -324,10 +316,10 @@ class Plant:
         self.count_r = 0
         self.floor_l = 0         # floor(angle * counts per rad): the counts the encoder disk has passed
         self.floor_r = 0
-        self.edge_period_l = 0   # us between encoder edges at the last step that saw one, 0 if none recently
-        self.edge_period_r = 0
-        self.edge_age_l = 0.0
-        self.edge_age_r = 0.0
+        self.pos_l = 0.0         # the (jittered) disk position at the last step, counts
+        self.pos_r = 0.0
+        self.edge_t_l = 0.0      # when the last counted edge came, plant time s (the sim backend's edge timer)
+        self.edge_t_r = 0.0
         self.stalled_l = False
         self.stalled_r = False
         self.lifted = False
@@ -582,27 +574,36 @@ class Plant:
             pos_r += j * (self.rng.uniform() - 0.5)
         fl = math.floor(pos)
         delta = fl - self.floor_l
-        self.floor_l = fl
         if delta:
-            self.count_l += delta - self._lost(delta, self.drop_l)
-            self.edge_period_l = _edge_period_us(self.w_l, k)
-            self.edge_age_l = 0.0
-        else:
-            self.edge_age_l += dt
-            if self.edge_age_l > 0.2:
-                # no edge for 200 ms: the edge timer has nothing current to report
-                self.edge_period_l = 0
+            lost = self._lost(delta, self.drop_l)
+            self.count_l += delta - lost
+            t = self._edge_t(self.pos_l, pos, self.floor_l, delta, lost, dt)
+            if t is not None:
+                self.edge_t_l = t
+        self.floor_l = fl
+        self.pos_l = pos
         fr = math.floor(pos_r)
         delta = fr - self.floor_r
-        self.floor_r = fr
         if delta:
-            self.count_r += delta - self._lost(delta, self.drop_r)
-            self.edge_period_r = _edge_period_us(self.w_r, k)
-            self.edge_age_r = 0.0
-        else:
-            self.edge_age_r += dt
-            if self.edge_age_r > 0.2:
-                self.edge_period_r = 0
+            lost = self._lost(delta, self.drop_r)
+            self.count_r += delta - lost
+            t = self._edge_t(self.pos_r, pos_r, self.floor_r, delta, lost, dt)
+            if t is not None:
+                self.edge_t_r = t
+        self.floor_r = fr
+        self.pos_r = pos_r
+
+    def _edge_t(self, pos0, pos1, floor0, delta, lost, dt):
+        """When the last counted edge of this step came, plant s: the disk moves linearly through the step, the
+        counted crossings are the first |delta| - |lost| ones (as sim/pico/plant.mjs puts them on the pins); None
+        when every crossing was lost."""
+        n = abs(delta) - abs(lost)
+        if n <= 0:
+            return None
+        b = floor0 + n if delta > 0 else floor0 - n + 1
+        span = pos1 - pos0
+        f = _clamp((b - pos0) / span, 0.0, 1.0) if span != 0.0 else 1.0
+        return self.t + f * dt
 
     def _lost(self, delta, rate):
         """How many of delta counts the encoder drops (signed like delta), at that rate."""
@@ -621,9 +622,12 @@ class Plant:
         buf[0] = self.count_l & self.counter_mask
         buf[1] = self.count_r & self.counter_mask
 
-    def edge_periods(self, buf):
-        buf[0] = self.edge_period_l
-        buf[1] = self.edge_period_r
+    def edge_times(self, buf, now_us):
+        """When each wheel's last counted edge came, in the caller's us (2**30 wrap) given its time now_us at the
+        end of the plant's last step: what an edge timer on the board reads."""
+        t = self.t
+        buf[0] = (now_us - int((t - self.edge_t_l) * 1e6 + 0.5)) & 0x3FFFFFFF
+        buf[1] = (now_us - int((t - self.edge_t_r) * 1e6 + 0.5)) & 0x3FFFFFFF
 
     # ---- reports ----
 

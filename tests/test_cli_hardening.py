@@ -320,8 +320,10 @@ def test_a_killed_tune_leaves_a_flag_and_params_restore_brings_the_saved_values_
         r = run_cli("params", "restore", "--port", sim.url)
         assert r.returncode == 0, r.stderr
         assert "kp: 10 -> 0.05 duty/(rad/s)" in r.stdout and "max_accel: 5000 -> 30 rad/s^2" in r.stdout
-        # kp, ki, kv, ks (the default robot's 0.14), max_duty and max_accel: what the relay test changes
-        assert "restored the saved parameters (6 changed)" in r.stderr
+        # kp, ki, kv, ks (the default robot's 0.14), max_duty, max_accel, stall_speed and vel_edges: what the relay
+        # test changes
+        assert "restored the saved parameters (8 changed)" in r.stderr
+        assert "vel_edges: 0 -> 1 flag" in r.stdout and "stall_speed: 0.05 -> 0.5 rad/s" in r.stdout
         after = _board(sim)
         assert "PARAMS_UNSAVED" not in after["flags"] and abs(after["params"]["kp"] - 0.05) < 1e-6
         assert after["params"]["max_accel"] == 30.0 and after["params"]["max_duty"] == 1.0

@@ -31,8 +31,12 @@
 #                                   calls micropython.kbd_intr(-1) when opened (0x03 is frame data, not
 #                                   Ctrl-C) and kbd_intr(3) in close(): close the link to get Ctrl-C back.
 #   free_heap()                     bytes free (gc.mem_free() where the port has it)
-#   edge_period_us(buf)             optional (hasattr): last encoder edge period per wheel in us, 0 if none,
-#                                   for low-speed velocity estimation (esp32: only with pin-IRQ decoding)
+#   edge_times_us(buf)              optional (hasattr): buf array('i', 4): per wheel, ticks_us of the last
+#                                   counted encoder edge (buf[0], buf[1]), then of the moment read_counts took
+#                                   that wheel's count (buf[2], buf[3]); called right after read_counts. The step
+#                                   takes an edge time where the count changed and times the wheel's rest from the
+#                                   sample time (speed from the edges' times, fixedstep.step). rp2 (PIO edge
+#                                   timer), esp32 (only with pin-IRQ decoding) and sim have it. No allocation.
 #   period_fn(step, st, k, c, e, io, tail, ctl)
 #                                   optional (hasattr; rp2 on the chip, None elsewhere): the whole control period
 #                                   as one callable fn(t) (t: ignored, the timer's argument) that does what the

@@ -37,7 +37,7 @@ class _PcntEncoder:
         finally:
             machine.enable_irq(state)
 
-    def period_us(self):
+    def edge_us(self):
         return 0
 
     def deinit(self):
@@ -68,8 +68,8 @@ class _IrqEncoder:
     def rebase(self):
         pass
 
-    def period_us(self):
-        return self.dec.st[portable.QD_PERIOD_US]
+    def edge_us(self):
+        return self.dec.st[portable.QD_EDGE_US]
 
     def deinit(self):
         self.pa.irq(None)
@@ -102,11 +102,12 @@ class Board(portable.MachineBoard):
         self._enc_r = _make_encoder(kind, pins["right"], 1)
         if isinstance(self._enc_l, _IrqEncoder):
             # only the IRQ decoder times edges; the optional interface method exists only then (hasattr)
-            self.edge_period_us = self._edge_periods
+            self.edge_times_us = self._edge_times
 
-    def _edge_periods(self, buf):
-        buf[0] = self._enc_l.period_us()
-        buf[1] = self._enc_r.period_us()
+    def _edge_times(self, buf):
+        buf[0] = self._enc_l.edge_us()
+        buf[1] = self._enc_r.edge_us()
+        buf[2] = buf[3] = time.ticks_us()   # the counts were read just before: their moment
 
     def _start_timer(self, hz):
         tid = self.cfg.get("control_timer", 0)

@@ -103,28 +103,42 @@ def wrap_delta(now, prev, bits):
 
 
 # ---- the rp2 PIO program, as instruction words ----
-# Register use: Y = the count (32 bit, wraps), ISR = pin history (shifted left two bits per sample, so bits 3:2
-# hold the previous state and bits 1:0 the current one), X = 0 except while answering a request, OSR = scratch.
-# Layout: addresses 0..15 are a jump table indexed by the transition; `out pc, 4` (OSR shifts right, so it
-# takes the low 4 bits) dispatches on it. 32 instructions: the program fills the PIO's memory and is therefore
-# loaded at offset 0, which the absolute table addresses need. Both wheels' state machines share it.
-# The CPU asks for the count by putting a nonzero word into the TX FIFO and then reading one word from RX:
-# `pull noblock` takes the request, or copies X (= 0) when there is none, so the loop never stalls.
+# One state machine per wheel counts the x4 quadrature edges and times them: the time since the last edge comes
+# from a loop counter, because a state machine cannot read the chip's timer. The technique (a loop of a fixed
+# number of cycles that counts down a register, reset at every edge) is the one of the RP2040 SDK's example
+# pio/quadrature_encoder_substep; the program below is our own, for the layout this firmware needs.
+#
+# Registers: Y = the count (32 bit, wraps); X = the edge timer: ~0 at an edge, one less every idle loop, so ~X is
+# the number of idle loops since the last edge (each PIO_LOOP_CYCLES system clocks); OSR's low 2 bits = the
+# previous pin state, inverted; ISR = scratch.
+# The pair (X, Y) is pushed (autopush at 32 bits, two `in` of 32) whenever the RX FIFO is empty (EXECCTRL
+# STATUS_SEL = RX, STATUS_N = 1: `mov pc, ~status` goes to 0 when it is empty, else to 31), so the FIFO holds one
+# pair from just after the CPU's last read; the CPU pops it and waits for the next pair, pushed within one loop,
+# which is the count and the timer now. Nothing is ever asked of the program and it never stalls.
+# Layout: 0-15 code, 16-31 a jump table. Each sample makes ISR = ~prev << 2 | cur (`out isr, 2` takes the
+# inverted previous state from OSR and sets ISR's bit count to 2, `in pins, 2` adds the current one), then OSR =
+# ~ISR = prev << 2 | ~cur with every higher bit set, so `mov pc, osr` jumps to 16 + (prev << 2 | ~cur), and OSR's
+# low bits are already the next sample's inverted previous state. Entry 31 (prev 3, cur 0: both channels changed,
+# illegal) is also where `mov pc, ~status` lands when the FIFO is full: both go back to the sample.
+# Every path of a loop without an edge takes PIO_LOOP_CYCLES = 8 instructions (one cycle each, no delays; a loop
+# that pushes takes one more), so the timer is a clock: ~X * 8 system clocks since the last edge (64 ns at
+# 125 MHz). The count and timer survive from sample to push unchanged: a pair is consistent.
 
-PIO_INCR = const(16)
-PIO_DECR = const(20)
-PIO_POLL = const(21)
-PIO_SAMPLE = const(29)
+PIO_PUSH = const(0)             # in x, 32; in y, 32: the pair
+PIO_SAMPLE = const(2)
+PIO_INCR = const(6)
+PIO_DECR = const(11)
+PIO_IDLE = const(14)
+PIO_TABLE = const(16)
+PIO_LOOP_CYCLES = const(8)      # system clocks per idle loop: one timer tick
 
 _PIO_JMP = const(0x0000)
 _PIO_IN = const(0x4000)
 _PIO_OUT = const(0x6000)
-_PIO_PUSH = const(0x8000)
-_PIO_PULL = const(0x8080)
 _PIO_MOV = const(0xA000)
 # jmp conditions
 _C_ALWAYS = const(0)
-_C_NOT_X = const(1)
+_C_X_DEC = const(2)
 _C_Y_DEC = const(4)
 # sources / destinations
 _R_PINS = const(0)
@@ -132,23 +146,21 @@ _R_X = const(1)
 _R_Y = const(2)
 _R_NULL = const(3)
 _R_PC = const(5)
+_R_STATUS = const(5)
 _R_ISR = const(6)
 _R_OSR = const(7)
 _MOV_INVERT = const(0x08)
 
-
-# `in pins, 2`, executed once by the CPU (sm.exec) before the state machine starts: the pin history then holds
-# the encoder's real resting state, so the first sample is not taken for an edge from state 0 (which would
-# count +-1 at boot for an encoder resting at state 1 or 2)
-PIO_PRIME = const(0x4002)
-# `mov x, null` and `mov y, null` (MOV: 101, delay 00000, destination bits 7:5 X = 001 / Y = 010, op 00,
-# source bits 2:0 NULL = 011), executed by the CPU before the start. A state machine keeps X and Y across a
-# soft reset (Ctrl-D) and a new StateMachine(): stopped mid-request, X != 0 would make the program answer a
-# request nobody made, and every read_counts after it would return the previous period's count. Y is the count.
+# Executed by the CPU (sm.exec) before the state machine starts. A state machine keeps X, Y, OSR and its FIFOs
+# across a soft reset (Ctrl-D) and a new StateMachine(): the count starts at 0 (`mov y, null`), the timer at 0
+# (`mov x, null`: no edge yet; the CPU takes a time from the timer only in a period whose count changed), and OSR
+# with the encoder's real resting state (`mov osr, ~pins`), so the first sample is not taken for an edge from
+# state 0 (which would count +-1 at boot for an encoder resting at state 1 or 2).
 PIO_CLEAR_X = const(0xA023)
 PIO_CLEAR_Y = const(0xA043)
-# `pull noblock`: executed by the CPU to discard a request left in the TX FIFO by the previous run
-PIO_DISCARD_TX = const(0x8080)
+PIO_PRIME = const(0xA0E8)
+# EXECCTRL's STATUS_SEL (bit 4: the RX FIFO) and STATUS_N (bits 3:0: level below which STATUS is all ones): 1
+PIO_EXECCTRL_STATUS = const(0x11)
 
 
 def _jmp(cond, addr):
@@ -160,32 +172,45 @@ def _mov(dst, src, op=0):
 
 
 def quadrature_pio_program():
-    """The 32 PIO instruction words of the x4 quadrature counter (see the comment above)."""
-    prog = []
+    """The 32 PIO instruction words of the x4 quadrature counter with its edge timer (see the comment above)."""
+    prog = [
+        _PIO_IN | (_R_X << 5),                      # 0 push: X (autopush at 32)
+        _PIO_IN | (_R_Y << 5),                      # 1        Y
+        _PIO_OUT | (_R_ISR << 5) | 2,               # 2 sample: ISR = ~prev (2 bits)
+        _PIO_IN | (_R_PINS << 5) | 2,               # 3          ISR = ~prev << 2 | B A
+        _mov(_R_OSR, _R_ISR, _MOV_INVERT),          # 4          OSR = prev << 2 | ~cur, bit 4 set
+        _mov(_R_PC, _R_OSR),                        # 5          -> 16 + (prev << 2 | ~cur)
+        _mov(_R_Y, _R_Y, _MOV_INVERT),              # 6 incr: Y += 1 as Y = ~(~Y - 1)
+        _jmp(_C_Y_DEC, 8),
+        _mov(_R_Y, _R_Y, _MOV_INVERT),
+        _mov(_R_X, _R_NULL, _MOV_INVERT),           # 9        the timer restarts: X = ~0
+        _mov(_R_PC, _R_STATUS, _MOV_INVERT),        # 10       RX FIFO empty -> 0 (push), else -> 31
+        _jmp(_C_Y_DEC, 12),                         # 11 decr: Y -= 1 (Y = 0 falls through: the same place)
+        _mov(_R_X, _R_NULL, _MOV_INVERT),           # 12       the timer restarts
+        _mov(_R_PC, _R_STATUS, _MOV_INVERT),        # 13
+        _jmp(_C_X_DEC, 15),                         # 14 idle: the timer ticks (X = 0 falls through: the same)
+        _mov(_R_PC, _R_STATUS, _MOV_INVERT),        # 15
+    ]
     for i in range(16):
-        d = QUAD_STEP[i]
-        prog.append(_jmp(_C_ALWAYS, PIO_INCR if d > 0 else PIO_DECR if d < 0 else PIO_POLL))
-    # 16 incr: Y += 1 as Y = ~(~Y - 1); the jmp's target is the next instruction either way
-    prog.append(_mov(_R_Y, _R_Y, _MOV_INVERT))
-    prog.append(_jmp(_C_Y_DEC, 18))
-    prog.append(_mov(_R_Y, _R_Y, _MOV_INVERT))
-    prog.append(_jmp(_C_ALWAYS, PIO_POLL))
-    # 20 decr: Y -= 1; when Y was 0 the jmp falls through, which is the same place
-    prog.append(_jmp(_C_Y_DEC, PIO_POLL))
-    # 21 poll: a request from the CPU?
-    prog.append(_PIO_PULL)                          # pull noblock: OSR = request, or X (= 0) when none
-    prog.append(_mov(_R_X, _R_OSR))
-    prog.append(_jmp(_C_NOT_X, PIO_SAMPLE))
-    prog.append(_mov(_R_X, _R_ISR))                 # keep the pin history while ISR carries the count
-    prog.append(_mov(_R_ISR, _R_Y))
-    prog.append(_PIO_PUSH)                          # push noblock: the count to the RX FIFO
-    prog.append(_mov(_R_ISR, _R_X))
-    prog.append(_mov(_R_X, _R_NULL))                # X back to 0: "no request" for the next pull
-    # 29 sample
-    prog.append(_PIO_IN | (_R_PINS << 5) | 2)       # in pins, 2: ISR = history << 2 | B A
-    prog.append(_mov(_R_OSR, _R_ISR))
-    prog.append(_PIO_OUT | (_R_PC << 5) | 4)        # out pc, 4: jump to table[prev << 2 | cur]
+        prev = i >> 2
+        cur = 3 - (i & 3)                           # the table is indexed by the inverted current state
+        j = (prev << 2) | cur
+        d = QUAD_STEP[j]
+        if d > 0:
+            prog.append(_jmp(_C_ALWAYS, PIO_INCR))
+        elif d < 0:
+            prog.append(_jmp(_C_ALWAYS, PIO_DECR))
+        elif QUAD_ILLEGAL[j]:
+            prog.append(_jmp(_C_ALWAYS, PIO_SAMPLE))    # direction unknown: count nothing (31: no push either)
+        else:
+            prog.append(_jmp(_C_ALWAYS, PIO_IDLE))
     return prog
+
+
+def pio_ticks_us(loops, cycles_per_us):
+    """Microseconds of `loops` edge-timer ticks at cycles_per_us system clocks per us (slow-path helper; the
+    period does the same in viper)."""
+    return loops * PIO_LOOP_CYCLES // cycles_per_us
 
 
 # ---- duty conversion and H-bridge mapping ----

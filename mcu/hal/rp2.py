@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-# rp2 (RP2040 / RP2350) backend: quadrature x4 decoding in PIO (the state machine counts, no Python per edge),
+# rp2 (RP2040 / RP2350) backend: quadrature x4 decoding in PIO (the state machine counts and times the edges, no
+# Python per edge),
 # PWM via machine.PWM.duty_u16, control loop from a hard machine.Timer IRQ, machine.WDT.
 # See hal/__init__.py for the interface and hal/portable.py for the PIO program (as instruction words, tested
 # on the unix port by emulating it) and the Board parts rp2 shares with esp32/stm32 (MachineBoard, DutyU16Bridge).
 # mypy: disable-error-code="name-defined"
 import sys
+import time
 from array import array
 
 import machine
@@ -29,12 +31,18 @@ _PIO_BASE = (0x50200000, 0x50300000)
 _SIO_BASE = 0xD0000000
 _WD_ON = const(9)               # _duty_registers: 1 while energized
 _WD_SB = const(10)              # _duty_registers: -2**31, sign-extends ptr32 loads on 64-bit hosts ((x ^ sb) - sb)
+_WD_MHZ = const(11)             # _duty_registers: system clocks per us (the PIO's edge-timer ticks -> us)
+_EXECCTRL = (0x0CC, 0x0E4, 0x0FC, 0x114)   # SMn_EXECCTRL in a PIO block
+# edge-timer ticks converted to us at most: the timer is read only in a period whose count changed, so it holds
+# less than one period (125 000 ticks at 1 ms); the cap keeps ticks * 8 far from 32 bits
+_TICKS_MAX = const(16777216)
+PIO_LOOP_CYCLES = const(8)      # portable.PIO_LOOP_CYCLES, as a constant viper inlines (a test checks they agree)
 
 
 _QUAD_WORDS = portable.quadrature_pio_program()
 
 
-@rp2.asm_pio(in_shiftdir=rp2.PIO.SHIFT_LEFT, out_shiftdir=rp2.PIO.SHIFT_RIGHT)
+@rp2.asm_pio(in_shiftdir=rp2.PIO.SHIFT_LEFT, out_shiftdir=rp2.PIO.SHIFT_RIGHT, autopush=True, push_thresh=32)
 def _quadrature_program(prog=_QUAD_WORDS):
     # The assembler runs this body with its own globals (word, jmp, ...); the default argument carries the
     # instruction words in. Jump targets are absolute: the 32-word program can only load at offset 0.
@@ -43,33 +51,53 @@ def _quadrature_program(prog=_QUAD_WORDS):
 
 
 @micropython.viper
-def _copy2(dst, src):
-    # word copy in machine integers: a count >= 2**30 read through Python would allocate a big int
-    d = ptr32(dst)
-    s = ptr32(src)
-    d[0] = s[0]
-    d[1] = s[1]
+def _pairs(raw, c, e, t_us: int, mhz: int):
+    """The (timer, count) pairs of both wheels in raw (x_l, y_l, x_r, y_r, as the PIO pushed them), taken at t_us
+    -> the counts into c; into e, where a timer holds a recent edge, its time (ticks_us), and t_us as the moment of
+    each count (the hal's edge_times_us layout). Machine integers: a count >= 2**30 read through Python would
+    allocate a big int."""
+    r = ptr32(raw)
+    cc = ptr32(c)
+    ee = ptr32(e)
+    sb = int(-2147483647) - 1
+    i = 0
+    while i < 2:
+        cc[i] = r[2 * i + 1]
+        n = -1 - ((int(r[2 * i]) ^ sb) - sb)        # ~X: edge-timer ticks since the last edge
+        if n >= 0 and n < _TICKS_MAX:
+            ee[i] = (t_us - (n * PIO_LOOP_CYCLES) // mhz) & 0x3FFFFFFF
+        ee[2 + i] = t_us
+        i += 1
 
 
 class _PioEncoder:
-    """One wheel's counter: a state machine running the shared quadrature program on pins enc_a, enc_a + 1."""
+    """One wheel's counter and edge timer: a state machine running the shared program on pins enc_a, enc_a + 1."""
 
     def __init__(self, sm_id, pin_a):
         machine.Pin(pin_a, machine.Pin.IN, machine.Pin.PULL_UP)
         machine.Pin(pin_a + 1, machine.Pin.IN, machine.Pin.PULL_UP)
         sm = rp2.StateMachine(sm_id, _quadrature_program, in_base=machine.Pin(pin_a))
         self.sm = sm
-        # X, Y and the FIFOs survive a soft reset: a run stopped mid-request (X != 0, a request in TX, an answer
-        # in RX) would otherwise leave one unrequested word queued, and every read_counts would then return the
-        # count of the period before. Start with no request (X = 0), the count at 0 and both FIFOs empty.
+        if sys.platform == "rp2":
+            # STATUS = the RX FIFO below one word: the program pushes its pair whenever the FIFO is empty
+            machine.mem32[_PIO_BASE[sm_id >> 2] + _EXECCTRL[sm_id & 3]] |= portable.PIO_EXECCTRL_STATUS
+        # X, Y, OSR and the FIFOs survive a soft reset: the count and the timer start at 0, OSR with the resting
+        # state of the pins, and a word left in RX by the previous run is dropped
         sm.exec(portable.PIO_CLEAR_X)
         sm.exec(portable.PIO_CLEAR_Y)
-        while sm.tx_fifo():
-            sm.exec(portable.PIO_DISCARD_TX)
         sm.exec(portable.PIO_PRIME)
-        sm.active(1)
         while sm.rx_fifo():
             sm.get()
+        sm.active(1)
+
+    def read(self, view):
+        """The pair queued since the last read, then the pair the program pushes as soon as that one is taken:
+        the timer and the count now, into view (two words). A slow-path read (the period reads the FIFO itself)."""
+        sm = self.sm
+        sm.get(view[0:1])
+        sm.get(view[1:2])
+        sm.get(view[0:1])
+        sm.get(view[1:2])
 
     def deinit(self):
         self.sm.active(0)
@@ -77,8 +105,9 @@ class _PioEncoder:
 
 def _duty_registers(mode, pins):
     """array('i') for the period function's duty writes: the bridge mode, then per wheel (CC word, channel B?, DIR
-    pin mask or IN2's CC word, IN2 channel B?), then 1 while energized (_WD_ON, kept by set_energized) and -2**31
-    (_WD_SB). A pin's PWM is slice (pin >> 1) & 7, channel A (even) or B (odd)."""
+    pin mask or IN2's CC word, IN2 channel B?), then 1 while energized (_WD_ON, kept by set_energized), -2**31
+    (_WD_SB) and the system clock in MHz (_WD_MHZ, set by Board). A pin's PWM is slice (pin >> 1) & 7, channel A
+    (even) or B (odd)."""
     def cc(pin):
         return ((pin >> 1) & 7) * 5 + 3, pin & 1
 
@@ -92,7 +121,7 @@ def _duty_registers(mode, pins):
             word, ch = cc(p["in1"])
             word2, ch2 = cc(p["in2"])
             out += [word, ch, word2, ch2]
-    return array("i", out + [0, -2147483648])
+    return array("i", out + [0, -2147483648, 125])
 
 
 def repl_pin_held(cfg):
@@ -113,13 +142,15 @@ class Board(portable.MachineBoard):
         # state machines 4*pio and 4*pio+1: one PIO block, one copy of the program for both wheels
         self._enc_l = _PioEncoder(4 * pio, pins["left"]["enc_a"])
         self._enc_r = _PioEncoder(4 * pio + 1, pins["right"]["enc_a"])
-        # sm.get(buf) fills a buffer: a one-word view per wheel into our own array, so a count >= 2**30 never
-        # becomes a heap int (allocation-free in the hard IRQ)
-        self._raw = array("i", (0, 0))
+        # sm.get(buf) fills a buffer: views into our own array (timer, count per wheel), so a count >= 2**30
+        # never becomes a heap int
+        self._raw = array("i", (0, 0, 0, 0))
         mv = memoryview(self._raw)
-        self._raw_l = mv[0:1]
-        self._raw_r = mv[1:2]
+        self._raw_l = mv[0:2]
+        self._raw_r = mv[2:4]
+        self._edges = array("i", (0, 0, 0, 0))    # edge_times_us as of the last read_counts
         self._wd = _duty_registers(mode, pins)
+        self._wd[_WD_MHZ] = machine.freq() // 1000000 if hasattr(machine, "freq") else 125
         self._period = None
         # the registers period_fn works on: PWM with TIMER (one view: TIMER is 16 KiB above PWM), the encoders' PIO
         # block, SIO. On the chip, views of the memory (uctypes.bytearray_at: ptr32 of one is its address);
@@ -139,12 +170,18 @@ class Board(portable.MachineBoard):
         return code
 
     def read_counts(self, buf):
-        # request (nonzero word) -> the program pushes Y within ~10 PIO cycles; get() waits for that word
-        self._enc_l.sm.put(1)
-        self._enc_r.sm.put(1)
-        self._enc_l.sm.get(self._raw_l)
-        self._enc_r.sm.get(self._raw_r)
-        _copy2(buf, self._raw)
+        self._enc_l.read(self._raw_l)
+        self._enc_r.read(self._raw_r)
+        _pairs(self._raw, buf, self._edges, time.ticks_us(), self._wd[_WD_MHZ])
+
+    def edge_times_us(self, buf):
+        """When each wheel's last counted edge came, then when its count was taken (ticks_us), as of the last
+        read_counts (hal interface)."""
+        e = self._edges
+        buf[0] = e[0]
+        buf[1] = e[1]
+        buf[2] = e[2]
+        buf[3] = e[3]
 
     def set_energized(self, on):
         # the period function writes the duties while the table's energized word is set: off before the bridges
@@ -157,8 +194,8 @@ class Board(portable.MachineBoard):
 
     def period_fn(self, step, st, k, c, e, io, tail, ctl):
         """The whole control period as one viper call (hal interface, optional: hal/__init__.py), on the chip's
-        registers: io[0] = ticks_us (TIMERAWL); both wheels' counts from the PIO FIFOs into c (a request word into
-        TXF, the answer from RXF once FSTAT says it is there: the protocol of sm.put(1)/sm.get()); step(st, k, c,
+        registers: io[0] = ticks_us (TIMERAWL); both wheels' counts from the PIO FIFOs into c and, where a wheel's
+        edge timer is recent, its last edge's ticks_us into e (the protocol of _PioEncoder.read); step(st, k, c,
         e, io); the duties io[2], io[3] to the PWM compare and DIR/IN2 registers (cc = |q| * (TOP + 1) / 2**15,
         rounded: 32767 is full on; nothing while de-energized); tail() when ctl[0], or when ctl[1] and
         st[ctl[2]] == 0; io[1] = ticks_us last. None where there are no registers (the unix port's tests give
@@ -185,26 +222,43 @@ class Board(portable.MachineBoard):
             sw = ptr32(env[6])                      # SIO 0xd0000000: GPIO_IN word 1, GPIO_OUT_SET 5, GPIO_OUT_CLR 6
             o[4] = sw[1]                            # every GPIO's level, the e-stop's too (the step checks it)
             p = ptr32(env[5])
-            p[4] = 1                                # TXF0 (0x010), TXF1 (0x014): a request to each machine
-            p[5] = 1
             b = ptr32(c)
-            n = 0
-            while p[1] & 0x100:                     # FSTAT (0x004): RXEMPTY of machine 0
-                n += 1
-                if n > 2000:
-                    break
-            if n <= 2000:
-                b[0] = p[8]                         # RXF0 (0x020)
-                while p[1] & 0x200:                 # RXEMPTY of machine 1
-                    n += 1
+            ed = ptr32(env[2])
+            w = ptr32(env[4])                       # _duty_registers: ... sign bit, MHz
+            sb = w[_WD_SB]
+            i = 0
+            while i < 2:
+                # machine i's RX FIFO (RXF0 0x020, RXF1 0x024; FSTAT 0x004 bit 8 + i: empty): the pair queued since
+                # the last period, then the pair the program pushes as soon as that one is taken (the timer and the
+                # count now, read_counts' protocol). Bounded: a machine that does not answer within 2000 polls
+                # leaves its count as it was
+                j = 0
+                x = 0
+                y = 0
+                while j < 4:
+                    n = 0
+                    while p[1] & (0x100 << i):
+                        n += 1
+                        if n > 2000:
+                            break
                     if n > 2000:
                         break
-                if n <= 2000:
-                    b[1] = p[9]                     # RXF1 (0x024)
+                    if j & 1:
+                        y = p[8 + i]
+                    else:
+                        x = p[8 + i]
+                    j += 1
+                if j == 4:
+                    b[i] = y
+                    t = ps[_TIMERAWL_WORD] & 0x3FFFFFFF     # the pair's moment: it was pushed a loop ago
+                    ed[2 + i] = t
+                    n = -1 - ((x ^ sb) - sb)        # ~X: edge-timer ticks since the last edge
+                    if n >= 0 and n < _TICKS_MAX:
+                        ed[i] = (t - (n * PIO_LOOP_CYCLES) // w[_WD_MHZ]) & 0x3FFFFFFF
+                i += 1
             sa = env[0]
             step(sa, env[1], c, env[2], io)
-            w = ptr32(env[4])                       # _duty_registers: mode, per wheel 4 words, energized
-            if w[_WD_ON]:
+            if w[_WD_ON]:                           # _duty_registers: mode, per wheel 4 words, energized
                 mode = w[0]
                 sb = w[_WD_SB]
                 i = 0

@@ -325,8 +325,11 @@ class Board:
             self.duty_r = 0
         self.plant.energized = self._energized
 
-    def edge_period_us(self, buf):
-        self.plant.edge_periods(buf)
+    def edge_times_us(self, buf):
+        # the plant's last step ended where this period started (board time t_us): the counts are of that moment,
+        # however much host time the world took before the firmware's step read its clock
+        self.plant.edge_times(buf, self.world.t_us)
+        buf[2] = buf[3] = self.world.t_us & 0x3FFFFFFF
 
     # ---- board sensors: the plant's emulated parts ----
 

@@ -48,7 +48,8 @@ class Board:
         self.cfg = cfg or {}
         self.counter_bits = counter_bits
         self.counts = [0, 0]            # raw counters the test sets (wrapped to counter_bits on read)
-        self.edges = [0, 0]             # edge periods in us (only when edge=True)
+        self.edges = [0, 0]             # ticks_us of each wheel's last counted edge (only when edge=True)
+        self.sampled = None             # ticks_us at which the counts count (None: the clock's now)
         self.duty = [0, 0]
         self.duty_log = None            # a list to append (left, right) duties to, when a test wants them
         self.energized = False
@@ -64,7 +65,7 @@ class Board:
         self.idles = 0
         self.stalled = False            # True: the control timer has died (idle() no longer fires periods)
         if edge:
-            self.edge_period_us = self._edge_period_us
+            self.edge_times_us = self._edge_times_us
 
     # ---- board sensors (the tests set them): inputs word, battery ADC, an I2C bus (I2CBus, sim/imu_parts.py) ----
 
@@ -86,9 +87,10 @@ class Board:
         buf[0] = self.counts[0] & m if self.counter_bits < 32 else _wrap32(self.counts[0])
         buf[1] = self.counts[1] & m if self.counter_bits < 32 else _wrap32(self.counts[1])
 
-    def _edge_period_us(self, buf):
+    def _edge_times_us(self, buf):
         buf[0] = self.edges[0]
         buf[1] = self.edges[1]
+        buf[2] = buf[3] = (self.now_us if self.sampled is None else self.sampled) & 0x3FFFFFFF
 
     def write_duty(self, left, right):
         if not self.energized:

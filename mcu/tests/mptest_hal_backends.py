@@ -7,6 +7,7 @@
 # backend path (counts, duty mapping per driver, energize, periodic, watchdog, reset cause, link), not the
 # port APIs themselves, which only the boards can.
 import sys
+import time
 from array import array
 
 from mptest_hal_portable import Pio, _seq
@@ -157,28 +158,27 @@ class FakeMachineWithEncoder(FakeMachine):
 # ---- rp2: asm_pio collects the words, StateMachine runs them ----
 
 class FakeSM:
-    # what a state machine still holds from the previous run (soft reset): {sm_id: (x, y, tx words, rx words)}
+    # what a state machine still holds from the previous run (soft reset): {sm_id: (x, y, rx words)}
     leftover: dict = {}
 
     def __init__(self, sm_id, prog, in_base=None):
         self.id = sm_id
-        x, y, tx, rx = FakeSM.leftover.get(sm_id, (0, 0, (), ()))
+        x, y, rx = FakeSM.leftover.get(sm_id, (0, 0, ()))
         self.pio = Pio(prog["words"], x=x, y=y)
-        self.pio.tx.extend(tx)
         self.pio.rx.extend(rx)
         self.base = in_base.id
         self.on = False
         self.execs = []
 
+    def _pins(self):
+        self.pio.pins = FakePin.levels.get(self.base, 0) | (FakePin.levels.get(self.base + 1, 0) << 1)
+
     def exec(self, ins):
         # sm.exec: the word runs once, on the current pins, outside the program (PC moves only for a jump)
-        assert not self.on, "exec'd while running: the program could be mid-way through a request"
+        assert not self.on, "exec'd while running"
         self.execs.append(ins)
-        self.pio.pins = FakePin.levels.get(self.base, 0) | (FakePin.levels.get(self.base + 1, 0) << 1)
+        self._pins()
         self.pio.exec(ins)
-
-    def tx_fifo(self):
-        return len(self.pio.tx)
 
     def rx_fifo(self):
         return len(self.pio.rx)
@@ -190,11 +190,8 @@ class FakeSM:
 
     def run(self, n):
         for _ in range(n):
-            self.pio.pins = FakePin.levels.get(self.base, 0) | (FakePin.levels.get(self.base + 1, 0) << 1)
+            self._pins()
             self.pio.step()
-
-    def put(self, v):
-        self.pio.tx.append(v)
 
     def get(self, buf=None):
         for _ in range(100):
@@ -204,8 +201,10 @@ class FakeSM:
                     return w
                 buf[0] = w - (1 << 32) if w & 0x80000000 else w
                 return buf
+            if not self.on:
+                break
             self.run(1)
-        raise AssertionError("the PIO program never answered the request")
+        raise AssertionError("the PIO program pushed nothing")
 
 
 class FakeRp2:
@@ -216,7 +215,8 @@ class FakeRp2:
 
     @staticmethod
     def asm_pio(**kw):
-        assert kw["in_shiftdir"] == 0 and kw["out_shiftdir"] == 1      # what the interpreter implements
+        # what the interpreter implements: shift directions, autopush at 32 bits
+        assert kw["in_shiftdir"] == 0 and kw["out_shiftdir"] == 1 and kw["autopush"] and kw["push_thresh"] == 32
 
         def dec(f):
             words = []
@@ -278,27 +278,38 @@ def test_rp2_counts_through_the_pio_program():
     a_l = cfg["pins"]["left"]["enc_a"]
     _walk_pins(a_l, _seq(0, 300, +1), lambda: sm_l.run(24))
     _walk_pins(a_r, _seq(1, 7, -1), lambda: sm_r.run(24))
+    sm_l.run(8 * 1250)                              # 10000 cycles (80 us at 125 MHz) after the left's last edge
+    t0 = time.ticks_us()
     b.read_counts(buf)
+    t1 = time.ticks_us()
     assert (buf[0], buf[1]) == (300, -7)        # 32-bit counter: int32 bit pattern
+    e = array("i", (0, 0, 0, 0))
+    b.edge_times_us(e)
+    # the edge timer: the left's last edge came 80 us of PIO time before the read, which took place (on the
+    # double's clock, the host's) somewhere between t0 and t1
+    ago1 = (t1 - e[0]) & 0x3FFFFFFF                # (the unix port's ticks_us is not within 2**30; the chip's is)
+    ago0 = ((t0 - e[0] + 0x20000000) & 0x3FFFFFFF) - 0x20000000
+    assert ago1 >= 79 and ago0 <= 81, (t0, t1, e[0])
+    assert (e[2] - e[0]) & 0x3FFFFFFF == 80 and e[3] == e[2]      # and the read's own moment
     b.deinit()
     assert not sm_l.on
 
 
-def test_rp2_restart_mid_request_reads_the_current_count():
-    # The previous run was stopped (Ctrl-D) right after read_counts put its request: X = 1 and a request is
-    # still in TX on the left, the right one's answer is still in RX; Y holds the old counts. The new run
-    # must not see any of it: the first read is the count now, not a word queued before.
+def test_rp2_restart_with_leftovers_reads_the_current_count():
+    # The previous run was stopped (Ctrl-D) mid-way: X, Y hold its timer and counts and a pair is still in RX.
+    # The new run must not see any of it: the first read is the count now, not a word queued before.
     _install(machine=FakeMachine(), rp2=FakeRp2())
     import hal
-    FakeSM.leftover = {0: (1, 5000, (1,), ()), 1: (1, 0xFFFFFF00, (), (0xFFFFFF00,))}
+    FakeSM.leftover = {0: (77, 5000, (77, 5000)), 1: (1, 0xFFFFFF00, (0xFFFFFF00,))}
     cfg = boardcfg.load(BOARDS + "pico.json")
     b = hal.load(cfg)
     sm_l, sm_r = b._enc_l.sm, b._enc_r.sm
-    assert sm_l.execs[:2] == [0xA023, 0xA043]       # datasheet MOV: 101 00000 ddd 00 sss, X=001 Y=010 NULL=011
-    assert (sm_l.pio.x, sm_r.pio.x) == (0, 0) and sm_l.rx_fifo() == 0 and sm_r.rx_fifo() == 0
+    # datasheet MOV: 101 00000 ddd oo sss: X=001 Y=010 OSR=111 <- NULL=011 / ~PINS (op 01, source 000)
+    assert sm_l.execs == [0xA023, 0xA043, 0xA0E8]
+    assert (sm_l.pio.x, sm_r.pio.x, sm_l.pio.y) == (0, 0, 0) and sm_l.rx_fifo() == 0 and sm_r.rx_fifo() == 0
     sm_l.run(200)                                   # the program runs a while before the first period
     sm_r.run(200)
-    assert sm_l.rx_fifo() == 0 and sm_r.rx_fifo() == 0      # nothing answered without a request
+    assert sm_l.rx_fifo() == 2 and sm_l.pio.stalled == 0    # one pair queued, never more, never stalled
     a_l = cfg["pins"]["left"]["enc_a"]
     a_r = cfg["pins"]["right"]["enc_a"]
     _walk_pins(a_l, _seq(0, 40, +1), lambda: sm_l.run(24))
@@ -308,7 +319,7 @@ def test_rp2_restart_mid_request_reads_the_current_count():
     assert (buf[0], buf[1]) == (40, -9)
     _walk_pins(a_l, _seq(0, 4, +1), lambda: sm_l.run(24))
     b.read_counts(buf)
-    assert (buf[0], buf[1]) == (44, -9)             # every later read is current too (no word of lag)
+    assert (buf[0], buf[1]) == (44, -9)             # every later read is current too (no pair of lag)
 
 
 def test_rp2_outputs_timer_watchdog_reset_cause():
@@ -369,10 +380,11 @@ def test_rp2_duty_register_table_names_each_bridges_pwm_slice_channel_and_dir_pi
     from hal import rp2 as hrp2
     cfg = boardcfg.load(BOARDS + "pico.json")          # left pwm 6 dir 7, right pwm 8 dir 9
     t = hrp2._duty_registers(portable.bridge_mode(cfg), cfg["pins"])
-    assert list(t) == [0, 18, 0, 1 << 7, 0, 23, 0, 1 << 9, 0, 0, -1 << 31], list(t)
+    assert list(t) == [0, 18, 0, 1 << 7, 0, 23, 0, 1 << 9, 0, 0, -1 << 31, 125], list(t)
     cfg = boardcfg.load(BOARDS + "pico_drv8833.json")  # left in1 10 in2 11, right in1 12 in2 13
     t = hrp2._duty_registers(portable.bridge_mode(cfg), cfg["pins"])
-    assert list(t) == [1, 28, 0, 28, 1, 33, 0, 33, 1, 0, -1 << 31], list(t)
+    assert list(t) == [1, 28, 0, 28, 1, 33, 0, 33, 1, 0, -1 << 31, 125], list(t)
+    assert hrp2.PIO_LOOP_CYCLES == portable.PIO_LOOP_CYCLES     # the viper constant is the program's loop
 
 
 # ---- rp2: the period function (the control period in one viper call) on stand-in registers ----
@@ -430,7 +442,8 @@ def _period_setup(board_file):
         tails[0] += 1
 
     ctl = array("i", [0, 0, 2])                     # telemetry off, bridges off, the enabled word is st[2]
-    fn = b.period_fn(step, st, array("i", [0] * 4), c, array("i", [0, 0]), io, tail, ctl)
+    regs.e = array("i", [0, 0, 0, 0])               # the edge times (and count times) the period writes
+    fn = b.period_fn(step, st, array("i", [0] * 4), c, regs.e, io, tail, ctl)
     return cfg, b, regs, step, fn, st, io, c, tails, ctl
 
 
@@ -445,8 +458,10 @@ def test_rp2_period_function_reads_the_fifos_runs_the_step_and_writes_the_regist
     step.duty[0] = 16384
     step.duty[1] = -32767
     fn(None)
-    assert (pio[4], pio[5]) == (1, 1)               # a request word to each machine's TX FIFO
+    # the stand-in RX register gives one word to every read: the same word is the timer X and the count Y here.
+    # X = 300: ~X < 0, no recent edge (e kept); X = -7: 6 ticks (48 cycles) ago, 0 us before the read
     assert (c[0], c[1]) == (300, -7) and tuple(step.seen) == (300, -7, 1234, 1)     # counts before the step
+    assert tuple(regs.e) == (0, 1234, 1234, 1234)
     assert io[0] == 1234 and io[1] == 1234 + 37     # io[1] read after the step
     assert perif[18] == 0x55550000 and perif[23] == 0   # de-energized: no duty written
     b.set_energized(True)
@@ -459,6 +474,10 @@ def test_rp2_period_function_reads_the_fifos_runs_the_step_and_writes_the_regist
     fn(None)
     assert perif[18] & 0xFFFF == (100 * 6250 + 16383) >> 15 and sio[6] == 1 << 7
     assert perif[23] == TOP + 1 and sio[5] == 1 << 9
+    pio[8] = -1001                                  # ~X = 1000 ticks: 8000 cycles, 64 us at 125 MHz
+    now = perif[TIMERAWL] & 0x3FFFFFFF
+    fn(None)
+    assert c[0] == -1001 and regs.e[0] == now - 64
     b.set_energized(False)                          # the bridges off: the period writes nothing any more
     step.duty[0] = 20000
     fn(None)
@@ -590,7 +609,7 @@ def test_esp32_pcnt_counts_and_rebase():
     cfg = boardcfg.load(BOARDS + "esp32_devkit.json")
     b = hal.load(cfg)
     assert b.counter_bits == 16
-    assert not hasattr(b, "edge_period_us")         # PCNT does not time edges
+    assert not hasattr(b, "edge_times_us")          # PCNT does not time edges
     el, er = FakeEncoder.units[0], FakeEncoder.units[1]
     buf = array("i", (0, 0))
     el.count = 1234
@@ -638,8 +657,9 @@ def test_esp32_irq_decoding_and_soft_timer():
     buf = array("i", (0, 0))
     b.read_counts(buf)
     assert buf[0] == 41
-    b.edge_period_us(buf)                           # present with IRQ decoding
-    assert buf[1] == 0
+    buf = array("i", (0, 0, 0, 0))
+    b.edge_times_us(buf)                            # present with IRQ decoding: the last edge's ticks_us, then now
+    assert buf[0] == b._enc_l.dec.st[hal.portable.QD_EDGE_US] and buf[1] == 0 and buf[2] == buf[3] != 0
     b.start_periodic(500, lambda: None)
     assert b.soft and not FakeTimer.last.hard
     b.deinit()

@@ -19,20 +19,24 @@ UP = portable.QUAD_UP           # counting-up state sequence 0 -> 1 -> 3 -> 2
 # ---- a PIO interpreter for the subset the program uses (RP2040 datasheet semantics) ----
 
 class Pio:
-    """One state machine: in_shiftdir LEFT, out_shiftdir RIGHT (as hal/rp2.py configures it), 4-deep FIFOs."""
+    """One state machine as hal/rp2.py configures it: in_shiftdir LEFT with autopush at 32 bits, out_shiftdir
+    RIGHT, STATUS = all ones while the RX FIFO holds fewer than status_n words, 4-deep FIFOs. One instruction per
+    cycle (the program has no delays)."""
 
-    def __init__(self, prog, pins=0, y=0, x=0):
+    def __init__(self, prog, pins=0, y=0, x=0, status_n=1):
         assert len(prog) == 32
         self.prog = prog
         self.pc = 0
         self.x = x & M32
         self.y = y & M32
         self.isr = 0
+        self.isr_count = 0
         self.osr = 0
         self.pins = pins
-        self.tx = []
         self.rx = []
+        self.status_n = status_n
         self.cycles = 0
+        self.stalled = 0
 
     def _src(self, s):
         if s == 0:
@@ -43,11 +47,13 @@ class Pio:
             return self.y
         if s == 3:
             return 0
+        if s == 5:
+            return M32 if len(self.rx) < self.status_n else 0
         if s == 6:
             return self.isr
         if s == 7:
             return self.osr
-        raise AssertionError("unsupported mov source %d" % s)
+        raise AssertionError("unsupported source %d" % s)
 
     def step(self):
         self.pc = self._execute(self.prog[self.pc])
@@ -55,7 +61,7 @@ class Pio:
     def exec(self, ins):
         """What sm.exec(ins) does: run one instruction word now; only a jump or a write to PC moves PC."""
         new = self._execute(ins)
-        if ins >> 13 == 0 or (ins >> 13 == 3 and (ins >> 5) & 7 == 5):
+        if ins >> 13 == 0 or (ins >> 13 in (3, 5) and (ins >> 5) & 7 == 5):
             self.pc = new
 
     def _execute(self, ins):
@@ -68,36 +74,39 @@ class Pio:
             cond = (ins >> 5) & 7
             if cond == 0:
                 take = True
-            elif cond == 1:
-                take = self.x == 0
+            elif cond == 2:
+                take = self.x != 0
+                self.x = (self.x - 1) & M32
             elif cond == 4:
                 take = self.y != 0
                 self.y = (self.y - 1) & M32
             else:
                 raise AssertionError("unsupported jmp condition %d" % cond)
             return (ins & 31) if take else nxt
-        elif op == 2:                                   # IN (shift left)
-            assert (ins >> 5) & 7 == 0, "only `in pins` expected"
+        elif op == 2:                                   # IN (shift left), autopush at 32
             n = (ins & 31) or 32
-            self.isr = ((self.isr << n) | (self.pins & ((1 << n) - 1))) & M32
+            v = self._src((ins >> 5) & 7) & ((1 << n) - 1)
+            self.isr = ((self.isr << n) | v) & M32
+            self.isr_count = min(32, self.isr_count + n)
+            if self.isr_count >= 32:
+                if len(self.rx) >= 4:
+                    self.stalled += 1                   # the program must never get here
+                else:
+                    self.rx.append(self.isr)
+                self.isr = 0
+                self.isr_count = 0
             return nxt
         elif op == 3:                                   # OUT (shift right)
             dst = (ins >> 5) & 7
             n = ins & 31
             val = self.osr & ((1 << n) - 1)
             self.osr >>= n
-            assert dst == 5, "only `out pc` expected"
+            if dst == 6:
+                self.isr = val
+                self.isr_count = n
+                return nxt
+            assert dst == 5, "only `out isr` and `out pc` expected"
             return val
-        elif op == 4:
-            block = ins & 0x20
-            assert not block, "the program must never block"
-            if ins & 0x80:                              # PULL noblock: empty FIFO -> OSR = X
-                self.osr = self.tx.pop(0) if self.tx else self.x
-            else:                                       # PUSH noblock: full FIFO -> dropped; ISR cleared
-                if len(self.rx) < 4:
-                    self.rx.append(self.isr)
-                self.isr = 0
-            return nxt
         elif op == 5:                                   # MOV
             dst = (ins >> 5) & 7
             val = self._src(ins & 7)
@@ -107,8 +116,11 @@ class Pio:
                 self.x = val
             elif dst == 2:
                 self.y = val
+            elif dst == 5:
+                return val & 31
             elif dst == 6:
                 self.isr = val
+                self.isr_count = 0
             elif dst == 7:
                 self.osr = val
             else:
@@ -120,14 +132,22 @@ class Pio:
         for _ in range(n):
             self.step()
 
-    def read_count(self):
-        """What Board.read_counts does: put a request, wait for the pushed word."""
-        self.tx.append(1)
+    def pop(self):
         for _ in range(64):
-            self.step()
             if self.rx:
                 return self.rx.pop(0)
-        raise AssertionError("no count pushed within 64 cycles")
+            self.step()
+        raise AssertionError("nothing pushed within 64 cycles")
+
+    def read_pair(self):
+        """What the CPU does (rp2 _PioEncoder.read): the pair queued since the last read, then the one pushed as
+        soon as that is taken. -> (timer X, count Y) now."""
+        self.pop()
+        self.pop()
+        return self.pop(), self.pop()
+
+    def read_count(self):
+        return self.read_pair()[1]
 
 
 def _signed32(v):
@@ -153,58 +173,59 @@ def _seq(start, n, direction):
     return out
 
 
+def _started(prog, pins=0, x=0, y=0, rx=()):
+    """A state machine started the way rp2._PioEncoder starts one (whatever the previous run left in X, Y, RX)."""
+    pio = Pio(prog, pins=pins, x=x, y=y)
+    pio.rx.extend(rx)
+    for ins in (portable.PIO_CLEAR_X, portable.PIO_CLEAR_Y, portable.PIO_PRIME):
+        pio.exec(ins)
+    pio.rx = []
+    return pio
+
+
 def test_pio_prime_takes_the_resting_state():
     prog = portable.quadrature_pio_program()
-    assert portable.PIO_PRIME == prog[portable.PIO_SAMPLE]       # the program's own `in pins, 2`
-    for rest in (1, 2):
+    # the words rp2.py executes, against the datasheet's MOV layout: 101 | delay 00000 | dest | op | source
+    mov = lambda dest, op, src: (0b101 << 13) | (dest << 5) | (op << 3) | src     # noqa: E731
+    assert portable.PIO_CLEAR_X == mov(0b001, 0, 0b011)         # X <- NULL
+    assert portable.PIO_CLEAR_Y == mov(0b010, 0, 0b011)         # Y <- NULL
+    assert portable.PIO_PRIME == mov(0b111, 1, 0b000)           # OSR <- ~PINS
+    for rest in (1, 2, 3):
         cold = Pio(prog, pins=rest)
-        cold.run(60)
-        primed = Pio(prog, pins=rest)
-        primed.pc = portable.PIO_SAMPLE             # what sm.exec(PIO_PRIME) does to ISR, before the start
-        primed.step()
-        primed.pc = 0
-        primed.run(60)
-        # without priming the first sample reads as an edge from state 0 and counts one
-        assert abs(_signed32(cold.read_count())) == 1
-        assert primed.read_count() == 0
+        primed = _started(prog, pins=rest)
+        # without priming the first sample reads as an edge from state 0 (OSR = 0: the inverted state 3)
+        assert abs(_signed32(cold.read_count())) in (1, 0) and primed.read_count() == 0
+    assert _signed32(Pio(prog, pins=1).read_count()) != 0
 
 
-def test_pio_restart_mid_request_without_clearing_lags_one_period():
-    # the failure the clearing prevents, shown on the same interpreter: started with X = 1, the program pushes
-    # one unrequested word, and each read then returns the answer queued by the request before it
+def test_pio_restart_with_leftovers_reads_the_current_count():
+    # the previous run was stopped (Ctrl-D) with a count in Y, a timer in X and a pair still in RX: the start
+    # sequence clears them, so the first read is the count since the start
     prog = portable.quadrature_pio_program()
-    stale = Pio(prog, x=1)
-    stale.run(60)
+    stale = Pio(prog, x=12345, y=5000)
+    stale.rx.extend((7, 5000))
     _walk(stale, _seq(0, 40, +1))
-    assert stale.read_count() == 0                  # the word pushed at start, not the current 40
-    _walk(stale, _seq(stale.pins, 4, +1))
-    assert stale.read_count() == 40                 # and one read behind from then on
-    # the words rp2.py executes, against the datasheet's MOV layout: 101 | delay 00000 | dest | op 00 | source
-    mov = lambda dest, src: (0b101 << 13) | (dest << 5) | src      # noqa: E731
-    assert portable.PIO_CLEAR_X == mov(0b001, 0b011) == 0xA023     # X <- NULL
-    assert portable.PIO_CLEAR_Y == mov(0b010, 0b011) == 0xA043     # Y <- NULL
-    assert portable.PIO_DISCARD_TX == prog[portable.PIO_POLL]       # the program's own `pull noblock`
-    cleared = Pio(prog, x=1, y=77)
-    cleared.tx.append(1)
-    while cleared.tx:
-        cleared.exec(portable.PIO_DISCARD_TX)
-    cleared.exec(portable.PIO_CLEAR_X)
-    cleared.exec(portable.PIO_CLEAR_Y)
-    cleared.run(60)
-    _walk(cleared, _seq(0, 40, +1))
-    assert cleared.read_count() == 40
+    assert stale.read_count() != 40
+    pio = _started(prog, x=12345, y=5000, rx=(7, 5000))
+    _walk(pio, _seq(0, 40, +1))
+    assert pio.read_count() == 40
 
 
 def test_pio_program_shape():
     prog = portable.quadrature_pio_program()
     assert len(prog) == 32          # fills the PIO memory: loaded at offset 0, as the absolute table needs
     for w in prog:
-        assert 0 <= w <= 0xFFFF
+        assert 0 <= w <= 0xFFFF and w & 0x1F00 == 0     # no delays: rp2040js ignores them, the timer needs none
     for i in range(16):
-        target = prog[i] & 31
-        assert prog[i] >> 5 == 0, "table entries are unconditional jumps"
-        d = portable.QUAD_STEP[i]
-        assert target == (portable.PIO_INCR if d > 0 else portable.PIO_DECR if d < 0 else portable.PIO_POLL)
+        ins = prog[portable.PIO_TABLE + i]
+        assert ins >> 5 == 0, "table entries are unconditional jumps"
+        prev, cur = i >> 2, 3 - (i & 3)
+        d = portable.QUAD_STEP[(prev << 2) | cur]
+        want = portable.PIO_INCR if d > 0 else portable.PIO_DECR if d < 0 else portable.PIO_IDLE
+        if portable.QUAD_ILLEGAL[(prev << 2) | cur]:
+            want = portable.PIO_SAMPLE
+        assert ins & 31 == want, (i, ins & 31, want)
+    assert prog[31] & 31 == portable.PIO_SAMPLE         # also where a full FIFO sends the loop
 
 
 def test_transition_table_x4():
@@ -227,21 +248,17 @@ def test_transition_table_x4():
 
 
 def test_pio_counts_x4_both_directions():
-    prog = portable.quadrature_pio_program()
-    pio = Pio(prog)
-    pio.run(30)
+    pio = _started(portable.quadrature_pio_program())
     _walk(pio, _seq(0, 1000, +1))
     assert pio.read_count() == 1000
     _walk(pio, _seq(pio.pins, 1600, -1))
     assert _signed32(pio.read_count()) == -600
-    pio.run(10)
-    assert pio.x == 0                   # X is back to "no request" after answering
-    assert pio.read_count() == 0xFFFFFFFF & -600     # a second request gets the same answer
+    assert pio.read_count() == 0xFFFFFFFF & -600     # a second read gets the same count
+    assert pio.stalled == 0
 
 
 def test_pio_ignores_illegal_jumps_and_holds():
-    pio = Pio(portable.quadrature_pio_program())
-    pio.run(30)
+    pio = _started(portable.quadrature_pio_program())
     _walk(pio, _seq(0, 8, +1))      # ends at state 0
     pio.pins = 3                    # both channels at once: direction unknown
     pio.run(40)
@@ -253,8 +270,8 @@ def test_pio_ignores_illegal_jumps_and_holds():
 
 
 def test_pio_count_wraps_at_32_bits():
-    pio = Pio(portable.quadrature_pio_program(), y=0xFFFFFFFD)
-    pio.run(30)
+    pio = _started(portable.quadrature_pio_program())
+    pio.y = 0xFFFFFFFD
     _walk(pio, _seq(0, 5, +1))
     assert pio.read_count() == 2
     _walk(pio, _seq(pio.pins, 4, -1))
@@ -262,34 +279,56 @@ def test_pio_count_wraps_at_32_bits():
     assert portable.wrap_delta(2, 0xFFFFFFFE, 32) == 4
 
 
-def test_pio_requests_at_random_times_lose_no_edge():
-    # edges arrive asynchronously, at least 20 PIO cycles apart (6 MHz edge rate at 125 MHz), while the CPU
-    # asks for the count at random moments: every edge is counted, every answer is the count at that moment
+def test_pio_timer_ticks_every_loop_and_restarts_at_each_edge():
+    # ~X after an edge counts idle loops of PIO_LOOP_CYCLES cycles: the time since the edge to one loop
+    pio = _started(portable.quadrature_pio_program())
+    for gap in (1, 7, 100, 3000):
+        s = _seq(pio.pins, 1, +1)[0]
+        pio.pins = s
+        t_edge = pio.cycles
+        pio.run(24)                 # the edge is sampled and the timer restarted
+        pio.run(gap * portable.PIO_LOOP_CYCLES)
+        x, _ = pio.read_pair()
+        ticks = ~x & M32
+        elapsed = pio.cycles - t_edge
+        # the read's own pushes add a cycle each; the edge's loop is longer than an idle one
+        assert abs(ticks * portable.PIO_LOOP_CYCLES - elapsed) <= 3 * portable.PIO_LOOP_CYCLES, (gap, ticks, elapsed)
+
+
+def test_pio_reads_at_random_times_lose_no_edge_and_time_each():
+    # edges arrive asynchronously, at least 20 PIO cycles apart (6 MHz edge rate at 125 MHz), while the CPU reads
+    # at random moments: every edge is counted, every count is the count at that moment, and the timer says how
+    # long ago the last edge was, within two loops
     random.seed(7)
     rand = random.randrange
-    pio = Pio(portable.quadrature_pio_program())
-    pio.run(30)
+    pio = _started(portable.quadrature_pio_program())
     expected = 0
     state = 0
+    t_edge = 0
     for _ in range(1500):
         direction = 1 if rand(0, 3) else -1
         state = UP[state] if direction > 0 else UP.index(state)
         pio.pins = state
         expected += direction
+        t_edge = pio.cycles
         gap = rand(20, 45)
         if rand(0, 4) == 0:
-            got = _signed32(pio.read_count())
-            # the edge just applied may or may not have been sampled yet when the request was served
+            x, y = pio.read_pair()
+            got = _signed32(y)
+            # the edge just applied may or may not have been sampled yet when the pair was pushed
             assert got in (expected, expected - direction), (got, expected)
+            if got == expected:
+                assert abs((~x & M32) * portable.PIO_LOOP_CYCLES - (pio.cycles - t_edge)) <= 20
         pio.run(gap)
-    assert _signed32(pio.read_count()) == expected
+    assert _signed32(pio.read_count()) == expected and pio.stalled == 0
 
 
 def test_pio_loop_is_short():
-    # the longest path between two samples bounds the edge rate the counter follows; measure it
-    pio = Pio(portable.quadrature_pio_program())
-    pio.run(30)
+    # the longest path between two samples bounds the edge rate the counter follows; an idle loop is exactly
+    # PIO_LOOP_CYCLES long (the timer's tick)
+    pio = _started(portable.quadrature_pio_program())
     longest = 0
+    idle = set()
     last = None
     state = 0
     for k in range(400):
@@ -297,16 +336,27 @@ def test_pio_loop_is_short():
             state = UP[state]
             pio.pins = state
         if k % 5 == 0:
-            pio.tx.append(1)
+            pio.rx = []             # the CPU took the pair: the next loop pushes
         for _ in range(20):
             if pio.pc == portable.PIO_SAMPLE:
                 if last is not None:
                     longest = max(longest, pio.cycles - last)
                 last = pio.cycles
             pio.step()
-        pio.rx = []
-    print("pio_loop longest_cycles_between_samples=%d" % longest)
-    assert 6 <= longest <= 17
+    quiet = _started(portable.quadrature_pio_program())
+    quiet.pop()
+    quiet.pop()
+    quiet.run(3)
+    for _ in range(50):
+        at = None
+        for _ in range(20):
+            if quiet.pc == portable.PIO_SAMPLE:
+                if at is not None:
+                    idle.add(quiet.cycles - at)
+                at = quiet.cycles
+            quiet.step()
+    print("pio_loop longest_cycles_between_samples=%d idle_loop_cycles=%s" % (longest, sorted(idle)))
+    assert idle == {portable.PIO_LOOP_CYCLES} and 8 <= longest <= 13
 
 
 # ---- software decoder (esp32 pin IRQs) ----

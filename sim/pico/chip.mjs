@@ -290,7 +290,10 @@ export class Chip {
 
   /** Run a PIO block up to chip time ns: one step per system clock cycle (the clock divider is 1 here).
    * Exact shortcut: when the block's whole state (registers, FIFO levels, pins, IRQ flags) repeats after p steps
-   * with its inputs unchanged, it is periodic until something outside changes, so whole periods are skipped. */
+   * with its inputs unchanged, it is periodic until something outside changes, so whole periods are skipped. A
+   * scratch register X that only counts down by the same amount every period (the encoder program's edge timer)
+   * is periodic too, up to that drift: the skip adds it, and stops short of X reaching zero, where `jmp x--`
+   * would branch the other way. */
   _catchUp(pio, ns) {
     if (this.pioMode === 'timer') return;
     const target = Math.floor(ns / 8);
@@ -313,21 +316,47 @@ export class Chip {
       if (i >= n) return;
       const snap = pioState(pio);
       let found = 0;
+      let drift = null;
       for (let p = 1; p <= 64 && i < n; p++) {
         this._stepPio(pio);
         i++;
-        if (sameState(pio, snap)) {
+        drift = xDrift(pio, snap);
+        if (drift) {
           found = p;
           break;
         }
       }
-      if (found) {
-        const skip = Math.floor((n - i) / found) * found;
-        i += skip;
-        this.pioSkipped += skip;
-        for (; i < n; i++) this._stepPio(pio);
-        return;
+      if (!found) continue;
+      // one more period with the same drift: X moves linearly, not by chance once
+      const again = pioState(pio);
+      let p = 0;
+      for (; p < found && i < n; p++) {
+        this._stepPio(pio);
+        i++;
       }
+      if (i >= n) return;
+      const drift2 = xDrift(pio, again);
+      if (!drift2 || !sameDrift(drift, drift2)) continue;
+      let periods = Math.floor((n - i) / found);
+      for (let m = 0; m < 4; m++) {
+        const d = drift[m];
+        if (!d) continue;
+        // a countdown by c per period: at most (X - 1) / c periods before it would reach 0
+        const c = (0x100000000 - d) >>> 0;
+        if (c > 0xffff) {
+          periods = 0;                   // not a small countdown: no shortcut
+          break;
+        }
+        periods = Math.min(periods, Math.floor((ms[m].x - 1) / c) - 1);
+      }
+      if (periods <= 0) continue;
+      for (let m = 0; m < 4; m++) {
+        if (drift[m]) ms[m].x = (ms[m].x + periods * (drift[m] - 0x100000000)) >>> 0;
+      }
+      const skip = periods * found;
+      i += skip;
+      this.pioSkipped += skip;
+      if (i >= n) return;
     }
   }
 
@@ -448,19 +477,32 @@ function pioState(pio) {
   return s;
 }
 
-function sameState(pio, snap) {
-  if (snap[0] !== pio.irq || snap[1] !== pio.pinValues || snap[2] !== pio.pinDirections) return false;
+/** The block's state against a snapshot: null when anything but the enabled machines' X differs, else per
+ * machine the change of X (unsigned 32-bit; 0: unchanged; an array of zeros is a plain repeat). */
+function xDrift(pio, snap) {
+  if (snap[0] !== pio.irq || snap[1] !== pio.pinValues || snap[2] !== pio.pinDirections) return null;
+  const drift = [0, 0, 0, 0];
   let k = 3;
+  let idx = 0;
   for (const m of pio.machines) {
-    if (!m.enabled) continue;
-    if (snap[k] !== m.pc || snap[k + 1] !== m.x || snap[k + 2] !== m.y || snap[k + 3] !== m.inputShiftReg ||
+    if (!m.enabled) {
+      idx++;
+      continue;
+    }
+    if (snap[k] !== m.pc || snap[k + 2] !== m.y || snap[k + 3] !== m.inputShiftReg ||
         snap[k + 4] !== m.inputShiftCount || snap[k + 5] !== m.outputShiftReg ||
         snap[k + 6] !== m.outputShiftCount || snap[k + 7] !== m.rxFIFO.itemCount ||
         snap[k + 8] !== m.txFIFO.itemCount || snap[k + 9] !== (m.waiting ? 1 : 0) ||
-        snap[k + 10] !== (m.execValid ? 1 : 0)) return false;
+        snap[k + 10] !== (m.execValid ? 1 : 0)) return null;
+    drift[idx] = (m.x - snap[k + 1]) >>> 0;
     k += 11;
+    idx++;
   }
-  return true;
+  return drift;
+}
+
+function sameDrift(a, b) {
+  return a[0] === b[0] && a[1] === b[1] && a[2] === b[2] && a[3] === b[3];
 }
 
 /** Average level of a PWM-function pin over a PWM period (0..1): compare/(top+1), inverted if so set. */

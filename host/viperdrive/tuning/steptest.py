@@ -36,8 +36,14 @@ def relay_values(amplitude: float) -> dict:
     """The parameters the relay experiment sets (a pure P controller at the highest gain, clamped at +-amplitude)."""
     from viperdrive.shared import params as PARAMS
     kp_max = PARAMS.by_name("kp")[PARAMS.MAX]
+    # vel_edges 0: the relay is a P controller, not a relay with memory, and it keeps oscillating only while the
+    # speed estimate lags like counts per period do; edge-timed speeds are fine enough that it settles at rest
+    # against static friction (the default robot's wheel stopped within 0.3 s). stall_speed 0.05 rad/s: the
+    # oscillation's measured amplitude (~0.46 rad/s on the default robot) is below the default 0.5, and an estimate
+    # that jumps across zero without a period in the linear band read as a saturated wheel "without motion" for
+    # stall_ms; a wheel that really does not turn still faults
     return {"ki": 0.0, "kd": 0.0, "ks": 0.0, "kv": 0.0, "ka": 0.0, "deadband": 0.0, RAMP_PARAM: LIFTED_RAMP,
-            "max_duty": amplitude, "kp": kp_max}
+            "max_duty": amplitude, "kp": kp_max, "vel_edges": 0, "stall_speed": 0.05}
 
 
 def experiment_values_left(board) -> dict:
