@@ -32,7 +32,7 @@ def _fifo_threads(pid: int) -> list[tuple[int, int]]:
         try:
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):     # the thread ended meanwhile
             continue
         # after "pid (comm)": field 3 is fields[0]; rt_priority is field 40, policy field 41
         policy, prio = int(fields[38]), int(fields[37])
@@ -64,8 +64,8 @@ def test_realtime_is_applied_where_permitted_and_said_where_not():
                 return True
             try:
                 seen = _fifo_threads(proc.pid)
-            except FileNotFoundError:       # ended between the poll and the read
-                return True
+            except (FileNotFoundError, ProcessLookupError):     # ended between the poll and the read (ENOENT,
+                return True                                     # or ESRCH while the process is being reaped)
             return bool(seen)
 
         wait_until(fifo_or_ended, 60.0, poll=0.05, what="a real-time thread or the command's end")
