@@ -23,29 +23,18 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from bench_pico import flash, line  # bench/ is this script's folder: the same flash and output lines
 
 from viperdrive.board import Board, wait_for_hello
 from viperdrive.rigs.pico import ImagesMissing, PicoRig, find_images
 from viperdrive.robot.config import RobotConfig
 
 ROOT = Path(__file__).resolve().parent.parent
-VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")
 SPEEDS = (0.3, 1.0, 2.0, 5.0)
-
-
-def line(name: str, **kv) -> None:
-    print(name + " " + " ".join(f"{k}={v}" for k, v in kv.items()), flush=True)
-
-
-def flash(rig: PicoRig, board_cfg: Path) -> None:
-    r = subprocess.run([VIPERDRIVE, "flash", "--board", str(board_cfg), "--port", rig.url, "--mpy"],
-                       capture_output=True, text=True, timeout=1800)
-    if r.returncode != 0:
-        raise SystemExit(f"bench_pico_speed: flash failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
 
 
 def steady(b: Board, rig: PicoRig, speed: float) -> dict:
@@ -103,7 +92,7 @@ def main(argv: list[str]) -> int:
         p = tmp / f"pico_{hz}.json"
         p.write_text(json.dumps(dict(base, control_hz=hz)))
         with PicoRig(flash=tmp / f"{hz}.flash") as rig:
-            flash(rig, p)
+            flash(rig, p, mpy=True)
             wait_for_hello(rig.url, rig.clock)
             for method in ("count", "edge"):
                 with Board(rig.url, config=RobotConfig()) as b:
