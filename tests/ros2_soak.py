@@ -44,7 +44,7 @@ MOVING_W = 3.0                  # wheel rad/s (truth) that counts as driving (0.
 STILL_M = 0.005                 # a quiet window's largest truth displacement (a kept command drives 0.1 m)
 QUIET_BOARD_S = 0.5             # board seconds of the quiet window after a recovery
 HOLD_BOARD_S = (0.3, 1.5)       # how long an outage lasts past its detection (board s; host s for a re-plug)
-DRIVE_BOARD_S = (2.0, 6.0)      # board seconds of driving before each event
+DRIVE_BOARD_S = (2.0, 6.0)      # board seconds of driving before each event (the long soak's; make test's: 1-2 s)
 WAIT_S = 60.0                   # deadline of every wait (host s): a condition that never comes fails the soak
 KINDS = ("cut", "replug", "reset")
 
@@ -78,6 +78,7 @@ class Soak:
     events: int = 20
     seed: int = 1
     namespace: str = "soak"
+    drive_s: tuple[float, float] = DRIVE_BOARD_S    # board s of driving before each event, drawn in this range
     log: object = print
     domain: int = field(default_factory=lambda: random.SystemRandom().randint(120, 220))
     done: list[Event] = field(default_factory=list)
@@ -166,7 +167,7 @@ class Soak:
     def event(self, ev: Event) -> None:
         self.publishing = True
         self.until(self.moving, "driving before the event")
-        self.board_wait(self.rng.uniform(*DRIVE_BOARD_S))
+        self.board_wait(self.rng.uniform(*self.drive_s))
         recoveries = len(self.bridge.recovery.history)
         if ev.quiet:
             self.publishing = False

@@ -41,7 +41,8 @@ VIPERDRIVE = Path(sys.executable).parent / "viperdrive"
 
 
 def test_soak_twenty_events_every_recoverable_one_recovered_the_estop_only_on_clear():
-    soak = Soak(events=20, seed=7, namespace="soak", domain=DOMAIN)
+    # 1-2 board s of driving between events (the long soak drives 2-6 s): the events, not the driving, are the test
+    soak = Soak(events=20, seed=7, namespace="soak", domain=DOMAIN, drive_s=(1.0, 2.0))
     events = soak.run()
     rep = soak.report()
     print("soak:", rep)
@@ -59,7 +60,7 @@ def test_soak_twenty_events_every_recoverable_one_recovered_the_estop_only_on_cl
     # the odometry is continuous across every recovery: never back (one count of jitter at rest is 0.00005 m),
     # no jump (5 cm is 0.25 s of driving between two 50 Hz messages; a pose restarted at the origin is metres)
     assert -0.001 < rep["odom_step_min_m"] and rep["odom_step_max_m"] <= 0.05, rep
-    assert soak.graph.odom[-1][2] > 20 * 0.2      # it drove on after each event: 20 x 2..6 s at 0.2 m/s
+    assert soak.graph.odom[-1][2] > 20 * 0.2 * 0.9     # it drove on after each event: 20 x 1..2 s at 0.2 m/s
 
 
 def _config(**ros2) -> RobotConfig:
