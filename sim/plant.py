@@ -572,26 +572,24 @@ class Plant:
             j = 2.0 * self.edge_jitter
             pos += j * (self.rng.uniform() - 0.5)
             pos_r += j * (self.rng.uniform() - 0.5)
-        fl = math.floor(pos)
-        delta = fl - self.floor_l
-        if delta:
-            lost = self._lost(delta, self.drop_l)
-            self.count_l += delta - lost
-            t = self._edge_t(self.pos_l, pos, self.floor_l, delta, lost, dt)
-            if t is not None:
-                self.edge_t_l = t
-        self.floor_l = fl
+        self.floor_l, self.count_l, t = self._wheel(self.pos_l, pos, self.floor_l, self.count_l, self.drop_l, dt)
+        if t is not None:
+            self.edge_t_l = t
         self.pos_l = pos
-        fr = math.floor(pos_r)
-        delta = fr - self.floor_r
-        if delta:
-            lost = self._lost(delta, self.drop_r)
-            self.count_r += delta - lost
-            t = self._edge_t(self.pos_r, pos_r, self.floor_r, delta, lost, dt)
-            if t is not None:
-                self.edge_t_r = t
-        self.floor_r = fr
+        self.floor_r, self.count_r, t = self._wheel(self.pos_r, pos_r, self.floor_r, self.count_r, self.drop_r, dt)
+        if t is not None:
+            self.edge_t_r = t
         self.pos_r = pos_r
+
+    def _wheel(self, pos0, pos1, floor0, count, rate, dt):
+        """One encoder over a step from disk position pos0 to pos1 (counts) -> (floor, count, the time of its last
+        counted edge or None), as sim/pico/plant.mjs's _wheel."""
+        fl = math.floor(pos1)
+        delta = fl - floor0
+        if not delta:
+            return fl, count, None
+        lost = self._lost(delta, rate)
+        return fl, count + delta - lost, self._edge_t(pos0, pos1, floor0, delta, lost, dt)
 
     def _edge_t(self, pos0, pos1, floor0, delta, lost, dt):
         """When the last counted edge of this step came, plant s: the disk moves linearly through the step, the

@@ -207,12 +207,6 @@ def quadrature_pio_program():
     return prog
 
 
-def pio_ticks_us(loops, cycles_per_us):
-    """Microseconds of `loops` edge-timer ticks at cycles_per_us system clocks per us (slow-path helper; the
-    period does the same in viper)."""
-    return loops * PIO_LOOP_CYCLES // cycles_per_us
-
-
 # ---- duty conversion and H-bridge mapping ----
 # Duty arrives as signed Q15: -32767..32767 = full reverse..full forward. Conversions stay below 2**30 so
 # every intermediate is a small int (no allocation in a hard IRQ on a 32-bit port).

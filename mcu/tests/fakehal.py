@@ -49,7 +49,6 @@ class Board:
         self.counter_bits = counter_bits
         self.counts = [0, 0]            # raw counters the test sets (wrapped to counter_bits on read)
         self.edges = [0, 0]             # ticks_us of each wheel's last counted edge (only when edge=True)
-        self.sampled = None             # ticks_us at which the counts count (None: the clock's now)
         self.duty = [0, 0]
         self.duty_log = None            # a list to append (left, right) duties to, when a test wants them
         self.energized = False
@@ -90,7 +89,7 @@ class Board:
     def _edge_times_us(self, buf):
         buf[0] = self.edges[0]
         buf[1] = self.edges[1]
-        buf[2] = buf[3] = (self.now_us if self.sampled is None else self.sampled) & 0x3FFFFFFF
+        buf[2] = buf[3] = self.now_us & 0x3FFFFFFF     # the counts are the clock's now
 
     def write_duty(self, left, right):
         if not self.energized:
