@@ -32,6 +32,9 @@ LIFTED_RAMP = 5000.0    # rad/s^2: the setpoint jumps to the step within one per
 LIFTED = {RAMP_PARAM: LIFTED_RAMP, "ka": 0.0}
 
 
+KICK_COMMANDS = 5           # the relay experiment's kick: this many host commands at 2 rad/s (50 ms at 100 Hz)
+
+
 def relay_values(amplitude: float) -> dict:
     """The parameters the relay experiment sets (a pure P controller at the highest gain, clamped at +-amplitude)."""
     from viperdrive.shared import params as PARAMS
@@ -293,9 +296,14 @@ def run_relay(board, wheel: str, amplitude: float, duration: float, rate_hz: int
     changes = relay_values(amplitude)
     k = 2 * math.pi / board.counts_per_rev
 
+    sent = [0]
+
     def setpoints(now):
-        # a short kick starts the oscillation; then the setpoint is zero and the relay does the rest
-        kick = 2.0 if now < 0.05 else 0.0
+        # a short kick starts the oscillation; then the setpoint is zero and the relay does the rest. The kick is
+        # the first KICK_COMMANDS commands, not the first 50 ms: a host the machine did not schedule for 50 ms of
+        # board time after the enable sent no kick at all, and a wheel at rest stays at rest (0 cycles, refused)
+        sent[0] += 1
+        kick = 2.0 if sent[0] <= KICK_COMMANDS else 0.0
         return (kick if wheel == "left" else 0.0, kick if wheel == "right" else 0.0)
 
     with TemporaryParams(board, changes, shield=shield, warn=warn):
