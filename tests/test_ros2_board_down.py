@@ -54,7 +54,14 @@ def test_watchdog_reset_board_down_error_diagnostics_odom_continuous_commands_ig
                     if bridge.board_down is not None:
                         break
                 assert bridge.board_down is not None, "the bridge did not notice the board's restart in 8 s"
-                graph.spin(1.0, v=0.3)      # what the bridge does after it noticed: keeps publishing, ignores
+                # what the bridge does after it noticed: keeps publishing the last pose, standing, and ignores the
+                # commands. Spun until the graph has seen enough of both, however slowly a busy machine delivers
+                n_noticed = len(graph.odom)
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and (
+                        bridge.ignored_commands <= 25
+                        or sum(o[3] == 0.0 for o in graph.odom[n_noticed:]) <= 25):
+                    graph.spin(0.1, v=0.3)
                 bridge.stop("test done")
                 runner.join(15)
                 graph.take()

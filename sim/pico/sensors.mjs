@@ -432,15 +432,16 @@ export class Battery {
     this.pin = pin;
     this.divider = divider;
     this.samples = 0;
+    this.sampledVolts = null;       // the terminal volts at the last conversion's sampling instant
   }
 
   terminalVolts() {
     return this.plant.battery_terminal_v;
   }
 
-  /** The ADC's 12-bit code for the pin's voltage (floor(V / 3.3 V * 4096), clamped). */
-  code() {
-    const v = this.terminalVolts() / this.divider;
+  /** The ADC's 12-bit code for the pack's terminal volts (floor(V / divider / 3.3 V * 4096), clamped). */
+  code(volts = this.terminalVolts()) {
+    const v = volts / this.divider;
     const c = Math.floor(v / ADC_VREF * 4096);
     return c < 0 ? 0 : c > 4095 ? 4095 : c;
   }
@@ -452,7 +453,8 @@ export class Battery {
     adc.onADCRead = (ch) => {
       adc.currentChannel = ch;
       this.samples++;
-      adc.channelValues[channel] = this.code();
+      this.sampledVolts = this.terminalVolts();
+      adc.channelValues[channel] = this.code(this.sampledVolts);
       adc.sampleAlarm.schedule(adc.sampleTime * 1000);
     };
   }
@@ -544,7 +546,10 @@ export class Sensors {
   truth() {
     // the plant's truth has the battery's terminal volts and current, the e-stop, the true yaw rate and the bias
     const t = {};
-    if (this.battery) t.battery_adc_code = this.battery.code();
+    if (this.battery) {
+      t.battery_adc_code = this.battery.code();
+      t.battery_adc_sampled_v = this.battery.sampledVolts;
+    }
     if (this.imus.length) {
       const last = this.last;
       t.imu = this.imus.map((d) => ({
