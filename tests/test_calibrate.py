@@ -12,6 +12,7 @@ from viperdrive.tuning.calibrate import (
     SpinRun,
     fit_feedforward,
     relay_autotune,
+    simulate_feedforward,
     umbmark,
     wheel_separation_from_spin,
 )
@@ -121,7 +122,7 @@ def test_umbmark_refuses_too_few_runs_and_inconsistent_clusters():
 KS, KV, KA = 0.08, 0.05, 0.01       # duty, duty/(rad/s), duty/(rad/s^2)
 
 
-def motor(u_of_t, duration, rng, dt=0.0005, sample=0.01, noise=0.02, invert=False):
+def motor(u_of_t, duration, rng, dt=0.0005, sample=0.01, noise=0.02, invert=False, kv=KV):
     """dw/dt = (u - kS sign(w) - kV w) / kA, with stiction at rest; speed sampled every `sample` s with noise."""
     w = 0.0
     ts, us, ws = [], [], []
@@ -134,7 +135,7 @@ def motor(u_of_t, duration, rng, dt=0.0005, sample=0.01, noise=0.02, invert=Fals
                 w = 0.0                                  # static friction holds the wheel
                 continue
             s = math.copysign(1.0, w) if abs(w) > 1e-9 else math.copysign(1.0, u)
-            w += (u - KS * s - KV * w) / KA * dt
+            w += (u - KS * s - kv * w) / KA * dt
         ts.append(t)
         us.append(u)
         ws.append((-w if invert else w) + rng.normal(0, noise))
@@ -160,6 +161,29 @@ def test_feedforward_recovers_gains_from_ramps_and_steps():
     assert fit.ka == pytest.approx(KA, rel=0.05)
     assert fit.r2 > 0.95 and fit.forward > 100 and fit.backward > 100
     assert "kS" in fit.summary()
+
+
+def test_the_model_run_on_the_commands_gives_the_recorded_speed():
+    t, u, w = motor(lambda t: 0.6 if t < 0.5 else (-0.3 if t < 1.0 else 0.05), 1.5, np.random.default_rng(2), noise=0.0)
+    sim = simulate_feedforward(t, u, KS, KV, KA)
+    # motor() records at t[k] the speed after u[k] was applied for one sample, simulate_feedforward gives it at
+    # t[k+1]; the recording integrates in 0.5 ms Euler steps, the simulation steps exactly: within 1 % of the peak
+    assert np.max(np.abs(sim[1:] - w[:-1])) < 0.01 * np.max(np.abs(w))
+    # 0.05 duty is below kS: the simulated wheel stops at zero and stays (the Euler one dithers within 0.01 rad/s)
+    assert sim[-1] == 0.0 and abs(w[-1]) < 0.01
+    fit = fit_feedforward(recordings(np.random.default_rng(0)))
+    assert fit.speed_error < 0.02 and "within" in fit.summary()
+    with pytest.raises(ValueError, match="kV > 0"):
+        simulate_feedforward(t, u, KS, 0.0, KA)
+
+
+def test_a_load_that_changed_is_refused_and_the_simulated_speed_says_by_how_much():
+    rng = np.random.default_rng(3)
+    # forward on the motor, backward with 60 % more viscous load: one kV cannot give both speeds
+    segs = recordings(rng, directions=(1,)) + recordings(rng, directions=(-1,), kv=1.6 * KV)
+    fit = fit_feedforward(segs)
+    assert fit.speed_error > 0.2 and not fit.ok
+    assert any("misses the recorded speed" in p for p in fit.problems), fit.problems
 
 
 def test_feedforward_refuses_bad_data_and_says_why():

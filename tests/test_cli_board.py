@@ -394,18 +394,28 @@ def test_calibrate_wheelbase_guided_with_ground_truth(sim, tmp_path):
 
 
 def test_calibrate_feedforward_identifies_the_simulated_motor(sim):
-    r = run_cli("calibrate", "feedforward", "--port", sim.url, "--ramp-time", "1.0", "--yes", "--no-write", "-q",
-                timeout=60)
+    # on a board that already has a kA live (a previous calibration's, as on the second run): the run lifts it with
+    # the ramp, else every setpoint jump is a one-period impulse of saturated duty that the telemetry rarely records
+    # (R^2 0.47-0.59, and a kA twice the first run's)
+    assert run_cli("params", "set", "ka=0.001", "--port", sim.url).returncode == 0
+    try:
+        r = run_cli("calibrate", "feedforward", "--port", sim.url, "--ramp-time", "1.0", "--yes", "--no-write", "-q",
+                    timeout=60)
+        got = run_cli("params", "get", "ka", "--port", sim.url, "--json")
+        ka_after = json.loads(got.stdout)["params"]["ka"]
+    finally:
+        run_cli("params", "set", "ka=0", "--port", sim.url)
     assert r.returncode == 0, r.stdout + r.stderr
-    fits = re.findall(r"kS = ([\d.]+), kV = ([\d.]+) /\(rad/s\), kA = ([\d.]+) /\(rad/s\^2\); R\^2 = ([\d.]+)",
-                      r.stdout)
-    assert len(fits) == 2
+    assert ka_after == pytest.approx(0.001)                 # --no-write: the live kA came back
+    fits = re.findall(r"kS = ([\d.]+), kV = ([\d.]+) /\(rad/s\), kA = ([\d.]+) /\(rad/s\^2\); R\^2 = ([\d.]+).*"
+                      r"gives the speed within ([\d.]+) % RMS", r.stdout)
+    assert len(fits) == 2, r.stdout
     # sim/robots/default.json: 0.55 m/s at full duty on 32.5 mm wheels = 16.9 rad/s, so kS + kV * 16.9 = 1 duty
-    for ks, kv, ka, r2 in fits:
-        assert float(r2) >= 0.8
+    for ks, kv, ka, r2, speed_error in fits:
+        assert float(r2) >= 0.5 and float(speed_error) <= 12.0
         ks, kv, ka = float(ks), float(kv), float(ka)
         assert ks + kv * 0.55 / 0.0325 == pytest.approx(1.0, abs=0.1)
-        assert 0.05 < ks < 0.3 and ka > 0
+        assert 0.05 < ks < 0.3 and 0 < ka < 0.0015         # 0.0009-0.0012 lifted or not; 0.0018 with kA live
     assert "nothing written" in r.stdout
     assert "feedforward run" not in r.stderr and "Traceback" not in r.stderr     # -q: no progress lines
 

@@ -289,7 +289,11 @@ def _umbmark(args, board, config) -> int:
     return 0
 
 
-MIN_R2 = 0.8
+# R^2 here is of the differentiated speed: with a ~6 ms telemetry interval against the wheel's own 5-20 ms, its
+# noise is as large as the model's signal and it wanders from run to run (0.78-0.88 on the virtual robot, one board,
+# one code). Below 0.5 the acceleration is mostly noise (a motor faster than the telemetry: 0.33). The model's check
+# is the speed it gives when run on the recorded commands (fit_feedforward's max_speed_error): ~5 % RMS there.
+MIN_R2 = 0.5
 SMOOTH = 5     # samples of the moving average before differentiating (~30 ms at 166 Hz)
 
 
@@ -333,7 +337,10 @@ def _feedforward(args, board, config) -> int:
         return 0.0, 0.0
 
     guard = param_guard(board, args)
-    with steptest.TemporaryParams(board, {steptest.RAMP_PARAM: 5000.0}, shield=guard.shield, warn=guard.warn):
+    # the ramp lifted and kA with it (steptest.LIFTED): a live kA (a previous calibration's) turns every setpoint
+    # jump into a one-period impulse of saturated duty that the telemetry, a sample every few periods, rarely
+    # records, and the fit then sees the wheel accelerate without its cause (R^2 0.47-0.59 against 0.85)
+    with steptest.TemporaryParams(board, dict(steptest.LIFTED), shield=guard.shield, warn=guard.warn):
         with bar:       # "done" only when the run got there: an interrupted one says "stopped", then "interrupted"
             records = steptest.run_experiment(board, rate, total, setpoints, progress=bar,
                                               period=steptest.HOST_PERIOD / 2, activate=lambda: activate(board, args))
@@ -344,8 +351,7 @@ def _feedforward(args, board, config) -> int:
         # (dw/dt = a w + b u + c sign w) while taking the quantization noise out of the differentiated speed
         u = _smooth(rec.output[side], SMOOTH)
         w = _smooth(rec.measured[side], SMOOTH)
-        # R^2 here is of the differentiated speed, whose quantization noise stays after smoothing: 0.8 (not the
-        # library's 0.9) still rejects a wrong model, and the gains' standard-error check guards determination
+        # MIN_R2, not the library's 0.9: see there; the simulated speed and the gains' standard errors still apply
         fits[side] = cal.fit_feedforward([(rec.t, u, w)], min_r2=MIN_R2)
         print(f"{side}: {fits[side].summary()}")
     bad = [f"{side}: " + "; ".join(f.problems) for side, f in fits.items() if not f.ok]
