@@ -101,16 +101,25 @@ def line(name: str, **kv) -> None:
     print(name + " " + " ".join(f"{k}={v}" for k, v in kv.items()), flush=True)
 
 
-def main(argv: list[str]) -> int:
-    quick = "--quick" in argv          # only the control-step lines (two flashes)
+def prepare(bench: str, first_line: str) -> tuple[Path, dict] | None:
+    """(a fresh temporary folder, mcu/boards/pico.json) for a bench on the emulated Pico; None without the images,
+    after a `skipped` line under the bench's first line name."""
     try:
         find_images()
     except ImagesMissing as e:
-        print(f"bench_pico: skipped: {e}", file=sys.stderr)
-        line("pico_control_step", skipped="images_missing")
+        print(f"{bench}: skipped: {e}", file=sys.stderr)
+        line(first_line, skipped="images_missing")
+        return None
+    tmp = Path(tempfile.mkdtemp(prefix=bench.replace("_", "-") + "-"))
+    return tmp, json.loads((ROOT / "mcu" / "boards" / "pico.json").read_text())
+
+
+def main(argv: list[str]) -> int:
+    quick = "--quick" in argv          # only the control-step lines (two flashes)
+    ready = prepare("bench_pico", "pico_control_step")
+    if ready is None:
         return 0
-    tmp = Path(tempfile.mkdtemp(prefix="bench-pico-"))
-    base = json.loads((ROOT / "mcu" / "boards" / "pico.json").read_text())
+    tmp, base = ready
     cfgs = {}
     for hz in (500, 1000):
         cfg = dict(base, control_hz=hz)

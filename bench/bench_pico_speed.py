@@ -24,16 +24,13 @@ import json
 import math
 import statistics
 import sys
-import tempfile
-from pathlib import Path
 
-from bench_pico import flash, line  # bench/ is this script's folder: the same flash and output lines
+from bench_pico import flash, line, prepare  # bench/ is this script's folder: the same flash and output lines
 
 from viperdrive.board import Board, wait_for_hello
-from viperdrive.rigs.pico import ImagesMissing, PicoRig, find_images
+from viperdrive.rigs.pico import PicoRig
 from viperdrive.robot.config import RobotConfig
 
-ROOT = Path(__file__).resolve().parent.parent
 SPEEDS = (0.3, 1.0, 2.0, 5.0)
 
 
@@ -79,14 +76,10 @@ def stop(b: Board, rig: PicoRig) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        find_images()
-    except ImagesMissing as e:
-        print(f"bench_pico_speed: skipped: {e}", file=sys.stderr)
-        line("pico_speed", skipped="images_missing")
+    ready = prepare("bench_pico_speed", "pico_speed")
+    if ready is None:
         return 0
-    tmp = Path(tempfile.mkdtemp(prefix="bench-pico-speed-"))
-    base = json.loads((ROOT / "mcu" / "boards" / "pico.json").read_text())
+    tmp, base = ready
     rms: dict = {}
     for hz in (1000, 500):
         p = tmp / f"pico_{hz}.json"
