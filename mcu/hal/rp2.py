@@ -90,14 +90,15 @@ class _PioEncoder:
             sm.get()
         sm.active(1)
 
-    def read(self, view):
+    def read(self, timer, count):
         """The pair queued since the last read, then the pair the program pushes as soon as that one is taken:
-        the timer and the count now, into view (two words). A slow-path read (the period reads the FIFO itself)."""
+        the timer and the count now, into timer and count (one-word views made once: a slice per call would
+        allocate). The period function reads the FIFO itself; this serves read_counts."""
         sm = self.sm
-        sm.get(view[0:1])
-        sm.get(view[1:2])
-        sm.get(view[0:1])
-        sm.get(view[1:2])
+        sm.get(timer)
+        sm.get(count)
+        sm.get(timer)
+        sm.get(count)
 
     def deinit(self):
         self.sm.active(0)
@@ -146,8 +147,7 @@ class Board(portable.MachineBoard):
         # never becomes a heap int
         self._raw = array("i", (0, 0, 0, 0))
         mv = memoryview(self._raw)
-        self._raw_l = mv[0:2]
-        self._raw_r = mv[2:4]
+        self._raw_words = (mv[0:1], mv[1:2], mv[2:3], mv[3:4])
         self._edges = array("i", (0, 0, 0, 0))    # edge_times_us as of the last read_counts
         self._wd = _duty_registers(mode, pins)
         self._wd[_WD_MHZ] = machine.freq() // 1000000 if hasattr(machine, "freq") else 125
@@ -170,8 +170,9 @@ class Board(portable.MachineBoard):
         return code
 
     def read_counts(self, buf):
-        self._enc_l.read(self._raw_l)
-        self._enc_r.read(self._raw_r)
+        w = self._raw_words
+        self._enc_l.read(w[0], w[1])
+        self._enc_r.read(w[2], w[3])
         _pairs(self._raw, buf, self._edges, time.ticks_us(), self._wd[_WD_MHZ])
 
     def edge_times_us(self, buf):

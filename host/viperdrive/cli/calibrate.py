@@ -290,7 +290,7 @@ def _umbmark(args, board, config) -> int:
 
 
 # R^2 here is of the differentiated speed: with a ~6 ms telemetry interval against the wheel's own 5-20 ms, its
-# noise is as large as the model's signal and it wanders from run to run (0.78-0.88 on the virtual robot, one board,
+# noise is as large as the model's signal and it wanders from run to run (0.78-0.89 on the virtual robot, one board,
 # one code). Below 0.5 the acceleration is mostly noise (a motor faster than the telemetry: 0.33). The model's check
 # is the speed it gives when run on the recorded commands (fit_feedforward's max_speed_error): ~5 % RMS there.
 MIN_R2 = 0.5
