@@ -18,6 +18,7 @@ from viperdrive.board import Board
 from viperdrive.robot.config import RobotConfig
 from viperdrive.ros2 import msgs
 from viperdrive.ros2.bridge import Ros2Bridge
+from viperdrive.timebase import wait_until
 
 pytestmark = [pytest.mark.ros2, pytest.mark.slow]
 
@@ -110,18 +111,23 @@ def test_shutdown_over_a_cut_link_says_not_confirmed_disabled(caplog):
         graph = Graph("rcut", DOMAIN)
         try:
             bridge.start()
-            for k in range(100):                        # 1 s of ticks, so the listener is matched
-                bridge._step(time.monotonic(), k)
+            ticks = iter(range(10**6))
+
+            def heard():                                # ticks until the listener has the bridge's diagnostics
+                bridge._step(time.monotonic(), next(ticks))
                 graph.take()
-                time.sleep(0.01)
+                return graph.diag
+            wait_until(heard, 30.0, poll=0.01, what="the bridge's diagnostics at the listener")
             vb.fault("cut_link", on=True)               # nothing reaches the board any more
             bridge.stop("interrupted (Ctrl-C)")
             with caplog.at_level(logging.INFO, logger="viperdrive.ros2"):
                 bridge.shutdown()
-            deadline = time.monotonic() + 3
-            while not graph.statuses("viperdrive /rcut: bridge") and time.monotonic() < deadline:
+
+            def last_said():
                 graph.take()
-                time.sleep(0.02)
+                final = graph.statuses("viperdrive /rcut: bridge")
+                return final[-1][2].startswith("shut down") and final
+            wait_until(last_said, 30.0, poll=0.02, what="the bridge's last diagnostics")
         finally:
             bridge.shutdown()
             graph.close()

@@ -11,14 +11,13 @@ import base64
 import json
 import math
 import os
-import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from ros2_peer import Peer
 from test_ros2_dds import DOMAIN, ddsls, peer_env
 
 from viperdrive.ros2 import msgs, typehash
@@ -106,6 +105,36 @@ def stop_time(rec, eps=0.05):
     return t_stop - rec["stop_sent_at"]
 
 
+def bridge_active(bridge, timeout=30.0):
+    """Until the bridge logged that the board is active (its topics exist then)."""
+    def active():
+        assert bridge.proc.poll() is None, bridge.stderr()
+        return "board active" in bridge.stderr()
+    wait_until(active, timeout, poll=0.05, what="the bridge's 'board active'")
+
+
+def drive_and_stop(namespace, *args, until, what) -> dict:
+    """A peer publishes cmd_vel (args) until until(seen) holds, then stops publishing and listens until the
+    wheels have been at rest in joint_states for 0.2 s (10 messages at 50 Hz) -> its record."""
+    def at_rest(seen):
+        if seen.get("stop_sent_at") is None:
+            return False
+        after = [r for r in seen["joints"] if r[0] >= seen["stop_sent_at"]]
+        return len(after) >= 10 and all(abs(r[4]) < 0.01 and abs(r[5]) < 0.01 for r in after[-10:])
+    with Peer(namespace, *args, env=peer_env()) as p:
+        p.wait(until, what=what)
+        p.stop_publishing()
+        p.wait(at_rest, what="the wheels at rest after the last command")
+        return p.stop()
+
+
+def steady(seen, left, right, rel=0.2, n=20) -> bool:
+    """The last n joint_states (0.4 s at 50 Hz) have both wheels within rel of (left, right) rad/s."""
+    rows = seen["joints"][-n:]
+    return len(rows) == n and all(abs(r[4] - left) <= rel * abs(left) + 0.05 and abs(r[5] - right) <= rel * abs(right)
+                                  + 0.05 for r in rows)
+
+
 @pytest.fixture(scope="module")
 def bridge_a(tmp_path_factory):
     """--stamped auto, namespace robot_t, tf prefix robot_t."""
@@ -117,18 +146,22 @@ def bridge_a(tmp_path_factory):
 
 def test_twist_stamped_drives_the_virtual_board_forward_and_left(bridge_a):
     v, w = 0.2, 0.5
-    rec = peer("--type", "stamped", "--v", str(v), "--w", str(w), "--publish", "2.0", "--listen", "1.5")
-    assert rec["sent"] >= 30, bridge_a.stderr()
-    # joint_states: both wheels forward, the right one faster (w > 0 is CCW: REP-103)
-    left, right = wheel_speeds_at_end(rec)
     want_l = (v - w * SEPARATION / 2) / RADIUS
     want_r = (v + w * SEPARATION / 2) / RADIUS
+
+    def going(seen):
+        odom = seen["odom"]
+        return steady(seen, want_l, want_r) and odom and odom[-1][1] - odom[0][1] > 0.2
+    rec = drive_and_stop("robot_t", "--type", "stamped", "--v", str(v), "--w", str(w), until=going,
+                         what="steady wheel speeds and 0.2 m driven")
+    assert rec["sent"] >= 10, bridge_a.stderr()
+    # joint_states: both wheels forward, the right one faster (w > 0 is CCW: REP-103)
+    left, right = wheel_speeds_at_end(rec)
     assert left == pytest.approx(want_l, rel=0.2) and right == pytest.approx(want_r, rel=0.2), (left, right)
     assert right / left == pytest.approx(want_r / want_l, rel=0.15)
     # odom: the pose advanced forward and turned left, with the prefixed frames and a usable covariance
-    moving = window(rec["odom"], rec["stop_sent_at"] - 2.0, rec["stop_sent_at"] + 1.5)
-    first, last = moving[0], moving[-1]
-    assert last[1] - first[1] > 0.15 and last[2] > first[2] and last[3] - first[3] > 0.3, (first, last)
+    first, last = rec["odom"][0], rec["odom"][-1]
+    assert last[1] - first[1] > 0.2 and last[2] > first[2] and last[3] - first[3] > 0.3, (first, last)
     assert (last[6], last[7]) == ("robot_t/odom", "robot_t/base_link")
     assert last[8] > 0 and last[9] > 0          # pose and twist covariance, x/vx entries
     assert last[4] == pytest.approx(0.0, abs=0.02)          # stopped by the end of listening
@@ -145,8 +178,13 @@ def test_twist_stamped_drives_the_virtual_board_forward_and_left(bridge_a):
 
 
 def test_stale_stamps_are_rejected_with_a_reason(bridge_a):
-    rec = peer("--type", "stamped", "--v", "0.3", "--stale", "1.0", "--publish", "1.0", "--listen", "1.2")
-    assert rec["sent"] >= 15
+    def rejected(seen):
+        cmd = [st for _, sts in seen["diagnostics"] for st in sts if st[1] == "viperdrive /robot_t: cmd_vel"]
+        return cmd and int(cmd[-1][3].get("rejected", 0)) >= 10
+    with Peer("robot_t", "--type", "stamped", "--v", "0.3", "--stale", "1.0", env=peer_env()) as p:
+        p.wait(rejected, what="10 stale commands rejected in the bridge's diagnostics")
+        rec = p.stop()
+    assert rec["sent"] >= 10
     assert all(abs(r[4]) < 0.05 and abs(r[5]) < 0.05 for r in rec["joints"]), "a stale command moved the robot"
     cmd = [st for _, sts in rec["diagnostics"] for st in sts if st[1] == "viperdrive /robot_t: cmd_vel"]
     assert cmd, "no cmd_vel diagnostics"
@@ -196,13 +234,19 @@ def bridge_b(tmp_path_factory):
 
 
 def test_plain_twist_under_auto_turns_in_place_left_wheel_backwards(bridge_b):
-    rec = peer("--type", "twist", "--v", "0", "--w", "1.0", "--publish", "2.0", "--listen", "1.0", namespace="/")
-    left, right = wheel_speeds_at_end(rec)
     want = 1.0 * SEPARATION / 2 / RADIUS
+
+    def turning(seen):
+        odom = seen["odom"]
+        return steady(seen, -want, want, rel=0.25) and odom and math.remainder(odom[-1][3] - odom[0][3],
+                                                                              2 * math.pi) > 0.8
+    rec = drive_and_stop("/", "--type", "twist", "--v", "0", "--w", "1.0", until=turning,
+                         what="a steady turn in place of 0.8 rad")
+    left, right = wheel_speeds_at_end(rec)
     assert left == pytest.approx(-want, rel=0.25) and right == pytest.approx(want, rel=0.25), (left, right)
     odom = rec["odom"]
     turned = math.remainder(odom[-1][3] - odom[0][3], 2 * math.pi)
-    assert turned > 0.8, turned                          # CCW, about 1 rad/s for ~1.5 s after the ramp
+    assert turned > 0.8, turned                          # CCW
     assert abs(odom[-1][1] - odom[0][1]) < 0.05 and abs(odom[-1][2] - odom[0][2]) < 0.05
     assert (odom[-1][6], odom[-1][7]) == ("odom", "base_link")
     assert "reading /cmd_vel as geometry_msgs/msg/Twist (auto" in bridge_b.stderr()
@@ -210,23 +254,21 @@ def test_plain_twist_under_auto_turns_in_place_left_wheel_backwards(bridge_b):
 
 
 def test_ctrl_c_disables_the_board_and_says_so_last(bridge_b):
-    listener = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--type", "none", "--listen", "4",
-                                 "--wait-diagnostics"],
-                                env=peer_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # the listener says when the bridge's diagnostics writer has matched it (a loaded machine takes seconds to
-    # start a Python with cyclonedds); then the last diagnostics of the bridge are delivered to it
-    ready, _, _ = select.select([listener.stderr], [], [], 30)
-    assert ready and listener.stderr.readline().strip() == "diagnostics matched"
-    rc = bridge_b.stop(signal.SIGINT)
-    out, err = listener.communicate(timeout=20)
-    assert rc == 0, bridge_b.stderr()
-    rec = json.loads(out)
+    def ours(seen):
+        """The bridge statuses of THIS bridge (no namespace; /diagnostics is shared with the module's other one)."""
+        return [st for _, sts in seen["diagnostics"] for st in sts if st[1] == "viperdrive: bridge"]
+    # the listener says when the bridge's diagnostics writer has matched it; from then on the bridge's last
+    # diagnostics are delivered to it
+    with Peer("/", "--type", "none", "--wait-diagnostics", env=peer_env()) as p:
+        p.wait(lambda _: "diagnostics matched" in p.stderr(), what="the bridge's diagnostics writer matched")
+        rc = bridge_b.stop(signal.SIGINT)
+        assert rc == 0, bridge_b.stderr()
+        p.wait(lambda s: ours(s) and ours(s)[-1][2].startswith("shut down"), what="the bridge's last diagnostics")
+        rec = p.stop()
     # /diagnostics is shared with the other bridge of this module: the last message of THIS one (no namespace)
-    ours = [sts for _, sts in rec["diagnostics"] if any(st[1].startswith("viperdrive: ") for st in sts)]
-    last = ours[-1]
-    final = [st for st in last if st[1] == "viperdrive: bridge"]
-    assert final and final[0][2].startswith("shut down: interrupted (Ctrl-C)"), last
-    assert final[0][3]["board"] == "disabled, command zero"
+    final = ours(rec)[-1]
+    assert final[2].startswith("shut down: interrupted (Ctrl-C)"), final
+    assert final[3]["board"] == "disabled, command zero"
     assert "board disabled" in bridge_b.stderr()
 
 
@@ -234,23 +276,25 @@ def test_lost_link_with_recover_never_stops_with_exit_code_8_and_a_last_diagnost
     from viperdrive.rigs.virtual import VirtualBoard
     with VirtualBoard() as vb:
         bridge = Bridge(tmp_path, "--namespace", "robot_l", "--recover", "never", port=vb.url)
-        listener = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", "robot_l",
-                                     "--type", "none", "--listen", "8"],
-                                    env=peer_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 15
-        while "board active" not in bridge.stderr() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert "board active" in bridge.stderr(), bridge.stderr()
-        vb.clock.sleep(1.5)
+        listener = Peer("robot_l", "--type", "none", env=peer_env())
+        bridge_active(bridge)
+        # a second of diagnostics at the listener before the board goes away
+        listener.wait(lambda s: len(s["diagnostics"]) >= 2, what="the bridge's diagnostics")
     # the virtual board is gone: persistent loss on the link; the bridge must notice and stop on its own
     try:
         rc = bridge.proc.wait(15)
     except subprocess.TimeoutExpired:
         rc = None
     bridge.stop(signal.SIGKILL)
-    out, _ = listener.communicate(timeout=30)
+
+    def final_error(seen):
+        return [st for _, sts in seen["diagnostics"] for st in sts
+                if st[1] == "viperdrive /robot_l: bridge" and "error" in st[2]]
+    with listener:
+        listener.wait(final_error, what="the bridge's last diagnostics, an error")
+        listener.stop()
     assert rc == 8, bridge.stderr()
-    rec = json.loads(out)
+    rec = listener.seen()
     final = [st for _, sts in rec["diagnostics"] for st in sts if st[1] == "viperdrive /robot_l: bridge"]
     assert final and "error" in final[-1][2] and final[-1][0] == 2, final
     # the board is gone: the last message must not claim it was disabled
@@ -265,28 +309,27 @@ def test_a_latched_board_fault_is_an_error_in_diagnostics_with_its_name(tmp_path
     with VirtualBoard() as vb:
         bridge = Bridge(tmp_path, "--namespace", "robot_f", port=vb.url)
         try:
-            driver = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", "robot_f",
-                                       "--type", "stamped", "--v", "0.2", "--publish", "5", "--listen", "2"],
-                                      env=peer_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            # the bridge reads the peer's cmd_vel (discovery done both ways: a loaded machine takes seconds to
-            # start both Pythons), then the peer gets OK diagnostics for a while before the fault
-            deadline = time.monotonic() + 20
-            while "reading /robot_f/cmd_vel" not in bridge.stderr() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert "reading /robot_f/cmd_vel" in bridge.stderr(), bridge.stderr()
-            vb.clock.sleep(1.5)
-            assert vb.fault("stall", wheel="left", on=True)["ok"]     # the left wheel is held: stall fault
-            out, err = driver.communicate(timeout=30)
+            def board(seen):
+                return [(t, st) for t, sts in seen["diagnostics"] for st in sts
+                        if st[1] == "viperdrive /robot_f: board"]
+
+            def enabled(seen):
+                return [st for _, st in board(seen) if st[0] == 0 and "ENABLED" in st[3]["status"].split()]
+            with Peer("robot_f", "--type", "stamped", "--v", "0.2", env=peer_env()) as driver:
+                # the peer gets OK diagnostics of an enabled board before the fault
+                driver.wait(enabled, what="an enabled board in diagnostics")
+                assert vb.fault("stall", wheel="left", on=True)["ok"]     # the left wheel is held: stall fault
+                driver.wait(lambda s: [st for _, st in board(s) if st[0] == 2 and "FAULT latched" in st[2]],
+                            what="the latched fault in diagnostics")
+                rec = driver.stop()
         finally:
             # the board went down during the run (a latched fault): stopping then exits with EXIT_FAULT
             assert bridge.stop() == 6, bridge.stderr()
-    rec = json.loads(out)
-    board = [(t, st) for t, sts in rec["diagnostics"] for st in sts if st[1] == "viperdrive /robot_f: board"]
-    before = [st for t, st in board if st[0] == 0]
-    after = [st for t, st in board if st[0] == 2]
+    before = [st for t, st in board(rec) if st[0] == 0]
+    after = [st for t, st in board(rec) if st[0] == 2]
     # (SATURATED may be set too while the wheels accelerate)
     assert before and "ENABLED" in before[0][3]["status"].split() and "FAULT" not in before[0][3]["status"]
-    assert after, [st[2] for _, st in board]
+    assert after, [st[2] for _, st in board(rec)]
     assert after[-1][2].startswith("FAULT latched: left wheel") and after[-1][3]["status"] == "FAULT"
     assert "not commanding" in after[-1][2] and "clear the fault" in after[-1][3]["board_down"]
     assert "board FAULT latched: left wheel" in bridge.stderr()
@@ -296,9 +339,7 @@ def test_a_latched_board_fault_is_an_error_in_diagnostics_with_its_name(tmp_path
 @pytest.mark.skipif(os.name != "posix", reason="signals")
 def test_sigterm_is_a_clean_stop_too(tmp_path):
     bridge = Bridge(tmp_path, "--namespace", "robot_s", "--duration", "30")
-    deadline = time.monotonic() + 15
-    while "board active" not in bridge.stderr() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    bridge_active(bridge)
     rc = bridge.stop(signal.SIGTERM)
     assert rc == 0 and "stopped (SIGTERM); board disabled" in bridge.stderr(), bridge.stderr()
 
@@ -310,17 +351,12 @@ def test_killed_bridge_the_board_deadman_stops_the_wheels(tmp_path):
     from viperdrive.rigs.virtual import VirtualBoard
     with VirtualBoard() as vb:
         bridge = Bridge(tmp_path, "--namespace", "robot_k", port=vb.url)
-        driver = subprocess.Popen([sys.executable, str(HERE / "ros2_peer.py"), "--namespace", "robot_k",
-                                   "--type", "stamped", "--v", "0.2", "--publish", "6", "--listen", "0"],
-                                  env=peer_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        driver = Peer("robot_k", "--type", "stamped", "--v", "0.2", env=peer_env())
         try:
-            deadline = time.monotonic() + 15
-            while time.monotonic() < deadline:
+            def going():
                 truth = vb.truth()
-                if truth["w_left"] > 4.0 and truth["w_right"] > 4.0:       # ~0.2 m/s / 0.0325 m = 6.2 rad/s
-                    break
-                time.sleep(0.05)
-            assert truth["w_left"] > 4.0, f"the robot never got going: {truth}\n{bridge.stderr()}"
+                return truth["w_left"] > 4.0 and truth["w_right"] > 4.0       # ~0.2 m/s / 0.0325 m = 6.2 rad/s
+            wait_until(going, 30.0, vb.clock, poll=0.01, what="the robot going at 0.2 m/s")
             # the stop is timed in board time: the moment of the kill on the board's clock, the moment the wheels
             # were at rest on the plant's (the same time: the plant is stepped once per control period)
             killed = vb.clock.now()
@@ -331,8 +367,8 @@ def test_killed_bridge_the_board_deadman_stops_the_wheels(tmp_path):
                 return t if abs(t["w_left"]) < 0.2 and abs(t["w_right"]) < 0.2 else None
             stopped = wait_until(at_rest, 3.0, vb.clock, poll=0.005, what="the wheels at rest")["board_s"] - killed
         finally:
-            driver.kill()
-            driver.wait(10)
+            with driver:
+                pass
             bridge.stop(signal.SIGKILL)
     board_ramp = 6.2 / 30.0                 # the firmware's max_accel default, 30 rad/s^2
     assert stopped is not None and stopped <= DEADMAN_S + board_ramp + 0.15, stopped
