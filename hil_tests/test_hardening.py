@@ -77,6 +77,31 @@ def test_half_dead_encoder_latches_an_encoder_fault(board, need_sim, clock):
     assert board.clear_fault() == code
 
 
+@pytest.mark.parametrize("wheel", ["left", "right", "both"])
+def test_half_dead_encoder_at_a_crawl_latches_within_a_second(board, need_sim, clock, wheel):
+    # 0.09 m/s: below ~0.1 m/s the duty model cannot tell twice the speed from friction (the wheels ran at 2.0x
+    # with no fault). The edge regularity check does: counts lost at random make the counts per period and the
+    # edge intervals jump. Driving steadily first, then half the counts lost; timed in board time from the drop
+    cmd = 0.09 / R
+    board.activate()
+    loop(board, 1.0, cmd, cmd, clock=clock)
+    need_sim.fault("encoder_drop", rate=0.5, wheel=wheel)
+    t0 = clock.now()
+    try:
+        with pytest.raises(BoardDeenergized, match="FAULT latched") as info:
+            loop(board, 3.0, cmd, cmd, clock=clock)
+        t_fault = clock.now() - t0
+        code = board.diag()["fault_code"]
+    finally:
+        need_sim.fault("encoder_drop", rate=0.0)
+    print(f"encoder_drop 0.5 on {wheel} at 0.09 m/s: FAULT {code} ({P.FAULT_NAMES[code]}) {t_fault * 1e3:.0f} ms "
+          f"after the drop")
+    want = {"left": (P.FAULT_ENCODER_LEFT,), "right": (P.FAULT_ENCODER_RIGHT,), "both": ENCODER_FAULTS}[wheel]
+    assert info.value.state.status & P.ST_FAULT and code in want
+    assert t_fault < 1.0
+    assert board.clear_fault() == code
+
+
 def test_normal_driving_ramps_pushes_and_slip_trip_no_fault(board, need_sim, clock):
     # the check must stay quiet through what the default robot normally does: straight at several speeds, the
     # ramp through a reversal, a fast turn, a hand braking a wheel for 0.4 s, and wheel slip (a spin with an

@@ -41,7 +41,7 @@ try:
 except (ImportError, SyntaxError):  # no viper emitter (CircuitPython): controller() returns the float law
     fx = None  # type: ignore[assignment]
 
-from shared.params import rest_periods
+from shared.params import irregular_score, rest_periods
 
 TWO_PI = 6.283185307179586
 SIGN_BIT = -2147483648
@@ -316,6 +316,7 @@ class Controller:
             # edge timing (back) on: the first count from now on starts a new interval, none from before is trusted
             st[fx.W_IDLE] = st[WS + fx.W_IDLE] = 0x3FFFFFFF
         k[fx.K_EDGE] = edges
+        k[fx.K_IRR_N] = irregular_score(values["enc_ms"], self.hz) if edges else 0
         self.values = dict(values)
 
     def enable(self, on):

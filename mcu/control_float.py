@@ -8,7 +8,7 @@
 # integrator to +-4 and its change per period to +-1, a raw speed to +-2**20 counts/s); only the number format
 # differs.
 from hal.portable import wrap_delta  # the firmware's one Python copy of the counter-wrap difference
-from shared.params import DEADMAN_REST_COUNTS, rest_periods
+from shared.params import DEADMAN_REST_COUNTS, IRREGULAR_UP, irregular_score, rest_periods
 
 TWO_PI = 6.283185307179586
 TERM_MAX = 4.0
@@ -77,6 +77,8 @@ class FloatLaw:
         self.stall = [0, 0]
         self.track = [0, 0]
         self.enc = [0, 0]
+        self.irr = [0, 0]
+        self.dprev = [0, 0]
         self.duty = [0.0, 0.0]
 
     def configure(self, v):
@@ -101,6 +103,7 @@ class FloatLaw:
             # encoder plausibility: off with enc_ms 0 or kv 0 (no model); one check per wheel every 2 periods
             "enc_n": 0 if v["enc_ms"] == 0 or not v["kv"] > 0 else max(1, (v["enc_ms"] * self.hz + 1000) // 2000),
             "enc_r": v["enc_ratio"], "enc_0": v["ks"] + v["deadband"], "enc_m": v["enc_margin"],
+            "irr_n": irregular_score(v["enc_ms"], self.hz),
         }
         if self.g is None:
             self.g = g
@@ -233,6 +236,19 @@ class FloatLaw:
                         if 0 < span <= SPAN_MAX and abs(d) < 8192:
                             ep = max(1, span // abs(d))
                             eq = min(1e6 * abs(d) / span, RAW_MAX)
+                            # edge regularity (see fixedstep.step): the counts by 2 + 1/8 of them or more, or an
+                            # interval by more than 7/4, against the last period with counts add IRREGULAR_UP to
+                            # the score, any other period with counts takes 1 off; at irr_n: FAULT_ENCODER
+                            ad = abs(d)
+                            op, pd = self.ep[w], self.dprev[w] if self.idle[w] == 0 else ad
+                            if g["irr_n"] and enabled and op > 0 and self.sp[w] != 0.0:
+                                if (abs(ad - pd) * 8 >= 16 + max(ad, pd) or ep * 4 > op * 7 or op * 4 > ep * 7):
+                                    self.irr[w] += IRREGULAR_UP
+                                    if self.irr[w] >= g["irr_n"] and fault == 0:
+                                        fault = 8 + w
+                                elif self.irr[w] > 0:
+                                    self.irr[w] -= 1
+                            self.dprev[w] = ad
                     self.ep[w] = ep
                     self.eq[w] = eq
                     self.te[w] = edges[w]

@@ -36,6 +36,7 @@ TMASK = const(0x3FFFFFFF)       # ticks_us differences are taken modulo 2**30 (s
 EDGE_Q = const(256000000)       # 10**6 << VQ: an edge interval in us -> Q8 counts/s
 VQ_MAX = const(268435456)       # V_MAX_COUNTS << VQ: the largest Q8 speed
 SPAN_MAX = const(262144)        # the longest edge interval timed, us (2**18: > the idle limit of 1/4 s)
+IRR_UP = const(8)               # edge regularity: shared.params.IRREGULAR_UP (a const here: viper inlines it)
 
 # ---- state array st (array('i', ST_LEN)): per wheel block at WHEEL * WS, then globals ----
 W_PREV = const(0)               # raw encoder counter at the previous period
@@ -61,36 +62,38 @@ W_ENC = const(19)               # encoder plausibility checks failed in a row
 W_TE = const(20)                # edge timing: ticks_us of the last counted edge (edge backends)
 W_EP = const(21)                # edge timing: us per count since the edge before (whole us, >= 1), 0: unknown
 W_EQ = const(22)                # edge timing: the speed those counts took, Q8 counts/s (unsigned, exact to 1/256)
-WS = const(23)                  # per-wheel stride
-G_REQ = const(46)               # request bits from the slow path (REQ_*), cleared by the step when done
-G_ENABLED = const(47)           # 1: outputs energized and the PID runs
-G_FAULT = const(48)             # latched fault code (shared.protocol FAULT_*), 0 = none
-G_STATUS = const(49)            # STATE status byte (shared.protocol ST_*)
-G_AGE = const(50)               # periods since the last valid SET_VEL
-G_CMD_NEW = const(51)           # 1: W_SPN of both wheels hold a new command (written last by the link)
-G_TICKS = const(52)             # periods run (the supervisor's progress mark)
-G_DEADMAN = const(53)           # 1 while the deadman holds the setpoints at zero
-G_TRIPS = const(54)             # deadman trips while enabled
-G_WDT = const(55)               # 1: the board came back from a watchdog reset (ST_WDT_RESET until CLEAR_FAULT)
-G_BANK = const(56)              # active gain bank (0/1)
-G_BANK_REQ = const(57)          # bank the slow path asks for; the step switches at a period boundary
-G_T0 = const(58)                # ticks_us at the start of the last period
-G_PER_MIN = const(59)           # shortest period seen, us
-G_PER_MAX = const(60)           # longest period seen, us
-G_EXEC_MAX = const(61)          # longest step execution, us
-G_EXEC_AVG = const(62)          # average step execution, Q8 us (exponential, 1/128 per period)
-G_OVERRUNS = const(63)          # periods that started later than 1.5 x nominal
-G_NSTAT = const(64)             # periods that contributed to the statistics
-G_TLM_CNT = const(65)           # telemetry decimation counter
-G_TLM_DIV = const(66)           # periods per telemetry record (0: off)
-G_SB = const(67)                # -2**31 again, for log() which gets no k array
-G_XFAULT = const(68)            # a fault the slow path asks the step to latch (FAULT_BATTERY_LOW), 0 = none
-G_ESTOP = const(69)             # 1 while the e-stop input reads open (ST_ESTOP)
-G_XSTATUS = const(70)           # status bits the slow path owns (ST_BATTERY_LOW), ORed into G_STATUS
-G_DMZ = const(71)               # deadman: periods since the ramp brought both setpoints to zero (to K_REST_N)
-G_REST0 = const(72)             # deadman: left position (W_POS) where the wheels must rest after K_REST_N
-G_REST1 = const(73)             # deadman: right position, same
-ST_LEN = const(74)
+W_IRR = const(23)               # edge regularity score: + IRR_UP per interval that jumps, - 1 per one that does not
+W_DPREV = const(24)             # edge regularity: |counts| of the last period with counts
+WS = const(25)                  # per-wheel stride
+G_REQ = const(50)               # request bits from the slow path (REQ_*), cleared by the step when done
+G_ENABLED = const(51)           # 1: outputs energized and the PID runs
+G_FAULT = const(52)             # latched fault code (shared.protocol FAULT_*), 0 = none
+G_STATUS = const(53)            # STATE status byte (shared.protocol ST_*)
+G_AGE = const(54)               # periods since the last valid SET_VEL
+G_CMD_NEW = const(55)           # 1: W_SPN of both wheels hold a new command (written last by the link)
+G_TICKS = const(56)             # periods run (the supervisor's progress mark)
+G_DEADMAN = const(57)           # 1 while the deadman holds the setpoints at zero
+G_TRIPS = const(58)             # deadman trips while enabled
+G_WDT = const(59)               # 1: the board came back from a watchdog reset (ST_WDT_RESET until CLEAR_FAULT)
+G_BANK = const(60)              # active gain bank (0/1)
+G_BANK_REQ = const(61)          # bank the slow path asks for; the step switches at a period boundary
+G_T0 = const(62)                # ticks_us at the start of the last period
+G_PER_MIN = const(63)           # shortest period seen, us
+G_PER_MAX = const(64)           # longest period seen, us
+G_EXEC_MAX = const(65)          # longest step execution, us
+G_EXEC_AVG = const(66)          # average step execution, Q8 us (exponential, 1/128 per period)
+G_OVERRUNS = const(67)          # periods that started later than 1.5 x nominal
+G_NSTAT = const(68)             # periods that contributed to the statistics
+G_TLM_CNT = const(69)           # telemetry decimation counter
+G_TLM_DIV = const(70)           # periods per telemetry record (0: off)
+G_SB = const(71)                # -2**31 again, for log() which gets no k array
+G_XFAULT = const(72)            # a fault the slow path asks the step to latch (FAULT_BATTERY_LOW), 0 = none
+G_ESTOP = const(73)             # 1 while the e-stop input reads open (ST_ESTOP)
+G_XSTATUS = const(74)           # status bits the slow path owns (ST_BATTERY_LOW), ORed into G_STATUS
+G_DMZ = const(75)               # deadman: periods since the ramp brought both setpoints to zero (to K_REST_N)
+G_REST0 = const(76)             # deadman: left position (W_POS) where the wheels must rest after K_REST_N
+G_REST1 = const(77)             # deadman: right position, same
+ST_LEN = const(78)
 
 # request bits (G_REQ)
 REQ_ENABLE = const(1)           # zero commands, PID state, encoder reference and positions; energize
@@ -139,7 +142,8 @@ K_OVR_US = const(94)            # a period longer than this (1.5 x nominal, us) 
 K_ESTOP_M = const(95)           # e-stop: the input bit in IO_IN (0: no e-stop input)
 K_ESTOP_C = const(96)           # e-stop: the bit's value while the stop circuit is closed (K_ESTOP_M or 0)
 K_REST_N = const(97)            # deadman: periods after the ramp reached zero within which the wheels must rest
-K_LEN = const(98)
+K_IRR_N = const(98)             # edge regularity: the score (W_IRR) that latches FAULT_ENCODER; 0: off
+K_LEN = const(99)
 
 # ---- io array (array('i', IO_LEN)) between the Python tick wrapper and the step ----
 IO_T0 = const(0)                # ticks_us at the start of this period
@@ -182,6 +186,7 @@ def requests(st_a, c_a):
             st[b + W_STALL] = 0
             st[b + W_TRACK] = 0
             st[b + W_ENC] = 0
+            st[b + W_IRR] = 0
             st[b + W_DUTY] = 0
             w += 1
         st[G_CMD_NEW] = 0
@@ -408,6 +413,31 @@ def step(st_a, k_a, c_a, e_a, io_a):
                             eq = q * ad + ((EDGE_Q - q * span) * ad) // span
                             if eq > VQ_MAX:
                                 eq = VQ_MAX
+                        # edge regularity, the encoder check's witness where the duty model is blind (below
+                        # ~0.1 m/s): at a steady speed a period's counts differ from the last period's by at most
+                        # one, and consecutive edge intervals agree within the jitter of an edge (the phases of a
+                        # quadrature cycle within ~30 %). Counts lost at random break both: the counts per period
+                        # scatter by ~sqrt(counts), single intervals jump by whole intervals (x2, x3). A jump (the
+                        # counts by 2 + 1/8 of them or more, or the interval by more than 7/4) adds IRR_UP, any other
+                        # period with counts takes 1 off: a slip's or a bump's few jumps fade, lost counts (jumps in
+                        # 1 of 9 periods or more) build the score up to K_IRR_N: FAULT_ENCODER. Only while driven and
+                        # commanded, in the same direction as the last counts; the counts' rule only between two
+                        # periods with counts (idle 0)
+                        n = int(k[K_IRR_N])
+                        op = int(st[b + W_EP])
+                        if n != 0 and enabled != 0 and op > 0 and int(st[b + W_SP]) != 0:
+                            x = int(st[b + W_IRR])
+                            pd = int(st[b + W_DPREV]) if idle == 0 else ad
+                            dd = ad - pd if ad > pd else pd - ad
+                            hi = ad if ad > pd else pd
+                            if dd * 8 >= 16 + hi or (ep > op and ep * 4 > op * 7) or (op > ep and op * 4 > ep * 7):
+                                x += IRR_UP
+                                if x >= n and fault == 0:
+                                    fault = 8 + w   # FAULT_ENCODER_LEFT / RIGHT
+                            elif x > 0:
+                                x -= 1
+                            st[b + W_IRR] = x
+                        st[b + W_DPREV] = ad
                 st[b + W_EP] = ep
                 st[b + W_EQ] = eq
                 st[b + W_TE] = te

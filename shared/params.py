@@ -76,6 +76,16 @@ def rest_periods(hz):
     return max(1, (hz * DEADMAN_REST_MS + 500) // 1000)
 
 
+IRREGULAR_UP = 8                # edge regularity: what an edge interval that jumps adds to the score (-1 otherwise)
+
+
+def irregular_score(enc_ms, hz):
+    """The edge regularity score that latches FAULT_ENCODER (the encoder check's second witness, on backends that
+    time edges): 2 x the periods of enc_ms, so a wheel whose intervals jump in 1 of 9 or fewer never gets there,
+    and one whose intervals jump in 1 of 3 (half the counts lost) does within about enc_ms. 0 (off) with enc_ms 0."""
+    return 0 if enc_ms == 0 else max(4 * IRREGULAR_UP, (2 * enc_ms * hz + 500) // 1000)
+
+
 _BY_ID = {}
 _BY_NAME = {}
 for _p in TABLE:

@@ -583,37 +583,32 @@ class Plant:
 
     def _wheel(self, pos0, pos1, floor0, count, rate, dt):
         """One encoder over a step from disk position pos0 to pos1 (counts) -> (floor, count, the time of its last
-        counted edge or None), as sim/pico/plant.mjs's _wheel."""
+        counted edge or None), as sim/pico/plant.mjs's _wheel. With a drop rate each crossing is lost on its own
+        (one draw per crossing): a marginal sensor misses edges at random, so the counted edges come at irregular
+        intervals, as they would from a real one."""
         fl = math.floor(pos1)
         delta = fl - floor0
         if not delta:
             return fl, count, None
-        lost = self._lost(delta, rate)
-        return fl, count + delta - lost, self._edge_t(pos0, pos1, floor0, delta, lost, dt)
-
-    def _edge_t(self, pos0, pos1, floor0, delta, lost, dt):
-        """When the last counted edge of this step came, plant s: the disk moves linearly through the step, the
-        counted crossings are the first |delta| - |lost| ones (as sim/pico/plant.mjs puts them on the pins); None
-        when every crossing was lost."""
-        n = abs(delta) - abs(lost)
-        if n <= 0:
-            return None
-        b = floor0 + n if delta > 0 else floor0 - n + 1
+        n = abs(delta)
+        last = -1                       # the index of the last counted crossing of this step
+        if rate > 0.0:
+            counted = 0
+            for i in range(n):
+                if self.rng.uniform() >= rate:
+                    counted += 1
+                    last = i
+            self.lost_counts += n - counted
+        else:
+            counted = n
+            last = n - 1
+        if last < 0:
+            return fl, count, None
+        # the last counted crossing: floor0 + 1 + last going up, floor0 - last going down
+        b = floor0 + 1 + last if delta > 0 else floor0 - last
         span = pos1 - pos0
         f = _clamp((b - pos0) / span, 0.0, 1.0) if span != 0.0 else 1.0
-        return self.t + f * dt
-
-    def _lost(self, delta, rate):
-        """How many of delta counts the encoder drops (signed like delta), at that rate."""
-        if rate <= 0.0:
-            return 0
-        n = abs(delta)
-        expect = n * rate
-        lost = int(expect)
-        if self.rng.uniform() < expect - lost:
-            lost += 1
-        self.lost_counts += lost
-        return lost if delta > 0 else -lost
+        return fl, count + (counted if delta > 0 else -counted), self.t + f * dt
 
     def counts(self, buf):
         """The raw counters (left, right) into buf, wrapped to [0, 2**counter_bits)."""

@@ -11,6 +11,7 @@ import boardcfg
 import control
 import control_float
 import fakehal
+import fixedstep
 from shared import params, protocol
 
 _root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
@@ -95,16 +96,21 @@ class Closeness:
             self.held = q[0][1]
 
 
+PERIOD_US = 1000000 // HZ
+
+
 class Viper:
-    def __init__(self, p, vals, close, ms, es):
+    def __init__(self, p, vals, close, ms, es, edge=False):
         cfg = {"control_hz": HZ, "counts_per_rev": p.cpr, "motor_sign": ms, "encoder_sign": es}
-        self.hal = fakehal.Board(cfg, counter_bits=p.counter_bits)
+        self.hal = fakehal.Board(cfg, counter_bits=p.counter_bits, edge=edge)
+        self.edge = edge
         self.c = control.Controller(self.hal, cfg, vals)
         self.c.start()
         self.plant = p
         self.buf = [0, 0]
         self.c.enable(True)
         self.close = close
+        self.irr = 0                    # the largest edge regularity score seen (either wheel)
 
     def period(self, cmd):
         if cmd is not None:
@@ -115,12 +121,17 @@ class Viper:
         p.counts(self.buf)
         self.hal.counts[0] = self.buf[0]
         self.hal.counts[1] = self.buf[1]
+        if self.edge:
+            # the plant's last edges on the hal's clock at the moment the next period reads them
+            p.edge_times(self.hal.edges, (self.hal.now_us + PERIOD_US) & 0x3FFFFFFF)
         self.hal.fire(1)
         f = self.c.fault()
         if not f:
             w = self.c.ticks() & 1          # the wheel this period checked
             d = self.c.wheel(w)
             self.close.check(w, d["setpoint"], d["output"], d["speed"])
+        st = self.c.st
+        self.irr = max(self.irr, st[fixedstep.W_IRR], st[fixedstep.WS + fixedstep.W_IRR])
         return f
 
     def energized(self):
@@ -128,15 +139,19 @@ class Viper:
 
 
 class Float:
-    def __init__(self, p, vals, close, ms, es):
-        self.law = control_float.FloatLaw(HZ, p.cpr, p.counter_bits, ms, es)
+    def __init__(self, p, vals, close, ms, es, edge=False):
+        self.law = control_float.FloatLaw(HZ, p.cpr, p.counter_bits, ms, es, edge=edge)
         self.law.configure(vals)
+        self.edge = edge
+        self.now_us = 1000
+        self.edges = [0, 0, 0, 0]
         self.plant = p
         self.buf = [0, 0]
         p.counts(self.buf)
         self.law.enable([self.buf[0], self.buf[1]])
         self.duty = (0.0, 0.0)
         self.close = close
+        self.irr = 0
 
     def period(self, cmd):
         if cmd is not None:
@@ -146,7 +161,12 @@ class Float:
         p.step(DT, self.duty[0], self.duty[1])
         p.counts(self.buf)
         law = self.law
-        self.duty = law.step([self.buf[0], self.buf[1]])
+        self.now_us = (self.now_us + PERIOD_US) & 0x3FFFFFFF
+        if self.edge:
+            p.edge_times(self.edges, self.now_us)
+            self.edges[2] = self.edges[3] = self.now_us
+        self.duty = law.step([self.buf[0], self.buf[1]], self.edges)
+        self.irr = max(self.irr, law.irr[0], law.irr[1])
         if not law.fault:
             w = law.ticks & 1               # the wheel this period checked
             self.close.check(w, law.sp[w], law.out[w], law.vel[w])
@@ -156,7 +176,7 @@ class Float:
         return self.law.enabled
 
 
-def drive(kind, seconds, cmd, setup=None, events=(), observe=False, wiring="default", **over):
+def drive(kind, seconds, cmd, setup=None, events=(), observe=False, wiring="default", edge=False, **over):
     """Run one scenario: cmd(t) -> (left, right) wheel rad/s; events: (t, fn(plant)). -> (fault, t_fault s,
     peak true/commanded speed ratio of a wheel while it was driven, closeness held over an enc_ms window (None: the
     check never ran a whole window), plant). observe: the law runs with the check off (enc_ms 0) and the closeness
@@ -172,7 +192,7 @@ def drive(kind, seconds, cmd, setup=None, events=(), observe=False, wiring="defa
     close = Closeness(vals, p.cpr)
     if observe:
         vals["enc_ms"] = 0
-    law = kind(p, vals, close, ms, es)
+    law = kind(p, vals, close, ms, es, edge)
     per_rad = p.cpr / (2 * math.pi)
     peak = 0.0
     todo = list(events)
@@ -187,11 +207,13 @@ def drive(kind, seconds, cmd, setup=None, events=(), observe=False, wiring="defa
         f = law.period(c)
         if f:
             p.energized = law.energized()      # what the bridges get from the next period on
+            p.law = law                         # for the figures a test prints (edge regularity score)
             return f, t, peak, law.close.held, p
         # true / commanded speed of each wheel, once the board's ramp has reached the command
         for cw, tw in ((cl, p.w_l), (cr, p.w_r)):
             if abs(cw) > 1.0 and t > abs(cw) / vals["max_accel"]:
                 peak = max(peak, tw / cw)
+    p.law = law
     return 0, None, peak, law.close.held, p
 
 
@@ -265,11 +287,10 @@ NORMAL = (
 
 # what the check catches: (scenario, latest fault s after the command)
 CAUGHT = (
-    (_drop_at(0.5, 0.1), 2.5),
     (_drop_at(0.5, 0.2), 0.7),
     (_drop_at(0.5, 0.3), 0.7),
     (_drop_at(0.5, 0.5), 0.7),
-    (_drop_at(0.4, 0.3), 0.8),
+    (_drop_at(0.4, 0.3), 2.5),
     (_drop_at(0.75, 0.3), 0.7),
     (_drop_at(0.9, 0.3), 0.7),
 )
@@ -277,8 +298,8 @@ CAUGHT = (
 # near the boundary, or past it: a third of the counts lost (1.5x speed) and less, a half-dead encoder at a crawl,
 # a drag twice the one above, a nearly flat pack and that drag together, kS/kV identified on a full pack and driven
 # on an empty one. Whatever the outcome,
-# nothing runs away: no fault but the encoder one, and a wheel that keeps running stays within 1.55x its command
-# or below 0.11 m/s
+# nothing runs away: no fault but the encoder one, and a wheel that keeps running stays within 1.6x its command
+# or below 0.11 m/s (counting only: half the counts lost at 0.1 m/s runs at 2x, test_without_edge_timing_...)
 LIMITS = (
     _drop_at(0.33, 0.3),
     _drop_at(0.25, 0.3),
@@ -365,7 +386,7 @@ def test_what_slips_through_does_not_run_away():
             assert code in (0,) + FAULTS_ENC, (name, kind.__name__, code)
             if code == 0:
                 fast = max(abs(p.w_l), abs(p.w_r)) * R
-                assert peak < 1.55 or fast < 0.11, (name, kind.__name__, peak, fast)
+                assert peak < 1.6 or fast < 0.11, (name, kind.__name__, peak, fast)
                 out.append("%s: no fault, peak %.2fx" % (kind.__name__, peak))
             else:
                 out.append("%s: fault %d after %.3f s" % (kind.__name__, code, t))
@@ -388,29 +409,25 @@ def test_enc_ms_zero_turns_it_off_and_kv_zero_disables_it():
 # sees the speed high enough resets the count (docs/firmware.md, "Encoder plausibility").
 
 PICO_CAUGHT = (
-    (_drop_at(0.5, 0.15), 0.7),
-    (_drop_at(0.5, 0.2), 0.7),
+    (_drop_at(0.5, 0.2), 1.5),
     (_drop_at(0.5, 0.3), 0.7),
     (_drop_at(0.5, 0.5), 0.7),
-    (_drop_at(0.4, 0.3), 0.8),
     (_drop_at(0.75, 0.3), 0.7),
 )
 
 
 def test_pico_wiring_half_dead_encoder_trips_it_on_each_wheel():
-    # hil_tests/test_hardening.py's case on the emulated Pico (0.3 m/s, every second count lost): both laws latch
-    # the fault of the wheel whose encoder fails, mirrored or not, within a few periods of each other
+    # hil_tests/test_hardening.py's case on the emulated Pico (0.3 m/s, every second count lost at random), counting
+    # only: both laws latch the fault of the wheel whose encoder fails, mirrored or not (0.57-1.38 s: the lost
+    # counts' noise decides when a whole enc_ms window of checks fails)
     for wheel, want in (("both", FAULTS_ENC), ("left", (protocol.FAULT_ENCODER_LEFT,)),
                         ("right", (protocol.FAULT_ENCODER_RIGHT,))):
-        times = []
         for kind in (Viper, Float):
             code, t, peak, _, p = drive(kind, 3.0, straight(0.3), _drop(wheel, 0.5), wiring="pico")
             print("pico wiring, %s encoder half dead at 0.3 m/s (%s): fault %d (%s) after %.3f s, peak %.2fx"
                   % (wheel, kind.__name__, code, protocol.FAULT_NAMES.get(code), t or -1, peak))
             assert code in want, (wheel, kind.__name__, code)
-            assert t < 0.7 and not p.energized
-            times.append(t)
-        assert abs(times[0] - times[1]) <= 5 * DT, times
+            assert t < 1.5 and not p.energized
 
 
 def test_pico_wiring_range_of_drops_and_speeds():
@@ -447,4 +464,68 @@ def test_pico_wiring_at_a_crawl_the_coarse_encoder_hides_half_the_counts():
         print("pico wiring, encoder_drop 0.5 at 0.1 m/s (%s): closeness %s, fault %d, runs at %.2fx (%.2f m/s)"
               % (kind.__name__, _fig(close), code, peak, fast))
         assert code in (0,) + FAULTS_ENC
-        assert 0.6 < close < 1.0 and peak < 2.3 and fast < 0.25
+        assert 0.4 < close < 1.0 and peak < 2.3 and fast < 0.25
+
+
+# ---- the second witness: edge regularity, on backends that time edges (sim, esp32, rp2) ----
+
+def _irr_n():
+    return params.irregular_score(params.defaults()["enc_ms"], HZ)
+
+
+def test_edge_regularity_catches_a_half_dead_encoder_at_a_crawl():
+    # below ~0.1 m/s the duty model cannot tell a wheel at twice its speed from friction (the crawl rows above run
+    # at 2x with no fault); counts lost at random make the counts per period and the edge intervals jump. Driving
+    # steadily for 1 s, then half the counts of one wheel or of both lost: both laws latch that wheel's fault within
+    # 1 s of the drop, within a few periods of each other, at 0.03, 0.05 and 0.09 m/s; a quarter lost too
+    for v, rate in ((0.03, 0.5), (0.05, 0.5), (0.09, 0.5), (0.09, 0.25)):
+        for wheel, want in (("both", FAULTS_ENC), ("left", (protocol.FAULT_ENCODER_LEFT,)),
+                            ("right", (protocol.FAULT_ENCODER_RIGHT,))):
+            times = []
+            for kind in (Viper, Float):
+                code, t, peak, _, p = drive(kind, 3.0, straight(v), None, ((1.0, _drop(wheel, rate)),), edge=True)
+                after = -1.0 if t is None else t - 1.0
+                print("edge timing, encoder_drop %.2f on %s at %.2f m/s (%s): fault %d after %.3f s, peak %.2fx"
+                      % (rate, wheel, v, kind.__name__, code, after, peak))
+                assert code in want and 0.0 < after < (1.0 if rate == 0.5 else 2.0), (v, rate, wheel, code, after)
+                assert not p.energized
+                times.append(t)
+            if rate == 0.5:
+                assert abs(times[0] - times[1]) <= 0.25, times
+
+
+def test_without_edge_timing_the_crawl_is_not_caught():
+    # what the second witness adds: the same drop at 0.09 and 0.1 m/s with counting only runs at ~2x, no fault
+    for v in (0.09, 0.1):
+        for kind in (Viper, Float):
+            code, t, peak, _, p = drive(kind, 3.0, straight(v), None, ((1.0, _drop("both", 0.5)),))
+            fast = max(abs(p.w_l), abs(p.w_r)) * R
+            print("counting only, encoder_drop 0.50 on both at %.2f m/s (%s): fault %d, runs at %.3f m/s"
+                  % (v, kind.__name__, code, fast))
+            assert code == 0 and fast > 1.6 * v
+
+
+def test_edge_regularity_no_normal_scenario_trips_it():
+    # every normal scenario with edge timing: no fault, and the regularity score stays below a fifth of the trip
+    n = _irr_n()
+    for name, sec, cmd, setup, ev, over in NORMAL:
+        out = []
+        for kind in (Viper, Float):
+            code, t, peak, close, p = drive(kind, sec, cmd, setup, ev, edge=True, **over)
+            assert code == 0, "%s (%s): fault %d at %.3f s" % (name, kind.__name__, code, t)
+            assert p.law.irr < n // 5, (name, kind.__name__, p.law.irr, n)
+            out.append("%s %d" % (kind.__name__, p.law.irr))
+        print("edge timing, ok: %s: regularity score at most %s of %d" % (name, ", ".join(out), n))
+
+
+def test_edge_regularity_at_a_crawl_without_a_fault():
+    # a steady crawl (0.01-0.05 m/s: 0.6 to 3 counts per period, the edge jitter a tenth of a count) and a slow turn
+    # in place: quiet
+    n = _irr_n()
+    for cmd in (straight(0.01), straight(0.02), straight(0.05), lambda t: (-1.0, 1.0)):
+        for kind in (Viper, Float):
+            code, t, peak, close, p = drive(kind, 3.0, cmd, None, (), edge=True)
+            print("edge timing, a crawl at (%.2f, %.2f) rad/s (%s): fault %d, regularity score at most %d of %d"
+                  % (cmd(0)[0], cmd(0)[1], kind.__name__, code, p.law.irr, n))
+            assert code == 0 and p.law.irr < n // 5, (cmd(0), kind.__name__, code, p.law.irr)
+

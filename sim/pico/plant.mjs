@@ -491,15 +491,19 @@ export class Plant {
   }
 
   _wheel(pos0, pos1, floor0, count, rate) {
+    // as sim/plant.py's _wheel: with a drop rate each crossing is lost on its own (one draw per crossing)
     const fl = Math.floor(pos1);
     const delta = fl - floor0;
     const edges = [];
     if (!delta) return [fl, count, edges];
-    const lost = this._lost(delta, rate);
-    const n = Math.abs(delta) - Math.abs(lost);
+    const n = Math.abs(delta);
     const dir = delta > 0 ? 1 : -1;
     const span = pos1 - pos0;
     for (let i = 0; i < n; i++) {
+      if (rate > 0.0 && !(this.rng.uniform() >= rate)) {
+        this.lost_counts += 1;
+        continue;
+      }
       // the i-th integer boundary crossed: floor0 + 1 + i going up, floor0 - i going down
       const b = dir > 0 ? floor0 + 1 + i : floor0 - i;
       let f = span !== 0 ? (b - pos0) / span : 1.0;
@@ -508,16 +512,6 @@ export class Plant {
       edges.push(f, count);
     }
     return [fl, count, edges];
-  }
-
-  _lost(delta, rate) {
-    if (rate <= 0.0) return 0;
-    const n = Math.abs(delta);
-    const expect = n * rate;
-    let lost = Math.trunc(expect);
-    if (this.rng.uniform() < expect - lost) lost += 1;
-    this.lost_counts += lost;
-    return delta > 0 ? lost : -lost;
   }
 
   stall_torque() {

@@ -713,7 +713,12 @@ class Rig {
     }
     if (kind === 'stall') { const wheel = wheelOf(req); const on = bool(req, 'on'); p.set_stall(wheel, on); return { ok: true, kind, wheel, on }; }
     if (kind === 'lift') { const on = bool(req, 'on'); p.set_lift(on); return { ok: true, kind, on }; }
-    if (kind === 'encoder_drop') { const rate = number(req, 'rate', 0, 1); p.set_encoder_drop(rate); return { ok: true, kind, rate }; }
+    if (kind === 'encoder_drop') {
+      const rate = number(req, 'rate', 0, 1);
+      const wheel = wheelOf(req);
+      p.set_encoder_drop_wheel(wheel, rate);
+      return { ok: true, kind, rate, wheel };
+    }
     if (kind === 'battery') { const volts = number(req, 'volts', 0, 60); p.set_battery(volts); return { ok: true, kind, volts }; }
     if (kind === 'estop') {
       // the operator's stop opens the normally-closed contact (open: true); closing it again is open: false
