@@ -19,7 +19,11 @@ STILL_COUNTS = 1                # the dither a resting quadrature encoder shows 
 BIAS_WINDOW = 32                # still samples averaged into one bias estimate (0.32 s at 100 Hz)
 BIAS_SHIFT = 2                  # after the first window: bias += (window mean - bias) / 4
 BATTERY_SHIFT = 3               # battery low-pass: y += (x - y) / 8 per sample (~80 ms at 100 Hz)
-CATCH_UP_PERIODS = 4            # samples more than this many periods late are not made up for (restart from now)
+# samples later than CATCH_UP_PERIODS periods and CATCH_UP_US are not made up for (the schedule restarts from now):
+# a slow-loop pass on an RP2040 that exchanges SET_VEL/STATE at 100 Hz is now and then ~50 ms late
+# (bench/bench_pico_sensors.py); a stopped firmware is seconds late
+CATCH_UP_PERIODS = 4
+CATCH_UP_US = 100000
 
 
 class Sensors:
@@ -32,7 +36,7 @@ class Sensors:
         icfg = cfg.get("imu")
         self.rate_hz = icfg["rate_hz"] if icfg is not None else 100
         self.period_us = 1000000 // self.rate_hz
-        self.catch_up_us = CATCH_UP_PERIODS * self.period_us
+        self.catch_up_us = max(CATCH_UP_PERIODS * self.period_us, CATCH_UP_US)
         self.imu = None
         self.imu_state = protocol.IMU_NONE
         self.imu_errors = 0

@@ -159,11 +159,12 @@ def test_gyro_z_follows_the_true_yaw_rate_in_a_turn(board, rig):
     seqs = [r.seq for r in recs]
     lost = sum(((b - a) & 0xFFFF) - 1 for a, b in pairwise(seqs))
     span_s = ((recs[-1].board_us - recs[0].board_us) & 0xFFFFFFFF) / 1e6
-    # not asserted: with a SET_VEL/STATE exchange in every slow-loop pass the sensor task falls behind its 10 ms
-    # schedule on the chip and restarts it (measured ~79 Hz of the 100 asked; docs/pico-rig.md, "Sensors")
+    # with a SET_VEL/STATE exchange every 10 ms a slow-loop pass is late now and then (up to ~47 ms of chip time);
+    # the sensor task's absolute deadlines catch up late samples, so over a window at most the few samples still
+    # owed at its end are missing (bench/bench_pico_sensors.py: 100.00 Hz over 60 chip s)
     print(f"turn: {len(recs)} records over {span_s:.3f} board s at 100 Hz asked "
           f"({(len(recs) - 1) / span_s:.1f} Hz), {lost} seq gaps")
-    assert lost == 0
+    assert lost == 0 and len(recs) - 1 >= 100 * span_s - 4, (len(recs), span_s)
     w = sum(truths) / len(truths)
     gz = sum(r.gyro[2] for r in recs) / len(recs)
     yaw = sum(r.yaw_rate for r in recs) / len(recs)

@@ -232,9 +232,10 @@ def test_allow_publisher_takes_the_named_participants_and_refuses_the_others(nod
         got = []
         for _ in range(20):
             w.write(msgs.Twist(linear=msgs.Vector3(0.1, 0.0, 0.0), angular=msgs.Vector3(0.0, 0.0, 0.0)))
-            time.sleep(0.02)                # pacing: a teleop's rate, within the histories' depth of 10
+            time.sleep(0.02)
             got += cmd.poll(time.time() - time.monotonic())
-        # then until every sample is taken, as a command or as a refusal
+        # (the writes paced at a teleop's rate, within the histories' depth of 10) then until every sample is taken,
+        # as a command or as a refusal
         got += poll_until(cmd, lambda g: len(got) + len(g) + cmd.refused >= 20)
         status = cmd.status()
         from viperdrive.ros2.node import delete_entity

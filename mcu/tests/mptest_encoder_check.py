@@ -528,4 +528,3 @@ def test_edge_regularity_at_a_crawl_without_a_fault():
             print("edge timing, a crawl at (%.2f, %.2f) rad/s (%s): fault %d, regularity score at most %d of %d"
                   % (cmd(0)[0], cmd(0)[1], kind.__name__, code, p.law.irr, n))
             assert code == 0 and p.law.irr < n // 5, (cmd(0), kind.__name__, code, p.law.irr)
-
