@@ -415,6 +415,15 @@ class Controller:
         buf[0] = st[W_POS]
         buf[1] = st[WS + W_POS]
 
+    def speeds_into(self, buf):
+        """Both velocity estimates, then both setpoints, Q8 counts/s, into buf (array('i', 4)) without allocating
+        (the sensor task's gyro witness)."""
+        st = self.st
+        buf[0] = st[W_VEL]
+        buf[1] = st[WS + W_VEL]
+        buf[2] = st[fx.W_SP]
+        buf[3] = st[WS + fx.W_SP]
+
     def velocities(self):
         """Board velocity estimates, counts/s (rounded)."""
         r = 1 << (fx.VQ - 1)

@@ -9,6 +9,7 @@
 #
 # sample_imu() (the driver's read, its integer scaling and axis map, the bias estimate) is allocation-free after
 # start (mcu/tests/mptest_imu.py: heap_lock). The heading increment is a float (the odometry is floats anyway).
+import math
 from array import array
 
 import imu as imu_mod
@@ -24,6 +25,11 @@ BATTERY_SHIFT = 3               # battery low-pass: y += (x - y) / 8 per sample 
 # (bench/bench_pico_sensors.py); a stopped firmware is seconds late
 CATCH_UP_PERIODS = 4
 CATCH_UP_US = 100000
+# the encoder check's gyro witness (docs/firmware.md, "Encoder plausibility"): a yaw rate the encoders do not explain,
+# beyond YAW_MARGIN_URAD plus 1/2**YAW_MARGIN_SHIFT of the encoders' own yaw rate, for enc_ms: FAULT_ENCODER
+YAW_MARGIN_URAD = 150000
+YAW_MARGIN_SHIFT = 3
+YAW_MUL_MAX = 4095              # the witness's multiplier stays below 2**12 (|counts/s| clamped: products < 2**30)
 
 
 class Sensors:
@@ -37,6 +43,9 @@ class Sensors:
         self.rate_hz = icfg["rate_hz"] if icfg is not None else 100
         self.period_us = 1000000 // self.rate_hz
         self.catch_up_us = max(CATCH_UP_PERIODS * self.period_us, CATCH_UP_US)
+        self.cpr = cfg["counts_per_rev"]
+        self._spd = array("i", [0, 0, 0, 0])     # the gyro witness: wheel speeds, setpoints (Q8 counts/s)
+        self._yaw_n = 0                 # samples in a row whose yaw rate the encoders did not explain
         self.imu = None
         self.imu_state = protocol.IMU_NONE
         self.imu_errors = 0
@@ -95,6 +104,15 @@ class Sensors:
         self.cutoff_mv = int(values["battery_cutoff_v"] * 1000.0 + 0.5)
         self.battery_us = values["battery_ms"] * 1000
         self.still_us = values["still_ms"] * 1000
+        # the gyro witness: the encoders' yaw rate, urad/s per count/s of right minus left, as m / 2**s
+        k = 2.0 * math.pi * values["wheel_radius"] / (self.cpr * values["wheel_separation"]) * 1e6
+        sh = 0
+        while sh < 20 and k * (1 << (sh + 1)) <= YAW_MUL_MAX:
+            sh += 1
+        self._ym = max(1, int(k * (1 << sh) + 0.5))
+        self._ys = sh
+        self._ylim = (1 << 29) // self._ym      # |right - left| counts/s clamped to this: the product < 2**29
+        self._yaw_need = (values["enc_ms"] * 1000 + self.period_us - 1) // self.period_us if values["enc_ms"] else 0
 
     # ---- the fixed-rate task ----
 
@@ -172,7 +190,44 @@ class Sensors:
             return False
         self.update_bias()
         self.integrate(now)
+        self.check_yaw()
         return True
+
+    def check_yaw(self):
+        """The encoder check's gyro witness (integers, allocation-free): while driven and commanded, a yaw rate the
+        encoders do not explain means a wheel turns faster than its encoder counts (a half-dead encoder on one
+        side: the robot turns while the encoders say straight). The gyro turning more than the encoders say, or
+        the other way, by YAW_MARGIN_URAD + 1/8 of the encoders' yaw rate, for enc_ms: FAULT_ENCODER of the wheel
+        on the side the robot turns away from (CCW beyond the encoders: the right). Turning less than the
+        encoders say is normal (wheel slip, tyre scrub, a robot lifted off the ground) and never counts."""
+        n = self._yaw_need
+        if n == 0 or not self.bias_valid or not self.ctrl.enabled():
+            self._yaw_n = 0
+            return
+        sp = self._spd
+        self.ctrl.speeds_into(sp)
+        if sp[2] == 0 and sp[3] == 0:
+            self._yaw_n = 0
+            return
+        dv = (sp[1] - sp[0]) >> 8               # right - left, counts/s
+        lim = self._ylim
+        if dv > lim:
+            dv = lim
+        elif dv < -lim:
+            dv = -lim
+        e = (dv * self._ym) >> self._ys         # the encoders' yaw rate, urad/s (CCW +)
+        g = self.out[2] - self.bias[2]          # the gyro's, bias removed
+        ae = -e if e < 0 else e
+        ag = -g if g < 0 else g
+        u = ag - ae if e == 0 or (g >= 0) == (e >= 0) else ag
+        if u > YAW_MARGIN_URAD + (ae >> YAW_MARGIN_SHIFT):
+            self._yaw_n += 1
+            if self._yaw_n >= n and self.ctrl.fault() == 0:
+                # latched in the next control period, as the step's own encoder check
+                self.ctrl.latch_fault(protocol.FAULT_ENCODER_RIGHT if g > e else protocol.FAULT_ENCODER_LEFT)
+                self._yaw_n = 0
+        else:
+            self._yaw_n = 0
 
     def update_bias(self):
         """Still detection from the encoder positions and the bias average (integers, allocation-free)."""

@@ -126,3 +126,74 @@ def test_sensors_stream_estop_battery_and_imu_loss_on_the_virtual_board():
         assert b.diag()["fault_code"] == P.FAULT_BATTERY_LOW
         assert b.clear_fault() == P.FAULT_BATTERY_LOW
         assert b.sensors(0) == 0
+
+
+@pytest.mark.parametrize("wheel", ["left", "right"])
+def test_without_edge_timing_the_gyro_catches_one_half_dead_encoder_at_a_crawl(wheel):
+    """Counting only (vel_edges 0, as on a backend that does not time edges), on the default robot with its
+    MPU-6050: half the counts of one wheel lost while driving straight at 0.09 m/s. The robot turns while the
+    encoders say straight; the gyro witness latches that wheel's encoder fault within a second of board time
+    (docs/firmware.md, "Encoder plausibility")."""
+    cmd = 0.09 / 0.0325
+    with VirtualBoard() as vb, Board(vb.url) as b:
+        b.set_param("vel_edges", 0)
+        assert b.sensors(50) == 50
+        _wait(lambda s: s.imu_ok and s.gyro_bias_z is not None, b)      # at rest: the bias is estimated
+        b.activate()
+
+        def drive(seconds):
+            t0 = b.clock.now()
+            k = 0
+            while b.clock.now() - t0 < seconds:
+                b.write(cmd, cmd)
+                k += 1
+                b.clock.sleep(t0 + 0.01 * k - b.clock.now())
+                b.read()
+        drive(1.0)
+        assert vb.fault("encoder_drop", rate=0.5, wheel=wheel)["ok"]
+        t0 = b.clock.now()
+        with pytest.raises(BoardDeenergized, match="FAULT latched"):
+            drive(3.0)
+        t_fault = b.clock.now() - t0
+        code = b.diag()["fault_code"]
+    print(f"counting only, encoder_drop 0.5 on {wheel} at 0.09 m/s: FAULT {code} ({P.FAULT_NAMES[code]}) "
+          f"{t_fault * 1e3:.0f} ms after the drop (the gyro witness)")
+    assert code == (P.FAULT_ENCODER_LEFT if wheel == "left" else P.FAULT_ENCODER_RIGHT)
+    assert t_fault < 1.0
+
+
+def test_normal_driving_with_the_gyro_and_both_witnesses_trips_no_fault():
+    """The default robot (tyre mismatch, a wheelbase 4 % wider than the parameter, turn scrub, an MPU-6050 with a
+    0.3 % scale error): straight at several speeds, a reversal through the ramp, a fast turn, a hand braking a
+    wheel, and a spin with wheel slip (an acceleration far beyond traction, wheels swapped every 0.4 s). The gyro
+    witness and the edge regularity check both run; neither latches a fault."""
+    r = 0.0325
+    with VirtualBoard() as vb, Board(vb.url) as b:
+        assert b.sensors(50) == 50
+        _wait(lambda s: s.imu_ok and s.gyro_bias_z is not None, b)
+        b.activate()
+
+        def drive(seconds, left, right):
+            t0 = b.clock.now()
+            k = 0
+            while b.clock.now() - t0 < seconds:
+                b.write(left, right)
+                k += 1
+                b.clock.sleep(t0 + 0.01 * k - b.clock.now())
+                b.read()
+        for v in (0.03, 0.09, 0.3, 0.5):
+            drive(1.0, v / r, v / r)
+        drive(1.5, -0.5 / r, -0.5 / r)
+        drive(1.0, (0.4 - 3.0 * 0.076) / r, (0.4 + 3.0 * 0.076) / r)
+        drive(1.0, -2.0, 2.0)                                   # a slow turn in place
+        vb.push("left", -0.3, duration=0.4)
+        drive(1.5, 0.2 / r, 0.2 / r)
+        b.set_param("max_accel", 5000.0)
+        slip = vb.truth()["slip_distance"]
+        for k in range(5):
+            s = 1 if k % 2 else -1
+            drive(0.4, 16.0 * s, -16.0 * s)
+        slip = vb.truth()["slip_distance"] - slip
+        d = b.diag()
+    print(f"normal driving on the default robot with its gyro ({slip:.2f} m of slip): fault {d['fault_code']}")
+    assert d["fault_code"] == 0 and slip > 0.1
