@@ -104,6 +104,11 @@ class Sensors:
         self.cutoff_mv = int(values["battery_cutoff_v"] * 1000.0 + 0.5)
         self.battery_us = values["battery_ms"] * 1000
         self.still_us = values["still_ms"] * 1000
+        # the gyro's scale by turn direction (calibrate gyro): floats for the heading, Q16 for the stream
+        self._gs_ccw = values["gyro_scale_ccw"]
+        self._gs_cw = values["gyro_scale_cw"]
+        self._gq_ccw = int(self._gs_ccw * 65536.0 + 0.5)
+        self._gq_cw = int(self._gs_cw * 65536.0 + 0.5)
         # the gyro witness: the encoders' yaw rate, urad/s per count/s of right minus left, as m / 2**s
         k = 2.0 * math.pi * values["wheel_radius"] / (self.cpr * values["wheel_separation"]) * 1e6
         sh = 0
@@ -273,7 +278,8 @@ class Sensors:
         if t0 == 0 or not self.bias_valid:
             return
         dt_us = ticks_diff(now, t0)
-        self.dth += (self.out[2] - self.bias[2]) * 1e-6 * dt_us * 1e-6
+        r = self.out[2] - self.bias[2]
+        self.dth += r * (self._gs_ccw if r > 0 else self._gs_cw) * 1e-6 * dt_us * 1e-6
 
     def take_heading(self):
         """The gyro's heading change since the last call (rad), or None when the odometry must use the encoders
@@ -343,7 +349,13 @@ class Sensors:
                 v = o[3 + i]
                 a[i] = 32767 if v > 32767 else (-32767 if v < -32767 else v)
         self.seq = (self.seq + 1) & 0xFFFF
-        return (self.seq, self.t_sample, o[0] if ok else 0, o[1] if ok else 0, o[2] if ok else 0, a[0], a[1], a[2],
+        gz = 0
+        if ok:
+            # z as the heading integrates it: the bias estimate plus the rate about it times the gyro's scale
+            b = self.bias[2] if self.bias_valid else 0
+            r = o[2] - b
+            gz = b + ((r * (self._gq_ccw if r > 0 else self._gq_cw)) >> 16)
+        return (self.seq, self.t_sample, o[0] if ok else 0, o[1] if ok else 0, gz, a[0], a[1], a[2],
                 self.bias[2] if self.bias_valid else 0, min(self.battery_mv, 0xFFFF), self.flags(), self.imu_state,
                 self.ctrl.status())
 

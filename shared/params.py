@@ -61,6 +61,11 @@ TABLE = (
     # the speed estimate (docs/firmware.md, "The law"): where the backend times encoder edges (rp2's PIO, esp32 with
     # pin IRQs, the virtual board), from the edges' times; 0: counts per period only (the relay experiment uses it)
     (28, "vel_edges", "H", "flag", 0, 1, 1, "wheel speed from the encoder edges' times (1) or counts only (0)"),
+    # the gyro's scale (docs/firmware.md, "Sensors"; `viperdrive calibrate gyro`): the board's heading and the yaw
+    # rate it reports are the gyro's (bias removed) times these, by the direction of the turn. A typical MEMS part
+    # is off by a few tenths of a percent: 1 degree per full turn at 0.3 %
+    (29, "gyro_scale_ccw", "f", "ratio", 0.9, 1.1, 1.0, "gyro: the true turn per turn read, turning CCW"),
+    (30, "gyro_scale_cw", "f", "ratio", 0.9, 1.1, 1.0, "gyro: the true turn per turn read, turning CW"),
 )
 
 # The deadman's stop must end at rest (docs/firmware.md, "Deadman"): DEADMAN_REST_MS after its ramp has brought both

@@ -340,6 +340,7 @@ class Plant:
         self.x = 0.0
         self.y = 0.0
         self.theta = 0.0
+        self.yaw_total = 0.0     # the heading's change since the start, not wrapped (rad)
         self.distance = 0.0
 
     # ---- faults and disturbances ----
@@ -503,6 +504,7 @@ class Plant:
         elif th < -math.pi:
             th += TWO_PI
         self.theta = th
+        self.yaw_total += dth
         self.distance += abs(ds)
         self.a_x = (v - self.v_prev) / dt if dt > 0 else 0.0
         self.v_prev = v
@@ -638,7 +640,8 @@ class Plant:
 
     def truth(self):
         return {
-            "x": self.x, "y": self.y, "theta": self.theta, "w_left": self.w_l, "w_right": self.w_r,
+            "x": self.x, "y": self.y, "theta": self.theta, "yaw_total": self.yaw_total, "w_left": self.w_l,
+            "w_right": self.w_r,
             "t": self.t, "v": self.v, "omega": self.wz, "angle_left": self.angle_l, "angle_right": self.angle_r,
             "distance": self.distance, "slip_left": self.slip_l, "slip_right": self.slip_r,
             "slip_distance": self.slip_distance, "energized": self.energized,

@@ -9,8 +9,10 @@ import pytest
 
 from viperdrive.tuning.calibrate import (
     CalibrationRefused,
+    GyroRun,
     SpinRun,
     fit_feedforward,
+    gyro_scale,
     relay_autotune,
     simulate_feedforward,
     umbmark,
@@ -261,3 +263,45 @@ def test_relay_period_is_not_fooled_by_noise_at_the_middle():
     r = relay_autotune(t, y, relay_amplitude=0.2)
     assert r.ok, r.problems
     assert r.tu == pytest.approx(0.4, rel=0.01) and r.cycles >= 6
+
+
+# ----------------------------------------------------------------------------------------------- gyro scale
+
+def gyro_run(direction, turns, true_scale, bias_deg, scale_used=1.0):
+    """A run that stops when the gyro heading (with scale_used) has read `turns` whole turns: what it read and the
+    real turn. The bare gyro reads real / true_scale plus a residual bias's bias_deg over the run."""
+    read = direction * 2 * math.pi * turns
+    bare = read / scale_used
+    real = (bare - math.radians(bias_deg)) * true_scale
+    return GyroRun(read, scale_used, real)
+
+
+def test_gyro_scale_both_ways_cancels_a_residual_bias():
+    # an MPU-6050 0.3 % fast (the default robot's): the true turn per turn read is 1 / 1.003; a residual bias adds
+    # +0.6 deg to each 3-turn run, turning one direction's estimate up and the other's down
+    s_true = 1 / 1.003
+    runs = [gyro_run(1, 3, s_true, 0.6), gyro_run(-1, 3, s_true, 0.6)]
+    res = gyro_scale(runs).require()
+    assert res.scale == pytest.approx(s_true, abs=1e-9)
+    assert abs(res.ccw - res.cw) > 1e-3                 # each direction alone is off by the bias
+    assert res.error_per_turn_deg(1) == pytest.approx(360 * (1.003 - 1), rel=1e-6)     # 1.08 deg per turn
+    # a second calibration on a calibrated board: the old scale in, the same scale out
+    runs = [gyro_run(1, 3, s_true, -0.4, res.scale), gyro_run(-1, 3, s_true, -0.4, res.scale)]
+    again = gyro_scale(runs, res.scale, res.scale).require()
+    assert again.scale == pytest.approx(s_true, abs=1e-9) and abs(again.error_per_turn_deg(-1)) < 1e-6
+    assert "gyro scale: 0.99701" in res.summary()
+
+
+def test_gyro_scale_refuses_one_direction_short_runs_signs_and_a_wrong_full_scale():
+    s = 1 / 1.003
+    with pytest.raises(CalibrationRefused, match="no valid clockwise run"):
+        gyro_scale([gyro_run(1, 3, s, 0.0)]).require()
+    res = gyro_scale([GyroRun(math.radians(200), 1.0, math.radians(201)), gyro_run(-1, 3, s, 0.0)])
+    assert not res.ok and "less than a full turn" in res.summary()
+    res = gyro_scale([GyroRun(6 * math.pi, 1.0, -6 * math.pi), gyro_run(-1, 3, s, 0.0)])
+    assert "opposite sign" in "; ".join(res.problems)
+    # a gyro at the wrong full-scale (2x): not a scale error to calibrate away
+    res = gyro_scale([gyro_run(1, 3, 0.5, 0.0), gyro_run(-1, 3, 0.5, 0.0)])
+    assert not res.ok and "outside 0.9-1.1" in res.problems[0]
+    res = gyro_scale([GyroRun(float("nan"), 1.0, 6.0), gyro_run(-1, 3, s, 0.0)])
+    assert "no turn read" in res.problems[0]

@@ -393,6 +393,55 @@ def test_calibrate_wheelbase_guided_with_ground_truth(sim, tmp_path):
     run_cli("params", "set", "wheel_separation=0.152", "--port", sim.url, "--save")
 
 
+def _calibrate_gyro(sim, *extra) -> tuple[list[float], str]:
+    """`viperdrive calibrate gyro --turns 3` on the virtual board, the user's answers from ground truth: how far
+    past the mark each run came to rest. -> (per run, ccw then cw: the true turn less the turn the gyro heading read
+    at rest, degrees; the output)."""
+    p = PtyProcess([VIPERDRIVE, "calibrate", "gyro", "--port", sim.url, "--turns", "3", "--rate", "3", *extra],
+                   clock=sim.clock)
+    errors = []
+    try:
+        for run in (1, 2):
+            p.expect(rf"run {run}/2 \(\w+-?\w*\): the robot on its mark; press Enter to start")
+            before = sim.control({"cmd": "truth"})["yaw_total"]
+            p.send("\n")
+            p.expect(rf"run {run}: the gyro heading read")
+            p.expect(r"how many degrees past the mark did it come to rest\? \(negative: short of it\) ",
+                     start=len(p.output) - 200)
+            turned = math.degrees(sim.control({"cmd": "truth"})["yaw_total"] - before)
+            read = float(re.findall(r"the gyro heading read ([+-][\d.]+) deg at rest", p.output)[-1])
+            assert (turned > 0) == (run == 1) and (read > 0) == (run == 1), (turned, read)   # ccw first: +
+            errors.append(abs(turned) - abs(read))
+            p.send(f"{abs(turned) - 3 * 360.0:.3f}\n")
+        if "--no-write" not in extra:
+            p.expect(r"write these values\? \[y/N\] ")
+            p.send("y\n")
+        assert p.wait() == 0, p.output[-3000:]
+    finally:
+        p.close()
+    return errors, p.output
+
+
+def test_calibrate_gyro_against_a_mark_with_ground_truth(sim):
+    """The default robot's MPU-6050 reads ~0.3 % fast (sim/robots/default.json): over 3 turns its heading reads
+    ~3.2 deg more than the robot turned. After the calibration the heading and the truth agree: the mean of both
+    directions (a residual bias moves them apart by the same amount) within 0.3 deg over 3 turns."""
+    run_cli("params", "set", "gyro_scale_ccw=1", "gyro_scale_cw=1", "--port", sim.url)
+    try:
+        before, out = _calibrate_gyro(sim)
+        got = json.loads(run_cli("params", "get", "gyro_scale_ccw", "gyro_scale_cw", "--port", sim.url,
+                                 "--json").stdout)["params"]
+        after, out2 = _calibrate_gyro(sim, "--no-write")
+    finally:
+        run_cli("params", "set", "gyro_scale_ccw=1", "gyro_scale_cw=1", "--port", sim.url, "--save")
+    print(f"3 turns, true turn less the gyro heading's at rest (ccw, cw): before {before[0]:+.2f} {before[1]:+.2f} "
+          f"deg; after calibration {after[0]:+.2f} {after[1]:+.2f} deg; scale {got['gyro_scale_ccw']:.5f}")
+    assert -4.5 < (before[0] + before[1]) / 2 < -2.5
+    assert got["gyro_scale_ccw"] == got["gyro_scale_cw"] == pytest.approx(1 / 1.003, abs=1e-3)
+    assert abs((after[0] + after[1]) / 2) < 0.3 and max(abs(x) for x in after) < 1.5
+    assert "board: parameters set and saved" in out and "nothing written" in out2
+
+
 def test_calibrate_feedforward_identifies_the_simulated_motor(sim):
     # on a board that already has a kA live (a previous calibration's, as on the second run): the run lifts it with
     # the ramp, else every setpoint jump is a one-period impulse of saturated duty that the telemetry rarely records

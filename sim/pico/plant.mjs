@@ -260,6 +260,7 @@ export class Plant {
     this.x = 0.0;
     this.y = 0.0;
     this.theta = 0.0;
+    this.yaw_total = 0.0;   // the heading's change since the start, not wrapped (rad)
     this.distance = 0.0;
   }
 
@@ -406,6 +407,7 @@ export class Plant {
     if (th > Math.PI) th -= TWO_PI;
     else if (th < -Math.PI) th += TWO_PI;
     this.theta = th;
+    this.yaw_total += dth;
     this.distance += Math.abs(ds);
     this.a_x = dt > 0 ? (v - this.v_prev) / dt : 0.0;
     this.v_prev = v;
@@ -520,7 +522,7 @@ export class Plant {
 
   truth() {
     return {
-      x: this.x, y: this.y, theta: this.theta, w_left: this.w_l, w_right: this.w_r,
+      x: this.x, y: this.y, theta: this.theta, yaw_total: this.yaw_total, w_left: this.w_l, w_right: this.w_r,
       t: this.t, v: this.v, omega: this.wz, angle_left: this.angle_l, angle_right: this.angle_r,
       distance: this.distance, slip_left: this.slip_l, slip_right: this.slip_r,
       slip_distance: this.slip_distance, energized: this.energized,

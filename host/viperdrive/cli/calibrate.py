@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""`viperdrive calibrate wheelbase|umbmark|feedforward`: guided calibration runs. The robot drives, the user measures
-what only the outside world knows (the real turn angle, the real end position), viperdrive.tuning.calibrate computes,
-the before/after is shown, and on confirmation the result goes to the board (parameters, saved) and the robot file.
+"""`viperdrive calibrate wheelbase|umbmark|feedforward|gyro`: guided calibration runs. The robot drives, the user
+measures what only the outside world knows (the real turn angle, the real end position), viperdrive.tuning.calibrate
+computes, the before/after is shown, and on confirmation the result goes to the board (parameters, saved) and the
+robot file.
 
 Scripted use: --measured gives the measurements up front, --yes answers the confirmations.
 
@@ -11,6 +12,8 @@ Scripted use: --measured gives the measurements up front, --yes answers the conf
     umbmark      --side m squares clockwise and counter-clockwise, --runs each (Borenstein & Feng); measured: the
                  real end position x,y (m) relative to the start (x along the first leg, y to its left)
     feedforward  wheels off the ground: ramps and steps both ways; kS, kV, kA by least squares (no measuring)
+    gyro         --turns whole turns in place by the board's gyro heading, counter-clockwise then clockwise, from a
+                 mark on the floor; measured: how far past the mark it came to rest, degrees (negative: short)
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import numpy as np
 from ..errors import BadValue, BoardFault, UserError
 from ..motion.scripts import LIMITS, ScriptFollower, Segment
 from ..robot.editing import update_values
+from ..timebase import WaitTimeout, wait_until
 from ..tuning import calibrate as cal
 from ..tuning import steptest
 from .boardopen import activate, explain_fault, fault_message, open_board, param_guard, warn_unsaved
@@ -31,9 +35,12 @@ from .session import DriveSession
 from .signals import stop_signals_as_interrupt
 from .terminal import Progress
 
-HELP = "guided calibration: wheelbase (spin test), umbmark (squares), feedforward (kS, kV, kA)"
+HELP = "guided calibration: wheelbase (spin test), umbmark (squares), feedforward (kS, kV, kA), gyro (scale)"
 RUNS_MAX = 20           # runs per direction
 RUN_MAX_S = 600.0       # one spin run
+GYRO_TURNS_MAX = 20
+GYRO_ODOM_EVERY = 5     # cycles between the gyro run's GET_ODOM reads (20 Hz at 100 Hz)
+GYRO_END_RAD = 0.002    # the gyro run stops commanding once this close to its whole turns
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +68,15 @@ def register(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--max-speed", type=positive(1000.0, "rad/s"), default=None, metavar="RAD_S",
                    help="top of the ramps (default 80 %% of max_rim_speed, in wheel rad/s)")
     p.add_argument("--ramp-time", type=seconds(60.0), default=2.0, metavar="S", help="seconds per ramp (2)")
+    _common(p)
+    p = sub.add_parser("gyro", help="the gyro's scale: whole turns against a mark, both directions")
+    p.add_argument("--turns", type=int_range(1, GYRO_TURNS_MAX), default=3,
+                   help="whole turns per direction (3: a 0.3 %% scale error is 3.2 deg past the mark)")
+    p.add_argument("--rate", type=positive(LIMITS["rate_rad_s"], "rad/s"), default=1.5, metavar="RAD_S",
+                   help="turn rate (1.5 rad/s)")
+    p.add_argument("--measured", metavar="DEG,DEG",
+                   help="degrees past the mark at rest, counter-clockwise run then clockwise run (negative: short "
+                        "of it), instead of prompts")
     _common(p)
 
 
@@ -159,6 +175,8 @@ def run(args) -> int:
             return _wheelbase(args, board, config)
         if args.what == "umbmark":
             return _umbmark(args, board, config)
+        if args.what == "gyro":
+            return _gyro(args, board, config)
         return _feedforward(args, board, config)
 
 
@@ -201,6 +219,8 @@ def _measurements(args) -> list | None:
     """--measured as numbers (wheelbase: degrees per run; umbmark: (x, y) per run); BadValue for anything wrong."""
     if getattr(args, "measured", None) is None or args.what == "feedforward":
         return None
+    if args.what == "gyro":
+        return [_number(x, "--measured") for x in _parse_list(args.measured, 2, "degrees past the mark")]
     n = 2 * args.runs
     if args.what == "wheelbase":
         return [abs(_number(x, "--measured")) for x in _parse_list(args.measured, n, "turns (degrees)")]
@@ -240,6 +260,103 @@ def _wheelbase(args, board, config) -> int:
     print(f"before: wheel separation {b_old:.5f} m   after: {res.new:.5f} m")
     mult = config.wheel_separation_multiplier
     _write(args, board, config, {"wheel_separation": res.new}, {"wheel_separation": res.new / mult})
+    return 0
+
+
+def _gyro_heading(board, clock) -> None:
+    """Until the board's heading comes from its gyro (an IMU answering, its bias estimated while still); a
+    UserError naming the IMU's state otherwise."""
+    try:
+        wait_until(lambda: board.odometry().heading_source == "gyro", 3.0, clock, poll=0.05)
+    except WaitTimeout:
+        imu = board.diag()["imu"]
+        hint = ("the board config has no IMU" if imu == "none" else
+                f"the IMU is '{imu}'" if imu != "ok" else "the robot has not been still for still_ms")
+        raise UserError(f"calibrate gyro: the board's heading does not come from a gyro ({hint})") from None
+
+
+def _gyro_spin(args, s: DriveSession, direction: int, turns: int) -> float:
+    """Turn in place by the board's gyro heading until it has read `turns` whole turns, come to rest, disable.
+    -> the turn the heading read at rest (rad, signed), unwrapped over GET_ODOM reads at 20 Hz."""
+    board = s.board
+    target = 2 * math.pi * turns
+    cfg = s.config
+    alpha = min(3.0, 0.5 * cfg.max_rim_acceleration * 2 / cfg.effective_separation)   # rad/s^2, braking
+    turned = [0.0]
+    last = 0.0
+
+    def read() -> float:
+        nonlocal last
+        th = board.odometry().theta
+        turned[0] += math.remainder(th - last, 2 * math.pi)
+        last = th
+        return abs(turned[0])
+
+    s.start()
+    last = board.odometry().theta       # after the start: activating zeroes the board's odometry
+    bar = Progress(target, f"{'counter-clockwise' if direction > 0 else 'clockwise'} {turns} turn(s)",
+                   quiet=args.quiet, unit="rad")
+    clock = s.clock
+    done = [False]
+
+    def on_cycle(state, k):
+        now = clock.now()
+        s.tick(now)
+        if s.fault_code:
+            raise BoardFault(fault_message(max(s.fault_code, 0), args))
+        if k % GYRO_ODOM_EVERY == 0 and not done[0]:
+            rest = target - read()
+            bar.update(min(target - rest, target))
+            if rest <= GYRO_END_RAD:
+                done[0] = True
+            else:
+                # slowing to the end as the braking allows (never below 0.05 rad/s: the last millirad come)
+                s.command(0.0, direction * max(0.05, min(args.rate, math.sqrt(2 * alpha * rest))), now)
+        if done[0]:
+            s.command(0.0, 0.0, now)
+            vl, vr = state.velocity
+            if abs(s.controller.w) < 1e-6 and abs(vl) < 0.02 and abs(vr) < 0.02:
+                return False
+        return None
+
+    with bar:
+        try:
+            s.loop.run(on_cycle=on_cycle)
+        except BoardFault as e:
+            raise explain_fault(s.board, args, e) from None
+    s.board.deactivate()
+    clock.sleep(0.3)                    # at rest: the last of the heading in
+    read()
+    return turned[0]
+
+
+def _gyro(args, board, config) -> int:
+    measured = args.measured_values
+    clock = board.clock
+    _gyro_heading(board, clock)
+    old = {"gyro_scale_ccw": board.get_param("gyro_scale_ccw"), "gyro_scale_cw": board.get_param("gyro_scale_cw")}
+    print(f"gyro: {args.turns} whole turn(s) in place by the board's gyro heading, counter-clockwise then clockwise. "
+          f"Put a mark on the floor along the robot's heading (a tape line at its nose); after each run tell how many "
+          f"degrees past the mark the robot came to rest (negative: short of it).")
+    s = DriveSession(board, config)
+    runs = []
+    for i, direction in enumerate((1, -1)):
+        name = "counter-clockwise" if direction > 0 else "clockwise"
+        key = "gyro_scale_ccw" if direction > 0 else "gyro_scale_cw"
+        wait_enter(args, f"run {i + 1}/2 ({name}): the robot on its mark")
+        _gyro_heading(board, clock)
+        read = _gyro_spin(args, s, direction, args.turns)
+        print(f"run {i + 1}: the gyro heading read {math.degrees(read):+.2f} deg at rest")
+        past = measured[i] if measured is not None else _ask_number(
+            "  how many degrees past the mark did it come to rest? (negative: short of it) ", "degrees past the mark")
+        real = direction * math.radians(360.0 * args.turns + past)
+        runs.append(cal.GyroRun(read, old[key], real))
+    res = cal.gyro_scale(runs, old["gyro_scale_ccw"], old["gyro_scale_cw"])
+    print(res.summary())
+    if not res.ok:
+        raise cal.CalibrationRefused("gyro calibration refused: " + "; ".join(res.problems) + "; nothing written")
+    note(args, "the board applies it to its heading and to the yaw rate it reports (SENSORS, imu/data_raw)")
+    _write(args, board, config, {"gyro_scale_ccw": res.scale, "gyro_scale_cw": res.scale}, {})
     return 0
 
 

@@ -99,6 +99,80 @@ def wheel_separation_from_spin(separation: float, runs) -> SpinResult:
     return SpinResult(tuple(problems), separation, new, ccw, cw)
 
 
+# ------------------------------------------------------------------------------------------ gyro scale
+
+GYRO_SCALE_RANGE = (0.9, 1.1)      # the board's gyro_scale_ccw / gyro_scale_cw range (shared/params.py)
+
+
+@dataclass(frozen=True)
+class GyroRun:
+    """One run of the gyro calibration: read, the turn the board's gyro heading read (rad, with the scale the run
+    used; negative clockwise); scale, that scale; real, the true turn (rad, same sign): whole turns against a mark
+    plus how far past the mark the robot came to rest."""
+    read: float
+    scale: float
+    real: float
+
+
+@dataclass(frozen=True)
+class GyroScaleResult(_Checked):
+    old_ccw: float = math.nan
+    old_cw: float = math.nan
+    ccw: float = math.nan           # from the counter-clockwise runs alone
+    cw: float = math.nan
+
+    @property
+    def scale(self) -> float:
+        """Both directions' mean: what is written to both parameters. A run's residual gyro bias adds the same
+        angle per second to both directions' readings, so it turns one direction's scale up and the other's down
+        by the same amount; the mean cancels it (runs of equal length, as the calibration drives them)."""
+        return (self.ccw + self.cw) / 2
+
+    def error_per_turn_deg(self, direction: int) -> float:
+        """Degrees a full turn in that direction was read off by, with the old scale."""
+        old = self.old_ccw if direction > 0 else self.old_cw
+        return 360.0 * (old / self.scale - 1.0)
+
+    def summary(self) -> str:
+        head = (f"gyro scale: {self.scale:.5f} (counter-clockwise runs {self.ccw:.5f}, clockwise runs {self.cw:.5f}:"
+                f" their half difference, {abs(self.ccw - self.cw) / 2 * 100:.3f} %, is what the gyro's residual "
+                f"bias put into one run); a full turn was read {self.error_per_turn_deg(1):+.2f} deg off "
+                f"counter-clockwise, {self.error_per_turn_deg(-1):+.2f} deg clockwise")
+        return self._verdict(head)
+
+
+def gyro_scale(runs, old_ccw: float = 1.0, old_cw: float = 1.0) -> GyroScaleResult:
+    """The gyro's scale from runs of whole turns against a mark (GyroRun each), both directions: the true turn per
+    turn read by the bare gyro is real / (read / scale), averaged per direction, then over both (`scale`).
+    Refused: a run shorter than a full turn (the mark's error is too large a share), a sign mismatch, or a scale
+    outside the board's range (a part off by more than 10 % is a wrong full-scale setting, not a scale error)."""
+    runs = [r if isinstance(r, GyroRun) else GyroRun(*r) for r in runs]
+    problems = []
+    est: dict[int, list[float]] = {1: [], -1: []}
+    for i, r in enumerate(runs):
+        if not all(math.isfinite(x) for x in (r.read, r.scale, r.real)) or r.read == 0 or r.scale <= 0:
+            problems.append(f"run {i + 1}: no turn read")
+            continue
+        if (r.read > 0) != (r.real > 0):
+            problems.append(f"run {i + 1}: the real turn has the opposite sign of the one read")
+            continue
+        if abs(r.real) < 2 * math.pi - 0.5:
+            problems.append(f"run {i + 1}: {math.degrees(abs(r.real)):.0f} deg is less than a full turn")
+            continue
+        s = r.real / (r.read / r.scale)
+        if not GYRO_SCALE_RANGE[0] <= s <= GYRO_SCALE_RANGE[1]:
+            problems.append(f"run {i + 1}: a scale of {s:.4f} is outside {GYRO_SCALE_RANGE[0]}-{GYRO_SCALE_RANGE[1]}"
+                            f" (check the gyro's full-scale setting and the degrees given)")
+            continue
+        est[1 if r.read > 0 else -1].append(s)
+    for d, name in ((1, "counter-clockwise"), (-1, "clockwise")):
+        if not est[d]:
+            problems.append(f"no valid {name} run: turn both ways")
+    ccw = float(np.mean(est[1])) if est[1] else math.nan
+    cw = float(np.mean(est[-1])) if est[-1] else math.nan
+    return GyroScaleResult(tuple(problems), old_ccw, old_cw, ccw, cw)
+
+
 # ------------------------------------------------------------------------------------------ UMBmark
 
 @dataclass(frozen=True)
