@@ -10,6 +10,8 @@ change it. Prints one line per rate:
   pico_sensors rate_asked_hz=100 chip_s=60.0 records=... rate_hz=... share=... seq_gaps=...
       interval_median_us=... interval_max_us=... intervals_over_1_5_periods=... exchanges=...
 and the control step's figures since boot (DIAG): pico_sensors_step control_hz=... exec_max_us=... overruns=...
+and what one garbage collection of the slow loop's heap costs on the chip (bench/pico_gc_probe.py, REPL mode):
+  pico_gc collect_us_min=... collect_us_max=... heap_free=... heap_alloc=...
 
     python bench/bench_pico_sensors.py          # ~8 min (one flash of the emulated chip, 2 x 60 chip s)
     python bench/bench_pico_sensors.py --chip-s 10 --hz 1000
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 from itertools import pairwise
 from pathlib import Path
@@ -26,6 +29,7 @@ from pathlib import Path
 from bench_pico import flash, line, prepare  # bench/ is this script's folder: the same flash and output lines
 
 from viperdrive.board import Board, wait_for_hello
+from viperdrive.executables import require
 from viperdrive.rigs.pico import PicoRig
 from viperdrive.robot.config import RobotConfig
 
@@ -89,6 +93,20 @@ def main(argv: list[str]) -> int:
                  share_of_period_max=round(d["exec_max_us"] * cfg["control_hz"] / 1e6, 3), overruns=d["overruns"],
                  note="since_boot")
             b.deactivate()
+    # the same flashed board in REPL mode (the repl pin held at boot): one garbage collection, timed on the chip
+    probe = tmp / "probe.flash"
+    probe.write_bytes((tmp / "sensors.flash").read_bytes())
+    with PicoRig(flash=probe, board=board_file, seed=11, hold_repl_pin=True) as rig:
+        rig.clock.sleep(1.0)
+        r = subprocess.run([require("mpremote"), "connect", rig.url, "run", str(ROOT / "bench" / "pico_gc_probe.py")],
+                           capture_output=True, text=True, timeout=900)
+        got = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines() if ln.split()}
+        if r.returncode != 0 or "gc_us" not in got:
+            print(f"bench_pico_sensors: gc probe failed: {r.stdout[-500:]} {r.stderr[-500:]}", file=sys.stderr)
+        else:
+            us = [int(x) for x in got["gc_us"]]
+            line("pico_gc", collect_us_min=min(us), collect_us_max=max(us), heap_free=got["free"][0],
+                 heap_alloc=got["alloc"][0], note="chip_us_app_built_repl_mode")
     return 0
 
 
