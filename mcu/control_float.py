@@ -534,6 +534,14 @@ class FloatController:
         buf[0] = self.law.pos[0]
         buf[1] = self.law.pos[1]
 
+    def speeds_into(self, buf):
+        """Both velocity estimates, then both setpoints, Q8 counts/s, as Controller.speeds_into."""
+        law = self.law
+        buf[0] = int(law.vel[0] * 256.0)
+        buf[1] = int(law.vel[1] * 256.0)
+        buf[2] = int(law.sp[0] * 256.0)
+        buf[3] = int(law.sp[1] * 256.0)
+
     def velocities(self):
         return int(round(self.law.vel[0])), int(round(self.law.vel[1]))
 

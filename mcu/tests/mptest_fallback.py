@@ -45,6 +45,11 @@ def test_fallback_controller_is_chosen_and_drives():
     pl, pr, vl, vr, st = P.unpack_state(payload)
     assert st & P.ST_ENABLED and pl > 0 and 1900 <= vl <= 2100, (pl, vl, st)
     assert hal.duty[0] > 0
+    # the speeds the sensor task's gyro witness reads, as the viper Controller gives them (Q8 counts/s)
+    buf = [0, 0, 0, 0]
+    a.ctrl.speeds_into(buf)
+    assert abs(buf[0] - (vl << 8)) < 256 and abs(buf[1] - (vr << 8)) < 256, buf
+    assert buf[2] == buf[3] and 0 < buf[2] <= 2000 << 8, buf            # the setpoint on its ramp to 2000
     # deadman: no command for 100 ms -> DEADMAN
     hal.fire(60)
     assert a.ctrl.status() & P.ST_DEADMAN
