@@ -274,27 +274,25 @@ def test_ctrl_c_disables_the_board_and_says_so_last(bridge_b):
 
 def test_lost_link_with_recover_never_stops_with_exit_code_8_and_a_last_diagnostics(tmp_path):
     from viperdrive.rigs.virtual import VirtualBoard
-    with VirtualBoard() as vb:
-        bridge = Bridge(tmp_path, "--namespace", "robot_l", "--recover", "never", port=vb.url)
-        listener = Peer("robot_l", "--type", "none", env=peer_env())
-        bridge_active(bridge)
-        # a second of diagnostics at the listener before the board goes away
-        listener.wait(lambda s: len(s["diagnostics"]) >= 2, what="the bridge's diagnostics")
-    # the virtual board is gone: persistent loss on the link; the bridge must notice and stop on its own
-    try:
-        rc = bridge.proc.wait(15)
-    except subprocess.TimeoutExpired:
-        rc = None
-    bridge.stop(signal.SIGKILL)
 
     def final_error(seen):
         return [st for _, sts in seen["diagnostics"] for st in sts
                 if st[1] == "viperdrive /robot_l: bridge" and "error" in st[2]]
-    with listener:
+    with Peer("robot_l", "--type", "none", env=peer_env()) as listener:
+        with VirtualBoard() as vb:
+            bridge = Bridge(tmp_path, "--namespace", "robot_l", "--recover", "never", port=vb.url)
+            bridge_active(bridge)
+            # two diagnostics messages at the listener before the board goes away
+            listener.wait(lambda s: len(s["diagnostics"]) >= 2, what="the bridge's diagnostics")
+        # the virtual board is gone: persistent loss on the link; the bridge must notice and stop on its own
+        try:
+            rc = bridge.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            rc = None
+        bridge.stop(signal.SIGKILL)
+        assert rc == 8, bridge.stderr()
         listener.wait(final_error, what="the bridge's last diagnostics, an error")
-        listener.stop()
-    assert rc == 8, bridge.stderr()
-    rec = listener.seen()
+        rec = listener.stop()
     final = [st for _, sts in rec["diagnostics"] for st in sts if st[1] == "viperdrive /robot_l: bridge"]
     assert final and "error" in final[-1][2] and final[-1][0] == 2, final
     # the board is gone: the last message must not claim it was disabled
