@@ -128,6 +128,17 @@ def test_sensors_stream_estop_battery_and_imu_loss_on_the_virtual_board():
         assert b.sensors(0) == 0
 
 
+def _drive(b: Board, seconds: float, left: float, right: float) -> None:
+    """One SET_VEL/STATE exchange per 10 ms of board time, for `seconds` of it (a 100 Hz host loop)."""
+    t0 = b.clock.now()
+    k = 0
+    while b.clock.now() - t0 < seconds:
+        b.write(left, right)
+        k += 1
+        b.clock.sleep(t0 + 0.01 * k - b.clock.now())
+        b.read()
+
+
 @pytest.mark.parametrize("wheel", ["left", "right"])
 def test_without_edge_timing_the_gyro_catches_one_half_dead_encoder_at_a_crawl(wheel):
     """Counting only (vel_edges 0, as on a backend that does not time edges), on the default robot with its
@@ -141,19 +152,11 @@ def test_without_edge_timing_the_gyro_catches_one_half_dead_encoder_at_a_crawl(w
         _wait(lambda s: s.imu_ok and s.gyro_bias_z is not None, b)      # at rest: the bias is estimated
         b.activate()
 
-        def drive(seconds):
-            t0 = b.clock.now()
-            k = 0
-            while b.clock.now() - t0 < seconds:
-                b.write(cmd, cmd)
-                k += 1
-                b.clock.sleep(t0 + 0.01 * k - b.clock.now())
-                b.read()
-        drive(1.0)
+        _drive(b, 1.0, cmd, cmd)
         assert vb.fault("encoder_drop", rate=0.5, wheel=wheel)["ok"]
         t0 = b.clock.now()
         with pytest.raises(BoardDeenergized, match="FAULT latched"):
-            drive(3.0)
+            _drive(b, 3.0, cmd, cmd)
         t_fault = b.clock.now() - t0
         code = b.diag()["fault_code"]
     print(f"counting only, encoder_drop 0.5 on {wheel} at 0.09 m/s: FAULT {code} ({P.FAULT_NAMES[code]}) "
@@ -173,26 +176,18 @@ def test_normal_driving_with_the_gyro_and_both_witnesses_trips_no_fault():
         _wait(lambda s: s.imu_ok and s.gyro_bias_z is not None, b)
         b.activate()
 
-        def drive(seconds, left, right):
-            t0 = b.clock.now()
-            k = 0
-            while b.clock.now() - t0 < seconds:
-                b.write(left, right)
-                k += 1
-                b.clock.sleep(t0 + 0.01 * k - b.clock.now())
-                b.read()
         for v in (0.03, 0.09, 0.3, 0.5):
-            drive(1.0, v / r, v / r)
-        drive(1.5, -0.5 / r, -0.5 / r)
-        drive(1.0, (0.4 - 3.0 * 0.076) / r, (0.4 + 3.0 * 0.076) / r)
-        drive(1.0, -2.0, 2.0)                                   # a slow turn in place
+            _drive(b, 1.0, v / r, v / r)
+        _drive(b, 1.5, -0.5 / r, -0.5 / r)
+        _drive(b, 1.0, (0.4 - 3.0 * 0.076) / r, (0.4 + 3.0 * 0.076) / r)
+        _drive(b, 1.0, -2.0, 2.0)                                   # a slow turn in place
         vb.push("left", -0.3, duration=0.4)
-        drive(1.5, 0.2 / r, 0.2 / r)
+        _drive(b, 1.5, 0.2 / r, 0.2 / r)
         b.set_param("max_accel", 5000.0)
         slip = vb.truth()["slip_distance"]
         for k in range(5):
             s = 1 if k % 2 else -1
-            drive(0.4, 16.0 * s, -16.0 * s)
+            _drive(b, 0.4, 16.0 * s, -16.0 * s)
         slip = vb.truth()["slip_distance"] - slip
         d = b.diag()
     print(f"normal driving on the default robot with its gyro ({slip:.2f} m of slip): fault {d['fault_code']}")

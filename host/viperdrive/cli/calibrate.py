@@ -154,14 +154,19 @@ def drive(args, s: DriveSession, segments: list[Segment], label: str) -> ScriptF
             return not (abs(vl) < 0.05 and abs(vr) < 0.05)
         return None
 
-    # the bar says "done" only when the run got there ("stopped" on Ctrl-C, an error, a lost link)
+    _run(args, s, bar, on_cycle)
+    return follower
+
+
+def _run(args, s: DriveSession, bar: Progress, on_cycle) -> None:
+    """The session's loop with on_cycle under the bar, then the board disabled. The bar says "done" only when the
+    run got there ("stopped" on Ctrl-C, an error, a lost link); a fault is explained."""
     with bar:
         try:
             s.loop.run(on_cycle=on_cycle)
         except BoardFault as e:
             raise explain_fault(s.board, args, e) from None
     s.board.deactivate()
-    return follower
 
 
 # ------------------------------------------------------------------------------------------ the calibrations
@@ -319,12 +324,7 @@ def _gyro_spin(args, s: DriveSession, direction: int, turns: int) -> float:
                 return False
         return None
 
-    with bar:
-        try:
-            s.loop.run(on_cycle=on_cycle)
-        except BoardFault as e:
-            raise explain_fault(s.board, args, e) from None
-    s.board.deactivate()
+    _run(args, s, bar, on_cycle)
     clock.sleep(0.3)                    # at rest: the last of the heading in
     read()
     return turned[0]
