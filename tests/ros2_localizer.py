@@ -117,8 +117,11 @@ def main(argv=None) -> int:
                                                            angular=msgs.Vector3(0.0, 0.0, w))))
             next_cmd += 0.05
         if now >= next_imu or now >= next_pose:
-            truth = control({"cmd": "truth"})
+            # stamped when asked: the board answers as it reads the request (its time stops while it is not
+            # scheduled, and the robot with it), and this process may be descheduled between the reply and a later
+            # clock reading; the bridge stamps odometry the same way (Link.sampled_at)
             stamp = time.time()
+            truth = control({"cmd": "truth"})
             out["truth"].append([stamp, truth["x"], truth["y"], truth["theta"]])
             if now >= next_imu:
                 gc = [0.0] * 9

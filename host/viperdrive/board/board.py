@@ -132,6 +132,7 @@ class Board:
         self._last_reopen = 0.0
         self._active_since = 0.0            # host time of the last activate()
         self._asked = False                 # write() was called since the last read()
+        self._sent = 0.0                    # host time the last SET_VEL went out (its reply's sample time)
         self._undelivered = False           # a state from activate()/reconnect() not yet returned by read()
         self._ramp: tuple[float, float, float] | None = None    # the board's max_wheel_speed (rad/s), max_accel
         #                                                           (rad/s^2), deadman_ms (s): the braking bound
@@ -227,6 +228,7 @@ class Board:
         return state
 
     def _exchange_zero(self, tolerate_nack: bool = False) -> BoardState | None:
+        sent = time.monotonic()
         try:
             payload = self._io.request(P.pack_set_vel(0, 0), P.STATE)
         except NackError:
@@ -234,7 +236,7 @@ class Board:
                 return None
             raise
         self._pending = None
-        state = self._accept_state(payload, time.monotonic(), check=False)
+        state = self._accept_state(payload, self._io.sampled_at(sent, time.monotonic()), check=False)
         self._undelivered = True    # the next read() returns it as this cycle's fresh state
         return state
 
@@ -286,7 +288,7 @@ class Board:
                     # the reply was not there < 1 ms ago: now - sent is its round trip to within 1 ms (a reply
                     # that waited since the last cycle only bounds it from above and is not recorded)
                     link.record_rtt(now - self._pending[0])
-                return latest, now
+                return latest, (now if latest is None else link.sampled_at(self._sent, now))
             last_empty = now
             link.wait_readable(min(link.clock.host_seconds(self._pending[1] - board_now), 0.002))
 
@@ -437,18 +439,19 @@ class Board:
                 if cmd == P.STATE:
                     # a late reply: the values are newer than what read() held, and the link is alive, so the
                     # run of misses ends here (a late frame is not a lost one; only persistent loss is an error)
-                    self._accept_state(payload, time.monotonic())
+                    self._accept_state(payload, link.sampled_at(self._sent, time.monotonic()))
                     self.late_replies += 1
                     self.misses = 0
                 else:
                     self._other_frame(cmd, payload)
             link.send(frame)
+            self._sent = time.monotonic()
         except LinkLost:
             return
         # the reply is due within 80 % of the loop's period of the board's time (the miss budget counts board
         # time: a board the machine does not run misses nothing); the per-command timeout caps it at slow baud
         wait = min(link.timeout_for(len(frame), P.STATE), 0.8 * self.config.period)
-        self._pending = (time.monotonic(), link.clock.now() + wait)
+        self._pending = (self._sent, link.clock.now() + wait)
 
     def deactivate(self) -> None:
         """Stop braked, then disable: command zero and let the board's acceleration ramp bring the wheels to rest

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import math
 import os
 import select
 import socket
@@ -98,6 +99,7 @@ class Link:
         self._inbox: collections.deque = collections.deque()
         self._inbox_size = inbox_size
         self._rtts: collections.deque = collections.deque(maxlen=2000)
+        self.rtt_min = math.inf             # s: the shortest round trip seen, the line's own latency and no waiting
         self._clock: list[tuple[float, float]] = []    # (host s, board s unwrapped) per sync burst
         self._fit = (0.0, 1.0)                          # board_s = a + b * host_s
         self._ref: tuple[float, int] | None = None      # (host s, board us unwrapped) for unwrapping
@@ -336,7 +338,7 @@ class Link:
                         self._stash(frames[i + 1:])
                         if c == P.NACK:
                             raise NackError(cmd, payload[1])
-                        self._rtts.append(time.monotonic() - t0)
+                        self.record_rtt(time.monotonic() - t0)
                         return payload
                 seen += frames
                 if now >= deadline:
@@ -357,6 +359,18 @@ class Link:
     def record_rtt(self, seconds: float) -> None:
         """Add a round trip measured outside request() (the loop's SET_VEL -> STATE exchange)."""
         self._rtts.append(seconds)
+        if seconds < self.rtt_min:
+            self.rtt_min = seconds
+
+    def sampled_at(self, sent: float, arrived: float) -> float:
+        """When the board took the values of a reply, on the host's monotonic clock: the request's send time plus
+        half the shortest round trip seen (the board answers a request as it reads it), never after the arrival.
+        The arrival alone is late by however long this process was not scheduled before it read the reply: on a
+        busy machine, tens to hundreds of ms, which a pose stamped with it carries as an error of speed x delay.
+        Before any round trip was measured it is the arrival."""
+        if self.rtt_min == math.inf:
+            return arrived
+        return min(arrived, sent + 0.5 * self.rtt_min)
 
     def stats(self) -> dict:
         p = self.parser

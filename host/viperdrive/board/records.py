@@ -26,7 +26,9 @@ class BoardState:
     velocity: tuple[float, float]       # rad/s, the board's own estimate
     status: int                         # STATE status byte (protocol.ST_*)
     counts: tuple[int, int]             # raw encoder counts
-    stamp: float                        # host time.monotonic() when this STATE arrived
+    stamp: float                        # host time.monotonic() when the board took these values: the SET_VEL's
+    #                                     send time plus half the link's shortest round trip, never after the
+    #                                     STATE arrived (Link.sampled_at)
     fresh: bool                         # False: held from an earlier cycle (this cycle's reply was missed)
     misses: int = 0                     # consecutive misses so far
 
@@ -60,8 +62,7 @@ class SensorReading:
     seq: int                                # u16, wraps; a gap means records were dropped
     board_us: int                           # the board's ticks_us when it took the sample (u32, wraps)
     sampled: float | None                   # that moment on the host's monotonic clock (None: clock not synced)
-    stamp: float                            # host time.monotonic() when the frame was taken off the link (as
-    #                                         BoardState.stamp)
+    stamp: float                            # host time.monotonic() when the frame was taken off the link
     gyro: tuple[float, float, float]        # rad/s, board axes, bias NOT subtracted (0s without a working IMU)
     accel: tuple[float, float, float]       # m/s^2, board axes (+9.81 on z at rest, level)
     gyro_bias_z: float | None               # rad/s, the board's still-period estimate; None until it has one

@@ -81,7 +81,7 @@ class DriveSession:
         o = self.odometry
         assert self.live is not None        # fed only with --ekf
         if self.clock is HOST_CLOCK:
-            stamp = msgs.time_from_s(state.stamp + (time.time() - time.monotonic()))     # when it arrived
+            stamp = msgs.time_from_s(state.stamp + (time.time() - time.monotonic()))     # when sampled
         else:
             stamp = msgs.time_from_s(self.live.clock.ns(now) * 1e-9)                     # the cycle's board time
         cfg = self.config.ros2
