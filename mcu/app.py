@@ -11,6 +11,7 @@ import gc
 
 import boardcfg
 import control
+import moves
 import odometry
 import params_store
 import safety
@@ -58,6 +59,15 @@ class App:
         self._next_odom = self._t_start
         self._odom_us = hal.ticks_us()
         self._last_pos = self.ctrl.positions()
+        self._moves = hasattr(self.ctrl, "move_queue")     # the float law (no viper) has no move engine
+        self._h_q12 = 0
+        self._h_frac = 0.0
+        self._h_per_rad = 0.0
+        self._geometry()
+
+    def _geometry(self):
+        v = self.params.values
+        self._h_per_rad = 4096.0 * 0.5 * v["wheel_separation"] * self.cpr / (6.283185307179586 * v["wheel_radius"])
 
     # ---- lifecycle ----
 
@@ -134,6 +144,14 @@ class App:
             self.odometry.update(dl, dr, dth)
         else:
             self.odometry.gyro_heading = False      # no gyro this period: ODOM says the encoders hold the heading
+        # the moves' heading: the same change, in Q12 H counts (half the wheels' difference), summed unwrapped
+        h = self._h_frac + (dth * self._h_per_rad if dth is not None else (dr - dl) * 2048)
+        whole = int(h)
+        self._h_frac = h - whole
+        self._h_q12 = (self._h_q12 + whole) & 0xFFFFFFFF
+        if self._moves:
+            hg = self._h_q12 - 0x100000000 if self._h_q12 & 0x80000000 else self._h_q12
+            self.ctrl.heading_sample(hg, (pr - pl) << 11)
 
     def _stream_telemetry(self):
         for rec in self.ring.drain(TELEMETRY_BURST):
@@ -186,6 +204,7 @@ class App:
         self.ctrl.configure(v)
         self.odometry.configure(v["wheel_radius"], v["wheel_separation"], self.cpr)
         self.sensors.configure(v)
+        self._geometry()
 
     def save_params(self):
         self.params.save(self.params_path)
@@ -221,6 +240,29 @@ class App:
         self.ctrl.enable(False)
         self.link_stopped = True
         return self.supervisor.timeout_ms if self.supervisor.started else 0
+
+    def move(self, move_id, kind, flags, a, b, speed, accel, timeout):
+        """MOVE: plan and queue. -> 0, or the NACK code (NOT_ALLOWED: outputs off, a fault, the queue full or no
+        move engine on this port; OUT_OF_RANGE: moves.plan refused the values)."""
+        c = self.ctrl
+        if not self._moves or not c.enabled() or c.fault() or c.move_free() == 0:
+            return protocol.NACK_NOT_ALLOWED
+        try:
+            words = moves.plan(self.params.values, self.cpr, self.hz, kind, a, b, speed, accel, timeout)
+        except ValueError:
+            return protocol.NACK_OUT_OF_RANGE
+        return 0 if c.move_queue((move_id,) + words) else protocol.NACK_NOT_ALLOWED
+
+    def move_lease(self, cancel):
+        """MOVE_LEASE: the host is alive (the moves go on), or cancel them all."""
+        if self._moves:
+            if cancel:
+                self.ctrl.move_cancel()
+            else:
+                self.ctrl.move_lease()
+
+    def move_report(self):
+        return self.ctrl.move_report() if self._moves else (0, 0, 0, [])
 
     def odom(self):
         o = self.odometry

@@ -132,6 +132,37 @@ def enc_words(b, values, hz, rpc):
     b[fx.K_ENC_IR] = min(int(inv / values["enc_ratio"] * (1 << sh) + 0.5), ENC_MUL_MAX)
 
 
+MOVE_SLOTS = 4
+
+
+def move_words(k, values, hz, cpr):
+    """The move engine's global k words: lease, position gains, tolerances, stall limits (in Q12 counts)."""
+    mpc = TWO_PI * values["wheel_radius"] / cpr         # m of wheel travel per count
+    q12 = 4096.0 / mpc                                  # Q12 counts per m of wheel travel
+    k[fx.K_LEASE_N] = max(1, (values["move_lease_ms"] * hz + 500) // 1000)
+    for im, is_, g in ((fx.K_MKD_M, fx.K_MKD_S, values["move_kp_distance"]),
+                       (fx.K_MKH_M, fx.K_MKH_S, values["move_kp_heading"])):
+        m, sh = ratio_fixed(g / 16.0, 16383)            # kp [1/s]: Q12 counts -> Q8 counts/s is kp / 16
+        k[im] = m
+        k[is_] = sh
+    half = 0.5 * values["wheel_separation"]
+    k[fx.K_MTOL_D] = max(1, int(values["move_tol_distance"] * q12))
+    k[fx.K_MTOL_H] = max(1, int(values["move_tol_heading"] * half * q12))
+    k[fx.K_MSTALL_E] = max(1, min(int(values["move_stall_tol"] * q12), fx.X_MAX))
+    k[fx.K_MSTALL_N] = max(1, (values["move_stall_ms"] * hz + 500) // 1000)
+    k[fx.K_MSETTLE_N] = max(1, hz // 50)                # 20 ms within the tolerances
+
+
+def ratio_fixed(r, mmax=32768):
+    """(m, s) with r ~= m / 2**s, 0 <= m <= mmax, for 0 <= r (0 -> (0, 15)); s >= 15 when r <= 1."""
+    if not r > 0.0:
+        return 0, 15
+    s = 0
+    while r * (1 << (s + 1)) <= mmax and s < 40:
+        s += 1
+    return int(r * (1 << s) + 0.5), s
+
+
 def joint_scale(left, right, limit):
     """Both wheel speeds scaled by one factor so the larger is at most limit (the same arc, slower)."""
     peak = max(abs(left), abs(right))
@@ -317,6 +348,7 @@ class Controller:
             st[fx.W_IDLE] = st[WS + fx.W_IDLE] = 0x3FFFFFFF
         k[fx.K_EDGE] = edges
         k[fx.K_IRR_N] = irregular_score(values["enc_ms"], self.hz) if edges else 0
+        move_words(k, values, self.hz, self.cpr)
         self.values = dict(values)
 
     def enable(self, on):
@@ -362,8 +394,10 @@ class Controller:
 
     def set_velocity(self, left, right):
         """New wheel setpoints in counts/s (from SET_VEL): scaled jointly to max_wheel_speed, staged for the step,
-        which takes both at once and restarts the deadman."""
+        which takes both at once and restarts the deadman. Ends the moves (cancelled) in the same period."""
         st = self.st
+        if st[fx.M_TAIL] != st[fx.M_HEADN]:
+            st[fx.M_CANCEL] = 1         # before the command: the engine must not stage over it
         kb = st[G_BANK_REQ] * fx.KB
         lim = self.k[kb + fx.K_SPMAX]
         q = 1 << fx.VQ
@@ -372,6 +406,84 @@ class Controller:
         st[W_SPN] = int(ql)
         st[WS + W_SPN] = int(qr)
         st[G_CMD_NEW] = 1
+
+    # ---- moves (the engine is fixedstep.move(); mcu/moves.py plans the slot words) ----
+
+    def move_free(self):
+        """Queue slots free (0: a MOVE now is refused)."""
+        st = self.st
+        return MOVE_SLOTS - ((st[fx.M_TAIL] - st[fx.M_HEADN]) & fx.TMASK)
+
+    def move_queue(self, words):
+        """Queue one move: words = (id, axis, delta, vmax, acc, cm, cs, timeout periods) from moves.plan(). The
+        move before it continues into it at speed when both run the same axis the same way (its end speed
+        becomes the lower of the two cruise speeds). Renews the lease. -> False when the queue is full."""
+        st = self.st
+        tail = st[fx.M_TAIL]
+        n = (tail - st[fx.M_HEADN]) & fx.TMASK
+        if n >= MOVE_SLOTS:
+            return False
+        mid, ax, delta, vmax, acc, cm, cs, tmo = words
+        o = fx.M_SLOTS + (tail & 3) * fx.SLS
+        st[o + fx.S_ST] = 0
+        st[o + fx.S_ID] = mid
+        st[o + fx.S_AX] = ax
+        st[o + fx.S_DELTA] = delta
+        st[o + fx.S_VMAX] = vmax
+        st[o + fx.S_ACC] = acc
+        st[o + fx.S_VEND] = 0
+        st[o + fx.S_CM] = cm
+        st[o + fx.S_CS] = cs
+        st[o + fx.S_TMO] = tmo
+        st[o + fx.S_AGE] = 0
+        if n > 0 and cm == 0:
+            p = fx.M_SLOTS + ((tail - 1) & 3) * fx.SLS
+            if (st[p + fx.S_ST] in (1, 2) and st[p + fx.S_AX] == ax and st[p + fx.S_CM] == 0
+                    and (st[p + fx.S_DELTA] >= 0) == (delta >= 0)):
+                ve = min(vmax, st[p + fx.S_VMAX])
+                st[p + fx.S_VEND] = ve
+                if st[p + fx.S_ST] == 2:
+                    st[fx.M_AX + ax * fx.AXS + fx.A_VEND] = ve
+        st[o + fx.S_ST] = 1
+        st[fx.M_LEASE] = 0
+        st[fx.M_TAIL] = (tail + 1) & fx.TMASK     # last: the engine sees a complete slot
+        return True
+
+    def move_lease(self):
+        """The host is alive: the running moves go on for another move_lease_ms."""
+        self.st[fx.M_LEASE] = 0
+
+    def move_cancel(self):
+        """End every move (cancelled) and command zero: the acceleration limit brakes the wheels to rest."""
+        st = self.st
+        if st[fx.M_TAIL] != st[fx.M_HEADN]:
+            st[fx.M_CANCEL] = 1
+            st[G_CMD_NEW] = 0
+            st[W_SPN] = 0
+            st[WS + W_SPN] = 0
+            st[G_CMD_NEW] = 1
+
+    def move_report(self):
+        """(id of the oldest move not ended (0: none), moves not ended, ends so far, ((id, reason), ...) of the
+        last four ends, oldest first)."""
+        st = self.st
+        head = st[fx.M_HEADN]
+        active = (st[fx.M_TAIL] - head) & fx.TMASK
+        mid = st[fx.M_SLOTS + (head & 3) * fx.SLS + fx.S_ID] if active else 0
+        ne = st[fx.M_NENDS]
+        ends = []
+        for i in range(min(ne, 4), 0, -1):
+            j = fx.M_ENDS + ((ne - i) & 3) * 2
+            ends.append((st[j], st[j + 1]))
+        return mid, active, ne, ends
+
+    def heading_sample(self, hg, he):
+        """The board's heading (Q12 H counts, unwrapped) and the encoders' H at the same positions, for moves."""
+        st = self.st
+        st[fx.M_HNEW] = 0
+        st[fx.M_HG] = hg
+        st[fx.M_HE] = he
+        st[fx.M_HNEW] = 1
 
     def set_watchdog_reset(self, code):
         """After a watchdog reset: latch FAULT_WATCHDOG and show WDT_RESET until CLEAR_FAULT."""

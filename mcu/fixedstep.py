@@ -93,7 +93,67 @@ G_XSTATUS = const(74)           # status bits the slow path owns (ST_BATTERY_LOW
 G_DMZ = const(75)               # deadman: periods since the ramp brought both setpoints to zero (to K_REST_N)
 G_REST0 = const(76)             # deadman: left position (W_POS) where the wheels must rest after K_REST_N
 G_REST1 = const(77)             # deadman: right position, same
-ST_LEN = const(78)
+# ---- the move engine (move(), docs/firmware.md "Moves"): two axes, D (distance: the wheels' mean count) and H
+# (heading: half their difference, in the same wheel counts), each run on a trapezoid profile or held at its
+# target. Positions Q12 counts, speeds Q16 counts per period, accelerations Q16 counts per period^2 ----
+M_CANCEL = const(78)            # 1: end every move (the slow path asked: SET_VEL, a new queue, ENABLE, CLEAR)
+M_LEASE = const(79)             # periods since the host's last MOVE or MOVE_LEASE
+M_HNEW = const(80)              # 1: M_HG/M_HE hold a new heading sample (written last by the slow path)
+M_HG = const(81)                # heading sample: the board's heading (gyro, else encoders), Q12 H counts, unwrapped
+M_HE = const(82)                # heading sample: the encoders' H (pr - pl << 11) at that moment
+M_HGC = const(83)               # the engine's copy of M_HG
+M_HEC = const(84)               # the engine's copy of M_HE
+M_HOK = const(85)               # 1: the copy was taken after the positions' last restart (ENABLE, ZERO)
+M_ON = const(86)                # 1: the engine drives the wheels
+M_HVALID = const(87)            # 1: the heading target is still the last move's (kept across queues)
+M_DBASE = const(88)             # the counts' sum (pl + pr) where D is 0
+M_STALL = const(89)             # periods with a path error above K_MSTALL_E
+M_SETTLE = const(90)            # periods the last move has been within its tolerances
+M_TAIL = const(91)              # moves queued since boot (the slow path writes it, after the slot)
+M_HEADN = const(92)             # moves ended since boot (the engine writes it): queued = M_TAIL - M_HEADN
+M_NENDS = const(93)             # ends recorded (written after the entry)
+M_ENDS = const(94)              # the last 4 ends: (id, reason) pairs at M_ENDS + 2 * (n & 3)
+M_ED = const(102)               # the last period's path errors, Q12: D
+M_EH = const(103)               # ... H
+M_AX = const(104)               # axis blocks: D at M_AX, H at M_AX + AXS
+A_REF = const(0)                # reference position, Q12 (D from M_DBASE, H absolute)
+A_FRAC = const(1)               # the reference's fraction below Q12 (Q16 units, 0..15)
+A_V = const(2)                  # reference speed along A_DIR, Q16 counts/period (>= 0)
+A_VMAX = const(3)               # profile: cruise speed
+A_ACC = const(4)                # profile: acceleration
+A_VEND = const(5)               # profile: speed at the target (the next move's on the same axis; 0: stop there)
+A_TGT = const(6)                # profile: target, Q12 (absolute: the sum of the moves' deltas)
+A_DIR = const(7)                # profile: +1 / -1
+A_BUSY = const(8)               # 1: a profile runs on the axis
+A_DEC = const(9)                # 1: the profile has begun its final deceleration
+A_CPL = const(10)               # 1: the axis follows the other one (an arc)
+AXS = const(11)                 # axis stride
+M_CBP = const(126)              # arc coupling: the primary's reference at the start
+M_CBS = const(127)              # ... the follower's reference at the start
+M_CM = const(128)               # ... the ratio follower/primary = M_CM / 2**M_CS (|ratio| <= 1, s >= 15)
+M_CS = const(129)
+M_SLOTS = const(130)            # the queue: 4 slots of SLS words, slot n & 3 for the n-th move queued
+S_ID = const(0)                 # the host's id for the move (u16)
+S_ST = const(1)                 # 0 free, 1 queued, 2 running, 3 its profile is done (settling)
+S_AX = const(2)                 # primary axis: 0 D, 1 H
+S_DELTA = const(3)              # the primary axis's change, Q12 (signed)
+S_VMAX = const(4)               # cruise speed, Q16 counts/period
+S_ACC = const(5)                # acceleration, Q16 counts/period^2
+S_VEND = const(6)               # speed at its end (the next move's cruise speed when it continues the line)
+S_CM = const(7)                 # arc: the follower's ratio m (signed; 0: no follower, the other axis holds)
+S_CS = const(8)                 # arc: the ratio's shift
+S_TMO = const(9)                # periods it may run before it ends as timed out
+S_AGE = const(10)               # periods it has run
+SLS = const(11)                 # slot stride
+ST_LEN = const(174)
+
+# move ends (shared.protocol MOVE_END_*)
+END_ARRIVED = const(1)
+END_STALLED = const(2)
+END_TIMEOUT = const(3)
+END_CANCELLED = const(4)
+END_FAULTED = const(5)
+END_LEASE = const(6)
 
 # request bits (G_REQ)
 REQ_ENABLE = const(1)           # zero commands, PID state, encoder reference and positions; energize
@@ -143,7 +203,17 @@ K_ESTOP_M = const(95)           # e-stop: the input bit in IO_IN (0: no e-stop i
 K_ESTOP_C = const(96)           # e-stop: the bit's value while the stop circuit is closed (K_ESTOP_M or 0)
 K_REST_N = const(97)            # deadman: periods after the ramp reached zero within which the wheels must rest
 K_IRR_N = const(98)             # edge regularity: the score (W_IRR) that latches FAULT_ENCODER; 0: off
-K_LEN = const(99)
+K_LEASE_N = const(99)           # moves: periods without MOVE/MOVE_LEASE before the braked stop (END_LEASE)
+K_MKD_M = const(100)            # moves: D error Q12 -> wheel speed Q8 counts/s, m / 2**s (m < 2**14)
+K_MKD_S = const(101)
+K_MKH_M = const(102)            # moves: H error, same
+K_MKH_S = const(103)
+K_MTOL_D = const(104)           # moves: arrived within this D error, Q12
+K_MTOL_H = const(105)           # moves: ... and this H error, Q12
+K_MSTALL_E = const(106)         # moves: a path error above this, Q12 ...
+K_MSTALL_N = const(107)         # ... for this many periods: END_STALLED, outputs off
+K_MSETTLE_N = const(108)        # moves: periods within the tolerances before the last move has arrived
+K_LEN = const(109)
 
 # ---- io array (array('i', IO_LEN)) between the Python tick wrapper and the step ----
 IO_T0 = const(0)                # ticks_us at the start of this period
@@ -194,6 +264,9 @@ def requests(st_a, c_a):
         st[G_DMZ] = 0
         st[G_AGE] = 0
         st[G_ENABLED] = 0
+        if int(st[M_TAIL]) != int(st[M_HEADN]):
+            st[M_CANCEL] = 1        # the moves end as cancelled in this period (move() runs after this)
+        st[M_HVALID] = 0
     if req & REQ_CLEAR:
         # an e-stop that is still open stays latched: it clears only once the circuit is closed again
         if int(st[G_ESTOP]) == 0:
@@ -205,6 +278,7 @@ def requests(st_a, c_a):
         st[WS + W_POS] = 0
         st[W_PREV] = c[0]
         st[WS + W_PREV] = c[1]
+        st[M_HOK] = 0               # a heading sample from before the restart does not fit the new positions
     if req & REQ_ENABLE:
         # a latched fault refuses enabling (the link NACKs before asking; this is the last line)
         if int(st[G_FAULT]) == 0:
@@ -256,6 +330,8 @@ def step(st_a, k_a, c_a, e_a, io_a):
 
     if int(st[G_REQ]) != 0:
         requests(st_a, c_a)
+    if int(st[M_TAIL]) != int(st[M_HEADN]) or int(st[M_CANCEL]) != 0:
+        move(st_a, k_a)             # a move runs: the engine stages this period's wheel speeds (W_SPN)
 
     kb = int(st[G_BANK]) * KB
     enabled = int(st[G_ENABLED])
@@ -779,6 +855,350 @@ def step(st_a, k_a, c_a, e_a, io_a):
     if int(st[G_ESTOP]):
         status |= 0x40              # ST_ESTOP
     st[G_STATUS] = status | int(st[G_XSTATUS])
+
+
+@micropython.viper
+def move_end_all(st_a, why: int):
+    """End every queued and running move with reason why (recorded in order), stop both profiles."""
+    st = ptr32(st_a)
+    n = int(st[M_HEADN])
+    tail = int(st[M_TAIL])
+    while n != tail:
+        o = M_SLOTS + (n & 3) * SLS
+        e = int(st[M_NENDS])
+        st[M_ENDS + (e & 3) * 2] = st[o + S_ID]
+        st[M_ENDS + (e & 3) * 2 + 1] = why
+        st[M_NENDS] = (e + 1) & TMASK
+        st[o + S_ST] = 0
+        n = (n + 1) & TMASK
+    st[M_HEADN] = n
+    a = M_AX
+    while a < M_AX + AXS + AXS:
+        st[a + A_BUSY] = 0
+        st[a + A_V] = 0
+        st[a + A_DEC] = 0
+        st[a + A_CPL] = 0
+        st[a + A_FRAC] = 0
+        a += AXS
+    st[M_ON] = 0
+    st[M_STALL] = 0
+    st[M_SETTLE] = 0
+    if why != END_ARRIVED:
+        st[M_HVALID] = 0
+
+
+@micropython.viper
+def move(st_a, k_a):
+    """The move engine, once per period while moves are queued (docs/firmware.md, "Moves"): starts the next move
+    when the axes allow, advances each axis's trapezoid, and stages the wheel speeds that follow both references
+    (their speed plus a P term on the position error) for step() to take as a command. Ends moves: arrived,
+    stalled, timed out, cancelled, faulted, or the host's lease ran out. Allocation-free."""
+    st = ptr32(st_a)
+    k = ptr32(k_a)
+    sb = int(k[K_SB])
+    why = 0
+    if int(st[M_CANCEL]) != 0:
+        why = END_CANCELLED         # whoever cancelled stages the command that follows (SET_VEL, or zero)
+    elif int(st[G_FAULT]) != 0:
+        why = END_FAULTED
+    elif int(st[G_ENABLED]) == 0:
+        why = END_CANCELLED
+    else:
+        n = int(st[M_LEASE]) + 1
+        st[M_LEASE] = n
+        if n > int(k[K_LEASE_N]):
+            why = END_LEASE
+    if why != 0:
+        st[M_CANCEL] = 0
+        if int(st[M_TAIL]) != int(st[M_HEADN]):
+            move_end_all(st_a, why)
+            if why == END_LEASE:
+                # the host is gone: command zero, the acceleration limit brakes both wheels to rest
+                st[G_CMD_NEW] = 0
+                st[W_SPN] = 0
+                st[WS + W_SPN] = 0
+                st[G_CMD_NEW] = 1
+        return
+
+    # ---- measured D and H, Q12: H from the slow path's heading sample plus the encoders' change since ----
+    if int(st[M_HNEW]) != 0:
+        st[M_HGC] = st[M_HG]
+        st[M_HEC] = st[M_HE]
+        st[M_HNEW] = 0
+        st[M_HOK] = 1
+    if int(st[M_HOK]) == 0:
+        return                      # no heading since the positions restarted: the move waits (<= 10 ms)
+    pl = (int(st[W_POS]) ^ sb) - sb
+    pr = (int(st[WS + W_POS]) ^ sb) - sb
+    if int(st[M_ON]) == 0:
+        # the first move of a queue: D starts here; H keeps the last queue's target unless something else
+        # moved the robot since (absolute heading targets: turns add up, never re-zeroed per move)
+        st[M_DBASE] = pl + pr
+        d = M_AX
+        st[d + A_REF] = 0
+        st[d + A_TGT] = 0
+        st[d + A_V] = 0
+        st[d + A_FRAC] = 0
+        h = M_AX + AXS
+        if int(st[M_HVALID]) == 0:
+            x = ((int(st[M_HGC]) ^ sb) - sb) + (((pr - pl) << 11) - ((int(st[M_HEC]) ^ sb) - sb))
+            st[h + A_REF] = x
+            st[h + A_TGT] = x
+        else:
+            st[h + A_REF] = st[h + A_TGT]
+        st[h + A_V] = 0
+        st[h + A_FRAC] = 0
+        st[M_ON] = 1
+        st[M_HVALID] = 1
+        st[M_STALL] = 0
+        st[M_SETTLE] = 0
+    dm = ((pl + pr) - ((int(st[M_DBASE]) ^ sb) - sb)) << 11
+    hm = ((int(st[M_HGC]) ^ sb) - sb) + (((pr - pl) << 11) - ((int(st[M_HEC]) ^ sb) - sb))
+
+    # ---- each axis's trapezoid: brake when the distance left is what braking to A_VEND takes ----
+    a = M_AX
+    while a < M_AX + AXS + AXS:
+        if int(st[a + A_BUSY]) != 0 and int(st[a + A_CPL]) == 0:
+            ref = (int(st[a + A_REF]) ^ sb) - sb
+            tgt = (int(st[a + A_TGT]) ^ sb) - sb
+            dr = (int(st[a + A_DIR]) ^ sb) - sb
+            r = (tgt - ref) * dr
+            v = int(st[a + A_V])
+            acc = int(st[a + A_ACC])
+            ve = int(st[a + A_VEND])
+            vm = int(st[a + A_VMAX])
+            # braking distance to ve, Q12: n periods at the mean speed (the slow path keeps vm**2 / (16 acc)
+            # below 2**29, so the product fits), plus one period's travel
+            bd = 0
+            if v > ve:
+                bd = ((v - ve) // acc + 1) * ((v + ve) >> 5) + (v >> 4)
+            if v > ve and r <= bd:
+                st[a + A_DEC] = 1
+                v -= acc
+                if v < ve:
+                    v = ve
+            elif v < vm:
+                v += acc
+                if v > vm:
+                    v = vm
+            elif v > vm:
+                v -= acc
+                if v < vm:
+                    v = vm
+            t = int(st[a + A_FRAC]) + v
+            adv = t >> 4
+            st[a + A_FRAC] = t & 15
+            if adv >= r:
+                # there: the reference stops exactly on the target and carries ve into the next move
+                st[a + A_REF] = tgt
+                st[a + A_FRAC] = 0
+                st[a + A_BUSY] = 0
+                st[a + A_DEC] = 0
+                v = ve
+                o = a + A_CPL + AXS if a == M_AX else a + A_CPL - AXS
+                if int(st[o]) != 0:
+                    # the arc's follower ends on its own target with it
+                    st[o] = 0
+                    st[o - A_CPL + A_REF] = st[o - A_CPL + A_TGT]
+                    st[o - A_CPL + A_BUSY] = 0
+                    st[o - A_CPL + A_V] = 0
+                n = int(st[M_HEADN])
+                while n != int(st[M_TAIL]):
+                    q = M_SLOTS + (n & 3) * SLS
+                    if int(st[q + S_ST]) == 2 and int(st[q + S_AX]) * AXS + M_AX == a:
+                        st[q + S_ST] = 3
+                        break
+                    n = (n + 1) & TMASK
+            else:
+                st[a + A_REF] = ref + adv * dr
+            st[a + A_V] = v
+        a += AXS
+
+    # ---- start the next queued move: its axes free, and every running move already braking to its end ----
+    n = int(st[M_HEADN])
+    tail = int(st[M_TAIL])
+    ok = 1
+    while n != tail:
+        q = M_SLOTS + (n & 3) * SLS
+        sst = int(st[q + S_ST])
+        if sst == 2:
+            if int(st[M_AX + int(st[q + S_AX]) * AXS + A_DEC]) == 0:
+                ok = 0
+        elif sst == 1:
+            a = M_AX + int(st[q + S_AX]) * AXS
+            o = M_AX + AXS if a == M_AX else M_AX
+            cm = (int(st[q + S_CM]) ^ sb) - sb
+            if ok and int(st[a + A_BUSY]) == 0 and int(st[a + A_CPL]) == 0 and (
+                    cm == 0 or (int(st[o + A_BUSY]) == 0 and int(st[o + A_CPL]) == 0)):
+                if a == M_AX:
+                    # D restarts near 0 for each move (exact: whole counts of the sum move into the base)
+                    x = ((int(st[a + A_REF]) ^ sb) - sb) >> 11
+                    st[M_DBASE] = ((int(st[M_DBASE]) ^ sb) - sb) + x
+                    st[a + A_REF] = ((int(st[a + A_REF]) ^ sb) - sb) - (x << 11)
+                    dm -= x << 11
+                delta = (int(st[q + S_DELTA]) ^ sb) - sb
+                st[a + A_TGT] = ((int(st[a + A_REF]) ^ sb) - sb) + delta
+                st[a + A_DIR] = 1 if delta >= 0 else -1
+                st[a + A_VMAX] = st[q + S_VMAX]
+                st[a + A_ACC] = st[q + S_ACC]
+                st[a + A_VEND] = st[q + S_VEND]
+                st[a + A_DEC] = 0
+                st[a + A_BUSY] = 1
+                if cm != 0:
+                    st[o + A_CPL] = 1
+                    st[o + A_BUSY] = 1
+                    st[M_CBP] = st[a + A_REF]
+                    st[M_CBS] = st[o + A_REF]
+                    st[M_CM] = cm
+                    st[M_CS] = st[q + S_CS]
+                st[q + S_ST] = 2
+                st[q + S_AGE] = 0
+                st[M_SETTLE] = 0
+            break
+        n = (n + 1) & TMASK
+
+    # ---- the references' speeds, Q8 counts/s, signed; an arc's follower from its primary ----
+    hz = int(k[K_HZ])
+    vout0 = 0
+    vout1 = 0
+    a = M_AX
+    while a < M_AX + AXS + AXS:
+        if int(st[a + A_BUSY]) != 0 and int(st[a + A_CPL]) == 0:
+            v = int(st[a + A_V])
+            x = (v >> 8) * hz + (((v & 255) * hz) >> 8)
+            if ((int(st[a + A_DIR]) ^ sb) - sb) < 0:
+                x = -x
+            if a == M_AX:
+                vout0 = x
+            else:
+                vout1 = x
+        a += AXS
+    a = M_AX
+    while a < M_AX + AXS + AXS:
+        if int(st[a + A_CPL]) != 0:
+            o = M_AX + AXS if a == M_AX else M_AX
+            m = (int(st[M_CM]) ^ sb) - sb
+            sh = int(st[M_CS])
+            neg = 0
+            if m < 0:
+                m = -m
+                neg = 1
+            # follower = base + (primary - its base) * m / 2**sh, from 15-bit halves (|x| < 2**30, m <= 2**15)
+            x = ((int(st[o + A_REF]) ^ sb) - sb) - ((int(st[M_CBP]) ^ sb) - sb)
+            if x < 0:
+                x = -x
+                neg ^= 1
+            y = (((x >> 15) * m) >> (sh - 15)) + (((x & 0x7FFF) * m) >> sh)
+            st[a + A_REF] = ((int(st[M_CBS]) ^ sb) - sb) + (-y if neg else y)
+            x = vout1 if a == M_AX else vout0
+            neg = 1 if ((int(st[M_CM]) ^ sb) - sb) < 0 else 0
+            if x < 0:
+                x = -x
+                neg ^= 1
+            y = (((x >> 15) * m) >> (sh - 15)) + (((x & 0x7FFF) * m) >> sh)
+            if neg:
+                y = -y
+            if a == M_AX:
+                vout0 = y
+            else:
+                vout1 = y
+        a += AXS
+
+    # ---- P on each axis's position error (clamped to 16 counts before the product) ----
+    ed = ((int(st[M_AX + A_REF]) ^ sb) - sb) - dm
+    eh = ((int(st[M_AX + AXS + A_REF]) ^ sb) - sb) - hm
+    st[M_ED] = ed
+    st[M_EH] = eh
+    x = ed
+    if x > 65536:
+        x = 65536
+    elif x < -65536:
+        x = -65536
+    vout0 += (x * int(k[K_MKD_M])) >> int(k[K_MKD_S])
+    x = eh
+    if x > 65536:
+        x = 65536
+    elif x < -65536:
+        x = -65536
+    vout1 += (x * int(k[K_MKH_M])) >> int(k[K_MKH_S])
+
+    # ---- ends: stalled (a path error held above the limit), timed out, arrived ----
+    ae = ed if ed >= 0 else -ed
+    x = eh if eh >= 0 else -eh
+    if x > ae:
+        ae = x
+    if ae > int(k[K_MSTALL_E]):
+        n = int(st[M_STALL]) + 1
+        st[M_STALL] = n
+        if n >= int(k[K_MSTALL_N]):
+            # blocked: the outputs go off in this period (step() sees G_ENABLED 0), the host must ENABLE again
+            move_end_all(st_a, END_STALLED)
+            st[G_ENABLED] = 0
+            return
+    else:
+        st[M_STALL] = 0
+    n = int(st[M_HEADN])
+    tail = int(st[M_TAIL])
+    while n != tail:
+        q = M_SLOTS + (n & 3) * SLS
+        sst = int(st[q + S_ST])
+        if sst >= 2:
+            x = int(st[q + S_AGE]) + 1
+            st[q + S_AGE] = x
+            if x > int(st[q + S_TMO]):
+                move_end_all(st_a, END_TIMEOUT)
+                st[G_CMD_NEW] = 0
+                st[W_SPN] = 0
+                st[WS + W_SPN] = 0
+                st[G_CMD_NEW] = 1
+                return
+        n = (n + 1) & TMASK
+    n = int(st[M_HEADN])
+    while n != tail:
+        q = M_SLOTS + (n & 3) * SLS
+        if int(st[q + S_ST]) != 3:
+            break
+        if ((n + 1) & TMASK) == tail:
+            # the last move: arrived once both errors stay within the tolerances
+            x = ed if ed >= 0 else -ed
+            y = eh if eh >= 0 else -eh
+            if x <= int(k[K_MTOL_D]) and y <= int(k[K_MTOL_H]):
+                st[M_SETTLE] = int(st[M_SETTLE]) + 1
+            else:
+                st[M_SETTLE] = 0
+            if int(st[M_SETTLE]) < int(k[K_MSETTLE_N]):
+                break
+        e = int(st[M_NENDS])
+        st[M_ENDS + (e & 3) * 2] = st[q + S_ID]
+        st[M_ENDS + (e & 3) * 2 + 1] = END_ARRIVED
+        st[M_NENDS] = (e + 1) & TMASK
+        st[q + S_ST] = 0
+        n = (n + 1) & TMASK
+        st[M_HEADN] = n
+    if n == tail:
+        # the queue is done: the wheels are commanded zero (at rest on the target already)
+        move_end_all(st_a, END_ARRIVED)
+        vout0 = 0
+        vout1 = 0
+
+    # ---- stage the wheel speeds as a command (not while a gain bank switch waits for a quiet period) ----
+    if int(st[G_BANK_REQ]) != int(st[G_BANK]):
+        return
+    lim = int(k[int(st[G_BANK]) * KB + K_SPMAX])
+    x = vout0 - vout1
+    if x > lim:
+        x = lim
+    elif x < -lim:
+        x = -lim
+    y = vout0 + vout1
+    if y > lim:
+        y = lim
+    elif y < -lim:
+        y = -lim
+    st[G_CMD_NEW] = 0
+    st[W_SPN] = x
+    st[WS + W_SPN] = y
+    st[G_CMD_NEW] = 1
 
 
 @micropython.viper

@@ -15,14 +15,15 @@ _LENGTHS = {
     protocol.HELLO: 0, protocol.SET_VEL: 8, protocol.ENABLE: 1, protocol.ZERO: 0, protocol.TIME: 4,
     protocol.GET_PARAM: 1, protocol.SAVE_PARAMS: 0, protocol.CLEAR_FAULT: 0, protocol.GET_DIAG: 0,
     protocol.TELEMETRY: 2, protocol.GET_ODOM: 0, protocol.STOP_LINK: 0, protocol.LOAD_PARAMS: 0,
-    protocol.SENSORS: 2,
+    protocol.SENSORS: 2, protocol.MOVE: 24, protocol.MOVE_LEASE: 1,
 }
 _TYPE_SIZE = {"f": 4, "H": 2}
 
 
 class Link:
     """handler: the App (or anything with its methods: info, set_velocity, state, enable, fault, zero, get_param,
-    set_param, save_params, load_params, clear_fault, diag, set_telemetry, set_sensors, odom, ticks_us, stop_link).
+    set_param, save_params, load_params, clear_fault, diag, set_telemetry, set_sensors, odom, ticks_us, stop_link,
+    move, move_lease, move_report).
 
     After STOP_LINK (stopped = True) the link interprets nothing more: the bytes that follow belong to the REPL.
 
@@ -173,6 +174,15 @@ class Link:
                 self.nack(cmd, protocol.NACK_OUT_OF_RANGE)
                 return
             self.send(protocol.pack_sensors_ack(applied))
+        elif cmd == protocol.MOVE:
+            code = h.move(*protocol.unpack_move(payload))
+            if code:
+                self.nack(cmd, code)
+                return
+            self.send(protocol.pack_move_state(*h.move_report()))
+        elif cmd == protocol.MOVE_LEASE:
+            h.move_lease(payload[0] & protocol.MOVE_LEASE_CANCEL)
+            self.send(protocol.pack_move_state(*h.move_report()))
         elif cmd == protocol.GET_ODOM:
             self.send(protocol.pack_odom(*h.odom()))
         elif cmd == protocol.STOP_LINK:

@@ -16,10 +16,11 @@ except ImportError:  # CPython
     def const(x):  # type: ignore[misc]  # mypy (make typecheck) sees the stubs' generic const
         return x
 
-PROTOCOL_VERSION = const(4)     # 2: STOP_LINK / STOP_LINK_ACK; 3: FAULT_ENCODER_*, NACK_BUSY, DIAG frame_timeouts,
+PROTOCOL_VERSION = const(5)     # 2: STOP_LINK / STOP_LINK_ACK; 3: FAULT_ENCODER_*, NACK_BUSY, DIAG frame_timeouts,
 #                                 LOAD_PARAMS / LOAD_ACK, DIAG_PARAMS_UNSAVED; 4: board sensors (SENSORS /
 #                                 SENSORS_ACK / SENSORS_DATA, ST_BATTERY_LOW, ST_ESTOP, FAULT_ESTOP,
-#                                 FAULT_BATTERY_LOW, ODOM's encoder heading, DIAG imu_state / imu_errors)
+#                                 FAULT_BATTERY_LOW, ODOM's encoder heading, DIAG imu_state / imu_errors);
+#                                 5: moves on the board (MOVE / MOVE_LEASE / MOVE_STATE)
 
 SYNC = const(0xAA)
 MAX_LEN = const(64)             # LEN upper bound: CMD + PAYLOAD
@@ -43,6 +44,8 @@ GET_ODOM = const(0x0B)
 STOP_LINK = const(0x0C)        # hand the board back to its REPL (docs/protocol.md)
 LOAD_PARAMS = const(0x0D)      # live parameters back to the saved ones (what a reset would load)
 SENSORS = const(0x0E)          # u16 rate Hz of the SENSORS_DATA stream (0: off)
+MOVE = const(0x0F)             # queue a straight line, a turn in place or an arc (docs/protocol.md "Moves")
+MOVE_LEASE = const(0x10)       # renew the moves' lease (flag: cancel them); replies MOVE_STATE
 
 # board -> host replies (CMD | 0x80)
 INFO = const(0x80)
@@ -60,6 +63,7 @@ ODOM = const(0x8B)
 STOP_LINK_ACK = const(0x8C)
 LOAD_ACK = const(0x8D)
 SENSORS_ACK = const(0x8E)
+MOVE_STATE = const(0x8F)        # the move queue: reply to MOVE and MOVE_LEASE
 # unsolicited board -> host frames (0x90..0xFE): sent without a request
 TELEMETRY_DATA = const(0x90)
 SENSORS_DATA = const(0x91)      # one record per sensor sample (IMU, battery, e-stop), at the rate SENSORS set
@@ -69,11 +73,11 @@ COMMAND_NAMES = {
     HELLO: "HELLO", SET_VEL: "SET_VEL", ENABLE: "ENABLE", ZERO: "ZERO", TIME: "TIME",
     GET_PARAM: "GET_PARAM", SET_PARAM: "SET_PARAM", SAVE_PARAMS: "SAVE_PARAMS", CLEAR_FAULT: "CLEAR_FAULT",
     GET_DIAG: "GET_DIAG", TELEMETRY: "TELEMETRY", GET_ODOM: "GET_ODOM", STOP_LINK: "STOP_LINK",
-    LOAD_PARAMS: "LOAD_PARAMS", SENSORS: "SENSORS",
+    LOAD_PARAMS: "LOAD_PARAMS", SENSORS: "SENSORS", MOVE: "MOVE", MOVE_LEASE: "MOVE_LEASE",
     INFO: "INFO", STATE: "STATE", ENABLE_ACK: "ENABLE_ACK", ZERO_ACK: "ZERO_ACK", TIME_ACK: "TIME_ACK",
     PARAM: "PARAM", PARAM_SET: "PARAM_SET", SAVE_ACK: "SAVE_ACK", FAULT_CLEARED: "FAULT_CLEARED",
     DIAG: "DIAG", TELEMETRY_ACK: "TELEMETRY_ACK", ODOM: "ODOM", STOP_LINK_ACK: "STOP_LINK_ACK",
-    LOAD_ACK: "LOAD_ACK", SENSORS_ACK: "SENSORS_ACK",
+    LOAD_ACK: "LOAD_ACK", SENSORS_ACK: "SENSORS_ACK", MOVE_STATE: "MOVE_STATE",
     TELEMETRY_DATA: "TELEMETRY_DATA", SENSORS_DATA: "SENSORS_DATA",
     NACK: "NACK",
 }
@@ -510,6 +514,54 @@ def unpack_info(payload):
         strings.append(bytes(payload[i + 1:i + 1 + n]).decode())
         i += 1 + n
     return version, schema_hash, hz, cpr, strings[0], strings[1]
+
+
+# MOVE / MOVE_LEASE / MOVE_STATE
+MOVE_STRAIGHT = const(0)        # a: distance m (negative: backwards); speed m/s, accel m/s^2
+MOVE_TURN = const(1)            # a: heading change rad (REP-103: positive turns left); speed rad/s, accel rad/s^2
+MOVE_ARC = const(2)             # a: radius m (negative: backwards), b: heading change rad; speed m/s, accel m/s^2
+MOVE_KIND_NAMES = {MOVE_STRAIGHT: "straight", MOVE_TURN: "turn", MOVE_ARC: "arc"}
+MOVE_END_ARRIVED = const(1)     # within move_tol_distance and move_tol_heading at the end (or passed on, chained)
+MOVE_END_STALLED = const(2)     # path error above move_stall_tol for move_stall_ms: outputs off
+MOVE_END_TIMEOUT = const(3)     # ran longer than its timeout: braked stop
+MOVE_END_CANCELLED = const(4)   # SET_VEL, MOVE_LEASE cancel, ENABLE / disable, CLEAR_FAULT
+MOVE_END_FAULTED = const(5)     # a latched fault (the safety chain) stopped it
+MOVE_END_LEASE = const(6)       # no MOVE / MOVE_LEASE for move_lease_ms: braked stop
+MOVE_END_NAMES = {MOVE_END_ARRIVED: "arrived", MOVE_END_STALLED: "stalled", MOVE_END_TIMEOUT: "timed out",
+                  MOVE_END_CANCELLED: "cancelled", MOVE_END_FAULTED: "faulted", MOVE_END_LEASE: "lease expired"}
+FMT_MOVE = "<HBBfffff"          # id, kind, flags (0), a, b, speed, accel, timeout s (0: twice the planned time + 1 s)
+FMT_MOVE_STATE = "<HBH" + "HB" * 4     # oldest id not ended (0: none), moves not ended, ends so far (u16, wraps),
+#                                        then the last four ends (id, MOVE_END_*), oldest first (0, 0: none)
+MOVE_LEASE_CANCEL = const(0x01)  # MOVE_LEASE flag: end every move (cancelled), braked
+
+
+def pack_move(move_id, kind, a, b, speed, accel, timeout=0.0):
+    return encode(MOVE, struct.pack(FMT_MOVE, move_id, kind, 0, a, b, speed, accel, timeout))
+
+
+def unpack_move(payload):
+    """-> (id, kind, flags, a, b, speed, accel, timeout)."""
+    return _unpack(FMT_MOVE, payload)
+
+
+def pack_move_lease(cancel=False):
+    return encode(MOVE_LEASE, bytes((MOVE_LEASE_CANCEL if cancel else 0,)))
+
+
+def pack_move_state(running_id, active, n_ends, ends):
+    """ends: the last (id, reason) pairs, oldest first (at most 4 are sent; the newest)."""
+    e = list(ends)[-4:]
+    e = [(0, 0)] * (4 - len(e)) + e
+    return encode(MOVE_STATE, struct.pack(FMT_MOVE_STATE, running_id & 0xFFFF, min(active, 255), n_ends & 0xFFFF,
+                                          e[0][0], e[0][1], e[1][0], e[1][1], e[2][0], e[2][1], e[3][0], e[3][1]))
+
+
+def unpack_move_state(payload):
+    """-> (running id, active, ends so far, [(id, reason), ...] oldest first, only the real ones)."""
+    v = _unpack(FMT_MOVE_STATE, payload)
+    n = v[2]
+    ends = [(v[3 + 2 * i], v[4 + 2 * i]) for i in range(4)]
+    return v[0], v[1], n, ends[4 - min(n, 4):]
 
 
 # SET_VEL / STATE

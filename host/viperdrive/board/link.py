@@ -57,7 +57,7 @@ REPLY_SIZES = {
     P.ZERO_ACK: _FRAME_EXTRA, P.TIME_ACK: _frame_size(P.FMT_TIME_ACK), P.PARAM: _frame_size("<Bf"),
     P.PARAM_SET: _frame_size("<Bf"), P.SAVE_ACK: _FRAME_EXTRA, P.FAULT_CLEARED: _frame_size(P.FMT_U8),
     P.DIAG: _frame_size(P.FMT_DIAG), P.TELEMETRY_ACK: _frame_size(P.FMT_U16), P.ODOM: _frame_size(P.FMT_ODOM),
-    P.SENSORS_ACK: _frame_size(P.FMT_U16),
+    P.SENSORS_ACK: _frame_size(P.FMT_U16), P.MOVE_STATE: _frame_size(P.FMT_MOVE_STATE),
 }
 # Extra time some commands need on the board itself (s): saving parameters writes flash.
 COMMAND_EXTRA_S: dict[int | None, float] = {P.SAVE_PARAMS: 1.0, P.HELLO: 0.1}
