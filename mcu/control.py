@@ -133,6 +133,7 @@ def enc_words(b, values, hz, rpc):
 
 
 MOVE_SLOTS = 4
+ACCEL_SHARE = 0.8               # moves: the share of max_accel their references use, alone or two overlapping
 
 
 def move_words(k, values, hz, cpr):
@@ -151,6 +152,7 @@ def move_words(k, values, hz, cpr):
     k[fx.K_MSTALL_E] = max(1, min(int(values["move_stall_tol"] * q12), fx.X_MAX))
     k[fx.K_MSTALL_N] = max(1, (values["move_stall_ms"] * hz + 500) // 1000)
     k[fx.K_MSETTLE_N] = max(1, hz // 50)                # 20 ms within the tolerances
+    k[fx.K_MACC] = int(ACCEL_SHARE * values["max_accel"] / TWO_PI * cpr / hz / hz * 65536.0)
 
 
 def ratio_fixed(r, mmax=32768):
@@ -415,15 +417,16 @@ class Controller:
         return MOVE_SLOTS - ((st[fx.M_TAIL] - st[fx.M_HEADN]) & fx.TMASK)
 
     def move_queue(self, words):
-        """Queue one move: words = (id, axis, delta, vmax, acc, cm, cs, timeout periods) from moves.plan(). The
-        move before it continues into it at speed when both run the same axis the same way (its end speed
-        becomes the lower of the two cruise speeds). Renews the lease. -> False when the queue is full."""
+        """Queue one move: words = (id, axis, delta, vmax, acc, cm, cs, follower delta, timeout periods), moves.plan()
+        with the id in front. The move before it continues into it at speed when both run the same axis the same
+        way (its end speed becomes the lower of the two cruise speeds). Renews the lease. -> False: the queue is
+        full."""
         st = self.st
         tail = st[fx.M_TAIL]
         n = (tail - st[fx.M_HEADN]) & fx.TMASK
         if n >= MOVE_SLOTS:
             return False
-        mid, ax, delta, vmax, acc, cm, cs, tmo = words
+        mid, ax, delta, vmax, acc, cm, cs, fdelta, tmo = words
         o = fx.M_SLOTS + (tail & 3) * fx.SLS
         st[o + fx.S_ST] = 0
         st[o + fx.S_ID] = mid
@@ -434,6 +437,7 @@ class Controller:
         st[o + fx.S_VEND] = 0
         st[o + fx.S_CM] = cm
         st[o + fx.S_CS] = cs
+        st[o + fx.S_FDELTA] = fdelta
         st[o + fx.S_TMO] = tmo
         st[o + fx.S_AGE] = 0
         if n > 0 and cm == 0:

@@ -144,8 +144,9 @@ S_CM = const(7)                 # arc: the follower's ratio m (signed; 0: no fol
 S_CS = const(8)                 # arc: the ratio's shift
 S_TMO = const(9)                # periods it may run before it ends as timed out
 S_AGE = const(10)               # periods it has run
-SLS = const(11)                 # slot stride
-ST_LEN = const(174)
+S_FDELTA = const(11)            # arc: the follower's change, Q12 (where it ends exactly)
+SLS = const(12)                 # slot stride
+ST_LEN = const(178)
 
 # move ends (shared.protocol MOVE_END_*)
 END_ARRIVED = const(1)
@@ -213,7 +214,8 @@ K_MTOL_H = const(105)           # moves: ... and this H error, Q12
 K_MSTALL_E = const(106)         # moves: a path error above this, Q12 ...
 K_MSTALL_N = const(107)         # ... for this many periods: END_STALLED, outputs off
 K_MSETTLE_N = const(108)        # moves: periods within the tolerances before the last move has arrived
-K_LEN = const(109)
+K_MACC = const(109)             # moves: max_accel as Q16 counts/period^2: two moves overlap only within it
+K_LEN = const(110)
 
 # ---- io array (array('i', IO_LEN)) between the Python tick wrapper and the step ----
 IO_T0 = const(0)                # ticks_us at the start of this period
@@ -931,6 +933,14 @@ def move(st_a, k_a):
     pl = (int(st[W_POS]) ^ sb) - sb
     pr = (int(st[WS + W_POS]) ^ sb) - sb
     if int(st[M_ON]) == 0:
+        if int(st[W_SP]) != 0 or int(st[WS + W_SP]) != 0:
+            # the wheels still follow an earlier command (SET_VEL, an interrupted move): the first move of a
+            # queue starts from rest, so command zero and let the acceleration limit brake them first
+            st[G_CMD_NEW] = 0
+            st[W_SPN] = 0
+            st[WS + W_SPN] = 0
+            st[G_CMD_NEW] = 1
+            return
         # the first move of a queue: D starts here; H keeps the last queue's target unless something else
         # moved the robot since (absolute heading targets: turns add up, never re-zeroed per move)
         st[M_DBASE] = pl + pr
@@ -1028,8 +1038,12 @@ def move(st_a, k_a):
             a = M_AX + int(st[q + S_AX]) * AXS
             o = M_AX + AXS if a == M_AX else M_AX
             cm = (int(st[q + S_CM]) ^ sb) - sb
+            # overlapping the other axis's braking only while both accelerations together fit max_accel
+            # (both axes are in wheel counts: the inner wheel takes their sum)
             if ok and int(st[a + A_BUSY]) == 0 and int(st[a + A_CPL]) == 0 and (
-                    cm == 0 or (int(st[o + A_BUSY]) == 0 and int(st[o + A_CPL]) == 0)):
+                    (cm == 0 and (int(st[o + A_BUSY]) == 0 or int(st[o + A_ACC]) + int(st[q + S_ACC])
+                                  <= int(k[K_MACC])))
+                    or (int(st[o + A_BUSY]) == 0 and int(st[o + A_CPL]) == 0)):
                 if a == M_AX:
                     # D restarts near 0 for each move (exact: whole counts of the sum move into the base)
                     x = ((int(st[a + A_REF]) ^ sb) - sb) >> 11
@@ -1051,6 +1065,7 @@ def move(st_a, k_a):
                     st[M_CBS] = st[o + A_REF]
                     st[M_CM] = cm
                     st[M_CS] = st[q + S_CS]
+                    st[o + A_TGT] = ((int(st[o + A_REF]) ^ sb) - sb) + ((int(st[q + S_FDELTA]) ^ sb) - sb)
                 st[q + S_ST] = 2
                 st[q + S_AGE] = 0
                 st[M_SETTLE] = 0

@@ -7,7 +7,7 @@
 # The engine has two axes in wheel counts: D, the wheels' mean travel, and H, half their difference (the heading
 # times half the wheel separation). A straight line profiles D and holds H, a turn profiles H and holds D, an arc
 # profiles the longer of the two and has the other follow it at a fixed ratio.
-from control import ratio_fixed
+from control import ACCEL_SHARE, ratio_fixed
 from shared import protocol
 
 TWO_PI = 6.283185307179586
@@ -15,6 +15,8 @@ Q16 = 65536.0
 BRAKE_MAX = 536870912.0         # the engine's braking-distance product: vmax**2 / (16 acc) stays below 2**29
 DELTA_MAX = 536870912.0         # |a move's change| in Q12 counts (131072 counts)
 TIMEOUT_MAX = 1073741823        # periods
+SPEED_SHARE = 0.9               # a move's reference uses at most this share of max_wheel_speed (and
+#                                 control.ACCEL_SHARE of max_accel, two overlapping moves together)
 
 
 def _finite(x):
@@ -29,8 +31,8 @@ def planned_time(distance, speed, accel):
 
 
 def plan(values, cpr, hz, kind, a, b, speed, accel, timeout):
-    """-> (axis, delta, vmax, acc, cm, cs, timeout periods) for Controller.move_queue; ValueError with the reason
-    when the move cannot run as asked (not finite, empty, beyond the board's ranges)."""
+    """-> (axis, delta, vmax, acc, cm, cs, follower delta, timeout periods) for Controller.move_queue;
+    ValueError with the reason when the move cannot run as asked (not finite, empty, beyond the board's ranges)."""
     for name, x in (("the distance, angle or radius", a), ("the arc's angle", b), ("speed", speed),
                     ("accel", accel), ("timeout", timeout)):
         if not _finite(x):
@@ -64,10 +66,11 @@ def plan(values, cpr, hz, kind, a, b, speed, accel, timeout):
             v *= abs(h / d)
             acc *= abs(h / d)
     ratio = f / p
-    # the outer wheel travels (1 + |ratio|) x the primary axis: it stays within the wheel limits
+    # the outer wheel travels (1 + |ratio|) x the primary axis: it stays within the wheel limits, with headroom
+    # for the position correction on top (a reference at the limit itself would leave the correction nothing)
     k = 1.0 + abs(ratio)
-    v = min(v, values["max_wheel_speed"] * r_wheel / k)
-    acc = min(acc, values["max_accel"] * r_wheel / k)
+    v = min(v, SPEED_SHARE * values["max_wheel_speed"] * r_wheel / k)
+    acc = min(acc, ACCEL_SHARE * values["max_accel"] * r_wheel / k)
     vq = int(v / m_per_count / hz * Q16 + 0.5)
     aq = int(acc / m_per_count / hz / hz * Q16 + 0.5)
     if aq < 1 or vq < 1:
@@ -84,4 +87,9 @@ def plan(values, cpr, hz, kind, a, b, speed, accel, timeout):
     if timeout == 0.0:
         timeout = 2.0 * planned_time(abs(p), v, acc) + 1.0
     periods = min(int(timeout * hz + 0.5), TIMEOUT_MAX)
-    return axis, int(delta + (0.5 if delta >= 0 else -0.5)), vq, aq, cm, cs, max(1, periods)
+    fdelta = f / m_per_count * 4096.0
+    return axis, _round(delta), vq, aq, cm, cs, _round(fdelta), max(1, periods)
+
+
+def _round(x):
+    return int(x + (0.5 if x >= 0 else -0.5))

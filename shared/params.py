@@ -73,8 +73,8 @@ TABLE = (
     (33, "move_kp_heading", "f", "1/s", 0.0, 100.0, 12.0, "moves: heading error (as wheel travel) -> correction"),
     (34, "move_tol_distance", "f", "m", 0.0001, 0.1, 0.002, "moves: arrived within this distance"),
     (35, "move_tol_heading", "f", "rad", 0.0001, 0.2, 0.002, "moves: and within this heading"),
-    (36, "move_stall_tol", "f", "m", 0.001, 1.0, 0.015, "moves: a path error above this (as wheel travel) ..."),
-    (37, "move_stall_ms", "H", "ms", 10, 5000, 100, "moves: ... for this long ends the move as stalled"),
+    (36, "move_stall_tol", "f", "m", 0.001, 1.0, 0.01, "moves: a path error above this (as wheel travel) ..."),
+    (37, "move_stall_ms", "H", "ms", 10, 5000, 60, "moves: ... for this long ends the move as stalled"),
 )
 
 # The deadman's stop must end at rest (docs/firmware.md, "Deadman"): DEADMAN_REST_MS after its ramp has brought both
