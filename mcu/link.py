@@ -15,7 +15,7 @@ _LENGTHS = {
     protocol.HELLO: 0, protocol.SET_VEL: 8, protocol.ENABLE: 1, protocol.ZERO: 0, protocol.TIME: 4,
     protocol.GET_PARAM: 1, protocol.SAVE_PARAMS: 0, protocol.CLEAR_FAULT: 0, protocol.GET_DIAG: 0,
     protocol.TELEMETRY: 2, protocol.GET_ODOM: 0, protocol.STOP_LINK: 0, protocol.LOAD_PARAMS: 0,
-    protocol.SENSORS: 2, protocol.MOVE: 24, protocol.MOVE_LEASE: 1,
+    protocol.SENSORS: 2, protocol.MOVE: 24, protocol.MOVE_LEASE: 1, protocol.GET_STATE: 0,
 }
 _TYPE_SIZE = {"f": 4, "H": 2}
 
@@ -174,6 +174,8 @@ class Link:
                 self.nack(cmd, protocol.NACK_OUT_OF_RANGE)
                 return
             self.send(protocol.pack_sensors_ack(applied))
+        elif cmd == protocol.GET_STATE:
+            self.send(protocol.pack_state(*h.state()))
         elif cmd == protocol.MOVE:
             code = h.move(*protocol.unpack_move(payload))
             if code:

@@ -20,7 +20,7 @@ PROTOCOL_VERSION = const(5)     # 2: STOP_LINK / STOP_LINK_ACK; 3: FAULT_ENCODER
 #                                 LOAD_PARAMS / LOAD_ACK, DIAG_PARAMS_UNSAVED; 4: board sensors (SENSORS /
 #                                 SENSORS_ACK / SENSORS_DATA, ST_BATTERY_LOW, ST_ESTOP, FAULT_ESTOP,
 #                                 FAULT_BATTERY_LOW, ODOM's encoder heading, DIAG imu_state / imu_errors);
-#                                 5: moves on the board (MOVE / MOVE_LEASE / MOVE_STATE)
+#                                 5: moves on the board (MOVE / MOVE_LEASE / MOVE_STATE, GET_STATE)
 
 SYNC = const(0xAA)
 MAX_LEN = const(64)             # LEN upper bound: CMD + PAYLOAD
@@ -46,6 +46,7 @@ LOAD_PARAMS = const(0x0D)      # live parameters back to the saved ones (what a 
 SENSORS = const(0x0E)          # u16 rate Hz of the SENSORS_DATA stream (0: off)
 MOVE = const(0x0F)             # queue a straight line, a turn in place or an arc (docs/protocol.md "Moves")
 MOVE_LEASE = const(0x10)       # renew the moves' lease (flag: cancel them); replies MOVE_STATE
+GET_STATE = const(0x11)        # STATE without a command (the host watches while moves drive); not a deadman feed
 
 # board -> host replies (CMD | 0x80)
 INFO = const(0x80)
@@ -74,6 +75,7 @@ COMMAND_NAMES = {
     GET_PARAM: "GET_PARAM", SET_PARAM: "SET_PARAM", SAVE_PARAMS: "SAVE_PARAMS", CLEAR_FAULT: "CLEAR_FAULT",
     GET_DIAG: "GET_DIAG", TELEMETRY: "TELEMETRY", GET_ODOM: "GET_ODOM", STOP_LINK: "STOP_LINK",
     LOAD_PARAMS: "LOAD_PARAMS", SENSORS: "SENSORS", MOVE: "MOVE", MOVE_LEASE: "MOVE_LEASE",
+    GET_STATE: "GET_STATE",
     INFO: "INFO", STATE: "STATE", ENABLE_ACK: "ENABLE_ACK", ZERO_ACK: "ZERO_ACK", TIME_ACK: "TIME_ACK",
     PARAM: "PARAM", PARAM_SET: "PARAM_SET", SAVE_ACK: "SAVE_ACK", FAULT_CLEARED: "FAULT_CLEARED",
     DIAG: "DIAG", TELEMETRY_ACK: "TELEMETRY_ACK", ODOM: "ODOM", STOP_LINK_ACK: "STOP_LINK_ACK",
@@ -542,6 +544,10 @@ def pack_move(move_id, kind, a, b, speed, accel, timeout=0.0):
 def unpack_move(payload):
     """-> (id, kind, flags, a, b, speed, accel, timeout)."""
     return _unpack(FMT_MOVE, payload)
+
+
+def pack_get_state():
+    return encode(GET_STATE)
 
 
 def pack_move_lease(cancel=False):

@@ -43,6 +43,7 @@ from ..rigs.registry import clock_for
 from ..robot.config import RobotConfig
 from ..timebase import HOST_CLOCK, Clock
 from .link import Link, NackError
+from .moves import Move, MoveQueue
 from .records import BoardInfo, BoardOdometry, BoardState, SensorReading, fault_text, sensor_reading
 
 if TYPE_CHECKING:
@@ -117,6 +118,7 @@ class Board:
         self.down: BoardDeenergized | None = None   # why the board went inactive on its own (None: it did not)
         self._baseline: BoardState | None = None    # the last state accepted in this epoch (restart checks)
         self._state: BoardState | None = None
+        self.moves = MoveQueue(self)        # moves on the board (move_straight/turn/arc), the lease
         self._pending: tuple[float, float] | None = None    # (host time sent, board-time deadline) of the
         #                                                     outstanding SET_VEL
         self.misses = 0                     # consecutive
@@ -409,13 +411,13 @@ class Board:
         self.down = BoardDeenergized(
             f"the board {what} while active (status {status}; {'; '.join(detail)}): its outputs are off and "
             f"nothing is commanded any more; {encoders}; {todo}", cause=what, restarted=restarted, state=state)
+        self.moves.forget()
         raise self.down
 
     def write(self, left_rad_s: float, right_rad_s: float) -> None:
         """Send wheel speeds (rad/s). Clamped jointly (same ratio) to the robot file's max_rim_speed (as wheel rad/s:
         RobotConfig.wheel_speed_limits) BEFORE the conversion."""
         self._require(active=True)
-        link = self._io         # once per call: the hot path
         if not (math.isfinite(left_rad_s) and math.isfinite(right_rad_s)):
             raise BadValue(f"wheel speeds must be finite, got left={left_rad_s} right={right_rad_s}")
         lim_l, lim_r = self.config.wheel_speed_limits
@@ -427,7 +429,18 @@ class Board:
         per_rad = self.counts_per_rev / TWO_PI
         cl = _clamp_i32(round(left_rad_s * s * per_rad))
         cr = _clamp_i32(round(right_rad_s * s * per_rad))
-        frame = P.pack_set_vel(cl, cr)
+        if self.moves.busy:
+            self.moves.forget()     # a SET_VEL ends every move on the board (cancelled)
+        self._ask(P.pack_set_vel(cl, cr))
+
+    def observe(self) -> None:
+        """Ask for the state without commanding anything (GET_STATE): the next read() returns it. The loop's
+        exchange while board moves drive the wheels (a SET_VEL would cancel them); it does not feed the deadman."""
+        self._require(active=True)
+        self._ask(P.pack_get_state())
+
+    def _ask(self, frame: bytes) -> None:
+        link = self._io
         self._asked = True
         self._pending = None
         try:
@@ -465,6 +478,7 @@ class Board:
         disable. last_stop tells how it went."""
         problems = []
         self.last_stop = None
+        self.moves.forget()         # the brake's SET_VEL ends every move on the board
         try:
             if self.link is not None and self.link.is_open:
                 try:
@@ -691,6 +705,32 @@ class Board:
                 deadman = applied / 1000.0
             self._ramp = (top, acc, deadman)
         return applied
+
+    # ---- moves on the board (board/moves.py): each returns a Move whose wait() renews the lease ----
+    def move_straight(self, distance_m: float, speed: float | None = None, accel: float | None = None,
+                      timeout: float = 0.0) -> Move:
+        """Drive distance_m straight (negative: backwards) at speed m/s, accelerating at accel m/s^2 (defaults:
+        half the robot file's rim limits), holding the board's heading."""
+        self._require(active=True)
+        return self.moves.add(P.MOVE_STRAIGHT, distance_m, 0.0, speed, accel, timeout)
+
+    def move_turn(self, angle_rad: float, rate: float | None = None, accel: float | None = None,
+                  timeout: float = 0.0) -> Move:
+        """Turn in place by angle_rad (REP-103: positive turns left) at rate rad/s, accel rad/s^2."""
+        self._require(active=True)
+        return self.moves.add(P.MOVE_TURN, angle_rad, 0.0, rate, accel, timeout)
+
+    def move_arc(self, radius_m: float, angle_rad: float, speed: float | None = None, accel: float | None = None,
+                 timeout: float = 0.0) -> Move:
+        """Drive along a circle of radius_m (negative: backwards) until the heading has changed by angle_rad
+        (positive: left), at speed m/s along the path."""
+        self._require(active=True)
+        return self.moves.add(P.MOVE_ARC, radius_m, angle_rad, speed, accel, timeout)
+
+    def link_request(self, frame: bytes, reply_cmd: int) -> bytes:
+        """One request/response exchange on the board's link (services, the move queue); not for the hot loop."""
+        self._require(configured=True)
+        return self._io.request(frame, reply_cmd)
 
     def save_params(self) -> None:
         self._require(configured=True)

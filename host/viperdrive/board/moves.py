@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
+"""Moves on the board (docs/host.md, "Moves"; the board's side: docs/firmware.md, "Moves"): a straight line, a turn
+in place or an arc, planned and run by the board in its control period, with its own heading (the gyro where it
+has one). The host queues them and holds a lease: the board stops, braked, when no MOVE or MOVE_LEASE came for
+move_lease_ms (0.5 s by default), so a host that stalls for less changes nothing and a host that dies stops the
+robot.
+
+    with Board("sim") as b:
+        b.activate()
+        b.move_straight(0.5)
+        turn = b.move_turn(math.radians(90))
+        print(turn.wait())          # "arrived": each wait() renews the lease while it waits
+
+MoveQueue keeps the moves the board has no slot for yet (it holds MOVE_SLOTS) and sends each as one frees, so a
+path of any length can be queued at once and runs without a stop between moves. A SET_VEL (Board.write) cancels
+every move on the board; while moves drive, a loop watches with Board.observe() (GET_STATE) instead.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from viperdrive.shared import protocol as P
+
+from ..errors import BadValue, BoardFault
+from .link import NackError
+
+if TYPE_CHECKING:
+    from .board import Board
+
+MOVE_SLOTS = 4                  # the board's queue (mcu/control.py MOVE_SLOTS)
+LEASE_SHARE = 0.2               # renew at this share of the lease: 100 ms of the default 500 ms
+SPEED_SHARE = 0.5               # default speed and acceleration: this share of the robot file's rim limits
+
+
+@dataclass
+class Move:
+    """One move: its board id, what it is, and how it ended (None while queued or running)."""
+    id: int
+    kind: int                   # protocol.MOVE_*
+    a: float
+    b: float
+    speed: float
+    accel: float
+    timeout: float
+    queue: MoveQueue
+    end: int | None = None      # protocol.MOVE_END_*
+    sent: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.end is not None
+
+    @property
+    def reason(self) -> str | None:
+        """"arrived", "stalled", "timed out", "cancelled", "faulted", "lease expired"; None while it runs."""
+        return None if self.end is None else P.MOVE_END_NAMES.get(self.end, f"unknown ({self.end})")
+
+    @property
+    def arrived(self) -> bool:
+        return self.end == P.MOVE_END_ARRIVED
+
+    def describe(self) -> str:
+        if self.kind == P.MOVE_STRAIGHT:
+            return f"straight {self.a:+.3f} m at {self.speed:.2f} m/s"
+        if self.kind == P.MOVE_TURN:
+            return f"turn {math.degrees(self.a):+.1f} deg at {self.speed:.2f} rad/s"
+        return f"arc r={self.a:+.3f} m through {math.degrees(self.b):+.1f} deg at {self.speed:.2f} m/s"
+
+    def wait(self, timeout: float | None = None) -> str:
+        """Until the move has ended (renewing the lease meanwhile); its reason. TimeoutError after `timeout` board
+        seconds (the move keeps running: cancel it, or wait again)."""
+        return self.queue.wait(lambda: self.done, timeout) or (self.reason or "")
+
+
+class MoveQueue:
+    """The host's side of the board's move queue (Board.moves)."""
+
+    def __init__(self, board: Board):
+        self.board = board
+        self.pending: deque[Move] = deque()         # not sent yet (the board's slots were full)
+        self.running: dict[int, Move] = {}          # sent, not ended
+        self.ended: list[Move] = []                 # in the order the board ended them (the last 100)
+        self.active = 0                             # moves on the board not ended, as it last said
+        self._next_id = 1
+        self._n_ends: int | None = None             # the board's end counter at the last report
+        self._last_poll = -math.inf
+        self.lease_s = 0.5
+
+    # ---- queueing ----
+
+    def add(self, kind: int, a: float, b: float, speed: float | None, accel: float | None,
+            timeout: float = 0.0) -> Move:
+        c = self.board.config
+        if kind == P.MOVE_TURN:
+            half = 0.5 * c.effective_separation
+            speed = SPEED_SHARE * c.max_rim_speed / half if speed is None else speed
+            accel = SPEED_SHARE * c.max_rim_acceleration / half if accel is None else accel
+        else:
+            speed = SPEED_SHARE * c.max_rim_speed if speed is None else speed
+            accel = SPEED_SHARE * c.max_rim_acceleration if accel is None else accel
+        for name, x in (("distance/angle/radius", a), ("angle", b), ("speed", speed), ("accel", accel),
+                        ("timeout", timeout)):
+            if not math.isfinite(x):
+                raise BadValue(f"a move's {name} must be a finite number, got {x}")
+        if not (speed > 0 and accel > 0):
+            raise BadValue(f"a move's speed and accel must be > 0, got {speed} and {accel}")
+        if timeout < 0:
+            raise BadValue(f"a move's timeout must be >= 0 s (0: twice the planned time + 1 s), got {timeout}")
+        if self._n_ends is None:
+            self.lease_s = self.board.get_param("move_lease_ms") / 1000.0
+        m = Move(self._take_id(), kind, a, b, speed, accel, timeout, self)
+        self.pending.append(m)
+        self.pump()
+        return m
+
+    def _take_id(self) -> int:
+        i = self._next_id
+        self._next_id = i % 0xFFFF + 1          # 1..65535: 0 means "none" on the wire
+        return i
+
+    def pump(self) -> None:
+        """Send pending moves while the board has free slots."""
+        while self.pending and self.active < MOVE_SLOTS:
+            m = self.pending[0]
+            try:
+                payload = self.board.link_request(P.pack_move(m.id, m.kind, m.a, m.b, m.speed, m.accel, m.timeout),
+                                                  P.MOVE_STATE)
+            except NackError as e:
+                self.pending.popleft()
+                m.end = P.MOVE_END_CANCELLED
+                self._cancel_pending()
+                if e.code == P.NACK_OUT_OF_RANGE:
+                    raise BadValue(f"the board refused {m.describe()}: it cannot run as asked (no length, or beyond "
+                                   f"its ranges: docs/firmware.md, \"Moves\")") from None
+                raise BoardFault(f"the board refused {m.describe()}: its outputs are off or a fault is latched "
+                                 f"(viperdrive info shows which)") from None
+            self.pending.popleft()
+            m.sent = True
+            self.running[m.id] = m
+            self._take(payload)
+
+    # ---- the lease and the reports ----
+
+    def poll(self, cancel: bool = False) -> None:
+        """MOVE_LEASE: renew the lease (or cancel every move), learn the ends, send what waits for a slot."""
+        self._take(self.board.link_request(P.pack_move_lease(cancel), P.MOVE_STATE))
+        if cancel:
+            self._cancel_pending()
+        self.pump()
+
+    def keep(self) -> None:
+        """poll() when a share of the lease has passed since the last one (call it every loop cycle)."""
+        now = self.board.clock.now()
+        if self.busy and now - self._last_poll >= LEASE_SHARE * self.lease_s:
+            self.poll()
+
+    @property
+    def busy(self) -> bool:
+        """Moves are queued or running (on the board or waiting for a slot)."""
+        return bool(self.pending or self.running)
+
+    def cancel(self) -> None:
+        """End every move, braked (the board's acceleration limit). Nothing is left waiting on the host."""
+        if self.running or self.active:
+            self.poll(cancel=True)
+        self._cancel_pending()
+
+    def _cancel_pending(self) -> None:
+        while self.pending:
+            m = self.pending.popleft()
+            m.end = P.MOVE_END_CANCELLED
+            self._ended(m)
+
+    def forget(self) -> None:
+        """What the board had is gone (cancelled): a SET_VEL or a disable ended it, or the board restarted."""
+        for m in list(self.running.values()):
+            m.end = P.MOVE_END_CANCELLED
+            self._ended(m)
+        self.running.clear()
+        self._cancel_pending()
+        self.active = 0
+        self._n_ends = None
+
+    def _take(self, payload: bytes) -> None:
+        self._last_poll = self.board.clock.now()
+        _, active, n_ends, ends = P.unpack_move_state(payload)
+        self.active = active
+        new = len(ends) if self._n_ends is None else min((n_ends - self._n_ends) & 0xFFFF, len(ends))
+        self._n_ends = n_ends
+        for mid, why in ends[len(ends) - new:]:
+            m = self.running.pop(mid, None)
+            if m is not None:
+                m.end = why
+                self._ended(m)
+        if active == 0 and self.running:
+            # the board holds none of them any more, and never said how they ended (it restarted)
+            for m in list(self.running.values()):
+                m.end = P.MOVE_END_CANCELLED
+                self._ended(m)
+            self.running.clear()
+
+    def _ended(self, m: Move) -> None:
+        self.ended.append(m)
+        del self.ended[:-100]
+
+    def wait(self, cond, timeout: float | None) -> str | None:
+        """Poll (lease renewed) until cond() holds; TimeoutError after timeout board seconds."""
+        clock = self.board.clock
+        t_end = None if timeout is None else clock.now() + timeout
+        while not cond():
+            self.poll()
+            if cond():
+                break
+            if t_end is not None and clock.now() >= t_end:
+                raise TimeoutError(f"moves still running after {timeout:g} s")
+            clock.sleep(min(LEASE_SHARE * self.lease_s, 0.02))
+        return None
+
+    def wait_all(self, timeout: float | None = None) -> list[Move]:
+        """Until every queued move has ended; the moves that ended meanwhile."""
+        start = len(self.ended)
+        self.wait(lambda: not self.busy, timeout)
+        return self.ended[start:]
