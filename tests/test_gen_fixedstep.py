@@ -82,7 +82,7 @@ def test_every_gain_block_and_sign_extension_of_the_step_comes_from_a_macro():
     out = code_of(gen.OUTPUT.read_text())
     gains = len(re.findall(r"\bGAIN\(", tmpl))
     sxs = len(re.findall(r"\bSX\(", tmpl))
-    assert gains == 8 and sxs == 24                       # the control law's terms; every signed ptr32 load
+    assert gains == 8 and sxs == 50                       # the control law's terms; every signed ptr32 load
     assert out.count("if sh >= 15:") == gains
     assert len(re.findall(r"\^ sb\) - sb", out)) == sxs
     assert "if sh >= 15:" not in tmpl and "^ sb) - sb" not in tmpl
