@@ -37,6 +37,10 @@ ANGULAR_STEPS = (0.1, 0.25, 0.5)        # rad/s per keypress
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--script", metavar="FILE|" + "|".join(BUILTINS),
                         help="drive a path instead of the keyboard (script format: docs/cli.md)")
+    parser.add_argument("--follower", choices=("board", "host"), default="board",
+                        help="who closes a script's path: the board, as moves on its own heading and clock (board, "
+                             "the default), or this host on its odometry at the loop rate (host); twist and wait "
+                             "segments always run on the host")
     script_options(parser)
     parser.add_argument("--record", metavar="OUT.mcap", help="record the run as MCAP (see `viperdrive log`); with "
                                                              "--ekf also the filter's inputs and odometry/filtered")
@@ -110,6 +114,8 @@ def run(args) -> int:
             session.start()
             try:
                 if segments is not None:
+                    if args.follower == "board" and all(seg.kind in BOARD_KINDS for seg in segments):
+                        return _run_moves(args, session, segments)
                     return _run_script(args, session, segments)
                 assert keys is not None         # made above for a drive without a script
                 with keys:
@@ -234,6 +240,60 @@ def _run_script(args, s: DriveSession, segments) -> int:
             # let the ramp settle to rest before disabling
             if abs(s.controller.v) < 1e-6 and abs(s.controller.w) < 1e-6 and state.fresh \
                     and max(abs(state.velocity[0]), abs(state.velocity[1])) < 0.2:
+                s.stop_reason = "script done"
+                return False
+        if t_end is not None and now >= t_end:
+            s.stop_reason = "duration"
+            return False
+        return None
+
+    _prepare_loop(args)
+    try:
+        stats = s.loop.run(on_cycle=on_cycle)
+    except BoardFault as e:
+        raise explain_fault(s.board, args, e) from None
+    _finish(args, s, stats)
+    return 0
+
+
+BOARD_KINDS = ("forward", "turn", "arc")      # script segments the board runs as moves
+
+
+def _run_moves(args, s: DriveSession, segments) -> int:
+    """The script as board moves, all queued at once (the host keeps what the board's queue cannot hold yet):
+    the board plans, chains and closes them on its own heading; this loop watches (GET_STATE), renews the lease
+    and keeps the odometry, the recording and the filter going."""
+    board = s.board
+    t_end = None if args.duration is None else s.clock.now() + args.duration
+    note(args, f"script {args.script}: {len(segments)} segments as board moves")
+    moves = []
+    for seg in segments:
+        if seg.kind == "forward":
+            moves.append(board.move_straight(seg.a, seg.b))
+        elif seg.kind == "turn":
+            moves.append(board.move_turn(seg.a, seg.b))
+        else:
+            moves.append(board.move_arc(seg.b, seg.a, seg.c))
+    shown = [0]
+
+    def on_cycle(state, k):
+        now = s.clock.now()
+        s.tick(now)
+        if s.fault_code:
+            raise BoardFault(s.fault_text(args))
+        while shown[0] < len(moves) and moves[shown[0]].done:
+            m = moves[shown[0]]
+            shown[0] += 1
+            if not args.quiet:
+                x, y, th = s.odometry.pose
+                print(f"move {shown[0]}/{len(moves)} {m.reason}: {m.describe()}  (at x {x:+.3f} y {y:+.3f} "
+                      f"heading {math.degrees(th):+.1f} deg)", flush=True)
+        if not board.moves.busy:
+            bad = [m for m in moves if not m.arrived]
+            if bad:
+                raise BoardFault(f"move {moves.index(bad[0]) + 1}/{len(moves)} ({bad[0].describe()}) ended "
+                                 f"{bad[0].reason}")
+            if state.fresh and max(abs(state.velocity[0]), abs(state.velocity[1])) < 0.2:
                 s.stop_reason = "script done"
                 return False
         if t_end is not None and now >= t_end:

@@ -9,7 +9,7 @@ duration). A step that ends after the next deadline is an overrun: counted, and 
 lateness (wake-up jitter) and execution time so the >= 20 % margin rule can be checked.
 
 DriveLoop: the ros2_control cycle read() -> odometry -> controller.update() -> write(), one SET_VEL/STATE exchange
-per period.
+per period; while the board runs moves (board.moves), GET_STATE instead of SET_VEL and the moves' lease.
 """
 from __future__ import annotations
 
@@ -156,7 +156,13 @@ class DriveLoop:
             self.odometry.update(state.position[0], state.position[1], state.velocity[0], state.velocity[1],
                                  state.stamp)
         left, right = self.controller.update(now)
-        self.board.write(left, right)
+        moves = self.board.moves
+        if moves.busy:
+            # the board's moves drive: renew their lease and watch (a SET_VEL would cancel them)
+            moves.keep()
+            self.board.observe()
+        else:
+            self.board.write(left, right)
         self.state = state
         return state
 
