@@ -69,6 +69,35 @@ def drive_window(rig: PicoRig, seconds: float, speed: float = 8.0) -> tuple[dict
     return d, rig.stats(), rate
 
 
+def moves_window(rig: PicoRig, seconds: float) -> tuple[dict, int]:
+    """Board moves (0.3 m lines back and forth, half turns between them, chained) for `seconds` chip s, the host
+    watching with GET_STATE at 100 Hz as `drive --script` does; -> (DIAG at the end, moves that arrived). The step's
+    maxima are since boot: an upper bound of the periods with a move running."""
+    import math
+    with Board(rig.url, config=RobotConfig()) as b:
+        b.clear_fault()
+        b.activate()
+        c0 = rig.clock.now()
+        k = 0
+        arrived = 0
+        while rig.clock.now() - c0 < seconds:
+            while len(b.moves.pending) + b.moves.active < 3:
+                if k % 2 == 0:
+                    b.move_straight(0.3 if k % 4 == 0 else -0.3, 0.2, 0.5)
+                else:
+                    b.move_turn(math.pi, 2.0, 6.0)
+                k += 1
+            b.moves.keep()
+            b.observe()
+            time.sleep(0.01 / max(rig.clock.speed, 0.05))
+            b.read()
+            arrived += sum(1 for m in b.moves.ended if m.arrived) - arrived
+        d = b.diag()
+        b.moves.cancel()
+        b.deactivate()
+    return d, arrived
+
+
 def step_layouts(rig: PicoRig, tmp: Path) -> None:
     """The step as shipped vs split into functions (bench/split_step.py), on the chip in one process
     (bench/pico_step_layouts.py, REPL mode): prints its pico_control_step_layout line."""
@@ -139,6 +168,10 @@ def main(argv: list[str]) -> int:
                  period_min_us=d["period_min_us"], period_max_us=d["period_max_us"],
                  jitter_us=d["period_max_us"] - d["period_min_us"], overruns=d["overruns"],
                  free_heap=d["free_heap"], rig_chip_s_per_wall_s=round(rate, 3), note="chip_time_lower_bound")
+            d, arrived = moves_window(rig, 4.0)
+            line("pico_control_step_moves", hz=hz, exec_avg_us=d["exec_avg_us"], exec_max_us=d["exec_max_us"],
+                 share_of_period_max=round(d["exec_max_us"] / period, 3), overruns=d["overruns"],
+                 moves_arrived=arrived, note="max_since_boot_moves_running")
     # the tick's parts, timed on the chip in REPL mode (the repl pin held at boot) by bench/pico_tick_profile.py
     f = tmp / "profile.flash"
     f.write_bytes((tmp / "mpy_500.flash").read_bytes())

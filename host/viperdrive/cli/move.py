@@ -95,8 +95,15 @@ def _wait_gyro(args, board) -> None:
     if board.diag()["imu"] == "none":
         note(args, "move: the board has no IMU: heading from the encoders")
         return
+
+    def gyro() -> bool:
+        # held at rest meanwhile: zero commands keep the board's deadman (and its long-silence disable) quiet
+        board.write(0.0, 0.0)
+        board.read()
+        return board.odometry().heading_source == "gyro"
+
     try:
-        wait_until(lambda: board.odometry().heading_source == "gyro", GYRO_WAIT_S, board.clock, poll=0.05)
+        wait_until(gyro, GYRO_WAIT_S, board.clock, poll=0.02)
     except WaitTimeout:
         raise UserError(f"move: the board's heading does not come from its gyro after {GYRO_WAIT_S:g} s (IMU "
                         f"'{board.diag()['imu']}'; the robot must stand still for still_ms); --encoders moves on "
