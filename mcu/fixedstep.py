@@ -1119,23 +1119,28 @@ def move(st_a, k_a):
                 vout1 = y
         a += AXS
 
-    # ---- P on each axis's position error (clamped to 16 counts before the product) ----
+    # ---- P on each axis's position error: (e * m) >> s from e's 12-bit halves (|e| clamped to 2**27, m < 2**14,
+    # s >= 12: move_kp_* <= 64, so both partial products fit 31 bits) ----
     ed = ((int(st[M_AX + A_REF]) ^ sb) - sb) - dm
     eh = ((int(st[M_AX + AXS + A_REF]) ^ sb) - sb) - hm
     st[M_ED] = ed
     st[M_EH] = eh
     x = ed
-    if x > 65536:
-        x = 65536
-    elif x < -65536:
-        x = -65536
-    vout0 += (x * int(k[K_MKD_M])) >> int(k[K_MKD_S])
+    if x > 134217728:
+        x = 134217728
+    elif x < -134217728:
+        x = -134217728
+    m = int(k[K_MKD_M])
+    sh = int(k[K_MKD_S])
+    vout0 += (((x >> 12) * m) >> (sh - 12)) + (((x & 4095) * m) >> sh)
     x = eh
-    if x > 65536:
-        x = 65536
-    elif x < -65536:
-        x = -65536
-    vout1 += (x * int(k[K_MKH_M])) >> int(k[K_MKH_S])
+    if x > 134217728:
+        x = 134217728
+    elif x < -134217728:
+        x = -134217728
+    m = int(k[K_MKH_M])
+    sh = int(k[K_MKH_S])
+    vout1 += (((x >> 12) * m) >> (sh - 12)) + (((x & 4095) * m) >> sh)
 
     # ---- ends: stalled (a path error held above the limit), timed out, arrived ----
     ae = ed if ed >= 0 else -ed

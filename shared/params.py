@@ -69,8 +69,8 @@ TABLE = (
     # moves on the board (docs/firmware.md, "Moves"; MOVE / MOVE_LEASE): the host renews a lease instead of the
     # deadman; the engine follows a distance and a heading reference with a P term each on top of their speed
     (31, "move_lease_ms", "H", "ms", 100, 10000, 500, "moves: no MOVE/MOVE_LEASE this long: braked stop"),
-    (32, "move_kp_distance", "f", "1/s", 0.0, 100.0, 12.0, "moves: distance error -> speed correction"),
-    (33, "move_kp_heading", "f", "1/s", 0.0, 100.0, 12.0, "moves: heading error (as wheel travel) -> correction"),
+    (32, "move_kp_distance", "f", "1/s", 0.0, 50.0, 12.0, "moves: distance error -> speed correction"),
+    (33, "move_kp_heading", "f", "1/s", 0.0, 50.0, 12.0, "moves: heading error (as wheel travel) -> correction"),
     (34, "move_tol_distance", "f", "m", 0.0001, 0.1, 0.002, "moves: arrived within this distance"),
     (35, "move_tol_heading", "f", "rad", 0.0001, 0.2, 0.002, "moves: and within this heading"),
     (36, "move_stall_tol", "f", "m", 0.001, 1.0, 0.01, "moves: a path error above this (as wheel travel) ..."),

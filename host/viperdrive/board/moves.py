@@ -189,7 +189,9 @@ class MoveQueue:
         self._last_poll = self.board.clock.now()
         _, active, n_ends, ends = P.unpack_move_state(payload)
         self.active = active
-        new = len(ends) if self._n_ends is None else min((n_ends - self._n_ends) & 0xFFFF, len(ends))
+        # the first report only sets the baseline: the ends it lists belong to earlier sessions (whose ids this
+        # session may be reusing), never to a move sent with it
+        new = 0 if self._n_ends is None else min((n_ends - self._n_ends) & 0xFFFF, len(ends))
         self._n_ends = n_ends
         for mid, why in ends[len(ends) - new:]:
             m = self.running.pop(mid, None)

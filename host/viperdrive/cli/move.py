@@ -62,7 +62,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     if args.kind == "arc" and args.radius == 0.0:
-        raise UserError("move arc: --radius 0 is a turn in place (viperdrive move turn DEG)")
+        raise UserError("move arc: --radius 0 is a turn in place (viperdrive move turn DEG)", exit_code=2)
     config = load_config(args)
     with stop_signals_as_interrupt(), open_board(args, config) as board:
         activate(board, args)
