@@ -101,14 +101,26 @@ def test_set_vel_cancels_the_moves_and_the_handles_say_so(sim):
         b.deactivate()
 
 
-def test_drive_script_runs_as_board_moves_and_a_killed_host_stops_the_robot(sim):
-    """`drive --script square` as board moves closes the square; then `move straight` killed (SIGKILL) while it
-    drives: the board stops the robot braked within its lease plus the braking time, in board time."""
+def test_drive_script_runs_as_board_moves_and_a_killed_host_stops_the_robot(sim, tmp_path):
+    """`drive --script square --record` as board moves closes the square and records each move's states on
+    /viperdrive/moves; then `move straight` killed (SIGKILL) while it drives: the board stops the robot braked
+    within its lease plus the braking time, in board time."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
     t0 = sim.truth()
-    r = run_cli("drive", "--script", "square", "--side", "0.4", "--port", sim.url, timeout=180)
+    out = tmp_path / "square.mcap"
+    r = run_cli("drive", "--script", "square", "--side", "0.4", "--port", sim.url, "--record", out, timeout=180)
     t1 = sim.truth()
     assert r.returncode == 0, r.stderr
     assert "8 segments as board moves" in r.stderr + r.stdout and "move 8/8 arrived" in r.stdout
+    states: dict[str, list[str]] = {}
+    with open(out, "rb") as f:
+        for rec in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
+                topics=["/viperdrive/moves"]):
+            st = rec.decoded_message.status[0]
+            states.setdefault(st.name, []).append({kv.key: kv.value for kv in st.values}["state"])
+    assert len(states) == 8 and all(v[-1] == "arrived" and "on the board" in v for v in states.values()), states
+    assert sum("waiting for a slot" in v for v in states.values()) == 4      # the board's queue holds four
     end = math.hypot(t1["x"] - t0["x"], t1["y"] - t0["y"])
     print(f"square 0.4 m as board moves: ends {end * 1000:.1f} mm from its start in ground truth")
     assert end < 0.03

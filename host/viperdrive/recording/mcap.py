@@ -61,6 +61,7 @@ TOPICS = {
     "/tf_static": TF_MESSAGE,
     "/imu/data_raw": rosmsg_defs.IMU,
     "/battery_state": rosmsg_defs.BATTERY_STATE,
+    "/viperdrive/moves": DIAGNOSTIC_ARRAY,
 }
 
 JOINT_NAMES = ("left_wheel_joint", "right_wheel_joint")
@@ -279,6 +280,22 @@ class McapRecorder:
             statuses.append({"level": lvl, "name": f"viperdrive: {name}", "message": text,
                              "hardware_id": hardware_id, "values": [{"key": k, "value": v} for k, v in kv]})
         self._write("/diagnostics", {"header": self._header(mono, ""), "status": statuses}, mono)
+
+    def move(self, mono: float, m, state: str) -> None:
+        """A board move (board.moves.Move) reached `state` ("waiting for a slot", "on the board", or its end
+        reason): one DiagnosticStatus on /viperdrive/moves named by its id; WARN for a timeout, a cancel or the
+        lease, ERROR for a stall or a fault."""
+        from viperdrive.shared import protocol as P
+        level = 0
+        if m.end in (P.MOVE_END_STALLED, P.MOVE_END_FAULTED):
+            level = 2
+        elif m.end is not None and m.end != P.MOVE_END_ARRIVED:
+            level = 1
+        values = [("id", m.id), ("kind", P.MOVE_KIND_NAMES.get(m.kind, m.kind)), ("a", m.a), ("b", m.b),
+                  ("speed", m.speed), ("accel", m.accel), ("timeout_s", m.timeout), ("state", state)]
+        self._write("/viperdrive/moves", {"header": self._header(mono, ""), "status": [{
+            "level": level, "name": f"viperdrive: move {m.id}", "message": f"{m.describe()}: {state}",
+            "hardware_id": "", "values": [{"key": k, "value": str(v)} for k, v in values]}]}, mono)
 
     def close(self) -> dict:
         with self._lock:
