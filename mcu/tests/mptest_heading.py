@@ -6,42 +6,13 @@
 # wheel commands. The robot really curves (0.01 x distance / wheel separation rad); the encoders do not see it,
 # the gyro does. bench/bench_heading.py measures the same on the real-time virtual board over 10 m.
 import math
-import sys
 
 import app as app_mod
 import boardcfg
-import fakehal
+import planthal
 from shared import protocol as P
 
-_root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
-sys.path.insert(0, _root + "/sim")
-
-import plant as plant_mod  # noqa: E402
-
 HZ = 500
-
-
-class PlantHal(fakehal.Board):
-    """The hal test double over the plant: each fired period steps the physics first, as the sim backend does."""
-
-    def __init__(self, cfg, pl):
-        fakehal.Board.__init__(self, cfg, counter_bits=16)
-        self.plant = pl
-        self.bus = pl.i2c
-
-    def read_counts(self, buf):
-        self.plant.counts(buf)
-
-    def set_energized(self, on):
-        fakehal.Board.set_energized(self, on)
-        self.plant.energized = bool(on)
-
-    def fire(self, n=1):
-        while n > 0:
-            self.now_us += 1000000 // HZ
-            self.plant.step(1.0 / HZ, self.duty[0], self.duty[1])
-            self.periodic()
-            n -= 1
 
 
 def _wrap(a):
@@ -49,14 +20,14 @@ def _wrap(a):
 
 
 def _drive(with_imu, distance=4.0, speed=0.45, mismatch=0.01):
-    d = plant_mod.load_description(_root + "/sim/robots/default.json")
+    d = planthal.load_robot("default")
     d["wheel_radius_scale"] = {"left": 1.0, "right": 1.0 + mismatch}
-    pl = plant_mod.Plant(d)
+    pl = planthal.plant_mod.Plant(d)
     cfg = {"backend": "sim", "counts_per_rev": 4096, "counter_bits": 16, "control_hz": HZ, "name": "heading"}
     if with_imu:
         cfg["imu"] = {"part": "mpu6050"}
     cfg = boardcfg.validate(cfg)
-    hal = PlantHal(cfg, pl)
+    hal = planthal.PlantHal(cfg, pl, HZ)
     a = app_mod.App(hal, cfg, params_path="/tmp/viperdrive-mptest-heading.json", link=False, watchdog=False)
     a.start()
     assert a.enable(True)

@@ -5,60 +5,29 @@
 # random moves. Commands go in through the link, as the host sends them.
 import math
 import random
-import sys
 
 import app as app_mod
 import boardcfg
 import fakehal
 import moves
+import planthal
 from fixedstep import W_SP, WS
 from shared import protocol as P
 
-_root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
-sys.path.insert(0, _root + "/sim")
-
-import plant as plant_mod  # noqa: E402
-
 HZ = 500
 CPR = 4096
-
-
-class PlantHal(fakehal.Board):
-    """The hal test double over the plant: each fired period steps the physics first, as the sim backend does."""
-
-    def __init__(self, cfg, pl):
-        fakehal.Board.__init__(self, cfg, counter_bits=16)
-        self.plant = pl
-        self.bus = pl.i2c
-        self.blocked = None             # a wheel held still (0 left, 1 right)
-
-    def read_counts(self, buf):
-        self.plant.counts(buf)
-
-    def set_energized(self, on):
-        fakehal.Board.set_energized(self, on)
-        self.plant.energized = bool(on)
-
-    def fire(self, n=1):
-        while n > 0:
-            self.now_us += 1000000 // HZ
-            dl, dr = self.duty[0], self.duty[1]
-            self.plant.step(1.0 / HZ, dl, dr)
-            self.periodic()
-            n -= 1
 
 
 class Rig:
     """App + plant, commands through the link's dispatch (the frames the host sends), replies decoded."""
 
     def __init__(self, imu=True, robot="default", values=None):
-        d = plant_mod.load_description(_root + "/sim/robots/%s.json" % robot)
-        self.pl = plant_mod.Plant(d)
+        self.pl = planthal.plant_mod.Plant(planthal.load_robot(robot))
         cfg = {"backend": "sim", "counts_per_rev": CPR, "counter_bits": 16, "control_hz": HZ, "name": "moves"}
         if imu:
             cfg["imu"] = {"part": "mpu6050"}
         cfg = boardcfg.validate(cfg)
-        self.hal = PlantHal(cfg, self.pl)
+        self.hal = planthal.PlantHal(cfg, self.pl, HZ)
         self.app = app_mod.App(self.hal, cfg, params_path="/tmp/viperdrive-mptest-moves.json", link=True,
                                watchdog=False)
         for name, v in (values or {}).items():

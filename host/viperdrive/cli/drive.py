@@ -217,7 +217,6 @@ def _clear_and_reenable(s: DriveSession) -> None:
 
 def _run_script(args, s: DriveSession, segments) -> int:
     follower = ScriptFollower(segments, s.config.max_rim_acceleration, s.config.effective_separation)
-    t_end = None if args.duration is None else s.clock.now() + args.duration
     last_index = -1
     note(args, f"script {args.script}: {len(segments)} segments")
 
@@ -236,20 +235,34 @@ def _run_script(args, s: DriveSession, segments) -> int:
                 print(*[f"segment {follower.index + 1}/{len(segments)}: {seg.describe()}  "
                            f"(at x {x:+.3f} y {y:+.3f} heading {math.degrees(th):+.1f} deg)"], flush=True)
         s.command(v, w, now)
-        if follower.done:
-            # let the ramp settle to rest before disabling
-            if abs(s.controller.v) < 1e-6 and abs(s.controller.w) < 1e-6 and state.fresh \
-                    and max(abs(state.velocity[0]), abs(state.velocity[1])) < 0.2:
-                s.stop_reason = "script done"
-                return False
-        if t_end is not None and now >= t_end:
+        # done: let the ramp settle to rest before disabling
+        if follower.done and abs(s.controller.v) < 1e-6 and abs(s.controller.w) < 1e-6 and _at_rest(state):
+            s.stop_reason = "script done"
+            return False
+        return None
+
+    return _script_loop(args, s, on_cycle)
+
+
+def _at_rest(state) -> bool:
+    return state.fresh and max(abs(state.velocity[0]), abs(state.velocity[1])) < 0.2
+
+
+def _script_loop(args, s: DriveSession, on_cycle) -> int:
+    """A script's loop: on_cycle until it returns False or --duration has passed, then the end line."""
+    t_end = None if args.duration is None else s.clock.now() + args.duration
+
+    def cycle(state, k):
+        if on_cycle(state, k) is False:
+            return False
+        if t_end is not None and s.clock.now() >= t_end:
             s.stop_reason = "duration"
             return False
         return None
 
     _prepare_loop(args)
     try:
-        stats = s.loop.run(on_cycle=on_cycle)
+        stats = s.loop.run(on_cycle=cycle)
     except BoardFault as e:
         raise explain_fault(s.board, args, e) from None
     _finish(args, s, stats)
@@ -264,7 +277,6 @@ def _run_moves(args, s: DriveSession, segments) -> int:
     the board plans, chains and closes them on its own heading; this loop watches (GET_STATE), renews the lease
     and keeps the odometry, the recording and the filter going."""
     board = s.board
-    t_end = None if args.duration is None else s.clock.now() + args.duration
     note(args, f"script {args.script}: {len(segments)} segments as board moves")
     moves = []
     for seg in segments:
@@ -293,21 +305,12 @@ def _run_moves(args, s: DriveSession, segments) -> int:
             if bad:
                 raise BoardFault(f"move {moves.index(bad[0]) + 1}/{len(moves)} ({bad[0].describe()}) ended "
                                  f"{bad[0].reason}")
-            if state.fresh and max(abs(state.velocity[0]), abs(state.velocity[1])) < 0.2:
+            if _at_rest(state):
                 s.stop_reason = "script done"
                 return False
-        if t_end is not None and now >= t_end:
-            s.stop_reason = "duration"
-            return False
         return None
 
-    _prepare_loop(args)
-    try:
-        stats = s.loop.run(on_cycle=on_cycle)
-    except BoardFault as e:
-        raise explain_fault(s.board, args, e) from None
-    _finish(args, s, stats)
-    return 0
+    return _script_loop(args, s, on_cycle)
 
 
 def _finish(args, s: DriveSession, stats: dict) -> None:

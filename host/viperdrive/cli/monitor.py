@@ -300,6 +300,11 @@ def run(args) -> int:
                         if key == "c" and recovery.outage is None:
                             board.clear_fault()
                     if args.duration is not None and now - t0 >= args.duration:
+                        if live_stop is not None and live_thread is not None:
+                            # the filter works off what it was sent first: the end line shows its last estimate
+                            # (a filter process that a busy machine started late may have none before that)
+                            live_stop.set()
+                            live_thread.join(timeout=120.0)
                         return _done(m, granted, args)
                     time.sleep(0.01)
         finally:
