@@ -160,8 +160,10 @@ def square_path(url: str, vb: VirtualBoard, stalls: int) -> list[tuple[float, fl
         f.write(f"forward 1.0 {SPEED}\nturn 90 {TURN_RATE}\n" * 4)
         script = f.name
     vb.reset("pose")
+    # the host must not hold the virtual board's time (lockstep): a stopped host is what is measured
+    env = dict(os.environ, VIPERDRIVE_LOCKSTEP="0")
     p = subprocess.Popen([VIPERDRIVE, "drive", "--script", script, "--port", url, "-q"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, env=env)
     path: list[tuple[float, float, float]] = []
     t_start = None
     pauses = [4.0, 9.0, 14.0][:stalls]
@@ -206,7 +208,8 @@ def path_diff(a: list, b: list) -> float:
 def host_killed(url: str, vb: VirtualBoard, max_accel_rim: float) -> tuple[float, float, float]:
     """`viperdrive move straight 3` killed (SIGKILL) while it cruises: -> (speed then, board s until rest, bound)."""
     p = subprocess.Popen([VIPERDRIVE, "move", "straight", "3", "--speed", str(SPEED), "--port", url, "-q"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ,
+                                                                                         VIPERDRIVE_LOCKSTEP="0"))
     while True:
         t = vb.truth()
         if t["v"] > 0.95 * SPEED:

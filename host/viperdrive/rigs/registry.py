@@ -70,11 +70,14 @@ def lookup(url: str) -> dict | None:
 
 def clock_for(url: str) -> Clock:
     """The board time of the board at `url`: its clock file when a virtual board or rig registered it, else the
-    host's clock (a real board keeps real time)."""
+    host's clock (a real board keeps real time). VIPERDRIVE_LOCKSTEP=0 in the environment: this process never holds
+    the board's time (docs/virtual-board.md, "Lockstep with the host"): a host stopped on purpose is then seen as a
+    real board would see it."""
     entry = lookup(url)
     if entry is None or not entry.get("clock") or not Path(entry["clock"]).is_file():
         return HOST_CLOCK
-    return BoardTimeFile(entry["clock"], board_pid=entry.get("board_pid"))
+    return BoardTimeFile(entry["clock"], board_pid=entry.get("board_pid"),
+                         lockstep=os.environ.get("VIPERDRIVE_LOCKSTEP", "1") != "0")
 
 
 __all__ = ["registry_dir", "register", "unregister", "lookup", "clock_for"]
