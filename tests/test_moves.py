@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import signal
 import subprocess
 
@@ -141,3 +142,29 @@ def test_drive_script_runs_as_board_moves_and_a_killed_host_stops_the_robot(sim,
         bound = b.get_param("move_lease_ms") / 1000.0 + 0.3 / (b.get_param("max_accel") * b.get_param("wheel_radius"))
     print(f"host killed at 0.3 m/s: at rest {rest:.3f} s of board time later (lease + braking: {bound:.3f} s)")
     assert rest <= bound + 0.05
+
+
+def test_calibrate_gyro_goes_on_after_a_host_stall_that_outlasted_the_lease(sim):
+    """`calibrate gyro` turns by board moves; its host stopped (SIGSTOP, not holding the board's time) for longer
+    than the lease mid-turn: the board brakes, and the calibration turns the rest once the robot is at rest, so
+    the heading still reads the whole turn at rest."""
+    env = dict(os.environ, VIPERDRIVE_LOCKSTEP="0")
+    env.pop("VIPERDRIVE_PORT", None)
+    p = subprocess.Popen([VIPERDRIVE, "calibrate", "gyro", "--turns", "1", "--rate", "2", "--measured", "0,0",
+                          "--no-write", "--port", sim.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, text=True, env=env)
+    try:
+        wait_until(lambda: abs(sim.truth()["omega"]) > 1.5, 60.0, sim.clock, what="turning")
+        p.send_signal(signal.SIGSTOP)
+        t0 = sim.truth()["t"]
+        wait_until(lambda: sim.truth()["t"] - t0 > 0.8, 10.0, sim.clock, what="0.8 s of board time")
+        p.send_signal(signal.SIGCONT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    print(err[-500:], out[-800:])
+    assert p.returncode == 0, err
+    assert "stalled for over 0.5 s and the board stopped the turn" in err
+    read = [float(x) for x in re.findall(r"the gyro heading read ([+-][\d.]+) deg at rest", out)]
+    assert len(read) == 2 and abs(read[0] - 360.0) < 0.5 and abs(read[1] + 360.0) < 0.5, read

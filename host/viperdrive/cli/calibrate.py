@@ -12,8 +12,12 @@ Scripted use: --measured gives the measurements up front, --yes answers the conf
     umbmark      --side m squares clockwise and counter-clockwise, --runs each (Borenstein & Feng); measured: the
                  real end position x,y (m) relative to the start (x along the first leg, y to its left)
     feedforward  wheels off the ground: ramps and steps both ways; kS, kV, kA by least squares (no measuring)
-    gyro         --turns whole turns in place by the board's gyro heading, counter-clockwise then clockwise, from a
-                 mark on the floor; measured: how far past the mark it came to rest, degrees (negative: short)
+    gyro         --turns whole turns in place by the board's gyro heading (one board move each), counter-clockwise
+                 then clockwise, from a mark on the floor; measured: how far past the mark it came to rest, degrees
+                 (negative: short)
+
+The squares of umbmark and the spins of wheelbase stay closed on the host's encoder odometry: they measure the
+encoders' systematic errors, which a board move on the gyro heading would hide.
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ from ..tuning import calibrate as cal
 from ..tuning import steptest
 from .boardopen import activate, explain_fault, fault_message, open_board, param_guard, warn_unsaved
 from .options import add_board_options, int_range, load_config, positive, seconds
-from .output import note
+from .output import note, warn
 from .session import DriveSession
 from .signals import stop_signals_as_interrupt
 from .terminal import Progress
@@ -40,7 +44,7 @@ RUNS_MAX = 20           # runs per direction
 RUN_MAX_S = 600.0       # one spin run
 GYRO_TURNS_MAX = 20
 GYRO_ODOM_EVERY = 5     # cycles between the gyro run's GET_ODOM reads (20 Hz at 100 Hz)
-GYRO_END_RAD = 0.002    # the gyro run stops commanding once this close to its whole turns
+GYRO_DONE_RAD = 0.002   # a turn interrupted this close to its whole turns needs no rest of it
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -281,12 +285,13 @@ def _gyro_heading(board, clock) -> None:
 
 
 def _gyro_spin(args, s: DriveSession, direction: int, turns: int) -> float:
-    """Turn in place by the board's gyro heading until it has read `turns` whole turns, come to rest, disable.
-    -> the turn the heading read at rest (rad, signed), unwrapped over GET_ODOM reads at 20 Hz."""
+    """`turns` whole turns in place as one board move (the board turns by its own gyro heading, brakes onto the
+    target and holds it within move_tol_heading), at rest, disabled. -> the turn the heading read at rest (rad,
+    signed), unwrapped over GET_ODOM reads at 20 Hz."""
     board = s.board
     target = 2 * math.pi * turns
     cfg = s.config
-    alpha = min(3.0, 0.5 * cfg.max_rim_acceleration * 2 / cfg.effective_separation)   # rad/s^2, braking
+    alpha = min(3.0, 0.5 * cfg.max_rim_acceleration * 2 / cfg.effective_separation)   # rad/s^2
     turned = [0.0]
     last = 0.0
 
@@ -301,31 +306,39 @@ def _gyro_spin(args, s: DriveSession, direction: int, turns: int) -> float:
     last = board.odometry().theta       # after the start: activating zeroes the board's odometry
     bar = Progress(target, f"{'counter-clockwise' if direction > 0 else 'clockwise'} {turns} turn(s)",
                    quiet=args.quiet, unit="rad")
-    clock = s.clock
-    done = [False]
+    move = board.move_turn(direction * target, args.rate, alpha)
+    resumed = [False]
 
     def on_cycle(state, k):
-        now = clock.now()
-        s.tick(now)
+        nonlocal move
+        s.tick(s.clock.now())
         if s.fault_code:
             raise BoardFault(fault_message(max(s.fault_code, 0), args))
-        if k % GYRO_ODOM_EVERY == 0 and not done[0]:
-            rest = target - read()
-            bar.update(min(target - rest, target))
-            if rest <= GYRO_END_RAD:
-                done[0] = True
-            else:
-                # slowing to the end as the braking allows (never below 0.05 rad/s: the last millirad come)
-                s.command(0.0, direction * max(0.05, min(args.rate, math.sqrt(2 * alpha * rest))), now)
-        if done[0]:
-            s.command(0.0, 0.0, now)
-            vl, vr = state.velocity
-            if abs(s.controller.w) < 1e-6 and abs(vl) < 0.02 and abs(vr) < 0.02:
+        if k % GYRO_ODOM_EVERY == 0:
+            bar.update(min(read(), target))
+        vl, vr = state.velocity
+        if move.done and move.reason == "lease expired":
+            # this host stalled for longer than the lease and the board braked the turn: once at rest, the rest of
+            # it as a new move from where the heading is then (what counts is the turn read at rest, not one move)
+            if not resumed[0]:
+                resumed[0] = True
+                warn(args, f"calibrate gyro: this computer stalled for over {board.moves.lease_s:g} s and the "
+                           f"board stopped the turn; the rest of it follows once the robot is at rest")
+            if state.fresh and abs(vl) < 0.02 and abs(vr) < 0.02:
+                rest = target - read()
+                if rest <= GYRO_DONE_RAD:
+                    return False            # the braking took it there
+                move = board.move_turn(direction * rest, args.rate, alpha)
+            return None
+        if move.done:
+            if not move.arrived:
+                raise BoardFault(f"calibrate gyro: the turn ended {move.reason}")
+            if state.fresh and abs(vl) < 0.02 and abs(vr) < 0.02:
                 return False
         return None
 
     _run(args, s, bar, on_cycle)
-    clock.sleep(0.3)                    # at rest: the last of the heading in
+    s.clock.sleep(0.3)                  # at rest: the last of the heading in
     read()
     return turned[0]
 
