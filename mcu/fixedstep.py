@@ -333,7 +333,338 @@ def step(st_a, k_a, c_a, e_a, io_a):
     if int(st[G_REQ]) != 0:
         requests(st_a, c_a)
     if int(st[M_TAIL]) != int(st[M_HEADN]) or int(st[M_CANCEL]) != 0:
-        move(st_a, k_a)             # a move runs: the engine stages this period's wheel speeds (W_SPN)
+        # ---- the move engine (docs/firmware.md, "Moves"), written into the step: a viper call costs ~15 us on
+        # an RP2040, a tenth of the period's budget at 1 kHz. It starts the next move when the axes allow,
+        # advances each axis's trapezoid and stages the wheel speeds that follow both references (their speed
+        # plus a P term on the position error) as this period's command; it ends moves (arrived, stalled, timed
+        # out, cancelled, faulted, lease expired). `break` leaves it ----
+        while True:
+            why = 0
+            leave = 0
+            if int(st[M_CANCEL]) != 0:
+                why = END_CANCELLED         # whoever cancelled stages the command that follows (SET_VEL, or zero)
+            elif int(st[G_FAULT]) != 0:
+                why = END_FAULTED
+            elif int(st[G_ENABLED]) == 0:
+                why = END_CANCELLED
+            else:
+                n = int(st[M_LEASE]) + 1
+                st[M_LEASE] = n
+                if n > int(k[K_LEASE_N]):
+                    why = END_LEASE
+            if why != 0:
+                st[M_CANCEL] = 0
+                if int(st[M_TAIL]) != int(st[M_HEADN]):
+                    move_end_all(st_a, why)
+                    if why == END_LEASE:
+                        # the host is gone: command zero, the acceleration limit brakes both wheels to rest
+                        st[G_CMD_NEW] = 0
+                        st[W_SPN] = 0
+                        st[WS + W_SPN] = 0
+                        st[G_CMD_NEW] = 1
+                break
+
+            # ---- measured D and H, Q12: H from the slow path's heading sample plus the encoders' change since ----
+            if int(st[M_HNEW]) != 0:
+                st[M_HGC] = st[M_HG]
+                st[M_HEC] = st[M_HE]
+                st[M_HNEW] = 0
+                st[M_HOK] = 1
+            if int(st[M_HOK]) == 0:
+                break                      # no heading since the positions restarted: the move waits (<= 10 ms)
+            pl = (int(st[W_POS]) ^ sb) - sb
+            pr = (int(st[WS + W_POS]) ^ sb) - sb
+            if int(st[M_ON]) == 0:
+                if int(st[W_SP]) != 0 or int(st[WS + W_SP]) != 0:
+                    # the wheels still follow an earlier command (SET_VEL, an interrupted move): the first move of a
+                    # queue starts from rest, so command zero and let the acceleration limit brake them first
+                    st[G_CMD_NEW] = 0
+                    st[W_SPN] = 0
+                    st[WS + W_SPN] = 0
+                    st[G_CMD_NEW] = 1
+                    break
+                # the first move of a queue: D starts here; H keeps the last queue's target unless something else
+                # moved the robot since (absolute heading targets: turns add up, never re-zeroed per move)
+                st[M_DBASE] = pl + pr
+                d = M_AX
+                st[d + A_REF] = 0
+                st[d + A_TGT] = 0
+                st[d + A_V] = 0
+                st[d + A_FRAC] = 0
+                h = M_AX + AXS
+                if int(st[M_HVALID]) == 0:
+                    x = ((int(st[M_HGC]) ^ sb) - sb) + (((pr - pl) << 11) - ((int(st[M_HEC]) ^ sb) - sb))
+                    st[h + A_REF] = x
+                    st[h + A_TGT] = x
+                else:
+                    st[h + A_REF] = st[h + A_TGT]
+                st[h + A_V] = 0
+                st[h + A_FRAC] = 0
+                st[M_ON] = 1
+                st[M_HVALID] = 1
+                st[M_STALL] = 0
+                st[M_SETTLE] = 0
+            dm = ((pl + pr) - ((int(st[M_DBASE]) ^ sb) - sb)) << 11
+            hm = ((int(st[M_HGC]) ^ sb) - sb) + (((pr - pl) << 11) - ((int(st[M_HEC]) ^ sb) - sb))
+
+            # ---- each axis's trapezoid: brake when the distance left is what braking to A_VEND takes ----
+            a = M_AX
+            while a < M_AX + AXS + AXS:
+                if int(st[a + A_BUSY]) != 0 and int(st[a + A_CPL]) == 0:
+                    ref = (int(st[a + A_REF]) ^ sb) - sb
+                    tgt = (int(st[a + A_TGT]) ^ sb) - sb
+                    dr = (int(st[a + A_DIR]) ^ sb) - sb
+                    r = (tgt - ref) * dr
+                    v = int(st[a + A_V])
+                    acc = int(st[a + A_ACC])
+                    ve = int(st[a + A_VEND])
+                    vm = int(st[a + A_VMAX])
+                    # braking distance to ve, Q12: n periods at the mean speed (the slow path keeps vm**2 / (16 acc)
+                    # below 2**29, so the product fits), plus one period's travel
+                    bd = 0
+                    if v > ve:
+                        bd = ((v - ve) // acc + 1) * ((v + ve) >> 5) + (v >> 4)
+                    if v > ve and r <= bd:
+                        st[a + A_DEC] = 1
+                        v -= acc
+                        if v < ve:
+                            v = ve
+                    elif v < vm:
+                        v += acc
+                        if v > vm:
+                            v = vm
+                    elif v > vm:
+                        v -= acc
+                        if v < vm:
+                            v = vm
+                    t = int(st[a + A_FRAC]) + v
+                    adv = t >> 4
+                    st[a + A_FRAC] = t & 15
+                    if adv >= r:
+                        # there: the reference stops exactly on the target and carries ve into the next move
+                        st[a + A_REF] = tgt
+                        st[a + A_FRAC] = 0
+                        st[a + A_BUSY] = 0
+                        st[a + A_DEC] = 0
+                        v = ve
+                        o = a + A_CPL + AXS if a == M_AX else a + A_CPL - AXS
+                        if int(st[o]) != 0:
+                            # the arc's follower ends on its own target with it
+                            st[o] = 0
+                            st[o - A_CPL + A_REF] = st[o - A_CPL + A_TGT]
+                            st[o - A_CPL + A_BUSY] = 0
+                            st[o - A_CPL + A_V] = 0
+                        n = int(st[M_HEADN])
+                        while n != int(st[M_TAIL]):
+                            q = M_SLOTS + (n & 3) * SLS
+                            if int(st[q + S_ST]) == 2 and int(st[q + S_AX]) * AXS + M_AX == a:
+                                st[q + S_ST] = 3
+                                break
+                            n = (n + 1) & TMASK
+                    else:
+                        st[a + A_REF] = ref + adv * dr
+                    st[a + A_V] = v
+                a += AXS
+
+            # ---- start the next queued move: its axes free, and every running move already braking to its end ----
+            n = int(st[M_HEADN])
+            tail = int(st[M_TAIL])
+            ok = 1
+            while n != tail:
+                q = M_SLOTS + (n & 3) * SLS
+                sst = int(st[q + S_ST])
+                if sst == 2:
+                    if int(st[M_AX + int(st[q + S_AX]) * AXS + A_DEC]) == 0:
+                        ok = 0
+                elif sst == 1:
+                    a = M_AX + int(st[q + S_AX]) * AXS
+                    o = M_AX + AXS if a == M_AX else M_AX
+                    cm = (int(st[q + S_CM]) ^ sb) - sb
+                    # overlapping the other axis's braking only while both accelerations together fit max_accel
+                    # (both axes are in wheel counts: the inner wheel takes their sum)
+                    if ok and int(st[a + A_BUSY]) == 0 and int(st[a + A_CPL]) == 0 and (
+                            (cm == 0 and (int(st[o + A_BUSY]) == 0 or int(st[o + A_ACC]) + int(st[q + S_ACC])
+                                          <= int(k[K_MACC])))
+                            or (int(st[o + A_BUSY]) == 0 and int(st[o + A_CPL]) == 0)):
+                        if a == M_AX:
+                            # D restarts near 0 for each move (exact: whole counts of the sum move into the base)
+                            x = ((int(st[a + A_REF]) ^ sb) - sb) >> 11
+                            st[M_DBASE] = ((int(st[M_DBASE]) ^ sb) - sb) + x
+                            st[a + A_REF] = ((int(st[a + A_REF]) ^ sb) - sb) - (x << 11)
+                            dm -= x << 11
+                        delta = (int(st[q + S_DELTA]) ^ sb) - sb
+                        st[a + A_TGT] = ((int(st[a + A_REF]) ^ sb) - sb) + delta
+                        st[a + A_DIR] = 1 if delta >= 0 else -1
+                        st[a + A_VMAX] = st[q + S_VMAX]
+                        st[a + A_ACC] = st[q + S_ACC]
+                        st[a + A_VEND] = st[q + S_VEND]
+                        st[a + A_DEC] = 0
+                        st[a + A_BUSY] = 1
+                        if cm != 0:
+                            st[o + A_CPL] = 1
+                            st[o + A_BUSY] = 1
+                            st[M_CBP] = st[a + A_REF]
+                            st[M_CBS] = st[o + A_REF]
+                            st[M_CM] = cm
+                            st[M_CS] = st[q + S_CS]
+                            st[o + A_TGT] = ((int(st[o + A_REF]) ^ sb) - sb) + ((int(st[q + S_FDELTA]) ^ sb) - sb)
+                        st[q + S_ST] = 2
+                        st[q + S_AGE] = 0
+                        st[M_SETTLE] = 0
+                    break
+                n = (n + 1) & TMASK
+
+            # ---- the references' speeds, Q8 counts/s, signed; an arc's follower from its primary ----
+            hz = int(k[K_HZ])
+            vout0 = 0
+            vout1 = 0
+            a = M_AX
+            while a < M_AX + AXS + AXS:
+                if int(st[a + A_BUSY]) != 0 and int(st[a + A_CPL]) == 0:
+                    v = int(st[a + A_V])
+                    x = (v >> 8) * hz + (((v & 255) * hz) >> 8)
+                    if ((int(st[a + A_DIR]) ^ sb) - sb) < 0:
+                        x = -x
+                    if a == M_AX:
+                        vout0 = x
+                    else:
+                        vout1 = x
+                a += AXS
+            a = M_AX
+            while a < M_AX + AXS + AXS:
+                if int(st[a + A_CPL]) != 0:
+                    o = M_AX + AXS if a == M_AX else M_AX
+                    m = (int(st[M_CM]) ^ sb) - sb
+                    sh = int(st[M_CS])
+                    neg = 0
+                    if m < 0:
+                        m = -m
+                        neg = 1
+                    # follower = base + (primary - its base) * m / 2**sh, from 15-bit halves (|x| < 2**30, m <= 2**15)
+                    x = ((int(st[o + A_REF]) ^ sb) - sb) - ((int(st[M_CBP]) ^ sb) - sb)
+                    if x < 0:
+                        x = -x
+                        neg ^= 1
+                    y = (((x >> 15) * m) >> (sh - 15)) + (((x & 0x7FFF) * m) >> sh)
+                    st[a + A_REF] = ((int(st[M_CBS]) ^ sb) - sb) + (-y if neg else y)
+                    x = vout1 if a == M_AX else vout0
+                    neg = 1 if ((int(st[M_CM]) ^ sb) - sb) < 0 else 0
+                    if x < 0:
+                        x = -x
+                        neg ^= 1
+                    y = (((x >> 15) * m) >> (sh - 15)) + (((x & 0x7FFF) * m) >> sh)
+                    if neg:
+                        y = -y
+                    if a == M_AX:
+                        vout0 = y
+                    else:
+                        vout1 = y
+                a += AXS
+
+            # ---- P on each axis's position error: (e * m) >> s from e's 12-bit halves (|e| clamped to 2**27,
+            # m < 2**14, s >= 12: move_kp_* <= 64, so both partial products fit 31 bits) ----
+            ed = ((int(st[M_AX + A_REF]) ^ sb) - sb) - dm
+            eh = ((int(st[M_AX + AXS + A_REF]) ^ sb) - sb) - hm
+            st[M_ED] = ed
+            st[M_EH] = eh
+            x = ed
+            if x > 134217728:
+                x = 134217728
+            elif x < -134217728:
+                x = -134217728
+            m = int(k[K_MKD_M])
+            sh = int(k[K_MKD_S])
+            vout0 += (((x >> 12) * m) >> (sh - 12)) + (((x & 4095) * m) >> sh)
+            x = eh
+            if x > 134217728:
+                x = 134217728
+            elif x < -134217728:
+                x = -134217728
+            m = int(k[K_MKH_M])
+            sh = int(k[K_MKH_S])
+            vout1 += (((x >> 12) * m) >> (sh - 12)) + (((x & 4095) * m) >> sh)
+
+            # ---- ends: stalled (a path error held above the limit), timed out, arrived ----
+            ae = ed if ed >= 0 else -ed
+            x = eh if eh >= 0 else -eh
+            if x > ae:
+                ae = x
+            if ae > int(k[K_MSTALL_E]):
+                n = int(st[M_STALL]) + 1
+                st[M_STALL] = n
+                if n >= int(k[K_MSTALL_N]):
+                    # blocked: the outputs go off in this period (step() sees G_ENABLED 0), the host must ENABLE again
+                    move_end_all(st_a, END_STALLED)
+                    st[G_ENABLED] = 0
+                    break
+            else:
+                st[M_STALL] = 0
+            n = int(st[M_HEADN])
+            tail = int(st[M_TAIL])
+            while n != tail:
+                q = M_SLOTS + (n & 3) * SLS
+                sst = int(st[q + S_ST])
+                if sst >= 2:
+                    x = int(st[q + S_AGE]) + 1
+                    st[q + S_AGE] = x
+                    if x > int(st[q + S_TMO]):
+                        move_end_all(st_a, END_TIMEOUT)
+                        st[G_CMD_NEW] = 0
+                        st[W_SPN] = 0
+                        st[WS + W_SPN] = 0
+                        st[G_CMD_NEW] = 1
+                        leave = 1
+                        break
+                n = (n + 1) & TMASK
+            if leave:
+                break
+            n = int(st[M_HEADN])
+            while n != tail:
+                q = M_SLOTS + (n & 3) * SLS
+                if int(st[q + S_ST]) != 3:
+                    break
+                if ((n + 1) & TMASK) == tail:
+                    # the last move: arrived once both errors stay within the tolerances
+                    x = ed if ed >= 0 else -ed
+                    y = eh if eh >= 0 else -eh
+                    if x <= int(k[K_MTOL_D]) and y <= int(k[K_MTOL_H]):
+                        st[M_SETTLE] = int(st[M_SETTLE]) + 1
+                    else:
+                        st[M_SETTLE] = 0
+                    if int(st[M_SETTLE]) < int(k[K_MSETTLE_N]):
+                        break
+                ne = int(st[M_NENDS])
+                st[M_ENDS + (ne & 3) * 2] = st[q + S_ID]
+                st[M_ENDS + (ne & 3) * 2 + 1] = END_ARRIVED
+                st[M_NENDS] = (ne + 1) & TMASK
+                st[q + S_ST] = 0
+                n = (n + 1) & TMASK
+                st[M_HEADN] = n
+            if n == tail:
+                # the queue is done: the wheels are commanded zero (at rest on the target already)
+                move_end_all(st_a, END_ARRIVED)
+                vout0 = 0
+                vout1 = 0
+
+            # ---- stage the wheel speeds as a command (not while a gain bank switch waits for a quiet period) ----
+            if int(st[G_BANK_REQ]) != int(st[G_BANK]):
+                break
+            lim = int(k[int(st[G_BANK]) * KB + K_SPMAX])
+            x = vout0 - vout1
+            if x > lim:
+                x = lim
+            elif x < -lim:
+                x = -lim
+            y = vout0 + vout1
+            if y > lim:
+                y = lim
+            elif y < -lim:
+                y = -lim
+            st[G_CMD_NEW] = 0
+            st[W_SPN] = x
+            st[WS + W_SPN] = y
+            st[G_CMD_NEW] = 1
+            break
 
     kb = int(st[G_BANK]) * KB
     enabled = int(st[G_ENABLED])
@@ -887,338 +1218,6 @@ def move_end_all(st_a, why: int):
     st[M_SETTLE] = 0
     if why != END_ARRIVED:
         st[M_HVALID] = 0
-
-
-@micropython.viper
-def move(st_a, k_a):
-    """The move engine, once per period while moves are queued (docs/firmware.md, "Moves"): starts the next move
-    when the axes allow, advances each axis's trapezoid, and stages the wheel speeds that follow both references
-    (their speed plus a P term on the position error) for step() to take as a command. Ends moves: arrived,
-    stalled, timed out, cancelled, faulted, or the host's lease ran out. Allocation-free."""
-    st = ptr32(st_a)
-    k = ptr32(k_a)
-    sb = int(k[K_SB])
-    why = 0
-    if int(st[M_CANCEL]) != 0:
-        why = END_CANCELLED         # whoever cancelled stages the command that follows (SET_VEL, or zero)
-    elif int(st[G_FAULT]) != 0:
-        why = END_FAULTED
-    elif int(st[G_ENABLED]) == 0:
-        why = END_CANCELLED
-    else:
-        n = int(st[M_LEASE]) + 1
-        st[M_LEASE] = n
-        if n > int(k[K_LEASE_N]):
-            why = END_LEASE
-    if why != 0:
-        st[M_CANCEL] = 0
-        if int(st[M_TAIL]) != int(st[M_HEADN]):
-            move_end_all(st_a, why)
-            if why == END_LEASE:
-                # the host is gone: command zero, the acceleration limit brakes both wheels to rest
-                st[G_CMD_NEW] = 0
-                st[W_SPN] = 0
-                st[WS + W_SPN] = 0
-                st[G_CMD_NEW] = 1
-        return
-
-    # ---- measured D and H, Q12: H from the slow path's heading sample plus the encoders' change since ----
-    if int(st[M_HNEW]) != 0:
-        st[M_HGC] = st[M_HG]
-        st[M_HEC] = st[M_HE]
-        st[M_HNEW] = 0
-        st[M_HOK] = 1
-    if int(st[M_HOK]) == 0:
-        return                      # no heading since the positions restarted: the move waits (<= 10 ms)
-    pl = (int(st[W_POS]) ^ sb) - sb
-    pr = (int(st[WS + W_POS]) ^ sb) - sb
-    if int(st[M_ON]) == 0:
-        if int(st[W_SP]) != 0 or int(st[WS + W_SP]) != 0:
-            # the wheels still follow an earlier command (SET_VEL, an interrupted move): the first move of a
-            # queue starts from rest, so command zero and let the acceleration limit brake them first
-            st[G_CMD_NEW] = 0
-            st[W_SPN] = 0
-            st[WS + W_SPN] = 0
-            st[G_CMD_NEW] = 1
-            return
-        # the first move of a queue: D starts here; H keeps the last queue's target unless something else
-        # moved the robot since (absolute heading targets: turns add up, never re-zeroed per move)
-        st[M_DBASE] = pl + pr
-        d = M_AX
-        st[d + A_REF] = 0
-        st[d + A_TGT] = 0
-        st[d + A_V] = 0
-        st[d + A_FRAC] = 0
-        h = M_AX + AXS
-        if int(st[M_HVALID]) == 0:
-            x = ((int(st[M_HGC]) ^ sb) - sb) + (((pr - pl) << 11) - ((int(st[M_HEC]) ^ sb) - sb))
-            st[h + A_REF] = x
-            st[h + A_TGT] = x
-        else:
-            st[h + A_REF] = st[h + A_TGT]
-        st[h + A_V] = 0
-        st[h + A_FRAC] = 0
-        st[M_ON] = 1
-        st[M_HVALID] = 1
-        st[M_STALL] = 0
-        st[M_SETTLE] = 0
-    dm = ((pl + pr) - ((int(st[M_DBASE]) ^ sb) - sb)) << 11
-    hm = ((int(st[M_HGC]) ^ sb) - sb) + (((pr - pl) << 11) - ((int(st[M_HEC]) ^ sb) - sb))
-
-    # ---- each axis's trapezoid: brake when the distance left is what braking to A_VEND takes ----
-    a = M_AX
-    while a < M_AX + AXS + AXS:
-        if int(st[a + A_BUSY]) != 0 and int(st[a + A_CPL]) == 0:
-            ref = (int(st[a + A_REF]) ^ sb) - sb
-            tgt = (int(st[a + A_TGT]) ^ sb) - sb
-            dr = (int(st[a + A_DIR]) ^ sb) - sb
-            r = (tgt - ref) * dr
-            v = int(st[a + A_V])
-            acc = int(st[a + A_ACC])
-            ve = int(st[a + A_VEND])
-            vm = int(st[a + A_VMAX])
-            # braking distance to ve, Q12: n periods at the mean speed (the slow path keeps vm**2 / (16 acc)
-            # below 2**29, so the product fits), plus one period's travel
-            bd = 0
-            if v > ve:
-                bd = ((v - ve) // acc + 1) * ((v + ve) >> 5) + (v >> 4)
-            if v > ve and r <= bd:
-                st[a + A_DEC] = 1
-                v -= acc
-                if v < ve:
-                    v = ve
-            elif v < vm:
-                v += acc
-                if v > vm:
-                    v = vm
-            elif v > vm:
-                v -= acc
-                if v < vm:
-                    v = vm
-            t = int(st[a + A_FRAC]) + v
-            adv = t >> 4
-            st[a + A_FRAC] = t & 15
-            if adv >= r:
-                # there: the reference stops exactly on the target and carries ve into the next move
-                st[a + A_REF] = tgt
-                st[a + A_FRAC] = 0
-                st[a + A_BUSY] = 0
-                st[a + A_DEC] = 0
-                v = ve
-                o = a + A_CPL + AXS if a == M_AX else a + A_CPL - AXS
-                if int(st[o]) != 0:
-                    # the arc's follower ends on its own target with it
-                    st[o] = 0
-                    st[o - A_CPL + A_REF] = st[o - A_CPL + A_TGT]
-                    st[o - A_CPL + A_BUSY] = 0
-                    st[o - A_CPL + A_V] = 0
-                n = int(st[M_HEADN])
-                while n != int(st[M_TAIL]):
-                    q = M_SLOTS + (n & 3) * SLS
-                    if int(st[q + S_ST]) == 2 and int(st[q + S_AX]) * AXS + M_AX == a:
-                        st[q + S_ST] = 3
-                        break
-                    n = (n + 1) & TMASK
-            else:
-                st[a + A_REF] = ref + adv * dr
-            st[a + A_V] = v
-        a += AXS
-
-    # ---- start the next queued move: its axes free, and every running move already braking to its end ----
-    n = int(st[M_HEADN])
-    tail = int(st[M_TAIL])
-    ok = 1
-    while n != tail:
-        q = M_SLOTS + (n & 3) * SLS
-        sst = int(st[q + S_ST])
-        if sst == 2:
-            if int(st[M_AX + int(st[q + S_AX]) * AXS + A_DEC]) == 0:
-                ok = 0
-        elif sst == 1:
-            a = M_AX + int(st[q + S_AX]) * AXS
-            o = M_AX + AXS if a == M_AX else M_AX
-            cm = (int(st[q + S_CM]) ^ sb) - sb
-            # overlapping the other axis's braking only while both accelerations together fit max_accel
-            # (both axes are in wheel counts: the inner wheel takes their sum)
-            if ok and int(st[a + A_BUSY]) == 0 and int(st[a + A_CPL]) == 0 and (
-                    (cm == 0 and (int(st[o + A_BUSY]) == 0 or int(st[o + A_ACC]) + int(st[q + S_ACC])
-                                  <= int(k[K_MACC])))
-                    or (int(st[o + A_BUSY]) == 0 and int(st[o + A_CPL]) == 0)):
-                if a == M_AX:
-                    # D restarts near 0 for each move (exact: whole counts of the sum move into the base)
-                    x = ((int(st[a + A_REF]) ^ sb) - sb) >> 11
-                    st[M_DBASE] = ((int(st[M_DBASE]) ^ sb) - sb) + x
-                    st[a + A_REF] = ((int(st[a + A_REF]) ^ sb) - sb) - (x << 11)
-                    dm -= x << 11
-                delta = (int(st[q + S_DELTA]) ^ sb) - sb
-                st[a + A_TGT] = ((int(st[a + A_REF]) ^ sb) - sb) + delta
-                st[a + A_DIR] = 1 if delta >= 0 else -1
-                st[a + A_VMAX] = st[q + S_VMAX]
-                st[a + A_ACC] = st[q + S_ACC]
-                st[a + A_VEND] = st[q + S_VEND]
-                st[a + A_DEC] = 0
-                st[a + A_BUSY] = 1
-                if cm != 0:
-                    st[o + A_CPL] = 1
-                    st[o + A_BUSY] = 1
-                    st[M_CBP] = st[a + A_REF]
-                    st[M_CBS] = st[o + A_REF]
-                    st[M_CM] = cm
-                    st[M_CS] = st[q + S_CS]
-                    st[o + A_TGT] = ((int(st[o + A_REF]) ^ sb) - sb) + ((int(st[q + S_FDELTA]) ^ sb) - sb)
-                st[q + S_ST] = 2
-                st[q + S_AGE] = 0
-                st[M_SETTLE] = 0
-            break
-        n = (n + 1) & TMASK
-
-    # ---- the references' speeds, Q8 counts/s, signed; an arc's follower from its primary ----
-    hz = int(k[K_HZ])
-    vout0 = 0
-    vout1 = 0
-    a = M_AX
-    while a < M_AX + AXS + AXS:
-        if int(st[a + A_BUSY]) != 0 and int(st[a + A_CPL]) == 0:
-            v = int(st[a + A_V])
-            x = (v >> 8) * hz + (((v & 255) * hz) >> 8)
-            if ((int(st[a + A_DIR]) ^ sb) - sb) < 0:
-                x = -x
-            if a == M_AX:
-                vout0 = x
-            else:
-                vout1 = x
-        a += AXS
-    a = M_AX
-    while a < M_AX + AXS + AXS:
-        if int(st[a + A_CPL]) != 0:
-            o = M_AX + AXS if a == M_AX else M_AX
-            m = (int(st[M_CM]) ^ sb) - sb
-            sh = int(st[M_CS])
-            neg = 0
-            if m < 0:
-                m = -m
-                neg = 1
-            # follower = base + (primary - its base) * m / 2**sh, from 15-bit halves (|x| < 2**30, m <= 2**15)
-            x = ((int(st[o + A_REF]) ^ sb) - sb) - ((int(st[M_CBP]) ^ sb) - sb)
-            if x < 0:
-                x = -x
-                neg ^= 1
-            y = (((x >> 15) * m) >> (sh - 15)) + (((x & 0x7FFF) * m) >> sh)
-            st[a + A_REF] = ((int(st[M_CBS]) ^ sb) - sb) + (-y if neg else y)
-            x = vout1 if a == M_AX else vout0
-            neg = 1 if ((int(st[M_CM]) ^ sb) - sb) < 0 else 0
-            if x < 0:
-                x = -x
-                neg ^= 1
-            y = (((x >> 15) * m) >> (sh - 15)) + (((x & 0x7FFF) * m) >> sh)
-            if neg:
-                y = -y
-            if a == M_AX:
-                vout0 = y
-            else:
-                vout1 = y
-        a += AXS
-
-    # ---- P on each axis's position error: (e * m) >> s from e's 12-bit halves (|e| clamped to 2**27, m < 2**14,
-    # s >= 12: move_kp_* <= 64, so both partial products fit 31 bits) ----
-    ed = ((int(st[M_AX + A_REF]) ^ sb) - sb) - dm
-    eh = ((int(st[M_AX + AXS + A_REF]) ^ sb) - sb) - hm
-    st[M_ED] = ed
-    st[M_EH] = eh
-    x = ed
-    if x > 134217728:
-        x = 134217728
-    elif x < -134217728:
-        x = -134217728
-    m = int(k[K_MKD_M])
-    sh = int(k[K_MKD_S])
-    vout0 += (((x >> 12) * m) >> (sh - 12)) + (((x & 4095) * m) >> sh)
-    x = eh
-    if x > 134217728:
-        x = 134217728
-    elif x < -134217728:
-        x = -134217728
-    m = int(k[K_MKH_M])
-    sh = int(k[K_MKH_S])
-    vout1 += (((x >> 12) * m) >> (sh - 12)) + (((x & 4095) * m) >> sh)
-
-    # ---- ends: stalled (a path error held above the limit), timed out, arrived ----
-    ae = ed if ed >= 0 else -ed
-    x = eh if eh >= 0 else -eh
-    if x > ae:
-        ae = x
-    if ae > int(k[K_MSTALL_E]):
-        n = int(st[M_STALL]) + 1
-        st[M_STALL] = n
-        if n >= int(k[K_MSTALL_N]):
-            # blocked: the outputs go off in this period (step() sees G_ENABLED 0), the host must ENABLE again
-            move_end_all(st_a, END_STALLED)
-            st[G_ENABLED] = 0
-            return
-    else:
-        st[M_STALL] = 0
-    n = int(st[M_HEADN])
-    tail = int(st[M_TAIL])
-    while n != tail:
-        q = M_SLOTS + (n & 3) * SLS
-        sst = int(st[q + S_ST])
-        if sst >= 2:
-            x = int(st[q + S_AGE]) + 1
-            st[q + S_AGE] = x
-            if x > int(st[q + S_TMO]):
-                move_end_all(st_a, END_TIMEOUT)
-                st[G_CMD_NEW] = 0
-                st[W_SPN] = 0
-                st[WS + W_SPN] = 0
-                st[G_CMD_NEW] = 1
-                return
-        n = (n + 1) & TMASK
-    n = int(st[M_HEADN])
-    while n != tail:
-        q = M_SLOTS + (n & 3) * SLS
-        if int(st[q + S_ST]) != 3:
-            break
-        if ((n + 1) & TMASK) == tail:
-            # the last move: arrived once both errors stay within the tolerances
-            x = ed if ed >= 0 else -ed
-            y = eh if eh >= 0 else -eh
-            if x <= int(k[K_MTOL_D]) and y <= int(k[K_MTOL_H]):
-                st[M_SETTLE] = int(st[M_SETTLE]) + 1
-            else:
-                st[M_SETTLE] = 0
-            if int(st[M_SETTLE]) < int(k[K_MSETTLE_N]):
-                break
-        e = int(st[M_NENDS])
-        st[M_ENDS + (e & 3) * 2] = st[q + S_ID]
-        st[M_ENDS + (e & 3) * 2 + 1] = END_ARRIVED
-        st[M_NENDS] = (e + 1) & TMASK
-        st[q + S_ST] = 0
-        n = (n + 1) & TMASK
-        st[M_HEADN] = n
-    if n == tail:
-        # the queue is done: the wheels are commanded zero (at rest on the target already)
-        move_end_all(st_a, END_ARRIVED)
-        vout0 = 0
-        vout1 = 0
-
-    # ---- stage the wheel speeds as a command (not while a gain bank switch waits for a quiet period) ----
-    if int(st[G_BANK_REQ]) != int(st[G_BANK]):
-        return
-    lim = int(k[int(st[G_BANK]) * KB + K_SPMAX])
-    x = vout0 - vout1
-    if x > lim:
-        x = lim
-    elif x < -lim:
-        x = -lim
-    y = vout0 + vout1
-    if y > lim:
-        y = lim
-    elif y < -lim:
-        y = -lim
-    st[G_CMD_NEW] = 0
-    st[W_SPN] = x
-    st[WS + W_SPN] = y
-    st[G_CMD_NEW] = 1
 
 
 @micropython.viper
