@@ -409,7 +409,7 @@ class Controller:
         st[WS + W_SPN] = int(qr)
         st[G_CMD_NEW] = 1
 
-    # ---- moves (the engine is fixedstep.move(); mcu/moves.py plans the slot words) ----
+    # ---- moves (the engine is in fixedstep.step(); mcu/moves.py plans the slot words) ----
 
     def move_free(self):
         """Queue slots free (0: a MOVE now is refused)."""

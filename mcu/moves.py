@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # Moves on the board, the slow path's half (docs/firmware.md, "Moves"): a MOVE's SI values (metres, radians, their
-# speeds and accelerations) become the words of one queue slot the move engine (fixedstep.move(), in the control
+# speeds and accelerations) become the words of one queue slot the move engine (in fixedstep.step(), in the control
 # period) runs. Floats and allocation are allowed here: this runs once per MOVE, in the link's pass.
 #
 # The engine has two axes in wheel counts: D, the wheels' mean travel, and H, half their difference (the heading
