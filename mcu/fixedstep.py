@@ -567,22 +567,21 @@ def step(st_a, k_a, c_a, e_a, io_a):
             eh = ((int(st[M_AX + AXS + A_REF]) ^ sb) - sb) - hm
             st[M_ED] = ed
             st[M_EH] = eh
-            x = ed
-            if x > 134217728:
-                x = 134217728
-            elif x < -134217728:
-                x = -134217728
-            m = int(k[K_MKD_M])
-            sh = int(k[K_MKD_S])
-            vout0 += (((x >> 12) * m) >> (sh - 12)) + (((x & 4095) * m) >> sh)
-            x = eh
-            if x > 134217728:
-                x = 134217728
-            elif x < -134217728:
-                x = -134217728
-            m = int(k[K_MKH_M])
-            sh = int(k[K_MKH_S])
-            vout1 += (((x >> 12) * m) >> (sh - 12)) + (((x & 4095) * m) >> sh)
+            a = 0
+            while a < 2:                    # D, then H (K_MKH_M, K_MKH_S follow K_MKD_M, K_MKD_S)
+                x = ed if a == 0 else eh
+                if x > 134217728:
+                    x = 134217728
+                elif x < -134217728:
+                    x = -134217728
+                m = int(k[K_MKD_M + a + a])
+                sh = int(k[K_MKD_S + a + a])
+                t = (((x >> 12) * m) >> (sh - 12)) + (((x & 4095) * m) >> sh)
+                if a == 0:
+                    vout0 += t
+                else:
+                    vout1 += t
+                a += 1
 
             # ---- ends: stalled (a path error held above the limit), timed out, arrived ----
             ae = ed if ed >= 0 else -ed
@@ -633,9 +632,10 @@ def step(st_a, k_a, c_a, e_a, io_a):
                         st[M_SETTLE] = 0
                     if int(st[M_SETTLE]) < int(k[K_MSETTLE_N]):
                         break
+                why = END_ARRIVED
                 ne = int(st[M_NENDS])
                 st[M_ENDS + (ne & 3) * 2] = st[q + S_ID]
-                st[M_ENDS + (ne & 3) * 2 + 1] = END_ARRIVED
+                st[M_ENDS + (ne & 3) * 2 + 1] = why
                 st[M_NENDS] = (ne + 1) & TMASK
                 st[q + S_ST] = 0
                 n = (n + 1) & TMASK
@@ -1198,10 +1198,10 @@ def move_end_all(st_a, why: int):
     tail = int(st[M_TAIL])
     while n != tail:
         o = M_SLOTS + (n & 3) * SLS
-        e = int(st[M_NENDS])
-        st[M_ENDS + (e & 3) * 2] = st[o + S_ID]
-        st[M_ENDS + (e & 3) * 2 + 1] = why
-        st[M_NENDS] = (e + 1) & TMASK
+        ne = int(st[M_NENDS])
+        st[M_ENDS + (ne & 3) * 2] = st[o + S_ID]
+        st[M_ENDS + (ne & 3) * 2 + 1] = why
+        st[M_NENDS] = (ne + 1) & TMASK
         st[o + S_ST] = 0
         n = (n + 1) & TMASK
     st[M_HEADN] = n

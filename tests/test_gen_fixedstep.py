@@ -174,6 +174,26 @@ def test_clamp_limits_both_ways_and_carries_a_trailing_comment():
         assert env["jump"] == want
 
 
+def test_end_move_records_the_end_after_the_last_three_and_frees_the_slot():
+    """END_MOVE appends (id, reason) to the ring of the last four ends (MOVE_STATE), the count written after the
+    entry, and frees the slot; run on a plain list standing in for the ptr32 state array."""
+    fx = {m[1]: int(m[2], 0) for m in re.finditer(r"^(\w+) = const\(([0-9xA-Fa-f]+)\)", gen.TEMPLATE.read_text(),
+                                                  re.M)}
+    names = {n: fx[n] for n in ("M_NENDS", "M_ENDS", "S_ID", "S_ST", "TMASK")}
+    lines = gen.expand_statement("        END_MOVE(o, why)", 1)
+    st = [0] * fx["ST_LEN"]
+    o = fx["M_SLOTS"] + 2 * fx["SLS"]
+    for n, mid in enumerate((7, 8, 9, 10, 11)):
+        st[o + fx["S_ID"]] = mid
+        st[o + fx["S_ST"]] = 2
+        run_block(lines, dict(names, st=st, o=o, why=n + 1))
+        assert st[fx["M_NENDS"]] == n + 1 and st[o + fx["S_ST"]] == 0
+    # the fifth end overwrote the first: the ring holds ends 2..5, slot (count & 3) * 2
+    ends = fx["M_ENDS"]
+    assert [(st[ends + 2 * (i & 3)], st[ends + 2 * (i & 3) + 1]) for i in range(1, 5)] == \
+        [(8, 2), (9, 3), (10, 4), (11, 5)]
+
+
 @pytest.mark.parametrize("line, why", [
     ("    GAIN(err, K_P)", "out = GAIN"),
     ("    t = GAIN(err)", "GAIN takes"),
@@ -187,6 +207,8 @@ def test_clamp_limits_both_ways_and_carries_a_trailing_comment():
     ("    v = SX()", "SX() needs"),
     ("    v = SX(st[b]", "unbalanced"),
     ("    t = GAIN(err, , K_P)", "empty macro argument"),
+    ("    x = END_MOVE(o, why)", "END_MOVE takes"),
+    ("    END_MOVE(o + 1, why)", "END_MOVE takes"),
 ])
 def test_a_malformed_macro_use_is_an_error_naming_its_line(line, why):
     tmpl = "x = 1\n" + line + "\n"

@@ -26,6 +26,8 @@ Template syntax: the template is the module as it will read, with these macros (
                             Uses (and overwrites) the locals x, m, sh, xl; needs k and kb.
   out = GAIN(x, K_X)        ... the input is already in x: no copy.
   out = GAIN(x0, K_X, md)   ... the multiplier is already loaded in the local md: no load, md is used.
+  END_MOVE(o, why)          statement: the move in queue slot o (the slot's offset in st) ends with reason why:
+                            recorded in the ends ring (MOVE_STATE), its slot freed. Uses the local ne.
 
 A statement macro stands alone on its line (a trailing comment goes onto the first line of its expansion).
 A `#` starts a line's comment, where nothing is expanded (the template has no `#` inside a string).
@@ -52,11 +54,11 @@ HEADER = """\
 # viper-to-viper call costs more than the block (docs/firmware.md, "Control step: one function, generated").
 """
 
-MACROS = ("SX", "CLAMP", "GAIN")
+MACROS = ("SX", "CLAMP", "GAIN", "END_MOVE")
 NAME = re.compile(r"[A-Za-z_]\w*")
 KWORD = re.compile(r"K_[A-Z0-9_]+")
 LIMIT = re.compile(r"[A-Za-z_]\w*|\d+")
-STATEMENT = re.compile(r"(?P<ind>[ ]*)(?:(?P<out>[A-Za-z_]\w*) = )?(?P<name>CLAMP|GAIN)\(")
+STATEMENT = re.compile(r"(?P<ind>[ ]*)(?:(?P<out>[A-Za-z_]\w*) = )?(?P<name>CLAMP|GAIN|END_MOVE)\(")
 # the left side of an assignment whose whole right-hand side SX is: `v = `, `st[b + W_X] = `, `ig += `
 ASSIGN_TARGET = re.compile(r"[ ]*[A-Za-z_][\w\[\] +]*? (?:[-+|&^]|<<|>>)?= ")
 
@@ -141,6 +143,16 @@ def _gain(ind: str, out: str, x0: str, kw: str, m: str | None) -> list[str]:
     return lines
 
 
+def _end_move(ind: str, o: str, why: str) -> list[str]:
+    """The move in slot o ends with reason why: its (id, why) appended to the ends ring, the count written last
+    (what MOVE_STATE reports), the slot freed."""
+    return [f"{ind}ne = int(st[M_NENDS])",
+            f"{ind}st[M_ENDS + (ne & 3) * 2] = st[{o} + S_ID]",
+            f"{ind}st[M_ENDS + (ne & 3) * 2 + 1] = {why}",
+            f"{ind}st[M_NENDS] = (ne + 1) & TMASK",
+            f"{ind}st[{o} + S_ST] = 0"]
+
+
 def expand_statement(line: str, lineno: int) -> list[str] | None:
     """The lines a CLAMP / GAIN statement stands for, or None if the line is not one."""
     st = STATEMENT.match(line)
@@ -158,6 +170,11 @@ def expand_statement(line: str, lineno: int) -> list[str] | None:
         if len(args) != 2 or not NAME.fullmatch(args[0]) or not LIMIT.fullmatch(args[1]):
             raise TemplateError(f"line {lineno}: CLAMP takes (local name, limit name or literal), got {args}")
         lines = _clamp(ind, args[0], args[1])
+    elif name == "END_MOVE":
+        if out is not None or len(args) != 2 or not NAME.fullmatch(args[0]) or not NAME.fullmatch(args[1]):
+            raise TemplateError(f"line {lineno}: END_MOVE takes (slot offset local, reason local or const), got "
+                                f"{args}")
+        lines = _end_move(ind, args[0], args[1])
     else:
         if out is None:
             raise TemplateError(f"line {lineno}: GAIN is used as `out = GAIN(x0, K_X[, m])`")
