@@ -185,7 +185,8 @@ def test_drive_script_with_recording_reads_back_as_ros2_messages(sim, tmp_path):
     script.write_text("forward 0.25 0.25\nturn 90 1.5\nforward 0.1\n")
     out = tmp_path / "run.mcap"
     sim.control({"cmd": "reset", "what": "pose"})
-    r = run_cli("drive", "--port", sim.url, "--script", script, "--record", out, timeout=60)
+    # closed on the host (its commands are the recording's /cmd_vel; board moves: tests/test_moves.py)
+    r = run_cli("drive", "--port", sim.url, "--script", script, "--record", out, "--follower", "host", timeout=60)
     assert r.returncode == 0, r.stderr
     m = re.search(r"pose x ([+-]\d\.\d+) m  y ([+-]\d\.\d+) m  heading ([+-]\d+\.\d+) deg", r.stdout)
     x, y, th = map(float, m.groups())

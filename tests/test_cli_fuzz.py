@@ -63,9 +63,10 @@ def _filler(parser) -> list[str]:
         if isinstance(a, argparse._SubParsersAction) or a.nargs == 0:
             continue
         if not a.option_strings:
-            out.append("kp=0.05" if a.dest == "assignments" else "kp" if a.dest == "names" else "x.mcap")
+            out.append("kp=0.05" if a.dest == "assignments" else "kp" if a.dest == "names" else
+                       "0.1" if isinstance(a.type, Number) else "x.mcap")
         elif a.required:
-            out += [a.option_strings[-1], "x.yaml"]
+            out += [a.option_strings[-1], "0.1" if isinstance(a.type, Number) else "x.yaml"]
     return out
 
 
@@ -141,7 +142,8 @@ def test_hostile_numbers_are_usage_errors_naming_the_option():
     # what each accepted value is: zero where zero is a valid id or seed, a negative step (backwards)
     # (--sensors 0: no sensor records)
     assert sorted((" ".join(p), o, v) for p, o, v in ACCEPTED) == [
-        ("log record", "--sensors", "0"), ("monitor", "--sensors", "0"), ("ros2", "--domain-id", "0"),
+        ("log record", "--sensors", "0"), ("monitor", "--sensors", "0"), ("move arc", "--angle", "-1"),
+        ("move arc", "--radius", "-1"), ("ros2", "--domain-id", "0"),
         ("sim", "--seed", "0"), ("tune", "--step", "-1")]
     assert refused >= 6 * 40 - len(ACCEPTED)
     # and through the entry point itself, as a user's shell runs it
@@ -156,6 +158,8 @@ BOUNDED = {
     "ros2": ["--duration", "1", "--config", "{tmp}/slow.yaml"],
     "log record": ["{tmp}/fuzz.mcap", "--duration", "0.5", "--quiet"],
     "monitor": ["--duration", "0.5"],
+    # a short arc (a negative radius drives it backwards, a negative angle turns right)
+    "move arc": ["--radius", "0.1", "--angle", "5", "--encoders"],
 }
 
 

@@ -20,16 +20,27 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from viperdrive.shared import protocol as P
 
 from ..errors import BadValue, BoardFault
+from ..robot.config import RobotConfig
+from ..timebase import Clock
 from .link import NackError
 
-if TYPE_CHECKING:
-    from .board import Board
+
+class MoveBoard(Protocol):
+    """What the move queue needs of a Board (board.Board)."""
+    config: RobotConfig
+    link_request: Callable[[bytes, int], bytes]
+    get_param: Callable[[str], float]
+
+    @property
+    def clock(self) -> Clock: ...
+
 
 MOVE_SLOTS = 4                  # the board's queue (mcu/control.py MOVE_SLOTS)
 LEASE_SHARE = 0.2               # renew at this share of the lease: 100 ms of the default 500 ms
@@ -79,7 +90,7 @@ class Move:
 class MoveQueue:
     """The host's side of the board's move queue (Board.moves)."""
 
-    def __init__(self, board: Board):
+    def __init__(self, board: MoveBoard):
         self.board = board
         self.pending: deque[Move] = deque()         # not sent yet (the board's slots were full)
         self.running: dict[int, Move] = {}          # sent, not ended
@@ -95,19 +106,19 @@ class MoveQueue:
     def add(self, kind: int, a: float, b: float, speed: float | None, accel: float | None,
             timeout: float = 0.0) -> Move:
         c = self.board.config
-        if kind == P.MOVE_TURN:
-            half = 0.5 * c.effective_separation
-            speed = SPEED_SHARE * c.max_rim_speed / half if speed is None else speed
-            accel = SPEED_SHARE * c.max_rim_acceleration / half if accel is None else accel
-        else:
-            speed = SPEED_SHARE * c.max_rim_speed if speed is None else speed
-            accel = SPEED_SHARE * c.max_rim_acceleration if accel is None else accel
+        turn = kind == P.MOVE_TURN
+        half = 0.5 * c.effective_separation
+        rim_v, rim_a = (c.max_rim_speed / half, c.max_rim_acceleration / half) if turn else \
+            (c.max_rim_speed, c.max_rim_acceleration)
+        speed = SPEED_SHARE * rim_v if speed is None else speed
+        accel = SPEED_SHARE * rim_a if accel is None else accel
         for name, x in (("distance/angle/radius", a), ("angle", b), ("speed", speed), ("accel", accel),
                         ("timeout", timeout)):
             if not math.isfinite(x):
                 raise BadValue(f"a move's {name} must be a finite number, got {x}")
         if not (speed > 0 and accel > 0):
             raise BadValue(f"a move's speed and accel must be > 0, got {speed} and {accel}")
+        speed, accel = self._limited(turn, speed, accel, rim_v, rim_a)
         if timeout < 0:
             raise BadValue(f"a move's timeout must be >= 0 s (0: twice the planned time + 1 s), got {timeout}")
         if self._n_ends is None:
@@ -116,6 +127,20 @@ class MoveQueue:
         self.pending.append(m)
         self.pump()
         return m
+
+    def _limited(self, turn: bool, speed: float, accel: float, rim_v: float, rim_a: float) -> tuple[float, float]:
+        """speed and accel within the robot file's limits, as the host's drive controller holds a twist to them:
+        the rim speed and acceleration, and linear.x (a line, an arc) or angular.z (a turn) max_velocity /
+        max_acceleration / max_deceleration. The board applies its own (max_wheel_speed, max_accel) on top."""
+        axis = self.board.config.angular if turn else self.board.config.linear
+        speed = min(speed, rim_v)
+        accel = min(accel, rim_a)
+        if axis.max_velocity is not None:
+            speed = min(speed, axis.max_velocity)
+        for lim in (axis.max_acceleration, axis.deceleration):
+            if lim is not None:
+                accel = min(accel, lim)
+        return speed, accel
 
     def _take_id(self) -> int:
         i = self._next_id

@@ -34,19 +34,20 @@ def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
     d = LIMITS["distance_m"]
     p = sub.add_parser("straight", help="drive straight, metres (negative: backwards)")
-    p.add_argument("distance", type=finite_float(-d, d, "m"), metavar="M")
+    p.add_argument("distance", type=finite_float(-d, d, "m", nonzero=True), metavar="M")
     p.add_argument("--speed", type=positive(LIMITS["speed_m_s"], "m/s"), help="m/s (half the robot's max_rim_speed)")
     p.add_argument("--accel", type=positive(100.0, "m/s^2"), help="m/s^2 (half max_rim_acceleration)")
     _common(p)
     p = sub.add_parser("turn", help="turn in place, degrees (positive: counter-clockwise)")
     a = LIMITS["angle_deg"]
-    p.add_argument("angle", type=finite_float(-a, a, "deg"), metavar="DEG")
+    p.add_argument("angle", type=finite_float(-a, a, "deg", nonzero=True), metavar="DEG")
     p.add_argument("--rate", type=positive(LIMITS["rate_rad_s"], "rad/s"), help="rad/s (from max_rim_speed)")
     p.add_argument("--accel", type=positive(500.0, "rad/s^2"), help="rad/s^2 (from max_rim_acceleration)")
     _common(p)
     p = sub.add_parser("arc", help="along a circle: --radius M (negative: backwards) --angle DEG (positive: left)")
-    p.add_argument("--radius", type=finite_float(-d, d, "m"), required=True, metavar="M")
-    p.add_argument("--angle", type=finite_float(-a, a, "deg"), required=True, metavar="DEG")
+    # radius 0 is a turn in place (move turn), angle 0 no move at all
+    p.add_argument("--radius", type=finite_float(-d, d, "m", nonzero=True), required=True, metavar="M")
+    p.add_argument("--angle", type=finite_float(-a, a, "deg", nonzero=True), required=True, metavar="DEG")
     p.add_argument("--speed", type=positive(LIMITS["speed_m_s"], "m/s"), help="m/s along the path")
     p.add_argument("--accel", type=positive(100.0, "m/s^2"), help="m/s^2 along the path")
     _common(p)
@@ -61,8 +62,6 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    if args.kind == "arc" and args.radius == 0.0:
-        raise UserError("move arc: --radius 0 is a turn in place (viperdrive move turn DEG)", exit_code=2)
     config = load_config(args)
     with stop_signals_as_interrupt(), open_board(args, config) as board:
         activate(board, args)
