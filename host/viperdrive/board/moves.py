@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -35,8 +34,10 @@ from .link import NackError
 class MoveBoard(Protocol):
     """What the move queue needs of a Board (board.Board)."""
     config: RobotConfig
-    link_request: Callable[[bytes, int], bytes]
-    get_param: Callable[[str], float]
+
+    def link_request(self, frame: bytes, reply_cmd: int) -> bytes: ...
+
+    def get_param(self, name: str) -> float: ...
 
     @property
     def clock(self) -> Clock: ...
