@@ -262,7 +262,7 @@ class App:
                 self.ctrl.move_lease()
 
     def move_report(self):
-        return self.ctrl.move_report() if self._moves else (0, 0, 0, [])
+        return self.ctrl.move_report() if self._moves else (0, 0, 0, [], 0)
 
     def odom(self):
         o = self.odometry

@@ -469,17 +469,27 @@ class Controller:
 
     def move_report(self):
         """(id of the oldest move not ended (0: none), moves not ended, ends so far, ((id, reason), ...) of the
-        last four ends, oldest first)."""
+        last four ends, oldest first, the oldest move's progress in per mille of its length)."""
         st = self.st
         head = st[fx.M_HEADN]
         active = (st[fx.M_TAIL] - head) & fx.TMASK
-        mid = st[fx.M_SLOTS + (head & 3) * fx.SLS + fx.S_ID] if active else 0
+        o = fx.M_SLOTS + (head & 3) * fx.SLS
+        mid = st[o + fx.S_ID] if active else 0
+        progress = 0
+        if active and st[o + fx.S_ST] == 3:
+            progress = 1000
+        elif active and st[o + fx.S_ST] == 2:
+            a = fx.M_AX + st[o + fx.S_AX] * fx.AXS
+            delta = st[o + fx.S_DELTA]
+            left = st[a + fx.A_TGT] - st[a + fx.A_REF]
+            if delta:
+                progress = max(0, min(1000, 1000 - left * 1000 // delta))
         ne = st[fx.M_NENDS]
         ends = []
         for i in range(min(ne, 4), 0, -1):
             j = fx.M_ENDS + ((ne - i) & 3) * 2
             ends.append((st[j], st[j + 1]))
-        return mid, active, ne, ends
+        return mid, active, ne, ends, progress
 
     def heading_sample(self, hg, he):
         """The board's heading (Q12 H counts, unwrapped) and the encoders' H at the same positions, for moves."""

@@ -532,8 +532,9 @@ MOVE_END_LEASE = const(6)       # no MOVE / MOVE_LEASE for move_lease_ms: braked
 MOVE_END_NAMES = {MOVE_END_ARRIVED: "arrived", MOVE_END_STALLED: "stalled", MOVE_END_TIMEOUT: "timed out",
                   MOVE_END_CANCELLED: "cancelled", MOVE_END_FAULTED: "faulted", MOVE_END_LEASE: "lease expired"}
 FMT_MOVE = "<HBBfffff"          # id, kind, flags (0), a, b, speed, accel, timeout s (0: twice the planned time + 1 s)
-FMT_MOVE_STATE = "<HBH" + "HB" * 4     # oldest id not ended (0: none), moves not ended, ends so far (u16, wraps),
-#                                        then the last four ends (id, MOVE_END_*), oldest first (0, 0: none)
+FMT_MOVE_STATE = "<HBHH" + "HB" * 4    # oldest id not ended (0: none), moves not ended, ends so far (u16, wraps),
+#                                         the oldest move's progress in per mille of its length (0: not started),
+#                                         then the last four ends (id, MOVE_END_*), oldest first (0, 0: none)
 MOVE_LEASE_CANCEL = const(0x01)  # MOVE_LEASE flag: end every move (cancelled), braked
 
 
@@ -554,20 +555,22 @@ def pack_move_lease(cancel=False):
     return encode(MOVE_LEASE, bytes((MOVE_LEASE_CANCEL if cancel else 0,)))
 
 
-def pack_move_state(running_id, active, n_ends, ends):
-    """ends: the last (id, reason) pairs, oldest first (at most 4 are sent; the newest)."""
+def pack_move_state(running_id, active, n_ends, ends, progress=0):
+    """ends: the last (id, reason) pairs, oldest first (at most 4 are sent; the newest); progress: per mille."""
     e = list(ends)[-4:]
     e = [(0, 0)] * (4 - len(e)) + e
     return encode(MOVE_STATE, struct.pack(FMT_MOVE_STATE, running_id & 0xFFFF, min(active, 255), n_ends & 0xFFFF,
-                                          e[0][0], e[0][1], e[1][0], e[1][1], e[2][0], e[2][1], e[3][0], e[3][1]))
+                                          max(0, min(progress, 1000)), e[0][0], e[0][1], e[1][0], e[1][1],
+                                          e[2][0], e[2][1], e[3][0], e[3][1]))
 
 
 def unpack_move_state(payload):
-    """-> (running id, active, ends so far, [(id, reason), ...] oldest first, only the real ones)."""
+    """-> (running id, active, ends so far, [(id, reason), ...] oldest first (only the real ones), progress of the
+    running one in per mille)."""
     v = _unpack(FMT_MOVE_STATE, payload)
     n = v[2]
-    ends = [(v[3 + 2 * i], v[4 + 2 * i]) for i in range(4)]
-    return v[0], v[1], n, ends[4 - min(n, 4):]
+    ends = [(v[4 + 2 * i], v[5 + 2 * i]) for i in range(4)]
+    return v[0], v[1], n, ends[4 - min(n, 4):], v[3]
 
 
 # SET_VEL / STATE

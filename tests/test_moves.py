@@ -76,6 +76,9 @@ def test_the_lease_ends_the_moves_braked_when_the_host_stops_renewing(sim):
         m = b.move_straight(2.0, 0.3, 0.5)
         t_sent = sim.truth()["t"]
         wait_until(lambda: sim.truth()["v"] > 0.05, 10.0, sim.clock, what="the move started")
+        b.moves.poll()                  # one renewal, which also reports the progress: under way, far from done
+        assert 0.0 < m.progress < 0.5, m.progress
+        t_sent = sim.truth()["t"]
         # nothing more from the host: the board's time runs, the lease with it
         wait_until(lambda: abs(sim.truth()["v"]) < 0.002 and sim.truth()["t"] - t_sent > 0.2, 10.0, sim.clock,
                    what="the robot at rest")

@@ -34,7 +34,7 @@ WIRE_FINGERPRINTS = {
     # FAULT_BATTERY_LOW, ODOM's encoder heading and heading source, DIAG imu_state and imu_errors
     4: "79a21645e4bf401475a9cfa5be76863100a7c92600a4bca4630765a18e6437b2",
     # moves on the board: MOVE, MOVE_LEASE, MOVE_STATE (MOVE_*, MOVE_END_*), GET_STATE
-    5: "37ae25f586368c081d9aa9ebd9d723d9076f9b30ac86d1ad9ae1269f36ac9dfe",
+    5: "83595e987d8d0e043484e0ec1722d8db0ec0ccd1845a140ce286d4b30f7bfc27",
 }
 
 
@@ -101,7 +101,7 @@ def test_every_command_and_reply_is_documented_with_its_code_and_frame_size():
         "SENSORS_DATA": P.pack_sensors_data(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1, 1),
         "TELEMETRY_DATA": P.pack_telemetry_data(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11), "NACK": P.pack_nack(1, 1),
         "MOVE": P.pack_move(1, P.MOVE_STRAIGHT, 0.5, 0.0, 0.2, 0.5), "MOVE_LEASE": P.pack_move_lease(True),
-        "GET_STATE": P.pack_get_state(), "MOVE_STATE": P.pack_move_state(1, 2, 3, [(1, 1), (2, 4)]),
+        "GET_STATE": P.pack_get_state(), "MOVE_STATE": P.pack_move_state(1, 2, 3, [(1, 1), (2, 4)], 500),
     }
     f_param = [p[params.ID] for p in params.TABLE if p[params.TYPE] == "f"][0]
     h_param = [p[params.ID] for p in params.TABLE if p[params.TYPE] == "H"][0]

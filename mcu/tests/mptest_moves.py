@@ -82,7 +82,7 @@ class Rig:
         ends = {}
         for _ in range(int(max_s * HZ / 10)):
             self.periods(10, lease_every=0)
-            mid, active, n, last = self.lease()
+            mid, active, n, last, _ = self.lease()
             for i, r in last:
                 ends[i] = r
             if active == 0:
@@ -101,6 +101,15 @@ def _wrap(a):
 def test_straight_one_metre_on_the_default_robot():
     r = Rig()
     mid = r.move(P.MOVE_STRAIGHT, 1.0, speed=0.3, accel=0.8)
+    # MOVE_STATE's progress: per mille of the length the reference has covered, rising to the end
+    seen = []
+    while not seen or seen[-1] < 1000:
+        r.periods(HZ // 2, lease_every=0)
+        rep = r.lease()
+        seen.append(rep[4] if rep[1] else 1000)
+    print("straight 1 m: progress every 0.5 s", seen)
+    # cruising at 0.3 m/s: 0.15 m, 150 per mille, every 0.5 s
+    assert seen == sorted(seen) and all(abs(b - a - 150) <= 1 for a, b in zip(seen[1:4], seen[2:5])), seen
     ends = r.run_until_done()
     pl = r.pl
     print("straight 1 m: x %.4f y %.4f theta %.3f deg, end %s" % (pl.x, pl.y, _deg(pl.theta), ends))
@@ -141,7 +150,7 @@ def test_a_square_chained_at_speed_closes_and_never_stops_at_a_corner():
             ids.append(r.move(kind, a, speed=0.3 if kind == P.MOVE_STRAIGHT else 2.0,
                               accel=0.35 if kind == P.MOVE_STRAIGHT else 5.0))
         r.periods(10, lease_every=0)
-        mid, active, n, last = r.lease()
+        mid, active, n, last, _ = r.lease()
         for i, why in last:
             ends[i] = why
         started = len(ends) >= 1        # the first line is done: from there to the last corner

@@ -61,6 +61,7 @@ class Move:
     queue: MoveQueue
     end: int | None = None      # protocol.MOVE_END_*
     sent: bool = False
+    progress: float = 0.0       # share of its length done, as the board last said (0 before it starts; 1 at its end)
 
     @property
     def done(self) -> bool:
@@ -213,8 +214,11 @@ class MoveQueue:
 
     def _take(self, payload: bytes) -> None:
         self._last_poll = self.board.clock.now()
-        _, active, n_ends, ends = P.unpack_move_state(payload)
+        running, active, n_ends, ends, progress = P.unpack_move_state(payload)
         self.active = active
+        m = self.running.get(running)
+        if m is not None:
+            m.progress = progress / 1000.0
         # the first report only sets the baseline: the ends it lists belong to earlier sessions (whose ids this
         # session may be reusing), never to a move sent with it
         new = 0 if self._n_ends is None else min((n_ends - self._n_ends) & 0xFFFF, len(ends))
@@ -223,6 +227,8 @@ class MoveQueue:
             m = self.running.pop(mid, None)
             if m is not None:
                 m.end = why
+                if why == P.MOVE_END_ARRIVED:
+                    m.progress = 1.0
                 self._ended(m)
         if active == 0 and self.running:
             # the board holds none of them any more, and never said how they ended (it restarted)
