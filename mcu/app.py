@@ -25,6 +25,7 @@ ODOM_PERIOD_MS = 10             # board odometry at 100 Hz (soft): it integrates
 #                                 moves the sample time, never loses distance
 TELEMETRY_RECORDS = 64          # ring size: 0.64 s at 100 records/s between two drains
 TELEMETRY_BURST = 4             # TELEMETRY_DATA frames per service pass at most (38 B each)
+H_REBASE = 1 << 29              # the moves' heading sample restarts at 0 beyond this (Q12 H counts; ~40 turns)
 
 
 class App:
@@ -144,14 +145,19 @@ class App:
             self.odometry.update(dl, dr, dth)
         else:
             self.odometry.gyro_heading = False      # no gyro this period: ODOM says the encoders hold the heading
-        # the moves' heading: the same change, in Q12 H counts (half the wheels' difference), summed unwrapped
+        # the moves' heading: the same change, in Q12 H counts (half the wheels' difference), summed unwrapped.
+        # Small ints only (a 32-bit port allocates a big int past 2**30, every 10 ms): while no move runs, a heading
+        # past H_REBASE restarts near zero, and the engine takes its next target from there
         h = self._h_frac + (dth * self._h_per_rad if dth is not None else (dr - dl) * 2048)
         whole = int(h)
         self._h_frac = h - whole
-        self._h_q12 = (self._h_q12 + whole) & 0xFFFFFFFF
+        hg = self._h_q12 + whole
         if self._moves:
-            hg = self._h_q12 - 0x100000000 if self._h_q12 & 0x80000000 else self._h_q12
+            if not -H_REBASE < hg < H_REBASE and self.ctrl.move_free() == control.MOVE_SLOTS:
+                hg = 0
+                self.ctrl.heading_rebase()
             self.ctrl.heading_sample(hg, (pr - pl) << 11)
+        self._h_q12 = hg
 
     def _stream_telemetry(self):
         for rec in self.ring.drain(TELEMETRY_BURST):

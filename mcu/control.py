@@ -491,6 +491,10 @@ class Controller:
             ends.append((st[j], st[j + 1]))
         return mid, active, ne, ends, progress
 
+    def heading_rebase(self):
+        """The heading sample restarts near zero (no move runs): the next queue takes its heading from there."""
+        self.st[fx.M_HVALID] = 0
+
     def heading_sample(self, hg, he):
         """The board's heading (Q12 H counts, unwrapped) and the encoders' H at the same positions, for moves."""
         st = self.st
