@@ -117,7 +117,9 @@ def test_stream_rate_in_chip_time_imu_ok_and_battery_volts(board, rig):
     # each record one period of the granted rate after the last, on the firmware's clock; a sample that a slow
     # pass (a garbage collection: ~18 ms of the chip's time) delayed is taken late and the next one catches up
     # (mcu/sensors.py service(): absolute deadlines), so no sample is dropped and the rate is the one asked
-    assert gaps[len(gaps) // 2] == 20000, gaps
+    # most records on time: a record is taken at the first slow-loop pass after its deadline, so its time is the
+    # deadline plus up to one pass (the loop idles ~1 ms), not the deadline to the microsecond
+    assert abs(gaps[len(gaps) // 2] - 20000) <= 1000, gaps
     # the rate, as the deadlines have it: record k is taken k x 20 ms after the first one's deadline, never early
     # and late by at most the catch-up bound (a collection: ~20 ms). (n - 1) / span read the rate low whenever a
     # collection fell on the last record (9 of 99 records are late in a 2 s window: -1.1 % with the last one)
