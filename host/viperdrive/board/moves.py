@@ -86,7 +86,8 @@ class Move:
     def wait(self, timeout: float | None = None) -> str:
         """Until the move has ended (renewing the lease meanwhile); its reason. TimeoutError after `timeout` board
         seconds (the move keeps running: cancel it, or wait again)."""
-        return self.queue.wait(lambda: self.done, timeout) or (self.reason or "")
+        self.queue.wait(lambda: self.done, timeout)
+        return self.reason or ""
 
 
 class MoveQueue:
@@ -241,7 +242,7 @@ class MoveQueue:
         self.ended.append(m)
         del self.ended[:-100]
 
-    def wait(self, cond, timeout: float | None) -> str | None:
+    def wait(self, cond, timeout: float | None) -> None:
         """Poll (lease renewed) until cond() holds; TimeoutError after timeout board seconds."""
         clock = self.board.clock
         t_end = None if timeout is None else clock.now() + timeout
@@ -252,7 +253,6 @@ class MoveQueue:
             if t_end is not None and clock.now() >= t_end:
                 raise TimeoutError(f"moves still running after {timeout:g} s")
             clock.sleep(min(LEASE_SHARE * self.lease_s, 0.02))
-        return None
 
     def wait_all(self, timeout: float | None = None) -> list[Move]:
         """Until every queued move has ended; the moves that ended meanwhile."""
