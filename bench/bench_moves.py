@@ -231,7 +231,7 @@ def blocked(vb: VirtualBoard, b: Board) -> tuple[float, bool]:
     while vb.truth()["v"] < 0.95 * SPEED:
         b.moves.poll()
         time.sleep(0.01)
-    t0 = vb.fault("stall", wheel="left", on=True)
+    vb.fault("stall", wheel="left", on=True)
     t_block = vb.truth()["t"]
     while vb.truth()["energized"]:
         b.moves.poll()
@@ -239,7 +239,6 @@ def blocked(vb: VirtualBoard, b: Board) -> tuple[float, bool]:
     t_off = vb.truth()["t"]
     b.moves.wait_all(10)
     vb.fault("stall", wheel="left", on=False)
-    del t0
     return 1000 * (t_off - t_block), m.reason == "stalled"
 
 

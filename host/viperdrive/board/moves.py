@@ -98,6 +98,9 @@ class MoveQueue:
         self.pending: deque[Move] = deque()         # not sent yet (the board's slots were full)
         self.running: dict[int, Move] = {}          # sent, not ended
         self.ended: list[Move] = []                 # in the order the board ended them (the last 100)
+        # (move, state) as they happen: "waiting for a slot", "on the board", its end reason (take_events(); the
+        # recording drains it, the oldest go when nobody does)
+        self.events: deque[tuple[Move, str]] = deque(maxlen=1000)
         self.active = 0                             # moves on the board not ended, as it last said
         self._next_id = 1
         self._n_ends: int | None = None             # the board's end counter at the last report
@@ -129,6 +132,8 @@ class MoveQueue:
         m = Move(self._take_id(), kind, a, b, speed, accel, timeout, self)
         self.pending.append(m)
         self.pump()
+        if not m.sent and not m.done:
+            self.events.append((m, "waiting for a slot"))
         return m
 
     def _limited(self, turn: bool, speed: float, accel: float, rim_v: float, rim_a: float) -> tuple[float, float]:
@@ -169,6 +174,7 @@ class MoveQueue:
             self.pending.popleft()
             m.sent = True
             self.running[m.id] = m
+            self.events.append((m, "on the board"))
             self._take(payload)
 
     # ---- the lease and the reports ----
@@ -238,7 +244,14 @@ class MoveQueue:
                 self._ended(m)
             self.running.clear()
 
+    def take_events(self) -> list[tuple[Move, str]]:
+        """The moves' changes of state since the last call, in order."""
+        out = list(self.events)
+        self.events.clear()
+        return out
+
     def _ended(self, m: Move) -> None:
+        self.events.append((m, m.reason or ""))
         self.ended.append(m)
         del self.ended[:-100]
 

@@ -52,8 +52,6 @@ class DriveSession:
         self.fault_code = 0
         self.test_values: dict = {}         # an interrupted experiment's values the board ran with (warned)
         self._last_diag = -1e9
-        self._moves_seen: dict[int, str] = {}   # board move id -> the last state recorded
-        self._moves_busy = False
         self.board_diag: dict | None = None
         self.stop_reason: str | None = None
         self.live: LiveFilter | FilterProcess | None = None     # --ekf
@@ -131,24 +129,13 @@ class DriveSession:
                 for r in self.board.sensor_readings():
                     rec.sensors(r, cutoff_latched=self.fault_code == P.FAULT_BATTERY_LOW)
                     self.latest_sensors = r
-            busy = self.board.moves.busy
-            if busy or self._moves_busy:
-                self._record_moves(rec)     # and once more after the last one ended: its end
-            self._moves_busy = busy
+            for m, what in self.board.moves.take_events():
+                rec.move(time.monotonic(), m, what)
             if now - self._last_diag >= 1.0:
                 # GET_DIAG is a blocking round trip (~10 ms at 115200 baud): asked at the start, on a fault and at
                 # the end only; every second the last board answer goes out with this side's live counters
                 self._last_diag = now
                 self.record_diagnostics(ask_board=False)
-
-    def _record_moves(self, rec) -> None:
-        """Each board move's changes of state (waiting for a slot, on the board, its end) on /viperdrive/moves."""
-        q = self.board.moves
-        for m in (*q.ended, *q.running.values(), *q.pending):
-            state = m.reason or ("on the board" if m.sent else "waiting for a slot")
-            if self._moves_seen.get(m.id) != state:
-                self._moves_seen[m.id] = state
-                rec.move(time.monotonic(), m, state)
 
     def record_diagnostics(self, ask_board: bool = True) -> None:
         if self.recorder is None:
