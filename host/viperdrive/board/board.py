@@ -290,7 +290,9 @@ class Board:
                     # the reply was not there < 1 ms ago: now - sent is its round trip to within 1 ms (a reply
                     # that waited since the last cycle only bounds it from above and is not recorded)
                     link.record_rtt(now - self._pending[0])
-                return latest, (now if latest is None else link.sampled_at(self._sent, now))
+                # sampled when the outstanding request reached the board (a STATE nobody asked for: on arrival)
+                sent = self._pending[0] if latest is not None and self._pending is not None else None
+                return latest, (now if sent is None else link.sampled_at(sent, now))
             last_empty = now
             link.wait_readable(min(link.clock.host_seconds(self._pending[1] - board_now), 0.002))
 
