@@ -11,8 +11,11 @@ DDS participant (tests/test_ros2_ekf.py, bench/bench_live_ekf.py):
 - the kidnap: the robot is lifted for --lift s in the middle of the dropout while the wheels keep driving, so the
   wheel odometry runs on while the robot stands still: the fix comes back that far away from the estimate;
 - records odometry/filtered and the bridge's ekf diagnostics.
-At the end it prints one JSON object: {"t0": wall s at start, "filtered": [[t_stamp, x, y, yaw, var_x, var_y]],
-"truth": [[wall s, x, y, theta]], "diagnostics": [[wall s, level, message, {key: value}]], "lift": [from, to]}.
+At the end it prints one JSON object: {"t0": graph s at start, "filtered": [[t_stamp, x, y, yaw, var_x, var_y]],
+"truth": [[graph s, x, y, theta]], "diagnostics": [[graph s, level, message, {key: value}]], "lift": [from, to],
+"clock": the last /clock seen (s) or None, "clock_board_s": the board time read just after it}.
+The graph's time is the wall clock, or with --sim-time --port URL the board's own time (as the bridge's --sim-time:
+its stamps, its schedule of drops and lifts, the same instant for the same board time in every process).
 Discovery and domain come from the environment (ROS_DOMAIN_ID, ...).
 """
 import argparse
@@ -22,6 +25,7 @@ import socket
 import sys
 import time
 
+from viperdrive.rigs.registry import clock_for
 from viperdrive.ros2 import msgs, qos
 from viperdrive.ros2.node import RosNode, take_valid
 
@@ -60,7 +64,16 @@ def main(argv=None) -> int:
     p.add_argument("--lift", type=float, default=2.0, help="s lifted, centred in the dropout (0: none)")
     p.add_argument("--wait-match", type=float, default=15.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--sim-time", action="store_true", help="the board's time is the graph's (needs --port)")
+    p.add_argument("--port", default=None, help="the virtual board's URL (its clock, for --sim-time)")
     a = p.parse_args(argv)
+    if a.sim_time:
+        board_clock = clock_for(a.port)
+        clock = board_clock.now           # the schedule and every stamp: board seconds
+        graph_now = board_clock.now
+    else:
+        clock = time.monotonic
+        graph_now = time.time
 
     rng = random.Random(a.seed)
     control = Control(a.control)
@@ -70,14 +83,18 @@ def main(argv=None) -> int:
     w_imu = node.publisher("imu", msgs.Imu, qos.command_qos())
     r_filtered = node.subscription("odometry/filtered", msgs.Odometry, qos.default_qos(depth=100))
     r_diag = node.subscription("/diagnostics", msgs.DiagnosticArray, qos.default_qos())
-    out = {"filtered": [], "truth": [], "diagnostics": [], "lift": None}
+    r_clock = node.subscription("/clock", msgs.Clock, qos.command_qos(depth=1))
+    out = {"filtered": [], "truth": [], "diagnostics": [], "lift": None, "clock": None, "clock_board_s": None}
 
     def drain():
         for s in take_valid(r_filtered, 256):
             c = s.pose.covariance
             out["filtered"].append([msgs.time_to_s(s.header.stamp), s.pose.pose.position.x, s.pose.pose.position.y,
                                     msgs.yaw_from_quaternion(s.pose.pose.orientation), c[0], c[7]])
-        now = time.time()
+        for s in take_valid(r_clock, 64):
+            out["clock"] = msgs.time_to_s(s.clock)
+            out["clock_board_s"] = graph_now() if a.sim_time else None
+        now = graph_now()
         for s in take_valid(r_diag):
             for st in s.status:
                 if st.name.endswith(": ekf"):
@@ -89,29 +106,29 @@ def main(argv=None) -> int:
             and w_imu.get_matched_subscriptions()):
         time.sleep(0.05)
     control({"cmd": "reset", "what": "pose"})
-    t0 = time.time()
+    t0 = graph_now()
     out["t0"] = t0
-    mono0 = time.monotonic()
-    pending = []            # (publish at monotonic, message)
+    mono0 = clock()
+    pending = []            # (publish at clock(), message)
     next_cmd = next_imu = next_pose = mono0
     lift_from = (a.drop_from + a.drop_to - a.lift) / 2.0
     lifted = False
     while True:
-        now = time.monotonic()
+        now = clock()
         el = now - mono0
         if el >= a.duration:
             break
         if a.lift > 0 and not lifted and lift_from <= el < lift_from + a.lift:
             control({"cmd": "fault", "kind": "lift", "on": True})
             lifted = True
-            out["lift"] = [time.time() - t0, None]
+            out["lift"] = [graph_now() - t0, None]
         elif lifted and el >= lift_from + a.lift:
             control({"cmd": "fault", "kind": "lift", "on": False})
             lifted = False
-            out["lift"][1] = time.time() - t0
+            out["lift"][1] = graph_now() - t0
         if now >= next_cmd:
             w = a.w if int(el // a.swap) % 2 == 0 else -a.w
-            w_cmd.write(msgs.TwistStamped(header=msgs.Header(stamp=msgs.time_from_s(time.time()),
+            w_cmd.write(msgs.TwistStamped(header=msgs.Header(stamp=msgs.time_from_s(graph_now()),
                                                              frame_id="base_link"),
                                           twist=msgs.Twist(linear=msgs.Vector3(a.v, 0.0, 0.0),
                                                            angular=msgs.Vector3(0.0, 0.0, w))))
@@ -119,9 +136,12 @@ def main(argv=None) -> int:
         if now >= next_imu or now >= next_pose:
             # stamped when asked: the board answers as it reads the request (its time stops while it is not
             # scheduled, and the robot with it), and this process may be descheduled between the reply and a later
-            # clock reading; the bridge stamps odometry the same way (Link.sampled_at)
-            stamp = time.time()
+            # clock reading; the bridge stamps odometry the same way (Link.sampled_at). On sim time the truth's
+            # own board time is its stamp, exactly
+            stamp = graph_now()
             truth = control({"cmd": "truth"})
+            if a.sim_time:
+                stamp = truth["board_s"]
             out["truth"].append([stamp, truth["x"], truth["y"], truth["theta"]])
             if now >= next_imu:
                 gc = [0.0] * 9
@@ -150,11 +170,11 @@ def main(argv=None) -> int:
             w_pose.write(pending.pop(0)[1])
         drain()
         time.sleep(0.002)
-    w_cmd.write(msgs.TwistStamped(header=msgs.Header(stamp=msgs.time_from_s(time.time()), frame_id="base_link")))
+    w_cmd.write(msgs.TwistStamped(header=msgs.Header(stamp=msgs.time_from_s(graph_now()), frame_id="base_link")))
     if lifted:
         control({"cmd": "fault", "kind": "lift", "on": False})
     truth = control({"cmd": "truth"})
-    t_end = time.time()
+    t_end = truth["board_s"] if a.sim_time else time.time()
     out["truth"].append([t_end, truth["x"], truth["y"], truth["theta"]])
     # listen 1.5 s more, and on until an estimate stamped after that last truth came: a filter that lags (its
     # process starved on a busy machine) is waited for, so "the end" is the filter's estimate of the end

@@ -19,7 +19,7 @@ from viperdrive.ros2.bridge import (
     RateLimitedWarning,
     _covariance,
     frame_with_prefix,
-    ros_time_to_monotonic,
+    ros_time_to_clock,
 )
 from viperdrive.ros2.node import RosNode
 
@@ -170,8 +170,8 @@ def test_bad_stamped_choice():
 def test_helpers():
     assert frame_with_prefix("", "odom") == "odom"
     assert frame_with_prefix("/robot1/", "base_link") == "robot1/base_link"
-    assert ros_time_to_monotonic(msgs.Time(0, 0), 123.0) is None
-    assert ros_time_to_monotonic(msgs.Time(1000, 500_000_000), 900.0) == pytest.approx(100.5)
+    assert ros_time_to_clock(msgs.Time(0, 0), 123.0) is None
+    assert ros_time_to_clock(msgs.Time(1000, 500_000_000), 900.0) == pytest.approx(100.5)
     cov = _covariance([[i * 6 + j for j in range(6)] for i in range(6)], None)
     assert cov[7] == 7.0 and cov[35] == 35.0 and len(cov) == 36
     diag = _covariance(None, [1, 2, 3, 4, 5, 6])

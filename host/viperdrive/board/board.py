@@ -135,6 +135,7 @@ class Board:
         self._active_since = 0.0            # host time of the last activate()
         self._asked = False                 # write() was called since the last read()
         self._sent = 0.0                    # host time the last SET_VEL went out (its reply's sample time)
+        self._clock_pair: tuple[float, float] | None = None     # (host time, board time) just after that send
         self._undelivered = False           # a state from activate()/reconnect() not yet returned by read()
         self._ramp: tuple[float, float, float] | None = None    # the board's max_wheel_speed (rad/s), max_accel
         #                                                           (rad/s^2), deadman_ms (s): the braking bound
@@ -231,6 +232,7 @@ class Board:
 
     def _exchange_zero(self, tolerate_nack: bool = False) -> BoardState | None:
         sent = time.monotonic()
+        self._clock_pair = (sent, self._io.clock.now())
         try:
             payload = self._io.request(P.pack_set_vel(0, 0), P.STATE)
         except NackError:
@@ -466,7 +468,23 @@ class Board:
         # the reply is due within 80 % of the loop's period of the board's time (the miss budget counts board
         # time: a board the machine does not run misses nothing); the per-command timeout caps it at slow baud
         wait = min(link.timeout_for(len(frame), P.STATE), 0.8 * self.config.period)
-        self._pending = (self._sent, link.clock.now() + wait)
+        board_now = link.clock.now()
+        self._clock_pair = (self._sent, board_now)
+        self._pending = (self._sent, board_now + wait)
+
+    def on_clock(self, mono: float) -> float:
+        """A host monotonic instant (a BoardState's stamp, a sensor record's host_time) on the board's clock
+        (Board.clock): itself for a real board; for a board that is a program, the board time read just after the
+        last exchange was sent plus the host time since, never past the board's time now (a stall of this process
+        after the send is no board time)."""
+        clock = self._io.clock
+        if clock is HOST_CLOCK:
+            return mono
+        pair = self._clock_pair
+        now = clock.now()
+        if pair is None:
+            return now
+        return min(pair[1] + max(0.0, mono - pair[0]), now)
 
     def deactivate(self) -> None:
         """Stop braked, then disable: command zero and let the board's acceleration ramp bring the wheels to rest

@@ -77,6 +77,12 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "returns (a lost link, a re-plug, a restart; never a latched safety fault, which "
                              "waits for the ~/clear_fault service); never: a lost link ends the bridge (exit 8) "
                              "and a board that went down stays down")
+    parser.add_argument("--sim-time", action="store_true",
+                        help="a virtual board or an emulated chip only: its own time is the graph's, published on "
+                             "/clock from 0 as a simulator's (peers set use_sim_time), every stamp in it. A busy "
+                             "machine runs such a board slower than real time; with wall-clock stamps the rates "
+                             "(m/s, rad/s of board time) then disagree with the time between stamps "
+                             "(docs/ros2.md \"Sim time\")")
     add_loop_options(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
@@ -131,7 +137,7 @@ def _serve(args, board, config, Ros2Bridge, discovery, ekf=None) -> int:
     bridge = Ros2Bridge(board, config, namespace=args.namespace, stamped=args.stamped, domain_id=args.domain_id,
                         discovery=discovery, allow_publishers=args.allow_publisher, ekf=ekf, record=args.record,
                         uncertainty_limit=args.uncertainty_limit, recover=args.recover, prepare_loop=True,
-                        realtime=args.realtime)
+                        realtime=args.realtime, sim_time=args.sim_time)
 
     # every stop signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT: cli/signals.py) ends the loop; shutdown() disables
     with handled_signals(lambda signum: bridge.stop("interrupted (Ctrl-C)" if signum == signal.SIGINT

@@ -101,11 +101,18 @@ class BoardLogClock(LogClock):
     """A board's time (viperdrive.timebase.Clock) as a log clock: the wall-clock epoch at its start, board seconds
     after it; ns(t) takes a board time. The live filter of a virtual board runs on it, so the odometry it is fed,
     stamped in board time, and the periods it fuses them in agree when the machine stalls the board (on a real
-    board the board's time is the host's and this is LogClock)."""
+    board the board's time is the host's and this is LogClock).
 
-    def __init__(self, clock):
+    sim_time: no wall-clock epoch: ns(t) is the board time itself (ROS sim time, as a simulator's /clock starts at
+    0), so every process that reads the board's clock agrees on the time of an instant (`viperdrive ros2
+    --sim-time`)."""
+
+    def __init__(self, clock, sim_time: bool = False):
         self.board = clock
-        super().__init__(mono0=clock.now())
+        if sim_time:
+            super().__init__(0, 0.0)
+        else:
+            super().__init__(mono0=clock.now())
 
     def ns(self, mono: float | None = None) -> int:
         t = self.board.now() if mono is None else mono

@@ -51,7 +51,7 @@ from ..motion.drive import DriveController
 from ..motion.loop import DriveLoop, prepare_loop_thread
 from ..motion.odometry import Odometry
 from ..stats import percentile
-from ..timebase import HOST_CLOCK
+from ..timebase import HOST_CLOCK, Clock
 from . import msgs, qos
 from .node import RANGE_OFF, RosNode, dds_topic_name, delete_entity, take_valid
 
@@ -102,12 +102,13 @@ class RateLimitedWarning:
         return True
 
 
-def ros_time_to_monotonic(stamp: msgs.Time, wall_minus_mono: float) -> float | None:
-    """A header stamp (ROS time: the wall clock) on the host's monotonic clock; None for a zero stamp (unstamped,
-    as diff_drive_controller treats it: taken as "now")."""
+def ros_time_to_clock(stamp: msgs.Time, ros_minus_clock: float) -> float | None:
+    """A header stamp (ROS time) on the bridge's loop clock, given ROS time minus that clock (the wall minus the
+    host's monotonic clock; 0 on sim time); None for a zero stamp (unstamped, as diff_drive_controller treats it:
+    taken as "now")."""
     if stamp.sec == 0 and stamp.nanosec == 0:
         return None
-    return msgs.time_to_s(stamp) - wall_minus_mono
+    return msgs.time_to_s(stamp) - ros_minus_clock
 
 
 def frame_with_prefix(prefix: str, frame: str) -> str:
@@ -244,8 +245,8 @@ class CmdVelInput:
     def offered_types(self) -> set:
         return set(self.offered.values())
 
-    def poll(self, wall_minus_mono: float) -> list:
-        """New commands since the last call, oldest first: [(v, w, stamp_monotonic_or_None)]."""
+    def poll(self, ros_minus_clock: float) -> list:
+        """New commands since the last call, oldest first: [(v, w, stamp on the loop's clock or None)]."""
         self._update_discovery()
         types = self.offered_types()
         if self.stamped == "auto":
@@ -261,7 +262,7 @@ class CmdVelInput:
                     continue
                 if self.type_name == TWIST_STAMPED:
                     out.append((s.twist.linear.x, s.twist.angular.z,
-                                ros_time_to_monotonic(s.header.stamp, wall_minus_mono)))
+                                ros_time_to_clock(s.header.stamp, ros_minus_clock)))
                 else:
                     out.append((s.linear.x, s.angular.z, None))
         self.samples += len(out)
@@ -335,8 +336,20 @@ class Ros2Bridge:
     def __init__(self, board, config, namespace: str = "/", stamped: str | None = None, domain_id=None,
                  discovery=None, env=None, drive=None, odometry_factory=None, allow_publishers=None,
                  ekf=None, record=None, uncertainty_limit: float = 1.0, recover: str = "never",
-                 filter_process: bool = True, prepare_loop: bool = False, realtime: int | None = None):
+                 filter_process: bool = True, prepare_loop: bool = False, realtime: int | None = None,
+                 sim_time: bool = False):
         self.board = board
+        # the graph's time. Wall time (the host's clock) by default. sim_time: the board's own time (a virtual
+        # board's or an emulated chip's, which a busy machine slows below real time) is the graph's: published on
+        # /clock from 0 as a simulator does, every stamp in it, the loop and the live filter counting it, so the
+        # rates in the messages (m/s, rad/s of board time) agree with the time between their stamps
+        self.sim_time = sim_time
+        board_clock = getattr(board, "clock", HOST_CLOCK)
+        if sim_time and board_clock is HOST_CLOCK:
+            raise BadValue(f"--sim-time: the board on {getattr(board, 'port', '?')} keeps real time (only a virtual "
+                           f"board or an emulated chip has a time of its own); leave --sim-time off")
+        self.clock: Clock = board_clock if sim_time else HOST_CLOCK
+        self.w_clock: Any = None            # the /clock writer (sim_time)
         self.config = config
         ros = config.ros2                   # config.Ros2Settings: the robot file's ros2 section, its defaults
         self.params = ros
@@ -406,12 +419,14 @@ class Ros2Bridge:
         self.filter_tf = False              # the filter owns odom -> base_link (publish_tf)
         self._internal_odom: str | None = None          # the filter's topic for our own odometry, if it reads it
         self._external_readers: list = []   # (filter topic, DDS reader)
-        self._started_at = time.monotonic()
+        self._started_at = self.clock.now()
         self.uncertainty_limit = uncertainty_limit
         try:
             if record is not None:
                 from ..recording.mcap import McapRecorder
                 self.recorder = McapRecorder(record, self.odom_frame, self.base_frame)
+                if sim_time:
+                    self.recorder.clock = self._log_clock()
             self._create_endpoints()
         except BaseException:
             self.node.close()
@@ -431,6 +446,9 @@ class Ros2Bridge:
         self.w_tf = n.publisher("/tf", msgs.TFMessage, qos.tf_qos()) if self.enable_odom_tf or self.filter_tf \
             else None
         self.w_diag = n.publisher("/diagnostics", msgs.DiagnosticArray, qos.default_qos())
+        if self.sim_time:
+            self.w_clock = n.publisher("/clock", msgs.Clock, qos.clock_qos())
+            self.published["clock"] = 0
         self.w_imu = self.w_battery = None
         if self.sensor_hz:
             self.w_imu = n.publisher("imu/data_raw", msgs.Imu, qos.sensor_qos())
@@ -447,10 +465,9 @@ class Ros2Bridge:
         from ..estimation.live import LiveFilter
         from ..estimation.process import FilterProcess
         from ..estimation.schedule import norm_topic
-        from ..recording.mcap import LogClock
         cfg = self.ekf_config
         n = self.node
-        clock = self.recorder.clock if self.recorder is not None else LogClock()
+        clock = self.recorder.clock if self.recorder is not None else self._log_clock()
         recorder = self._record_input if self.recorder is not None else None
         kind = FilterProcess if self.filter_process else LiveFilter
         self.live = kind(cfg, on_estimate=self._publish_estimate, recorder=recorder, clock=clock,
@@ -485,6 +502,15 @@ class Ros2Bridge:
                 self.filter_tf = True
                 log.info("ekf: publish_tf: the filter publishes %s -> %s (the raw odometry's tf is off)",
                          cfg.world_frame, cfg.base_link_frame)
+
+    def _log_clock(self):
+        """The live filter's and the recording's clock: the host's on the wall epoch, or the board's (sim_time)."""
+        from ..recording.mcap import BoardLogClock, LogClock
+        return BoardLogClock(self.clock, sim_time=True) if self.sim_time else LogClock()
+
+    def _ros_minus_clock(self) -> float:
+        """ROS time minus the loop's clock now: the wall minus the host's monotonic clock; 0 on sim time."""
+        return 0.0 if self.sim_time else time.time() - time.monotonic()
 
     def _warn_unpublished_sources(self, now: float) -> None:
         """A source of the live filter that nobody publishes, SOURCE_SILENT_S after the bridge started: a WARNING
@@ -549,7 +575,7 @@ class Ros2Bridge:
             if self.recovery.policy == "never":
                 raise
             waiting = e
-        self._started_at = time.monotonic()
+        self._started_at = self.clock.now()
         self._make_odometry()
         self.drive.reset()
         if waiting is None:
@@ -558,9 +584,9 @@ class Ros2Bridge:
         self._activated = True
         # after activate: the loop takes the board's encoder epoch as its baseline (a later restart of the
         # encoders, e.g. a reconnect, resets the controller and the odometry baseline)
-        # the host's clock: the graph's time (cmd_vel stamps and their timeout, the publish grid) is the host's; a
-        # virtual board follows its host through the clock file's grant
-        self.drive_loop = DriveLoop(self.board, self.drive, self.odometry, self.config.update_rate, clock=HOST_CLOCK)
+        # the graph's clock (cmd_vel stamps and their timeout, the publish grid): the host's, and a virtual board
+        # follows its host through the clock file's grant; on sim time the board's
+        self.drive_loop = DriveLoop(self.board, self.drive, self.odometry, self.config.update_rate, clock=self.clock)
         if waiting is not None:
             self.recovery.lost(LINK, f"no board at the start: {waiting}")
         else:
@@ -568,7 +594,7 @@ class Ros2Bridge:
         if self.live is not None:
             self._live_thread = threading.Thread(target=self._run_filter, name="viperdrive-ekf", daemon=True)
             self._live_thread.start()
-        self._next_publish = time.monotonic()
+        self._next_publish = self.clock.now()
         self._next_diag = self._next_publish + DIAGNOSTICS_PERIOD_S
         log.info("%s; node on domain %d, namespace %s, cmd_vel %s",
                  "board active" if waiting is None else "waiting for the board", self.node.domain_id,
@@ -670,13 +696,15 @@ class Ros2Bridge:
             self.board_diag = self.board.diag()
         except Exception as e:      # a diagnostics request must not stop the robot; say why it is missing
             self.board_diag = {"diag_error": f"{type(e).__name__}: {e}"}
-        self.board_diag_at = time.monotonic()
+        self.board_diag_at = self.clock.now()
 
     def _step(self, now: float, k: int):
         self.serve_clear_fault()
         self.tick(now)
+        if self.w_clock is not None:
+            self._write(self.w_clock, msgs.Clock(clock=msgs.time_from_s(now)), "clock")
         self.publish_sensors()
-        after = time.monotonic()
+        after = self.clock.now()
         alarm = getattr(self.last_state, "status", 0) & (protocol.ST_FAULT | protocol.ST_DEADMAN)
         if self.recovery.outage is None and (
                 alarm != self._alarm_bits or (alarm and (self.board_diag_at is None
@@ -712,9 +740,8 @@ class Ros2Bridge:
         """One loop period: the new cmd_vel samples into the controller, then read -> odometry -> update ->
         write (DriveLoop.cycle, which also resets controller and odometry baseline when the board restarts)."""
         assert self.cmd is not None and self.drive_loop is not None     # made by start()
-        wall_minus_mono = time.time() - time.monotonic()
-        cmds = self.cmd.poll(wall_minus_mono)
-        taken = time.monotonic()
+        cmds = self.cmd.poll(self._ros_minus_clock())
+        taken = self.clock.now()
         self.commands_in += len(cmds)
         if self.recovery.outage is not None:
             # outputs off on the board's side and inactive on ours: take the samples off DDS, execute none
@@ -813,8 +840,8 @@ class Ros2Bridge:
         self.drive.reset()
         self.last_wheels = (0.0, 0.0)
         assert self.cmd is not None                     # made by start()
-        self.ignored_commands += len(self.cmd.poll(time.time() - time.monotonic()))   # queued before it
-        self._fresh_after = time.monotonic()
+        self.ignored_commands += len(self.cmd.poll(self._ros_minus_clock()))   # queued before it
+        self._fresh_after = self.clock.now()
         if self.odometry is None:
             self._make_odometry()
         if self.sensor_hz:
@@ -831,8 +858,13 @@ class Ros2Bridge:
             self.dropped_writes += 1
             self.warn("write_" + what, f"{what}: sample dropped ({type(e).__name__}: {e})")
 
-    def _stamp(self, mono: float) -> msgs.Time:
-        return msgs.time_from_s(mono + (time.time() - time.monotonic()))
+    def _stamp(self, t: float) -> msgs.Time:
+        """The ROS time of an instant on the loop's clock (self.clock)."""
+        return msgs.time_from_s(t + self._ros_minus_clock())
+
+    def _on_clock(self, mono: float) -> float:
+        """A host monotonic sample time on the loop's clock."""
+        return self.board.on_clock(mono) if self.sim_time else mono
 
     def publish_sensors(self) -> None:
         """Every SENSORS_DATA record received since the last tick: imu/data_raw while the IMU works, battery_state
@@ -846,7 +878,7 @@ class Ros2Bridge:
         cutoff = (self.board_diag.get("fault_code") == protocol.FAULT_BATTERY_LOW
                   and bool(getattr(self.last_state, "status", 0) & protocol.ST_FAULT))
         for r in readings:
-            stamp = self._stamp(r.host_time)
+            stamp = self._stamp(self._on_clock(r.host_time))
             s = {"sec": stamp.sec, "nanosec": stamp.nanosec}
             if r.imu_ok:
                 self._write(self.w_imu, msgs.from_fields(msgs.Imu, imu_msg(r, s, self.imu_frame, self.imu_noise)),
@@ -867,11 +899,11 @@ class Ros2Bridge:
         x, y, th = self.odometry.pose
         if self.recovery.outage is not None:
             # standing where it was last seen (outputs off): the pose holds now, it does not move any more
-            stamp = self._stamp(time.monotonic())
+            stamp = self._stamp(self.clock.now())
             v, w = 0.0, 0.0
             wheel_velocity = [0.0, 0.0]
         else:
-            stamp = self._stamp(state.stamp)
+            stamp = self._stamp(self._on_clock(state.stamp))
             v, w = self.odometry.twist
             wheel_velocity = [float(state.velocity[0]), float(state.velocity[1])]
         pose_cov = _covariance(self.odometry.pose_covariance, self.pose_cov_override)
@@ -941,7 +973,7 @@ class Ros2Bridge:
         values.append(msgs.KeyValue("recovery.clear_fault_calls", str(self.clear_fault_calls)))
         values += [msgs.KeyValue(k, _fmt(v)) for k, v in _flatten(diag)]
         if self.board_diag_at is not None:
-            values.append(msgs.KeyValue("board_diag_age_s", _fmt(time.monotonic() - self.board_diag_at)))
+            values.append(msgs.KeyValue("board_diag_age_s", _fmt(self.clock.now() - self.board_diag_at)))
         try:    # host-side counters: live every time, no serial traffic
             values += [msgs.KeyValue("host." + k, _fmt(v)) for k, v in _flatten(self.board.stats())]
         except Exception as e:
@@ -1014,7 +1046,7 @@ class Ros2Bridge:
                 values.append(msgs.KeyValue("board_down", str(down)))
             statuses.append(msgs.DiagnosticStatus(level=level, name=f"{who}: bridge", message=f"shut down: {final}",
                                                   hardware_id=hw, values=values))
-        return msgs.DiagnosticArray(header=msgs.Header(stamp=self._stamp(time.monotonic())), status=statuses)
+        return msgs.DiagnosticArray(header=msgs.Header(stamp=self._stamp(self.clock.now())), status=statuses)
 
     def _filter_status(self, who: str, hw: str) -> msgs.DiagnosticStatus:
         """The live filter's account: per source its state and why, dead reckoning and its horizon, the events."""

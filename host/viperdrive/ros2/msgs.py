@@ -48,6 +48,13 @@ class Time(IdlStruct, typename="builtin_interfaces::msg::dds_::Time_"):
     nanosec: uint32 = 0
 
 
+# ------------------------------------------------------------------------------------------------ rosgraph_msgs
+@dataclass
+class Clock(IdlStruct, typename="rosgraph_msgs::msg::dds_::Clock_"):
+    """/clock: the graph's time when it is a simulation's (nodes with use_sim_time read it instead of the wall)."""
+    clock: Time = field(default_factory=Time)
+
+
 # ----------------------------------------------------------------------------------------------------- std_msgs
 @dataclass
 class Header(IdlStruct, typename="std_msgs::msg::dds_::Header_"):
@@ -249,7 +256,7 @@ class DiagnosticArray(IdlStruct, typename="diagnostic_msgs::msg::dds_::Diagnosti
 
 # Every type above, by its ROS 2 name (`<pkg>/msg/<Type>`).
 ALL_TYPES = (
-    Time, Header, Vector3, Point, Quaternion, Pose, PoseWithCovariance, Twist, TwistStamped, TwistWithCovariance,
+    Time, Clock, Header, Vector3, Point, Quaternion, Pose, PoseWithCovariance, Twist, TwistStamped, TwistWithCovariance,
     Time, Header, Vector3, Point, Quaternion, Pose, PoseWithCovariance, Twist, TwistStamped, TwistWithCovariance,
     PoseWithCovarianceStamped, TwistWithCovarianceStamped, Transform, TransformStamped, Odometry, JointState, Imu,
     BatteryState, TFMessage, KeyValue, DiagnosticStatus, DiagnosticArray,

@@ -49,6 +49,12 @@ def tf_static_qos() -> Qos:
 SENSOR_DEPTH = 5            # rclcpp::SensorDataQoS's depth
 
 
+def clock_qos() -> Qos:
+    """/clock: RELIABLE, VOLATILE, KEEP_LAST 1 (only the newest time matters; a RELIABLE writer also matches the
+    BEST_EFFORT reader of rclcpp's ClockQoS)."""
+    return default_qos(1)
+
+
 def sensor_qos() -> Qos:
     """imu/data_raw and battery_state: RELIABLE, VOLATILE, KEEP_LAST 5.
 
