@@ -251,3 +251,13 @@ def test_allow_publisher_takes_the_named_participants_and_refuses_the_others(nod
     for bad in (["host="], ["xyz"], ["0123456789abcdef0123456789abcdef00"], []):
         with pytest.raises(BadValue, match="--allow-publisher"):
             PublisherFilter(bad)
+
+
+def test_sim_time_is_refused_for_a_board_that_keeps_real_time():
+    """--sim-time takes the graph's time from the board's own clock: a board without one (every real board, a
+    pyserial URL nobody registered) is refused with the reason, before a DDS participant is made."""
+    from viperdrive.board import Board
+    from viperdrive.robot.config import RobotConfig
+    from viperdrive.ros2.bridge import Ros2Bridge
+    with pytest.raises(BadValue, match="keeps real time"):
+        Ros2Bridge(Board("loop://", config=RobotConfig.from_dict({})), RobotConfig.from_dict({}), sim_time=True)
