@@ -9,9 +9,11 @@
 //   - the PIO run in step with the CPU: rp2040js runs it on its own JavaScript timer, far from the CPU's time.
 //     Here a PIO block is caught up to the CPU's cycle count lazily, whenever the CPU touches one of its
 //     registers or FIFOs and before any input pin changes (docs/pico-rig.md, "PIO").
-//   - USB CDC flow control: the host's bytes wait in the rig until the device arms its OUT endpoint (a real
-//     USB host NAKs), instead of overflowing rp2040js's 512-byte FIFO.
-import { RP2040, USBCDC, ConsoleLogger, LogLevel } from 'rp2040js';
+//   - a USB host for every CDC function of the device (usbhost.mjs), with flow control: the host's bytes wait
+//     in the rig until the device arms its OUT endpoint (a real USB host NAKs), instead of overflowing
+//     rp2040js's 512-byte FIFO.
+import { RP2040, ConsoleLogger, LogLevel } from 'rp2040js';
+import { CdcHost } from './usbhost.mjs';
 
 export const FLASH_SIZE = 2 * 1024 * 1024;          // the Pico's W25Q16JV
 const WATCHDOG_BASE = 0x40058;
@@ -83,7 +85,7 @@ export class Chip {
   /**
    * bootrom: Uint32Array (16 KiB); flash: Uint8Array(FLASH_SIZE) shared across resets (the flash chip);
    * opts: {reason: watchdog REASON after this reset (0: power-on), scratch: Uint32Array(8) kept by a watchdog
-   * reset, pioMode: 'lazy' | 'every' | 'timer', onFlashWrite(), onWatchdog(reason), onSerial(bytes),
+   * reset, pioMode: 'lazy' | 'every' | 'timer', onFlashWrite(), onWatchdog(reason), onSerial(bytes, port),
    * onConnected(), external: Map pin -> level driven from outside}
    */
   constructor(bootrom, flash, opts = {}) {
@@ -123,6 +125,11 @@ export class Chip {
     this._setupPio(opts.pioMode || 'lazy');
     this._setupPads();
     this._setupUsb();
+    // QSPI_SS reads high when the chip floats it: the Pico's BOOTSEL button is not pressed. rp2040js resets its
+    // pad with the input disabled (the RP2040's reset value is 0x5a: input enabled, pull-up on) and reads 0, and
+    // CircuitPython, which senses BOOTSEL that way at boot, waited forever for the button's release
+    mcu.qspi[1].padValue = 0x5a;
+    mcu.qspi[1].setInputValue(true);
     mcu.core.PC = 0x10000000;          // boot2 at the start of flash, like the ROM's flash boot does
   }
 
@@ -430,40 +437,31 @@ export class Chip {
   // ---- USB CDC ----
 
   _setupUsb() {
-    const cdc = new USBCDC(this.mcu.usbCtrl);
-    this.cdc = cdc;
-    this.hostBytes = [];                 // host -> device, waiting for the device to arm its OUT endpoint
-    this.pendingRead = null;
-    this.connected = false;
-    cdc.onDeviceConnected = () => {
-      this.connected = true;
-      if (this.opts.onConnected) this.opts.onConnected();
-    };
-    cdc.onSerialData = (buf) => {
-      if (this.opts.onSerial) this.opts.onSerial(buf);
-    };
-    const usb = this.mcu.usbCtrl;
-    usb.onEndpointRead = (endpoint, size) => {
-      if (endpoint !== cdc.outEndpoint) return;
-      if (this.hostBytes.length) this._deliver(endpoint, size);
-      else this.pendingRead = [endpoint, size];     // NAK until the host has something
-    };
+    // every CDC function of the device, in descriptor order (usbhost.mjs): port 0, and CircuitPython's data
+    // channel as port 1 when boot.py enabled it
+    this.usbHost = new CdcHost(this.mcu.usbCtrl, {
+      onConnected: () => {
+        if (this.opts.onConnected) this.opts.onConnected();
+      },
+      onSerial: (port, buf) => {
+        if (this.opts.onSerial) this.opts.onSerial(buf, port);
+      },
+    });
   }
 
-  _deliver(endpoint, size) {
-    const n = Math.min(size, this.hostBytes.length);
-    const buf = Uint8Array.from(this.hostBytes.splice(0, n));
-    this.mcu.usbCtrl.endpointReadDone(endpoint, buf);
+  /** The device enumerated and every CDC port has DTR (a host program may talk to it). */
+  get connected() {
+    return this.usbHost.connected;
   }
 
-  /** Bytes from the host toward the device (the CDC OUT endpoint). */
-  sendToDevice(bytes) {
-    for (const b of bytes) this.hostBytes.push(b);
-    if (this.pendingRead && this.hostBytes.length) {
-      const [ep, size] = this.pendingRead;
-      this.pendingRead = null;
-      this._deliver(ep, size);
-    }
+  /** How many CDC ports the device offers (0 before it enumerated). */
+  get cdcPorts() {
+    return this.usbHost.ports.length;
+  }
+
+  /** Bytes from the host toward the device on a CDC port (port 0: the first). */
+  sendToDevice(bytes, port = 0) {
+    return this.usbHost.send(port, bytes);
   }
 }
 

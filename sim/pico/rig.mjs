@@ -28,6 +28,14 @@ import { Sensors, IMU_PARTS, IMU_DEFAULT_ADDRESS } from './sensors.mjs';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
 export const UF2_NAME = 'micropython-v1.28.0-RPI_PICO.uf2';
+// the stock images the rig runs (--firmware), each with where a user gets it
+export const FIRMWARES = {
+  micropython: { uf2: UF2_NAME, origin: 'MicroPython v1.28.0 for RPI_PICO (micropython.org/download/RPI_PICO)' },
+  circuitpython: { uf2: 'circuitpython-10.2.1-raspberry_pi_pico.uf2',
+    origin: 'CircuitPython 10.2.1 for raspberry_pi_pico (circuitpython.org/board/raspberry_pi_pico, 10.2.1)' },
+};
+// CircuitPython's CIRCUITPY drive: a FAT12 volume at this flash offset (1 MiB), which --fat fills
+export const CIRCUITPY_OFFSET = 0x100000;
 export const BOOTROM_NAME = 'rp2040-bootrom-b1.bin';
 const USAGE = 'usage: rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT] [--control HOST:PORT] ' +
   '[--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-speed S] [--pio lazy|every|timer] ' +
@@ -55,12 +63,13 @@ function parseArgs(argv) {
     flash: null, listen: '127.0.0.1:0', control: null,
     robot: path.join(ROOT, 'sim', 'robots', 'pico_mdd10.json'), board: path.join(ROOT, 'mcu', 'boards', 'pico.json'),
     seed: null, holdReplPin: false, maxSpeed: 1.0, pio: 'lazy', physicsHz: 4000, quiet: false,
-    imu: null, i2c: null, batteryAdc: null, estop: null, clock: null,
+    imu: null, i2c: null, batteryAdc: null, estop: null, clock: null, firmware: 'micropython', fat: null,
+    console: null,
   };
   const names = { '--images': 'images', '--flash': 'flash', '--listen': 'listen', '--control': 'control',
     '--robot': 'robot', '--board': 'board', '--seed': 'seed', '--max-speed': 'maxSpeed', '--pio': 'pio',
     '--physics-hz': 'physicsHz', '--imu': 'imu', '--i2c': 'i2c', '--battery-adc': 'batteryAdc', '--estop': 'estop',
-    '--clock': 'clock' };
+    '--clock': 'clock', '--firmware': 'firmware', '--fat': 'fat', '--console': 'console' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '-h' || a === '--help') throw new UsageError(USAGE);
@@ -80,6 +89,8 @@ function parseArgs(argv) {
   if (!(o.maxSpeed > 0)) throw new UsageError('--max-speed must be > 0 (chip seconds per wall second)');
   if (!(o.physicsHz >= 500 && o.physicsHz <= 100000)) throw new UsageError('--physics-hz outside 500..100000');
   if (!['lazy', 'every', 'timer'].includes(o.pio)) throw new UsageError(`--pio must be lazy, every or timer`);
+  if (!FIRMWARES[o.firmware]) throw new UsageError(`--firmware must be ${Object.keys(FIRMWARES).join(' or ')}`);
+  if (o.fat && o.firmware !== 'circuitpython') throw new UsageError('--fat is the CIRCUITPY drive: --firmware circuitpython');
   return o;
 }
 
@@ -93,10 +104,11 @@ function hostPort(spec, what) {
 }
 
 /** The two image files, or an error naming the missing one and where users get it. */
-export function findImages(dir) {
-  const uf2 = path.join(dir, UF2_NAME);
+export function findImages(dir, firmware = 'micropython') {
+  const fw = FIRMWARES[firmware];
+  const uf2 = path.join(dir, fw.uf2);
   const rom = path.join(dir, BOOTROM_NAME);
-  for (const [f, what] of [[uf2, 'MicroPython v1.28.0 for RPI_PICO (micropython.org/download/RPI_PICO)'],
+  for (const [f, what] of [[uf2, fw.origin],
     [rom, 'the RP2040 B1 bootrom (raspberrypi/pico-bootrom-rp2040, b1 release)']]) {
     if (!existsSync(f)) throw new UsageError(`missing image ${f}: ${what}; set VIPERDRIVE_PICO_IMAGES or --images`);
   }
@@ -267,7 +279,10 @@ class Rig {
   constructor(o) {
     this.o = o;
     this.clockFile = o.clock ? new ClockFile(o.clock) : null;
-    const img = findImages(o.images);
+    const img = findImages(o.images, o.firmware);
+    // the link's CDC port: MicroPython's only one; CircuitPython's data channel (boot.py enables it), the console
+    // (port 0) staying free for the REPL (--console serves it)
+    this.linkPort = o.firmware === 'circuitpython' ? 1 : 0;
     this.bootrom = new Uint32Array(new Uint8Array(readFileSync(img.rom)).buffer);
     if (this.bootrom.length !== 4096) throw new UsageError(`${img.rom}: not a 16 KiB bootrom`);
     this.flash = new Uint8Array(FLASH_SIZE).fill(0xff);
@@ -285,6 +300,12 @@ class Rig {
     } else {
       loadUf2(readFileSync(img.uf2), this.flash);
       this.flashFrom = img.uf2;
+      if (o.fat) {
+        // the CIRCUITPY drive as a user's copy left it (host/viperdrive/rigs/fatimage.py makes one)
+        const fat = readFileSync(o.fat);
+        if (fat.length > FLASH_SIZE - CIRCUITPY_OFFSET) throw new UsageError(`--fat ${o.fat}: ${fat.length} bytes, more than the drive's ${FLASH_SIZE - CIRCUITPY_OFFSET}`);
+        this.flash.set(fat, CIRCUITPY_OFFSET);
+      }
       this.flashDirty = !!o.flash;
     }
     this.cfg = loadBoardConfig(o.board);
@@ -319,6 +340,8 @@ class Rig {
     this.client = null;
     this.clients = 0;
     this.toHost = [];
+    this.consoleClient = null;      // --console: CDC port 0 when the link is on another port
+    this.consoleTail = Buffer.alloc(0);
     this.tail = Buffer.alloc(0);
     this.stats = { boots: 0, watchdog_resets: 0, power_cycles: 0, bytes_to_board: 0, bytes_from_board: 0,
       dropped_bytes: 0, corrupted_bytes: 0, injected_bytes: 0 };
@@ -337,7 +360,7 @@ class Rig {
     this.chip = new Chip(this.bootrom, this.flash, {
       reason, scratch, pioMode: this.o.pio, external: this.external,
       onFlashWrite: () => { this.flashDirty = true; },
-      onSerial: (buf) => this.fromBoard(buf),
+      onSerial: (buf, port) => (port === this.linkPort ? this.fromBoard(buf) : this.fromConsole(buf)),
       onFatal: (msg) => this.log(`chip halted: ${msg}`),
     });
     this.sensors.attach(this.chip);
@@ -550,6 +573,31 @@ class Rig {
     this.tail = Buffer.concat([this.tail, Buffer.from(buf)]).subarray(-2048);
   }
 
+  fromConsole(buf) {
+    if (this.consoleClient) this.consoleClient.write(Buffer.from(buf));
+    this.consoleTail = Buffer.concat([this.consoleTail, Buffer.from(buf)]).subarray(-2048);
+  }
+
+  /** --console: the REPL's CDC port on TCP (one client; a second replaces the first). */
+  serveConsole(spec) {
+    const [host, port] = hostPort(spec, '--console');
+    return new Promise((resolve, reject) => {
+      const srv = net.createServer((sock) => {
+        sock.setNoDelay(true);
+        if (this.consoleClient) this.consoleClient.destroy();
+        this.consoleClient = sock;
+        sock.on('data', (d) => {
+          if (this.chip.connected) this.chip.sendToDevice(Array.from(d), 0);
+        });
+        const gone = () => { if (this.consoleClient === sock) this.consoleClient = null; };
+        sock.on('close', gone);
+        sock.on('error', gone);
+      });
+      srv.on('error', (e) => reject(new UsageError(`cannot listen on ${spec}: ${e.message}`)));
+      srv.listen(port, host, () => resolve(srv.address()));
+    });
+  }
+
   corruptByte(b) {
     if (this.corruptRate > 0 && this.rng.uniform() < this.corruptRate) {
       this.stats.corrupted_bytes++;
@@ -573,7 +621,7 @@ class Rig {
     }
     const bytes = Array.from(data, (b) => this.corruptByte(b));
     this.stats.bytes_to_board += bytes.length;
-    this.chip.sendToDevice(bytes);
+    this.chip.sendToDevice(bytes, this.linkPort);
   }
 
   listen(spec) {
@@ -708,7 +756,7 @@ class Rig {
       const bytes = [];
       for (let i = 0; i < n; i++) bytes.push(this.rng.next32() & 0xff);
       this.stats.injected_bytes += n;
-      this.chip.sendToDevice(bytes);
+      this.chip.sendToDevice(bytes, this.linkPort);
       return { ok: true, kind, n };
     }
     if (kind === 'stall') { const wheel = wheelOf(req); const on = bool(req, 'on'); p.set_stall(wheel, on); return { ok: true, kind, wheel, on }; }
@@ -790,6 +838,10 @@ async function main(argv) {
     if (o.control) {
       const a = await rig.serveControl(o.control);
       process.stdout.write(`control on ${a.address}:${a.port}\n`);
+    }
+    if (o.console) {
+      const c = await rig.serveConsole(o.console);
+      process.stdout.write(`console on socket://${c.address}:${c.port}\n`);
     }
     const a = await rig.listen(o.listen);
     process.stdout.write(`listening on socket://${a.address}:${a.port}\n`);
