@@ -345,6 +345,9 @@ def main(board_path="board.json"):
         return None
     import hal
     board = hal.load(cfg)
+    # the imports' garbage (every module compiled from source on a board without .mpy files) out of the way
+    # before the App's buffers: CircuitPython on an RP2040 had the memory but not 5 KiB of it in one piece
+    gc.collect()
     app = App(board, cfg)
     try:
         app.run()

@@ -429,9 +429,10 @@ class MachineBoard(BoardBase):
             self._timer = None
 
     # the port's own functions, not methods wrapping them: a builtin found on the class is not bound to the
-    # instance, so board.ticks_us() is one call instead of two (the control tick reads it twice per period)
-    ticks_us = time.ticks_us
-    ticks_ms = time.ticks_ms
+    # instance, so board.ticks_us() is one call instead of two (the control tick reads it twice per period).
+    # getattr: this module is imported on CircuitPython too, whose time has no ticks (its backend keeps its own)
+    ticks_us = getattr(time, "ticks_us", None)
+    ticks_ms = getattr(time, "ticks_ms", None)
 
     def repl_pin_held(self):
         return machine_repl_pin_held(self._machine, self.cfg)

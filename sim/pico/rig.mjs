@@ -61,7 +61,7 @@ function parseArgs(argv) {
   const o = {
     images: process.env.VIPERDRIVE_PICO_IMAGES || path.resolve(ROOT, '..', 'shared', 'firmware'),
     flash: null, listen: '127.0.0.1:0', control: null,
-    robot: path.join(ROOT, 'sim', 'robots', 'pico_mdd10.json'), board: path.join(ROOT, 'mcu', 'boards', 'pico.json'),
+    robot: path.join(ROOT, 'sim', 'robots', 'pico_mdd10.json'), board: null,
     seed: null, holdReplPin: false, maxSpeed: 1.0, pio: 'lazy', physicsHz: 4000, quiet: false,
     imu: null, i2c: null, batteryAdc: null, estop: null, clock: null, firmware: 'micropython', fat: null,
     console: null,
@@ -90,6 +90,8 @@ function parseArgs(argv) {
   if (!(o.physicsHz >= 500 && o.physicsHz <= 100000)) throw new UsageError('--physics-hz outside 500..100000');
   if (!['lazy', 'every', 'timer'].includes(o.pio)) throw new UsageError(`--pio must be lazy, every or timer`);
   if (!FIRMWARES[o.firmware]) throw new UsageError(`--firmware must be ${Object.keys(FIRMWARES).join(' or ')}`);
+  // the robot's wiring as each firmware names it
+  if (o.board === null) o.board = path.join(ROOT, 'mcu', 'boards', o.firmware === 'circuitpython' ? 'circuitpython_pico.json' : 'pico.json');
   if (o.fat && o.firmware !== 'circuitpython') throw new UsageError('--fat is the CIRCUITPY drive: --firmware circuitpython');
   return o;
 }
@@ -196,14 +198,32 @@ export function sensorSpec(cfg, o) {
   return spec;
 }
 
-function loadBoardConfig(file) {
+// the hal backend a board config must name on each firmware
+const BACKEND_OF = { micropython: 'rp2', circuitpython: 'circuitpython' };
+
+/** CircuitPython names the Pico's pins (board.GP2): every "GPn" in a board config as the GPIO number n. */
+function pinNumbers(v) {
+  if (typeof v === 'string') {
+    const m = /^GP(\d+)$/.exec(v);
+    return m ? Number(m[1]) : v;
+  }
+  if (Array.isArray(v)) return v.map(pinNumbers);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, pinNumbers(x)]));
+  return v;
+}
+
+function loadBoardConfig(file, firmware = 'micropython') {
   let cfg;
   try {
     cfg = JSON.parse(readFileSync(file, 'utf8'));
   } catch (e) {
     throw new UsageError(`board config ${file}: ${e.message}`);
   }
-  if (cfg.backend !== 'rp2') throw new UsageError(`board config ${file}: backend must be "rp2" on the Pico rig`);
+  const backend = BACKEND_OF[firmware];
+  if (cfg.backend !== backend) {
+    throw new UsageError(`board config ${file}: backend must be "${backend}" on the Pico rig with ${firmware}`);
+  }
+  cfg = pinNumbers(cfg);
   const pins = cfg.pins || {};
   for (const w of ['left', 'right']) {
     const p = pins[w] || {};
@@ -308,7 +328,7 @@ class Rig {
       }
       this.flashDirty = !!o.flash;
     }
-    this.cfg = loadBoardConfig(o.board);
+    this.cfg = loadBoardConfig(o.board, o.firmware);
     this.desc = loadDescription(o.robot);
     this.plant = new Plant(this.desc, o.seed);
     this.rng = new Rng((this.plant.seed * 2654435761 + 12345) >>> 0);

@@ -30,9 +30,14 @@ from . import registry
 from .virtual import SimError, VirtualBoard, firmware_root, robot_path
 
 UF2_NAME = "micropython-v1.28.0-RPI_PICO.uf2"
+CP_UF2_NAME = "circuitpython-10.2.1-raspberry_pi_pico.uf2"
 BOOTROM_NAME = "rp2040-bootrom-b1.bin"
+# the stock image each firmware runs on the rig (sim/pico/rig.mjs --firmware)
+FIRMWARE_IMAGES = {"micropython": UF2_NAME, "circuitpython": CP_UF2_NAME}
 IMAGE_ORIGINS = {
     UF2_NAME: "MicroPython v1.28.0 for the Raspberry Pi Pico: micropython.org/download/RPI_PICO (the .uf2)",
+    CP_UF2_NAME: "CircuitPython 10.2.1 for the Raspberry Pi Pico: circuitpython.org/board/raspberry_pi_pico (the "
+                 "10.2.1 .uf2)",
     BOOTROM_NAME: "the RP2040 B1 mask ROM: github.com/raspberrypi/pico-bootrom-rp2040 (b1.bin of its releases)",
 }
 START_TIMEOUT_S = 30.0
@@ -55,11 +60,13 @@ def images_dir() -> Path:
     return firmware_root().parent / "shared" / "firmware"
 
 
-def find_images(directory: str | os.PathLike | None = None) -> dict[str, Path]:
+def find_images(directory: str | os.PathLike | None = None, firmware: str = "micropython") -> dict[str, Path]:
     """{"uf2": path, "bootrom": path}; ImagesMissing naming the first missing file and where users get it."""
     d = Path(directory) if directory is not None else images_dir()
+    if firmware not in FIRMWARE_IMAGES:
+        raise BadValue(f"firmware must be one of {', '.join(FIRMWARE_IMAGES)}, not {firmware!r}")
     out = {}
-    for key, name in (("uf2", UF2_NAME), ("bootrom", BOOTROM_NAME)):
+    for key, name in (("uf2", FIRMWARE_IMAGES[firmware]), ("bootrom", BOOTROM_NAME)):
         p = d / name
         if not p.is_file():
             raise ImagesMissing(f"emulated Pico image {p} not found: {IMAGE_ORIGINS[name]}; put it there or point "
@@ -83,7 +90,9 @@ def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0",
                 robot: str | os.PathLike | None = None, board: str | os.PathLike | None = None,
                 seed: int | None = None, hold_repl_pin: bool = False, max_speed: float | None = None,
                 pio: str | None = None, images: str | os.PathLike | None = None, quiet: bool = True,
-                sensors: dict[str, str] | None = None, clock: str | os.PathLike | None = None) -> list[str]:
+                sensors: dict[str, str] | None = None, clock: str | os.PathLike | None = None,
+                firmware: str = "micropython", fat: str | os.PathLike | None = None,
+                console: str | None = None) -> list[str]:
     """The node command line of the rig (sim/pico/rig.mjs) with these options. sensors: the rig's sensor wiring
     options by name without the dashes ({"imu": "mpu6050@0x68", "i2c": "0:16:17", "battery-adc": "26:4.03",
     "estop": "22"}; docs/pico-rig.md, "Sensors")."""
@@ -112,6 +121,12 @@ def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0",
         cmd += ["--" + name, str(value)]
     if clock is not None:
         cmd += ["--clock", str(Path(clock).resolve())]
+    if firmware != "micropython":
+        cmd += ["--firmware", firmware]
+    if fat is not None:
+        cmd += ["--fat", str(Path(fat).resolve())]
+    if console is not None:
+        cmd += ["--console", console]
     if quiet:
         cmd.append("--quiet")
     return cmd
@@ -225,7 +240,8 @@ class PicoRig(VirtualBoard):
                  board: str | os.PathLike | None = None, seed: int | None = None, hold_repl_pin: bool = False,
                  max_speed: float | None = None, pio: str | None = None, pty: bool = False,
                  listen: str | None = None, control: str | None = None, images: str | os.PathLike | None = None,
-                 start_timeout: float = START_TIMEOUT_S, sensors: dict[str, str] | None = None):
+                 start_timeout: float = START_TIMEOUT_S, sensors: dict[str, str] | None = None,
+                 firmware: str = "micropython", drive: bytes | None = None):
         super().__init__(robot=robot, listen=listen, control=control, board=board, seed=seed,
                          start_timeout=start_timeout)
         self.flash = flash
@@ -237,7 +253,12 @@ class PicoRig(VirtualBoard):
         self.sensors = dict(sensors or {})
         self.pty: str | None = None
         self._relay: PtyRelay | None = None
-        find_images(images)             # a missing image is an error before anything starts
+        # CircuitPython: its console (the REPL) is console_url, the link the data channel (url); drive: the
+        # CIRCUITPY drive's image (board.fatimage) a fresh flash starts with, as a user's copy left it
+        self.firmware = firmware
+        self.drive = drive
+        self.console_url: str | None = None
+        find_images(images, firmware)   # a missing image is an error before anything starts
         if flash is not None:
             check_flash_path(flash)     # the rig saves the chip's flash there: refused before anything starts
 
@@ -245,10 +266,15 @@ class PicoRig(VirtualBoard):
         assert self._tmp is not None        # made by start()
         flash = self.flash if self.flash is not None else Path(self._tmp.name) / "pico.flash"
         self.flash_path = Path(flash)
+        fat = None
+        if self.drive is not None:
+            fat = Path(self._tmp.name) / "circuitpy.img"
+            fat.write_bytes(self.drive)
         return rig_command(flash=flash, listen=self.listen, control=self.control_address, robot=robot,
                            board=self.board, seed=self.seed, hold_repl_pin=self.hold_repl_pin,
                            max_speed=self.max_speed, pio=self.pio, images=self.images, sensors=self.sensors,
-                           clock=self.clock_path)
+                           clock=self.clock_path, firmware=self.firmware, fat=fat,
+                           console="127.0.0.1:0" if self.firmware == "circuitpython" else None)
 
     KIND = "pico"
 

@@ -248,6 +248,8 @@ class VirtualBoard:
             if line.startswith("control on "):
                 host, _, port = line[len("control on "):].rpartition(":")
                 self.control_host, self.control_port = host, int(port)
+            elif line.startswith("console on "):
+                self.console_url = line[len("console on "):].strip()
             elif line.startswith("listening on "):
                 self.url = line[len("listening on "):].strip()
                 self._started()
