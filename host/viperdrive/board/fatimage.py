@@ -87,7 +87,7 @@ def _lfn_entries(name: str, short: bytes) -> list[bytes]:
 
 class _Dir:
     def __init__(self):
-        self.entries: dict[str, object] = {}       # name -> bytes (a file) or _Dir
+        self.entries: dict[str, bytes | _Dir] = {}     # name -> a file's bytes or a folder
 
 
 def _entries(d: _Dir) -> int:
@@ -178,7 +178,7 @@ class FatVolume:
                     put(cluster, sub)
                     raw += lfn + [_entry(short, ATTR_DIR, cluster, 0)]
                 else:
-                    data = bytes(item)
+                    data = item
                     cluster = alloc(len(data)) if data else 0
                     if data:
                         put(cluster, data)

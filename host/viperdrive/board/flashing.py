@@ -177,6 +177,97 @@ def firmware_files(backend: str, mpy: bool = False, root: Path | None = None) ->
     return out
 
 
+# ------------------------------------------------------------------------------------------ CIRCUITPY drives
+
+CIRCUITPY_ENTRY = "code.py"         # CircuitPython starts code.py (main.py only when there is no code.py)
+# the fixed-point step is viper, a SyntaxError on CircuitPython: control.py falls back to the float law when it
+# cannot import it, and a drive without it spares every boot the parse of a module that cannot load
+VIPER_ONLY = ("fixedstep.py",)
+CIRCUITPY_MARK = "boot_out.txt"     # CircuitPython writes it at every boot: a drive without it is not one of its
+# CircuitPython's .mpy files begin with b"C", MicroPython's with b"M": it refuses MicroPython's mpy-cross output
+# (checked on 10.2.1 with a v1.28 .mpy: "ValueError: MicroPython .mpy file; use CircuitPython mpy-cross"), and
+# this tool has only MicroPython's
+CIRCUITPY_MPY_REFUSED = ("--mpy: CircuitPython loads only .mpy files made by CircuitPython's own mpy-cross (its "
+                         "header starts with 'C', MicroPython's with 'M'), which this tool does not have; copy the "
+                         "source (without --mpy), or compile with CircuitPython's mpy-cross for its version "
+                         "(adafruit-circuitpython.s3.amazonaws.com/index.html?prefix=bin/mpy-cross/) yourself")
+
+
+def drive_files(board_config: str | Path) -> list[tuple[str, Path]]:
+    """(path on the drive, source) for a board running CircuitPython: the firmware as for any board (its hal
+    backend only), mcu/main.py as code.py (what CircuitPython starts), boot.py (it enables the link's USB serial
+    port, usb_cdc.data), the board config as board.json. BadValue for a board config that is not CircuitPython's."""
+    cfg_path, cfg = load_board_config(str(board_config))
+    if cfg.get("backend") != "circuitpython":
+        raise BadValue(f"{cfg_path}: backend {cfg.get('backend')!r}: only a CircuitPython board (backend "
+                       f"circuitpython) is flashed by copying onto its CIRCUITPY drive; flash this one through its "
+                       f"serial port (--port)")
+    out = []
+    for f in firmware_files("circuitpython"):
+        if f.dest in VIPER_ONLY:
+            continue
+        out.append((CIRCUITPY_ENTRY if f.dest == "main.py" else f.dest, f.source))
+    out.append(("board.json", cfg_path))
+    return out
+
+
+def check_circuitpy_drive(drive: str | Path) -> Path:
+    """The folder a CIRCUITPY drive is mounted at, or BadValue saying why it is not one (or is read-only)."""
+    p = Path(drive)
+    if not p.is_dir():
+        raise BadValue(f"--drive {p}: not a folder (give where the CIRCUITPY drive is mounted, e.g. "
+                       f"/media/$USER/CIRCUITPY, /Volumes/CIRCUITPY, E:\\)")
+    mark = p / CIRCUITPY_MARK
+    try:
+        text = mark.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        raise BadValue(f"--drive {p}: not a CIRCUITPY drive (no {CIRCUITPY_MARK}, which CircuitPython writes at "
+                       f"every boot); nothing copied") from None
+    if "CircuitPython" not in text:
+        raise BadValue(f"--drive {p}: its {CIRCUITPY_MARK} does not come from CircuitPython; nothing copied")
+    if not os.access(p, os.W_OK):
+        raise BadValue(f"--drive {p}: read-only. Either the OS mounted it so, or code on the board took the drive "
+                       f"(storage.remount in boot.py): docs/board-config.md, \"CircuitPython\"; nothing copied")
+    return p
+
+
+def copy_to_drive(board_config: str | Path, drive: str | Path) -> list[str]:
+    """Copy the firmware for a CircuitPython board onto its mounted CIRCUITPY drive (checked first), as a user
+    drags the files there: each file written whole and flushed; a stale twin (.mpy beside a .py we write, a
+    main.py that code.py would shadow) removed. -> the paths written, in order."""
+    root = check_circuitpy_drive(drive)
+    files = drive_files(board_config)
+    written = []
+    for dest, src in files:
+        target = root / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        twin = target.with_suffix(".mpy") if target.suffix == ".py" else None
+        if twin is not None and twin.exists():
+            twin.unlink()
+        data = src.read_bytes()
+        with open(target, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        written.append(dest)
+    stale_main = root / "main.py"
+    if stale_main.exists():
+        stale_main.unlink()
+    return written
+
+
+def folder_image(folder: str | Path) -> bytes:
+    """Every file under folder as a CIRCUITPY drive image (board.fatimage): what a copy onto a mounted drive left
+    on the flash, for a board that is emulated (the rig has no USB mass storage host)."""
+    from .fatimage import FatVolume
+    base = Path(folder)
+    vol = FatVolume()
+    for p in sorted(base.rglob("*")):
+        if p.is_file():
+            vol.add(p.relative_to(base).as_posix(), p.read_bytes())
+    return vol.image()
+
+
 # ------------------------------------------------------------------------------------------ the plan
 
 ROOT_VAR = "VIPERDRIVE_ROOT"     # the firmware folder (mcu/, shared/) in a printed command line

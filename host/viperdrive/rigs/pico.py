@@ -257,7 +257,6 @@ class PicoRig(VirtualBoard):
         # CIRCUITPY drive's image (board.fatimage) a fresh flash starts with, as a user's copy left it
         self.firmware = firmware
         self.drive = drive
-        self.console_url: str | None = None
         find_images(images, firmware)   # a missing image is an error before anything starts
         if flash is not None:
             check_flash_path(flash)     # the rig saves the chip's flash there: refused before anything starts
@@ -299,11 +298,11 @@ class PicoRig(VirtualBoard):
         return self._ok({"cmd": "pin", "pin": pin, "level": level})
 
 
-def require_images_or_skip(skip) -> dict[str, Path]:
+def require_images_or_skip(skip, firmware: str = "micropython") -> dict[str, Path]:
     """For tests: the images, or `skip(reason)` outside CI (one line: which file, where users get it); under
     CI=true a missing image is a failure (UserError)."""
     try:
-        return find_images()
+        return find_images(firmware=firmware)
     except ImagesMissing as e:
         if os.environ.get("CI", "").lower() == "true":
             raise UserError(f"CI=true and {e}") from None

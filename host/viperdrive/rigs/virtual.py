@@ -153,6 +153,7 @@ class VirtualBoard:
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
         self.url: str | None = None
+        self.console_url: str | None = None     # a rig whose REPL has a port of its own (CircuitPython's console)
         self.control_host: str | None = None
         self.control_port: int | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
