@@ -44,6 +44,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     pico.add_argument("--pico", action="store_true",
                       help="run the emulated Raspberry Pi Pico instead: stock MicroPython rp2 on an emulated RP2040 "
                            "in the simulated robot; flash it with `viperdrive flash --board pico --port URL`")
+    pico.add_argument("--circuitpython", action="store_true",
+                      help="--pico on stock CircuitPython 10.2.1 instead of MicroPython: the firmware is on its "
+                           "CIRCUITPY drive as `viperdrive flash --board circuitpython_pico --drive` copies it "
+                           "(from this checkout; --board another CircuitPython config); the link is the data "
+                           "channel (listening on), the REPL the console (console on)")
     pico.add_argument("--flash", default=None, metavar="FILE",
                       help="--pico: the chip's flash image (kept across runs; default: a temporary blank one)")
     pico.add_argument("--pty", action="store_true", help="--pico: also relay the USB CDC port to a pseudo-terminal")
@@ -54,6 +59,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    if args.circuitpython and not args.pico:
+        raise UserError("--circuitpython runs on the emulated Pico: add --pico", exit_code=2)
     if args.pico:
         return _run_pico(args)
     import tempfile
@@ -135,19 +142,44 @@ def _run_link(cmd: list[str], clock) -> int:
     return rc
 
 
+def _circuitpy_drive(board: str, flash: str | None) -> bytes | None:
+    """The CIRCUITPY drive a fresh flash starts with: this checkout's firmware copied as `flash --drive` copies it
+    (into a folder, then as the FAT image the copy leaves). None when --flash names an image that exists: its
+    drive is what it holds."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from ..board import flashing
+    if flash is not None and os.path.exists(flash):
+        return None
+    with tempfile.TemporaryDirectory(prefix="viperdrive-circuitpy-") as d:
+        (Path(d) / flashing.CIRCUITPY_MARK).write_text("CircuitPython (the drive as the rig's first boot left it)\n")
+        flashing.copy_to_drive(board, d)
+        return flashing.folder_image(d)
+
+
 def _run_pico(args) -> int:
     from ..rigs.pico import PicoRig
     if args.repl or args.params:
         raise UserError("--repl and --params are options of the virtual board; the emulated Pico keeps its "
                         "parameters in its flash (--flash) and gives its REPL on the port (`viperdrive repl`)",
                         exit_code=2)
-    rig = PicoRig(flash=args.flash, robot=args.robot, board=args.board, seed=args.seed,
+    firmware, drive, board = "micropython", None, args.board
+    if args.circuitpython:
+        from ..board import flashing
+        board = args.board or str(flashing.load_board_config("circuitpython_pico")[0])
+        drive = _circuitpy_drive(board, args.flash)
+        firmware = "circuitpython"
+    rig = PicoRig(flash=args.flash, robot=args.robot, board=board, seed=args.seed,
                   hold_repl_pin=args.hold_repl_pin, max_speed=args.max_speed, pty=args.pty,
-                  listen=args.listen, control=args.control)
+                  listen=args.listen, control=args.control, firmware=firmware, drive=drive)
     # every stop signal (cli/signals.py, installed by the CLI's main) ends it like Ctrl-C: the rig process stops,
     # its flash is saved, its registry entry is removed
     with rig:
         print(f"listening on {rig.url}", flush=True)
+        if rig.console_url:
+            print(f"console on {rig.console_url} (CircuitPython's REPL)", flush=True)
         if rig.pty:
             print(f"pty {rig.pty}", flush=True)
         print(f"control on {rig.control_host}:{rig.control_port}", flush=True)
