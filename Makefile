@@ -13,7 +13,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # MicroPython rp2 stubs go to their own folder: in the venv's site-packages they would shadow CPython modules.
 RP2_STUBS := micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
 
-.PHONY: all setup test lint typecheck pytest bench demo clean debs hil-pico node-debs
+.PHONY: all setup test lint typecheck pytest bench demo clean debs hil-pico hil-circuitpython node-debs
 
 all: test
 
@@ -80,6 +80,9 @@ bench: setup
 # every hil check and the users' path on the emulated Pico (make test runs a subset; this takes ~10 min)
 hil-pico: setup
 	$(VENV)/bin/pytest hil_tests tests/test_pico_rig.py -k pico --pico-all -rP $(PYTEST_ARGS)
+
+hil-circuitpython: setup
+	$(VENV)/bin/pytest hil_tests tests/test_circuitpython_rig.py -k circuitpython --circuitpython-all -rP $(PYTEST_ARGS)
 
 demo: setup
 	$(PY) -m viperdrive.demo

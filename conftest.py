@@ -34,10 +34,15 @@ def pytest_addoption(parser):
     parser.addoption("--pico-all", action="store_true",
                      help="hil_tests: run every check on the emulated Pico too (make hil-pico); without it only "
                           "the PICO_SUBSET of make test runs there")
+    parser.addoption("--circuitpython-all", action="store_true",
+                     help="hil_tests: run every check on the emulated Pico on CircuitPython too (make "
+                          "hil-circuitpython); without it only the CIRCUITPYTHON_SUBSET of make test runs there")
 
 
 # tests that start emulated Picos of their own
 PICO_FILES = ("test_pico_rig.py", "test_pico_sensors.py", "test_pico_sensor_drivers.py")
+CIRCUITPYTHON_FILES = ("test_circuitpython_rig.py",)
+CHIP_RIGS = ("pico", "circuitpython")     # the hil `sim` parameters that are an emulated chip
 
 
 GROUPS = ("unit", "board", "ros2", "pico")     # pyproject.toml's markers: every test is in exactly one
@@ -58,10 +63,10 @@ def pytest_collection_modifyitems(config, items):
         if isinstance(item, MicroPythonItem) or any(d in item.path.parents for d in MP_DIRS):
             item.add_marker(pytest.mark.unit)       # shared/ and mcu/ (their files run on MicroPython too)
         elif item.get_closest_marker("hil") is not None and not _group_of(item):
-            item.add_marker(pytest.mark.pico if rig == "pico" else pytest.mark.board)
-        elif rig == "pico" and "pico" not in _group_of(item):
+            item.add_marker(pytest.mark.pico if rig in CHIP_RIGS else pytest.mark.board)
+        elif rig in CHIP_RIGS and "pico" not in _group_of(item):
             item.add_marker(pytest.mark.pico)
-        if len(_group_of(item)) != 1 and not (rig == "pico" and "pico" in _group_of(item)):
+        if len(_group_of(item)) != 1 and not (rig in CHIP_RIGS and "pico" in _group_of(item)):
             missing.append(item.nodeid)
     if missing:
         raise pytest.UsageError("every test is in exactly one group of " + ", ".join(GROUPS) + " (a pytestmark in "
@@ -78,6 +83,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("mp:" + str(item.path.relative_to(ROOT))))
         elif item.path.name in PICO_FILES or (cs is not None and cs.params.get("sim") == "pico"):
             item.add_marker(pytest.mark.xdist_group("pico"))
+        elif item.path.name in CIRCUITPYTHON_FILES or (cs is not None and cs.params.get("sim") == "circuitpython"):
+            # the CircuitPython rig on a worker of its own: its boots compile the firmware from source, and the
+            # MicroPython rig's chain of tests need not wait for them
+            item.add_marker(pytest.mark.xdist_group("circuitpython"))
         elif _uses_module_fixture(item):
             # a module-scoped fixture (a bridge, a recording) is built once per worker that runs one of its
             # tests, and its tests may build on each other's state: keep such a module on one worker, in order
@@ -139,6 +148,25 @@ def pico_image(tmp_path_factory):
         with Board(rig.url, clock_sync=False) as b:
             diag = b.diag()
     return PicoImage(path, out, chip, wall, diag)
+
+
+@pytest.fixture(scope="session")
+def circuitpython_drive(tmp_path_factory) -> bytes:
+    """The CIRCUITPY drive of the CircuitPython rig, flashed as a user does it: `viperdrive flash --board
+    circuitpython_pico --drive PATH` onto a folder that looks like a mounted drive, then the FAT image that copy
+    leaves on the flash (the rig has no USB mass storage host)."""
+    from viperdrive.board.flashing import CIRCUITPY_MARK, folder_image
+    from viperdrive.rigs.pico import require_images_or_skip
+    require_images_or_skip(pytest.skip, firmware="circuitpython")
+    drive = tmp_path_factory.mktemp("circuitpy") / "CIRCUITPY"
+    drive.mkdir()
+    (drive / CIRCUITPY_MARK).write_text("Adafruit CircuitPython 10.2.1 on 2026-12-01; Raspberry Pi Pico with "
+                                        "rp2040\nBoard ID:raspberry_pi_pico\n")
+    exe = str(Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "viperdrive")
+    proc = subprocess.run([exe, "flash", "--board", "circuitpython_pico", "--drive", str(drive)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return folder_image(drive)
 
 
 def pytest_collect_file(file_path: Path, parent):

@@ -14,6 +14,12 @@ from viperdrive.board import Board, wait_for_hello
 from viperdrive.robot.config import RobotConfig
 
 # the emulated-Pico checks in `make test` (the whole list takes minutes there; `make hil-pico` runs them all)
+# make test's share of the CircuitPython rig (make hil-circuitpython: every check)
+CIRCUITPYTHON_SUBSET = {
+    "test_straight_command_both_wheels_same_direction_and_speed",
+    "test_positive_angular_z_turns_the_left_wheel_backwards",
+    "test_sender_killed_board_stops_within_deadman_plus_braking",
+}
 PICO_SUBSET = {
     "test_straight_command_both_wheels_same_direction_and_speed",
     "test_positive_angular_z_turns_the_left_wheel_backwards",
@@ -30,6 +36,9 @@ def pytest_collection_modifyitems(config, items):
         if rig == "pico" and (config.getoption("--port") or not (
                 config.getoption("--pico-all") or item.originalname in PICO_SUBSET)):
             drop.append(item)
+        elif rig == "circuitpython" and (config.getoption("--port") or not (
+                config.getoption("--circuitpython-all") or item.originalname in CIRCUITPYTHON_SUBSET)):
+            drop.append(item)
         else:
             keep.append(item)
     if drop:
@@ -37,7 +46,7 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-@pytest.fixture(scope="module", params=["vboard", "pico"])
+@pytest.fixture(scope="module", params=["vboard", "pico", "circuitpython"])
 def sim(request):
     """The module's VirtualBoard or PicoRig, or None on real hardware."""
     if request.config.getoption("--port"):
@@ -49,6 +58,17 @@ def sim(request):
         flash = image.copy(request.getfixturevalue("tmp_path_factory").mktemp("pico-hil") / "board.flash")
         with PicoRig(flash=flash) as rig:
             wait_for_hello(rig.url, rig.clock)
+            yield rig
+        return
+    if request.param == "circuitpython":
+        from pathlib import Path
+
+        from viperdrive.rigs.pico import PicoRig
+        drive = request.getfixturevalue("circuitpython_drive")
+        board = Path(__file__).resolve().parent.parent / "mcu" / "boards" / "circuitpython_pico.json"
+        with PicoRig(firmware="circuitpython", drive=drive, board=board) as rig:
+            # CircuitPython compiles the firmware from source at boot: several chip seconds
+            wait_for_hello(rig.url, rig.clock, seconds=60.0)
             yield rig
         return
     from viperdrive.rigs.virtual import VirtualBoard

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import serial
 
-from viperdrive.board import flashing
 from viperdrive.shared import params
 from viperdrive.shared import protocol as P
 from viperdrive.timebase import wait_until
@@ -39,14 +38,11 @@ def mounted_drive(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cp_rig(tmp_path_factory):
-    """The rig on CircuitPython with the drive a user's `flash --drive` left, booted until HELLO answers."""
-    from viperdrive.rigs.pico import PicoRig, require_images_or_skip
-    require_images_or_skip(pytest.skip, firmware="circuitpython")
-    drive = mounted_drive(tmp_path_factory.mktemp("cp"))
-    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
-    assert r.returncode == 0, r.stderr
-    with PicoRig(firmware="circuitpython", drive=flashing.folder_image(drive),
+def cp_rig(circuitpython_drive):
+    """The rig on CircuitPython with the drive a user's `flash --drive` left (the session's circuitpython_drive,
+    root conftest.py), booted until HELLO answers."""
+    from viperdrive.rigs.pico import PicoRig
+    with PicoRig(firmware="circuitpython", drive=circuitpython_drive,
                  board=ROOT / "mcu" / "boards" / "circuitpython_pico.json") as rig:
         with serial.serial_for_url(rig.url, timeout=0) as ser:
             client = WireClient(ser, rig.clock)
