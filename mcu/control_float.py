@@ -152,9 +152,10 @@ class FloatLaw:
 
     # ---- one period ----
 
-    def step(self, counts, edges=(0, 0, 0, 0)):
+    def step(self, counts, edges=(0, 0, 0, 0), span_us=0):
         """counts: raw counters (left, right); edges (edge backends): ticks_us of each wheel's last counted edge,
-        then of the moment each count was taken. -> duties (left, right) in Q15 (floats)."""
+        then of the moment each count was taken; span_us: the time since the last step's counts when the schedule
+        is soft (0: a timer's exact period). -> duties (left, right) in Q15 (floats)."""
         g = self.g
         enabled = self.enabled
         self.ticks = (self.ticks + 1) & 0x3FFFFFFF     # periods run (the step's G_TICKS): which wheel is checked
@@ -272,7 +273,10 @@ class FloatLaw:
                         raw = min(raw, 1e6 / age)
                 raw *= self.dirn[w]
             elif not self.use_edges or not -2 < d < 2:
-                raw = _clamp(float(d * self.hz), RAW_MAX)
+                # counts per period as a speed: over the period's real length where the schedule is soft (a
+                # step that ran 18 ms after the last one counted 18 ms of edges, not 10: CircuitPython's jumped
+                # to 1.8x the true speed and the PI pulled the wheels down to 0.7x of it)
+                raw = _clamp(float(d * 1000000 / span_us) if span_us > 0 else float(d * self.hz), RAW_MAX)
             self.raw[w] = raw
             v = 0.0 if stop else self.vel[w] + g["av"] * (raw - self.vel[w])
             self.vel[w] = v
@@ -399,6 +403,7 @@ class FloatController:
         self._cnt = 0
         self._ticks = 0
         self._t_last = None
+        self._soft = bool(getattr(hal, "soft", False))      # the step runs from a soft schedule (CircuitPython)
         self._xfault = 0            # latch_fault(): taken at the next tick
         self._xstatus = 0           # set_status_bits(): ORed into the status byte
         self._stats = {"period_min_us": 0, "period_max_us": 0, "exec_max_us": 0, "exec_avg_us": 0,
@@ -416,7 +421,9 @@ class FloatController:
         hal.read_counts(self.c)
         if self._edge is not None:
             self._edge(self.e)
-        dl, dr = self.law.step(self.c, self.e)
+        # a soft schedule runs late and early by the slow loop's passes: the speed is taken over the real span
+        span = (t0 - self._t_last) & 0x3FFFFFFF if self._soft and self._t_last is not None else 0
+        dl, dr = self.law.step(self.c, self.e, span)
         if self._xfault:
             if not self.law.fault:
                 self.law.fault = self._xfault

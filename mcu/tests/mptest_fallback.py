@@ -100,3 +100,46 @@ def test_fallback_controller_latches_the_slow_paths_fault_and_status_bits():
     st = a.ctrl.state()[4]
     assert st & P.ST_FAULT and st & P.ST_BATTERY_LOW and not st & P.ST_ENABLED
     assert a.ctrl.clear_fault() == P.FAULT_BATTERY_LOW and a.ctrl.estop_open() is False
+
+
+def _float_app(cfg, soft):
+    saved = control.fx
+    control.fx = None
+    try:
+        hal = fakehal.Board(cfg)
+        hal.soft = soft
+        a = app_mod.App(hal, cfg, params_path="/tmp/viperdrive-mptest-fallback-soft.json")
+    finally:
+        control.fx = saved
+    a.start()
+    return hal, a
+
+
+def _raw_speeds(hal, a, spans):
+    pos = 0.0
+    raws = []
+    for span in spans:
+        hal.now_us += span
+        pos += 2000 * span / 1e6            # the wheel's true counts at 2000 counts/s
+        hal.counts[0] = hal.counts[1] = int(pos)
+        hal.periodic()
+        raws.append(a.ctrl.law.raw[0])
+    return raws
+
+
+def test_a_soft_schedule_that_runs_late_measures_speed_over_the_real_span():
+    """CircuitPython's control step runs from the slow loop: 18 ms after the last one, then 2 ms after that, at a
+    nominal 10 ms (measured on the emulated Pico: periods 2.7-32.7 ms at 100 Hz). A wheel turning at a steady
+    2000 counts/s must read 2000 whatever the span: counts over the nominal period read 3600 and then 400, and the
+    PI pulled the true wheel down to 0.7x of its command. On a timer's exact periods (hal.soft False) the span is
+    the period and the speed is counts x hz, as in the fixed-point step."""
+    cfg = dict(CFG, control_hz=100)
+    spans = (18000, 2000, 10000, 31000, 4000, 10000, 12000, 8000) * 6
+    hal, a = _float_app(cfg, True)
+    raws = _raw_speeds(hal, a, spans)
+    worst = max(abs(r - 2000) for r in raws[1:])
+    # one count of quantization over the shortest span (2 ms: 500 counts/s) is the measurement's resolution
+    assert worst <= 1000000 / 2000 + 1, (worst, raws[:10])
+    hal, a = _float_app(cfg, False)
+    raws = _raw_speeds(hal, a, spans)
+    assert raws[1] == 4 * 100 and raws[3] == 62 * 100, raws[:4]       # 2 ms: 4 counts; 31 ms: 62 counts (x hz)
