@@ -126,6 +126,11 @@ def test_a_third_party_client_drives_the_circuitpython_board(cp_rig):
     wait_until(lambda: abs(rig.truth()["w_left"]) < 0.05 and abs(rig.truth()["w_right"]) < 0.05, 2.0, rig.clock,
                what="the wheels at rest after the deadman")
 
+    # the CIRCUITPY drive belongs to the USB host unless boot.py remounts it for code: SAVE_PARAMS is refused with
+    # the storage reason (the live values stand), and the link goes on
+    assert c.request(P.pack_save_params(), P.NACK, 1.0) == bytes((P.SAVE_PARAMS, P.NACK_STORAGE))
+    assert c.request(P.pack_hello(), P.INFO, 1.0) is not None
+
 
 def test_a_frozen_control_task_brings_the_watchdog_and_the_board_back_disabled(cp_rig):
     rig, c = cp_rig
