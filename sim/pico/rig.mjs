@@ -321,7 +321,7 @@ class Rig {
       loadUf2(readFileSync(img.uf2), this.flash);
       this.flashFrom = img.uf2;
       if (o.fat) {
-        // the CIRCUITPY drive as a user's copy left it (host/viperdrive/rigs/fatimage.py makes one)
+        // the CIRCUITPY drive as a user's copy left it (host/viperdrive/board/fatimage.py makes one)
         const fat = readFileSync(o.fat);
         if (fat.length > FLASH_SIZE - CIRCUITPY_OFFSET) throw new UsageError(`--fat ${o.fat}: ${fat.length} bytes, more than the drive's ${FLASH_SIZE - CIRCUITPY_OFFSET}`);
         this.flash.set(fat, CIRCUITPY_OFFSET);
