@@ -79,6 +79,7 @@ class FloatLaw:
         self.enc = [0, 0]
         self.irr = [0, 0]
         self.dprev = [0, 0]
+        self.span_prev = 0              # the last step's span_us (a soft schedule's, else 0)
         self.duty = [0.0, 0.0]
 
     def configure(self, v):
@@ -242,6 +243,10 @@ class FloatLaw:
                             # the score, any other period with counts takes 1 off; at irr_n: FAULT_ENCODER
                             ad = abs(d)
                             op, pd = self.ep[w], self.dprev[w] if self.idle[w] == 0 else ad
+                            if span_us > 0 and self.span_prev > 0 and self.idle[w] == 0:
+                                # a soft schedule's periods differ (2.7-32.7 ms at 10 ms on CircuitPython): the
+                                # last period's counts as many as it would have counted over this one's span
+                                pd = pd * span_us / self.span_prev
                             if g["irr_n"] and enabled and op > 0 and self.sp[w] != 0.0:
                                 if (abs(ad - pd) * 8 >= 16 + max(ad, pd) or ep * 4 > op * 7 or op * 4 > ep * 7):
                                     self.irr[w] += IRREGULAR_UP
@@ -365,6 +370,7 @@ class FloatLaw:
             self.sp = [0.0, 0.0]
             sat_any = False
         self.saturated = sat_any
+        self.span_prev = span_us
         return self.duty[0], self.duty[1]
 
     def status(self):

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-# CircuitPython backend: rotaryio.IncrementalEncoder (divisor 1 = x4), pwmio.PWMOut, digitalio for DIR and
-# enable, microcontroller.watchdog. CircuitPython has no hard timer IRQ and no threads: start_periodic only
+# CircuitPython backend: the encoders on the RP2040/RP2350 in PIO through rp2pio (the same program as the rp2
+# backend's, hal/portable.py: x4 counts and each edge's time, so the speed comes from edge times and the edge
+# regularity check works), elsewhere rotaryio.IncrementalEncoder (divisor 1 = x4; counts only, no edge times);
+# pwmio.PWMOut, digitalio for DIR and enable, microcontroller.watchdog. CircuitPython has no hard timer IRQ and no threads: start_periodic only
 # arms a SoftPeriodic schedule and idle() (called by the slow loop whenever it has nothing to do) runs the
 # control step when it is due, so soft = True and the slow loop must reach idle() at least once per period.
 # No viper here either: the firmware runs its plain-Python step on this backend.
@@ -9,6 +11,7 @@
 # The link: usb_cdc.data (enable it in boot.py: usb_cdc.enable(console=True, data=True)) or a busio.UART.
 # write_duty, set_energized, watchdog_feed, free_heap and deinit are portable.BoardBase's.
 import time
+from array import array
 
 import board  # type: ignore[import-not-found]
 import digitalio  # type: ignore[import-not-found]
@@ -102,6 +105,66 @@ def repl_pin_held(cfg):
         p.deinit()
 
 
+def _gpio_number(pin):
+    """The GPIO number of a board pin (microcontroller.pin.GPIOn is the same object), None if it has none."""
+    for name in dir(microcontroller.pin):
+        if name.startswith("GPIO") and getattr(microcontroller.pin, name) is pin:
+            return int(name[4:])
+    return None
+
+
+def _pio_ready(pins):
+    """rp2pio where the port has it and each wheel's enc_b is the GPIO after its enc_a (one PIO `in pins, 2`)."""
+    try:
+        import rp2pio  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        return False
+    for w in ("left", "right"):
+        a = _gpio_number(_pin(pins[w]["enc_a"]))
+        b = _gpio_number(_pin(pins[w]["enc_b"]))
+        if a is None or b != a + 1:
+            return False
+    return True
+
+
+class _PioEncoder:
+    """One wheel's x4 counter and edge timer: a state machine running the rp2 backend's program (hal/portable.py)
+    on enc_a, enc_a + 1. rp2pio sets what MicroPython writes to registers: STATUS = RX FIFO below one word
+    (mov_status_type/n); it runs init (CLEAR_X, CLEAR_Y, PRIME) after clearing the FIFOs and before it starts
+    the machine, as the rp2 backend's sm.exec calls."""
+
+    def __init__(self, pin_a):
+        import rp2pio  # type: ignore[import-not-found]
+        sm = rp2pio.StateMachine(
+            array("H", portable.quadrature_pio_program()), 0, first_in_pin=_pin(pin_a), in_pin_count=2,
+            pull_in_pin_up=3, auto_push=True, push_threshold=32, in_shift_right=False, out_shift_right=True,
+            offset=0,  # the program's jumps are absolute
+            init=array("H", (portable.PIO_CLEAR_X, portable.PIO_CLEAR_Y, portable.PIO_PRIME)),
+            mov_status_type="rxfifo", mov_status_n=1)
+        self.sm = sm
+        self.words = array("i", (0, 0, 0, 0))
+
+    def read(self):
+        """The pair queued since the last read, then the one the program pushes at once: (timer, count) now."""
+        w = self.words
+        self.sm.readinto(w)
+        return w[2], w[3]
+
+    def deinit(self):
+        self.sm.deinit()
+
+
+class _RotaryEncoder:
+    def __init__(self, pin_a, pin_b):
+        self.enc = rotaryio.IncrementalEncoder(_pin(pin_a), _pin(pin_b), divisor=1)
+
+    def read(self):
+        return -1, self.enc.position & 0xFFFF
+
+    def deinit(self):
+        self.enc.deinit()
+
+
 class Board(portable.BoardBase):
     soft = True
 
@@ -113,16 +176,40 @@ class Board(portable.BoardBase):
         self.energized = False
         self._left = _Bridge(mode, pins["left"], cfg["pwm_freq"])
         self._right = _Bridge(mode, pins["right"], cfg["pwm_freq"])
-        self._enc_l = rotaryio.IncrementalEncoder(_pin(pins["left"]["enc_a"]), _pin(pins["left"]["enc_b"]), divisor=1)
-        self._enc_r = rotaryio.IncrementalEncoder(_pin(pins["right"]["enc_a"]), _pin(pins["right"]["enc_b"]),
-                                                  divisor=1)
+        if _pio_ready(pins):
+            self.counter_bits = 32
+            self._enc_l = _PioEncoder(pins["left"]["enc_a"])
+            self._enc_r = _PioEncoder(pins["right"]["enc_a"])
+            self._mhz = microcontroller.cpu.frequency // 1000000
+            self._edges = array("i", (0, 0, 0, 0))
+            self.edge_times_us = self._edge_times_us    # hal interface, optional: only with edge times
+        else:
+            self._enc_l = _RotaryEncoder(pins["left"]["enc_a"], pins["left"]["enc_b"])
+            self._enc_r = _RotaryEncoder(pins["right"]["enc_a"], pins["right"]["enc_b"])
+            self._edges = None
         self._sched = None
         self._fn = None
         self._wdt = None
 
     def read_counts(self, buf):
-        buf[0] = self._enc_l.position & 0xFFFF
-        buf[1] = self._enc_r.position & 0xFFFF
+        e = self._edges
+        t = self.ticks_us()
+        i = 0
+        for enc in (self._enc_l, self._enc_r):
+            x, buf[i] = enc.read()
+            if e is not None:
+                edge = portable.pio_edge_us(t, x, self._mhz)
+                if edge >= 0:
+                    e[i] = edge
+                e[2 + i] = t
+            i += 1
+
+    def _edge_times_us(self, buf):
+        """When each wheel's last counted edge came, then when its count was taken (ticks_us), as of the last
+        read_counts."""
+        e = self._edges
+        for i in range(4):
+            buf[i] = e[i]
 
     def start_periodic(self, hz, fn):
         self._fn = fn

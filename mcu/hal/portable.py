@@ -163,6 +163,20 @@ PIO_PRIME = const(0xA0E8)
 PIO_EXECCTRL_STATUS = const(0x11)
 
 
+# edge-timer ticks converted to us at most: the timer is read only in a period whose count changed, so it holds
+# less than one period; the cap keeps ticks * PIO_LOOP_CYCLES far from 32 bits
+PIO_TICKS_MAX = const(16777216)
+
+
+def pio_edge_us(t_us, x, mhz):
+    """ticks_us of a wheel's last edge from its PIO timer word x (signed, as pushed: ~x loops since the edge)
+    read at t_us, the system clock in MHz; -1 where the timer holds no recent edge."""
+    n = -1 - x
+    if n < 0 or n >= PIO_TICKS_MAX:
+        return -1
+    return (t_us - (n * PIO_LOOP_CYCLES) // mhz) & 0x3FFFFFFF
+
+
 def _jmp(cond, addr):
     return _PIO_JMP | (cond << 5) | addr
 

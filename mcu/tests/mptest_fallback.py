@@ -143,3 +143,58 @@ def test_a_soft_schedule_that_runs_late_measures_speed_over_the_real_span():
     hal, a = _float_app(cfg, False)
     raws = _raw_speeds(hal, a, spans)
     assert raws[1] == 4 * 100 and raws[3] == 62 * 100, raws[:4]       # 2 ms: 4 counts; 31 ms: 62 counts (x hz)
+
+
+def _crawl(hal, a, spans, drop_every, seed):
+    """A wheel at a steady 660 counts/s (0.09 m/s on the Pico rig's robot) on a soft schedule's spans, both
+    wheels' edges timed; drop_every: lose each edge with probability 1/drop_every (0: none). -> the fault, the
+    periods run."""
+    period = 1000000 / 660
+    t_edge = hal.now_us + period
+    n = 0
+    counted = list(hal.counts)
+    for span in spans:
+        end = hal.now_us + span
+        while t_edge <= end:
+            for w in range(2):
+                # a small linear congruential generator: the unix port's random module is optional
+                seed[0] = (seed[0] * 1103515245 + 12345) & 0x7FFFFFFF
+                if not drop_every or (seed[0] >> 16) % drop_every:
+                    counted[w] += 1
+                    hal.edges[w] = int(t_edge) & 0x3FFFFFFF
+            t_edge += period
+        hal.now_us = end
+        hal.counts[0], hal.counts[1] = counted
+        a.ctrl.set_velocity(660, 660)
+        hal.periodic()
+        n += 1
+        if a.ctrl.fault():
+            break
+    return a.ctrl.fault(), n
+
+
+def test_edge_regularity_on_a_soft_schedule_takes_each_periods_span():
+    """CircuitPython on the RP2040 times edges in PIO (hal/circuitpython.py), and its control step runs from the
+    slow loop: periods of 2.7-32.7 ms at a nominal 10 ms. The edge regularity check compares a period's counts
+    with the last period's: over unequal spans a healthy wheel's counts jump as much as lost counts make them
+    (a 30 ms period counts 3x a 10 ms one), so the last period's counts are scaled to this one's span. A steady
+    wheel over those spans stays quiet for 20 s; half its counts lost latches FAULT_ENCODER within a second."""
+    cfg = dict(CFG, control_hz=100)
+    spans = (10000, 10000, 27000, 2700, 10000, 32700, 5000, 10000, 18000, 2000, 10000, 12000, 8000, 10000)
+    saved = control.fx
+    control.fx = None
+    try:
+        hal = fakehal.Board(cfg, edge=True)
+        hal.soft = True
+        a = app_mod.App(hal, cfg, params_path="/tmp/viperdrive-mptest-fallback-soft.json")
+    finally:
+        control.fx = saved
+    a.start()
+    assert a.ctrl.law.use_edges and a.enable(True)
+    seed = [7]
+    fault, n = _crawl(hal, a, spans * 143, 0, seed)       # 20 s
+    assert fault == 0, (fault, n)
+    t0 = hal.now_us
+    fault, n = _crawl(hal, a, spans * 100, 2, seed)
+    took = hal.now_us - t0
+    assert fault in (P.FAULT_ENCODER_LEFT, P.FAULT_ENCODER_RIGHT) and took < 1000000, (fault, took)

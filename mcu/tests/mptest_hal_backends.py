@@ -906,7 +906,7 @@ def test_circuitpython_counts_outputs_and_idle_driven_step():
         import hal
         cfg = boardcfg.load(BOARDS + "circuitpython_feather.json")
         b = hal.load(cfg)
-        assert b.soft and b.counter_bits == 16
+        assert b.soft and b.counter_bits == 16 and not hasattr(b, "edge_times_us")     # no rp2pio: rotaryio
         enc.all[0].position = -2
         enc.all[1].position = 70000
         buf = array("i", (0, 0))
@@ -960,6 +960,107 @@ def test_circuitpython_counts_outputs_and_idle_driven_step():
 
 
 # ---- the REPL boot switch: read by the backend (only hal/ imports port modules), before any Board exists ----
+
+class FakeCpSM:
+    """rp2pio.StateMachine running the program (mptest_hal_portable.Pio) on pins named as microcontroller.pin's
+    GPIOn. The keywords are checked against what the program needs (what the chip's rp2pio configures)."""
+    all: list = []
+
+    def __init__(self, program, frequency, **kw):
+        assert frequency == 0 and kw["in_pin_count"] == 2 and kw["pull_in_pin_up"] == 3
+        assert kw["auto_push"] and kw["push_threshold"] == 32
+        assert kw["in_shift_right"] is False and kw["out_shift_right"] is True and kw["offset"] == 0
+        assert kw["mov_status_type"] == "rxfifo" and kw["mov_status_n"] == 1
+        self.base = kw["first_in_pin"].number
+        self.pio = Pio(list(program), x=0x1234, y=77)   # X, Y left over from an earlier program
+        # CircuitPython's construct: pio_sm_init (FIFOs cleared, the machine stopped), init run, then enabled
+        for ins in kw["init"]:
+            self._pins()
+            self.pio.exec(ins)
+        self.on = True
+        FakeCpSM.all.append(self)
+
+    def _pins(self):
+        self.pio.pins = FakePin.levels.get(self.base, 0) | (FakePin.levels.get(self.base + 1, 0) << 1)
+
+    def run(self, n):
+        for _ in range(n):
+            self._pins()
+            self.pio.step()
+
+    def readinto(self, buf):
+        for i in range(len(buf)):
+            for _ in range(100):
+                if self.pio.rx:
+                    break
+                self.run(1)
+            w = self.pio.rx.pop(0)
+            buf[i] = w - (1 << 32) if w & 0x80000000 else w
+
+    def deinit(self):
+        self.on = False
+
+
+def _circuitpython_pico_modules(clock):
+    mods, pwm, _enc = _circuitpython_modules(clock)
+    rp2pio = _NS()
+    rp2pio.StateMachine = FakeCpSM
+    mods["rp2pio"] = rp2pio
+    mc = mods["microcontroller"]
+    mc.pin = _NS()
+    mc.cpu.frequency = 125000000
+    for n in range(16):
+        pin = _NS()                             # one object per pin, as microcontroller.Pin
+        pin.number = n
+        setattr(mods["board"], "GP%d" % n, pin)
+        setattr(mc.pin, "GPIO%d" % n, pin)
+    FakeCpSM.all = []
+    return mods, pwm
+
+
+def test_circuitpython_on_the_rp2040_counts_and_times_edges_in_pio():
+    """CircuitPython's rp2pio runs the rp2 backend's program: x4 counts on 32 bits and each wheel's last edge
+    time, so the float law takes its speed from edge times and checks edge regularity, as on MicroPython."""
+    import time as real_time
+    clock = [7 * 10**9]
+    mods, pwm = _circuitpython_pico_modules(clock)
+    _install(**mods)
+    try:
+        import hal
+        cfg = boardcfg.load(BOARDS + "circuitpython_pico.json")
+        a_l = 2
+        FakePin.levels[a_l] = 1                 # the left encoder rests at state 1: no count at boot
+        b = hal.load(cfg)
+        assert b.soft and b.counter_bits == 32 and hasattr(b, "edge_times_us")
+        sm_l, sm_r = FakeCpSM.all
+        assert (sm_l.base, sm_r.base) == (2, 4)
+        buf = array("i", (9, 9))
+        b.read_counts(buf)
+        assert (buf[0], buf[1]) == (0, 0), buf      # cleared and primed by init: no count at boot
+        _walk_pins(a_l, _seq(1, 300, +1), lambda: sm_l.run(24))
+        _walk_pins(4, _seq(0, 7, -1), lambda: sm_r.run(24))
+        sm_l.run(8 * 1250)                          # 10000 cycles: 80 us at 125 MHz after the left's last edge
+        clock[0] += 10**6
+        b.read_counts(buf)
+        assert (buf[0], buf[1]) == (300, -7), buf
+        e = array("i", (0, 0, 0, 0))
+        b.edge_times_us(e)
+        t = b.ticks_us()
+        assert e[2] == e[3] == t and (t - e[0]) & 0x3FFFFFFF == 80, (t, e)
+        b.deinit()
+        assert not sm_l.on and not sm_r.on
+        # enc_b not the GPIO after enc_a: rotaryio (counts only, no edge times)
+        mods, pwm = _circuitpython_pico_modules(clock)
+        _install(**mods)
+        import hal as hal2
+        cfg2 = dict(cfg, pins=dict(cfg["pins"], left=dict(cfg["pins"]["left"], enc_b="GP9")))
+        b2 = hal2.load(cfg2)
+        assert b2.counter_bits == 16 and not hasattr(b2, "edge_times_us") and not FakeCpSM.all
+    finally:
+        sys.modules["time"] = real_time
+        for name in ("watchdog", "usb_cdc", "rp2pio"):
+            sys.modules.pop(name, None)
+
 
 def test_repl_pin_read_through_the_machine_backends():
     import app
