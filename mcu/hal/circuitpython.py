@@ -3,9 +3,10 @@
 # CircuitPython backend: the encoders on the RP2040/RP2350 in PIO through rp2pio (the same program as the rp2
 # backend's, hal/portable.py: x4 counts and each edge's time, so the speed comes from edge times and the edge
 # regularity check works), elsewhere rotaryio.IncrementalEncoder (divisor 1 = x4; counts only, no edge times);
-# pwmio.PWMOut, digitalio for DIR and enable, microcontroller.watchdog. CircuitPython has no hard timer IRQ and no threads: start_periodic only
-# arms a SoftPeriodic schedule and idle() (called by the slow loop whenever it has nothing to do) runs the
-# control step when it is due, so soft = True and the slow loop must reach idle() at least once per period.
+# pwmio.PWMOut, digitalio for DIR and enable, microcontroller.watchdog. CircuitPython has no hard timer IRQ
+# and no threads: start_periodic only arms a SoftPeriodic schedule and idle() (called by the slow loop whenever
+# it has nothing to do) runs the control step when it is due, so soft = True and the slow loop must reach idle()
+# at least once per period.
 # No viper here either: the firmware runs its plain-Python step on this backend.
 # Pins are board pin names ("GP2", "D5", "A1"): getattr(board, name).
 # The link: usb_cdc.data (enable it in boot.py: usb_cdc.enable(console=True, data=True)) or a busio.UART.
