@@ -239,12 +239,21 @@ def test_frozen_control_task_watchdog_resets_and_board_comes_back_disabled(board
         clock.sleep(0.01)
     recovery = clock.now() - t0
     d = board.diag()
-    print(f"frozen control task: board back with WDT_RESET after {recovery * 1e3:.0f} ms "
-          f"(watchdog {need_sim.stats()['watchdog_ms']} ms), {lost} requests unanswered across the reboot")
+    st = need_sim.stats()
+    # the bite: from the freeze to the chip's reset (board time); the boot after it is the board's own figure (a
+    # CircuitPython boot compiles the firmware from source: ~3.7 s of chip time, a MicroPython one well under 1 s)
+    bite = st["reset_at_s"] - t0
+    print(f"frozen control task: watchdog reset {bite * 1e3:.0f} ms after the freeze (watchdog "
+          f"{st['watchdog_ms']} ms), firmware answering {st['boot_ms']:.0f} ms after the reset; back with "
+          f"WDT_RESET {recovery * 1e3:.0f} ms after the freeze, {lost} requests unanswered across the reboot")
     assert state[4] & P.ST_WDT_RESET and not state[4] & P.ST_ENABLED
-    assert d["reset_cause"] == P.RESET_WATCHDOG and need_sim.stats()["watchdog_resets"] == resets + 1
+    assert d["reset_cause"] == P.RESET_WATCHDOG and st["watchdog_resets"] == resets + 1
     assert need_sim.truth()["energized"] is False
-    assert recovery < 2.0
+    # fed only on proven progress: the watchdog counts from its last feed, one slow-loop pass (a few ms, up to
+    # ~30 on CircuitPython) or less before the freeze, and nothing fed it after
+    wd = st["watchdog_ms"] / 1e3
+    assert wd - 0.05 <= bite < wd + 0.2, bite
+    assert recovery < bite + st["boot_ms"] / 1e3 + 0.5, (recovery, bite, st["boot_ms"])
 
 
 def test_stall_against_a_wall_latches_fault_and_clear_fault_recovers(board, need_sim, clock):

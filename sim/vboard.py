@@ -131,6 +131,7 @@ class VirtualBoard:
         self.boots = 0
         self.watchdog_resets = 0
         self.last_reset_cause = protocol.RESET_POWER_ON
+        self.reset_at_s = 0.0           # board time of the last reset (stats)
         self.last_wdt_recovery_ms = -1
         self.firmware_errors = 0
         self.last_error = ""
@@ -190,6 +191,7 @@ class VirtualBoard:
         import hal.sim
         hal.sim.DEFAULTS.update({"world": self.world, "link": self.link, "reset_cause": cause})
         self.last_reset_cause = cause
+        self.reset_at_s = self.world.now_us() / 1e6
         self.world.frozen = False       # freeze_control froze the old firmware's task; a reset starts a new one
         self.crashed = False
         self.link_stopped = False
@@ -427,6 +429,9 @@ class VirtualBoard:
                "last_wdt_recovery_ms": self.last_wdt_recovery_ms, "firmware_errors": self.firmware_errors,
                "last_error": self.last_error, "link_stopped": self.link_stopped, "link_stops": self.link_stops,
                "uptime_s": self.world.now_us() / 1e6,
+               # board time of the last reset, and from it to the firmware's first frame: none here (the world
+               # waits while the firmware is imported), a rig's chip counts its boot
+               "reset_at_s": self.reset_at_s, "boot_ms": 0.0,
                "link_clients": self.link_server.clients, "link_connected": self.link_server.connected(),
                "link_busy_rejects": self.link_server.busy_rejects,
                "cut_link": self.link.cut, "corrupt_rate": self.link.corrupt_rate, "sim_time": self.plant.t,

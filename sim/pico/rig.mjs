@@ -364,7 +364,8 @@ class Rig {
     this.consoleTail = Buffer.alloc(0);
     this.tail = Buffer.alloc(0);
     this.stats = { boots: 0, watchdog_resets: 0, power_cycles: 0, bytes_to_board: 0, bytes_from_board: 0,
-      dropped_bytes: 0, corrupted_bytes: 0, injected_bytes: 0 };
+      dropped_bytes: 0, corrupted_bytes: 0, injected_bytes: 0, boot_ms: null, reset_at_s: null };
+    this.bootAt = null;             // chip seconds of the boot whose first link byte is still to come
     this.lastReason = 0;
     this.wall0 = performance.now();
     this.chipBase = 0;              // chip seconds before the current chip instance (resets restart its clock)
@@ -383,6 +384,8 @@ class Rig {
       onSerial: (buf, port) => (port === this.linkPort ? this.fromBoard(buf) : this.fromConsole(buf)),
       onFatal: (msg) => this.log(`chip halted: ${msg}`),
     });
+    this.bootAt = this.chipSeconds();   // the new chip's clock starts at 0
+    this.stats.reset_at_s = this.bootAt;
     this.sensors.attach(this.chip);
     this.chip.updateInputs();
     this.nextPhysics = this.physicsNs;
@@ -584,6 +587,12 @@ class Rig {
 
   fromBoard(buf) {
     this.stats.bytes_from_board += buf.length;
+    if (this.bootAt !== null) {
+      // boot_ms: chip time from the last reset to the firmware's first byte on the link (its HELLO); a
+      // CircuitPython boot compiles every module from source, a MicroPython one imports .mpy files
+      this.stats.boot_ms = (this.chipSeconds() - this.bootAt) * 1000;
+      this.bootAt = null;
+    }
     if (this.cut) {
       this.stats.dropped_bytes += buf.length;
       return;
