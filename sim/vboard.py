@@ -438,6 +438,7 @@ class VirtualBoard:
                "free_heap": gc.mem_free(), "main_gap_max_us": self.main_gap_max_us,
                "service_max_us": self.service_max_us}
         rep.update(self.link.stats())
+        rep["dropped_bytes"] = rep["dropped_rx"] + rep["dropped_tx"]       # both ways, as the Pico rig counts them
         rep.update(self.world.stats())
         if self.hal is not None:
             rep["watchdog_ms"] = self.hal.wdt_timeout_ms
