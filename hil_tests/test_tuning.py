@@ -47,7 +47,8 @@ def test_default_gains_step_overshoot_and_settling(board):
     for w in ("left", "right"):
         m = steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, 10.0)
         m2 = steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, 10.0, band=0.02)
-        print(f"{'designed' if gains else 'default'} gains, 10 rad/s step, ramp lifted, {w}: rise {m.rise_time * 1e3:.0f} ms, overshoot "
+        which = "designed" if gains else "default"
+        print(f"{which} gains, 10 rad/s step, ramp lifted, {w}: rise {m.rise_time * 1e3:.0f} ms, overshoot "
               f"{m.overshoot:.1f} % (spec {SPEC_OVERSHOOT_PCT:g}), settling 5 % {m.settling_time * 1e3:.0f} ms "
               f"(spec {SPEC_SETTLE_S * 1e3:.0f}), 2 % "
               + ("never" if m2.settling_time is None else f"{m2.settling_time * 1e3:.0f} ms")
