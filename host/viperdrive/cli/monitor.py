@@ -17,9 +17,8 @@ import math
 import sys
 import time
 
-from viperdrive.shared import protocol as P
-
 from .. import extras
+from ..board.livestate import LiveState
 from ..board.recovery import LINK, Recovery
 from ..errors import LinkError, UserError
 from .boardopen import open_board
@@ -112,76 +111,7 @@ class FoxgloveOut:
         self.server.stop()
 
 
-class MonitorState:
-    def __init__(self, counts_per_rev: int, control_hz: int):
-        self.k = 2 * math.pi / counts_per_rev
-        self.control_hz = control_hz
-        self.last: dict | None = None   # latest telemetry record in SI units
-        self.received = 0
-        self.lost = 0
-        self._seq = None
-        self._window: list[float] = []
-        self.pose = (0.0, 0.0, 0.0)
-        self.diag: dict = {}
-        self.rate = 0.0
-        self.live = None            # the live filter (--ekf)
-        self.sensors = None         # the newest SensorReading
-        self.sensor_records = 0
-        self._sensor_window: list[float] = []
-        self.sensor_rate = 0.0
-
-    def add_sensors(self, readings: list, now: float) -> None:
-        if readings:
-            self.sensors = readings[-1]
-            self.sensor_records += len(readings)
-            self._sensor_window += [now] * len(readings)
-
-    def add(self, rec: dict, now: float) -> dict:
-        if self._seq is not None:
-            gap = (rec["seq"] - self._seq - 1) & 0xFFFF
-            if gap < 1000:          # a larger jump is a restart of the stream, not loss
-                self.lost += gap
-        self._seq = rec["seq"]
-        self.received += 1
-        self._window.append(now)
-        k = self.k
-        last = self.last = {
-            "board_time_us": rec["t_us"],
-            "setpoint_left": rec["setpoint_l"] * k, "measured_left": rec["measured_l"] * k,
-            "output_left": rec["output_l"] / P.Q15, "integrator_left": rec["integrator_l"] / P.Q15,
-            "setpoint_right": rec["setpoint_r"] * k, "measured_right": rec["measured_r"] * k,
-            "output_right": rec["output_r"] / P.Q15, "integrator_right": rec["integrator_r"] / P.Q15,
-            "status": rec["status"],
-        }
-        return last
-
-    def update_rate(self, now: float) -> None:
-        self._window = [t for t in self._window if now - t <= 1.0]
-        self.rate = float(len(self._window))
-        self._sensor_window = [t for t in self._sensor_window if now - t <= 1.0]
-        self.sensor_rate = float(len(self._sensor_window))
-
-    def summary(self) -> dict:
-        d = self.diag
-        period = 1e6 / self.control_hz
-        jitter = max(d.get("period_max_us", period) - period, period - d.get("period_min_us", period))
-        status = self.last["status"] if self.last else 0
-        x, y, th = self.pose
-        host = d.get("host_link", {})
-        r = self.sensors
-        sensors = {"gyro_z": r.gyro[2] if r else None, "yaw_rate": r.yaw_rate if r else None,
-                   "gyro_bias_z": r.gyro_bias_z if r else None, "battery_v": r.battery_v if r else None,
-                   "battery_low": r.battery_low if r else None, "estop_open": r.estop_open if r else None,
-                   "imu_state": r.imu_state_name if r else d.get("imu", "?"), "imu_errors": d.get("imu_errors", 0),
-                   "sensor_rate": self.sensor_rate}
-        return {**sensors, "status": P.status_names(status), "fault": d.get("fault", "?"), "x": x, "y": y, "theta": th,
-                "period_min_us": d.get("period_min_us", 0), "period_max_us": d.get("period_max_us", 0),
-                "jitter_us": jitter, "exec_max_us": d.get("exec_max_us", 0), "overruns": d.get("overruns", 0),
-                "crc_errors": d.get("crc_errors", 0), "telemetry_rate": self.rate, "telemetry_lost": self.lost,
-                "rtt_p50_ms": host.get("rtt_p50_ms") or 0.0}
-
-
-def view_lines(m: MonitorState, d: dict, url: str, paused: bool, fox: str | None) -> list[str]:
+def view_lines(m: LiveState, d: dict, url: str, paused: bool, fox: str | None) -> list[str]:
     t = m.last or {k: 0.0 for k in WHEEL_SCHEMA["properties"]}
     diag = m.diag
     host = diag.get("host_link", {})
@@ -211,7 +141,7 @@ def view_lines(m: MonitorState, d: dict, url: str, paused: bool, fox: str | None
     return lines
 
 
-def _odom_input(board, m: MonitorState):
+def _odom_input(board, m: LiveState):
     """The board's odometry (GET_ODOM pose, twist from the telemetry's measured wheel speeds) as the filter's odom
     message. Its covariances are the robot file's ros2 diagonals, else DEFAULT_DIAGONAL (the monitor does not
     propagate them: it does not read the encoders)."""
@@ -254,7 +184,7 @@ def run(args) -> int:
         granted = board.telemetry(min(args.rate, board.info.control_hz))
         if args.sensors:
             board.sensors(args.sensors)
-        m = MonitorState(board.counts_per_rev, board.info.control_hz)
+        m = LiveState(board.counts_per_rev, board.info.control_hz)
         live_stop = live_thread = None
         next_odom = time.monotonic()
         if ekf is not None:
@@ -375,7 +305,7 @@ def _warn_logger(args) -> logging.Logger:
     return log
 
 
-def _done(m: MonitorState, granted: int, args) -> int:
+def _done(m: LiveState, granted: int, args) -> int:
     # with --json stdout holds only the JSON lines
     out = sys.stderr if args.json else sys.stdout
     print(f"monitor: {m.received} telemetry records at {granted}/s requested, {m.lost} lost, {m.sensor_records} "
