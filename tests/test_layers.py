@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("tuning", {"tuning"}),
     ("recording", {"recording"}),
     ("estimation", {"estimation"}),
-    ("applications", {"cli", "ros2", "demo", "__init__"}),
+    ("applications", {"cli", "ros2", "demo", "dashboard", "__init__"}),
 ]
 RANK = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 

@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: MIT
+# SPDX-FileCopyrightText: 2026 The viperdrive contributors
+"""`viperdrive dashboard`: a tuning and status page in the browser (docs/dashboard.md). Serves the page on
+127.0.0.1 with a token in the URL it prints, streams the board's telemetry and status to it, and runs its step
+tests, gain changes, Save/Restore and a drive pad behind an arm switch. Ends on Ctrl-C, SIGTERM or a lost link
+with the board disabled and the parameters the page changed put back unless saved."""
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+
+from ..errors import UserError
+from .boardopen import open_board
+from .options import add_board_options, host_port, seconds
+from .output import note
+
+HELP = "a tuning and status page in the browser: live plots, step tests, gains, parameters, faults, a drive pad"
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--listen", type=host_port, default="127.0.0.1:8770", metavar="HOST:PORT",
+                        help="where the page is served (default %(default)s; port 0: any free one). Another host "
+                             "than 127.0.0.1 lets other machines reach it: the token is then all that guards it")
+    parser.add_argument("--duration", type=seconds(), default=None, metavar="S", help="stop after S seconds")
+    add_board_options(parser)
+
+
+def run(args) -> int:
+    from ..dashboard.core import Dashboard
+    from ..dashboard.server import DashboardServer
+    host, _, port = args.listen.rpartition(":")
+    with open_board(args) as board:
+        dash = Dashboard(board, say=lambda text: note(args, text))
+        try:
+            server = DashboardServer((host, int(port)), dash, secrets.token_urlsafe(24))
+        except OSError as e:
+            raise UserError(f"cannot serve on {args.listen}: {e.strerror or e} (another dashboard? --listen "
+                            f"127.0.0.1:0 picks a free port)", exit_code=3) from None
+        import threading
+        serving = threading.Thread(target=server.serve_forever, name="dashboard-http", daemon=True)
+        try:
+            dash.start()
+            serving.start()
+            print(f"dashboard on {server.url}", flush=True)
+            note(args, "open that URL in a browser (it carries the token); Ctrl-C ends the dashboard")
+            clock = board.clock
+            end = None if args.duration is None else clock.now() + args.duration
+            while not dash.ended.is_set():
+                if end is not None and clock.now() >= end:
+                    break
+                dash.ended.wait(0.1)
+        finally:
+            server.shutdown()
+            dash.stop("the dashboard was stopped")
+            server.server_close()
+        if dash.error is not None:
+            raise UserError(f"the dashboard ended: {dash.error}", exit_code=4)
+    print("dashboard stopped; the board is disabled", file=sys.stderr)
+    return 0
