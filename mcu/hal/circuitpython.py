@@ -23,6 +23,7 @@ import rotaryio  # type: ignore[import-not-found]
 from . import portable
 
 _TICKS_MASK = 0x3FFFFFFF        # the same 2**30 wrap as MicroPython's ticks
+READ_WINDOW_US = 400            # a PIO read bracketed by clock reads this close: its moment known to +-200 us
 
 
 def _pin(name):
@@ -143,13 +144,10 @@ class _PioEncoder:
             init=array("H", (portable.PIO_CLEAR_X, portable.PIO_CLEAR_Y, portable.PIO_PRIME)),
             mov_status_type="rxfifo", mov_status_n=1)
         self.sm = sm
+        # readinto(words): the pair queued since the last read, then the one the program pushes at once, the
+        # (timer, count) now in words[2], words[3]. The bound method is made once: a call allocates nothing
+        self.readinto = sm.readinto
         self.words = array("i", (0, 0, 0, 0))
-
-    def read(self):
-        """The pair queued since the last read, then the one the program pushes at once: (timer, count) now."""
-        w = self.words
-        self.sm.readinto(w)
-        return w[2], w[3]
 
     def deinit(self):
         self.sm.deinit()
@@ -159,8 +157,8 @@ class _RotaryEncoder:
     def __init__(self, pin_a, pin_b):
         self.enc = rotaryio.IncrementalEncoder(_pin(pin_a), _pin(pin_b), divisor=1)
 
-    def read(self):
-        return -1, self.enc.position & 0xFFFF
+    def count(self):
+        return self.enc.position & 0xFFFF
 
     def deinit(self):
         self.enc.deinit()
@@ -193,17 +191,34 @@ class Board(portable.BoardBase):
         self._wdt = None
 
     def read_counts(self, buf):
+        if self._edges is None:
+            super().read_counts(buf)
+            return
+        self._read_pio(0, self._enc_l, buf)
+        self._read_pio(1, self._enc_r, buf)
+
+    def _read_pio(self, i, enc, buf):
+        # The pair is the program's at the moment readinto takes the queued one (it pushes the next within 64 ns),
+        # and that moment must be timed to a fraction of an edge interval. CircuitPython's clock allocates (a big
+        # int of ns): a garbage collection between the clock and the read moved the moment by milliseconds, one
+        # wheel's speed from edge times jumped to twice the true one and latched FAULT_OVERSPEED. So each read is
+        # bracketed by two clock reads with nothing allocated between them, taken again when they are more than
+        # READ_WINDOW_US apart, and timed at their middle.
+        w = enc.words
+        for _ in range(3):
+            t0 = self.ticks_us()
+            enc.readinto(w)
+            t1 = self.ticks_us()
+            span = (t1 - t0) & _TICKS_MASK
+            if span <= READ_WINDOW_US:
+                break
+        t = (t0 + span // 2) & _TICKS_MASK
+        buf[i] = w[3]
         e = self._edges
-        t = self.ticks_us()
-        i = 0
-        for enc in (self._enc_l, self._enc_r):
-            x, buf[i] = enc.read()
-            if e is not None:
-                edge = portable.pio_edge_us(t, x, self._mhz)
-                if edge >= 0:
-                    e[i] = edge
-                e[2 + i] = t
-            i += 1
+        edge = portable.pio_edge_us(t, w[2], self._mhz)
+        if edge >= 0:
+            e[i] = edge
+        e[2 + i] = t
 
     def _edge_times_us(self, buf):
         """When each wheel's last counted edge came, then when its count was taken (ticks_us), as of the last

@@ -963,8 +963,11 @@ def test_circuitpython_counts_outputs_and_idle_driven_step():
 
 class FakeCpSM:
     """rp2pio.StateMachine running the program (mptest_hal_portable.Pio) on pins named as microcontroller.pin's
-    GPIOn. The keywords are checked against what the program needs (what the chip's rp2pio configures)."""
+    GPIOn. The keywords are checked against what the program needs (what the chip's rp2pio configures).
+    stalls: ns the board's clock jumps during the next reads (a garbage collection, an interrupt), one per read."""
     all: list = []
+    stalls: list = []
+    clock: list = [0]
 
     def __init__(self, program, frequency, **kw):
         assert frequency == 0 and kw["in_pin_count"] == 2 and kw["pull_in_pin_up"] == 3
@@ -989,6 +992,8 @@ class FakeCpSM:
             self.pio.step()
 
     def readinto(self, buf):
+        if FakeCpSM.stalls:
+            FakeCpSM.clock[0] += FakeCpSM.stalls.pop(0)
         for i in range(len(buf)):
             for _ in range(100):
                 if self.pio.rx:
@@ -1015,6 +1020,8 @@ def _circuitpython_pico_modules(clock):
         setattr(mods["board"], "GP%d" % n, pin)
         setattr(mc.pin, "GPIO%d" % n, pin)
     FakeCpSM.all = []
+    FakeCpSM.stalls = []
+    FakeCpSM.clock = clock
     return mods, pwm
 
 
@@ -1047,6 +1054,15 @@ def test_circuitpython_on_the_rp2040_counts_and_times_edges_in_pio():
         b.edge_times_us(e)
         t = b.ticks_us()
         assert e[2] == e[3] == t and (t - e[0]) & 0x3FFFFFFF == 80, (t, e)
+        # a collection during the left's read (the clock 3 ms on): that read is taken again and timed right
+        _walk_pins(a_l, _seq(1, 4, +1), lambda: sm_l.run(24))
+        sm_l.run(8 * 2500)                          # 160 us after the last edge
+        clock[0] += 10**6
+        FakeCpSM.stalls = [3 * 10**6]
+        b.read_counts(buf)
+        b.edge_times_us(e)
+        # the clock has not moved since the sample: the edge is 160 us before now
+        assert buf[0] == 304 and (b.ticks_us() - e[0]) & 0x3FFFFFFF == 160, (buf[0], b.ticks_us(), e)
         b.deinit()
         assert not sm_l.on and not sm_r.on
         # enc_b not the GPIO after enc_a: rotaryio (counts only, no edge times)
