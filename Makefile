@@ -13,7 +13,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # MicroPython rp2 stubs go to their own folder: in the venv's site-packages they would shadow CPython modules.
 RP2_STUBS := micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
 
-.PHONY: all setup test lint typecheck pytest bench demo clean debs hil-pico hil-circuitpython node-debs
+.PHONY: all setup test lint typecheck pytest bench demo clean debs hil-pico hil-circuitpython node-debs browser-debs
 
 all: test
 
@@ -36,7 +36,12 @@ $(NODE_STAMP): sim/pico/package.json sim/pico/package-lock.json
 	cd sim/pico && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-setup: $(STAMP) $(STUBS_STAMP) $(NODE_STAMP)
+# the dashboard's tests drive Debian's Chromium (Playwright, pinned in requirements.lock, downloads no browser)
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	@$(MAKE) --no-print-directory browser-debs
+
+setup: $(STAMP) $(STUBS_STAMP) $(NODE_STAMP) $(CHROMIUM)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -95,6 +100,14 @@ debs:
 	    "$$(basename $$(readlink -f $(PYTHON)))-venv" || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; \
 	else \
 	  echo "make: $(PYTHON) cannot create a venv (no ensurepip). Run: sudo apt-get install python3-venv"; exit 1; \
+	fi
+
+browser-debs:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian packages: chromium (the dashboard's browser tests)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else \
+	  echo "make: the dashboard's browser tests need Chromium at $(CHROMIUM). Run: sudo apt-get install chromium"; exit 1; \
 	fi
 
 node-debs:

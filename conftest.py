@@ -45,7 +45,7 @@ CIRCUITPYTHON_FILES = ("test_circuitpython_rig.py",)
 CHIP_RIGS = ("pico", "circuitpython")     # the hil `sim` parameters that are an emulated chip
 
 
-GROUPS = ("unit", "board", "ros2", "pico")     # pyproject.toml's markers: every test is in exactly one
+GROUPS = ("unit", "board", "ros2", "pico", "browser")  # pyproject.toml's markers: every test is in exactly one
 
 
 def _group_of(item) -> list[str]:

@@ -137,7 +137,7 @@ class Dashboard:
         self.jobs.put((fn, args, fut))
         return fut.result(timeout=timeout)
 
-    def arm(self, on: bool) -> dict:
+    def arm(self, on: bool, why: str = "disarmed from the page") -> dict:
         if on and not self.armed:
             self.drive.reset()
             self.board.activate()
@@ -145,7 +145,7 @@ class Dashboard:
             self.last_drive = time.monotonic()
             self.say("armed from the page")
         elif not on and self.armed:
-            self._disarm("disarmed from the page")
+            self._disarm(why)
         return {"armed": self.armed}
 
     def drive_command(self, v: float, w: float) -> dict:
@@ -212,13 +212,13 @@ class Dashboard:
         finally:
             self.board.telemetry(self.rate)
         out: dict = {"wheel": wheel, "size": size, "lift_ramp": lift_ramp, "t_step": rec.t_step, "t_end": rec.t_end,
-                     "t": [round(float(x), 5) for x in rec.t], "metrics": {}, "gains": self._gains()}
+                     "t": [float(x) for x in rec.t], "metrics": {}, "gains": self._gains()}
         for w in wheels:
             m = steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, size)
             out["metrics"][w] = {"rise_s": m.rise_time, "overshoot_pct": m.overshoot, "settling_s": m.settling_time,
                                  "steady_state_error": m.steady_state_error}
-            out[f"measured_{w}"] = [round(float(x), 4) for x in rec.measured[w]]
-            out[f"setpoint_{w}"] = [round(float(x), 4) for x in rec.setpoint[w]]
+            out[f"measured_{w}"] = [float(x) for x in rec.measured[w]]
+            out[f"setpoint_{w}"] = [float(x) for x in rec.setpoint[w]]
         return out
 
     def design(self, settle_s: float, overshoot_pct: float) -> dict:

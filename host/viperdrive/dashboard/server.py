@@ -73,6 +73,15 @@ class DashboardServer(ThreadingHTTPServer):
         self.closing.set()
         super().shutdown()
 
+    def handle_error(self, request, client_address) -> None:
+        # a page that went away mid-reply (a closed tab, a reload) is normal; anything else is one line, not a
+        # traceback on the user's terminal
+        import sys
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError):
+            return
+        print(f"viperdrive dashboard: a request from {client_address[0]} failed: {exc!r}", file=sys.stderr)
+
 
 class Handler(BaseHTTPRequestHandler):
     server: DashboardServer
@@ -232,7 +241,8 @@ class Handler(BaseHTTPRequestHandler):
     def _command(self, name: str, body: dict):
         dash = self.server.dash
         if name == "arm":
-            return (dash.arm, bool(body["on"]))
+            why = str(body.get("why", "disarmed from the page"))[:200]
+            return (dash.arm, bool(body["on"]), why)
         if name == "drive":
             return (dash.drive_command, body["v"], body["w"])
         if name == "param":

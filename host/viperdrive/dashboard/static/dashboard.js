@@ -9,14 +9,16 @@ const SERIES = ["t", "spL", "msL", "duL", "inL", "spR", "msR", "duR", "inR", "st
 const CAP = 60000;          // records kept (30 s at 2 kHz): every record is kept, drawing decimates per pixel
 
 const S = {
-  session: null, control: false, info: null, paused: false, windowS: 5, status: null, armed: false,
+  session: null, control: false, info: null, paused: false, windowS: 5, status: null, armed: false, armPending: false,
   params: {}, ranges: {}, lastStep: null, prevStep: null, designed: null,
   pad: { v: 0, w: 0, held: false },
   data: Object.fromEntries(SERIES.map((k) => [k, new Float64Array(CAP)])), n: 0, head: 0,
   tPrevUs: null, tOffset: 0,
 };
 // what the browser tests read: records received, plot redraws with new data, the last slider -> board latency
-window.vdStats = { records: 0, draws: 0, drawTimes: [], recordTimes: [], lastParamMs: null, events: 0 };
+// (lastParamMs: from the request to the board's acknowledgement; lastSliderMs: from the slider's move to it)
+window.vdStats = { records: 0, draws: 0, drawTimes: [], recordTimes: [], lastParamMs: null, lastSliderMs: null,
+                   events: 0 };
 
 function $(id) { return document.getElementById(id); }
 function fmt(x, d = 3) { return x === null || x === undefined ? "-" : (typeof x === "number" ? x.toFixed(d) : String(x)); }
@@ -84,8 +86,10 @@ function connect() {
 
 function showStatus(s) {
   S.status = s;
-  S.armed = s.armed;
-  if (!S.armed) $("arm").checked = false;
+  if (!S.armPending) {         // the board thread's word, unless the switch's own request is still on its way
+    S.armed = s.armed;
+    $("arm").checked = s.armed;
+  }
   const rows = [
     ["status", s.status.length ? s.status.join(" ") : "disabled"],
     ["fault", s.fault_code ? `<span class="fault">${s.fault}</span> <button id="clear-fault" class="ctl">Clear fault</button>` : "none"],
@@ -233,22 +237,29 @@ function showGains() {
       `<div class="gain"><b>${n}</b><input class="ctl gslider" id="slider-${n}" type="range" min="${lo}" max="${hi}" step="${(hi - lo) / 1000}">` +
       `<input class="ctl gfield" id="field-${n}" type="number" step="any"><span id="ack-${n}"></span></div>`).join("");
     for (const [n] of GAINS) {
-      let timer = null;
-      const send = (text, inp) => {
-        clearTimeout(timer);
-        timer = setTimeout(async () => {
-          const got = await setParam(n, text, inp);
-          if (got !== null) { $("field-" + n).value = got; $("ack-" + n).textContent = `board: ${fmt(got, 5)} (${fmt(vdStats.lastParamMs, 0)} ms)`; }
-        }, 30);
+      // one request in flight per gain: a slider dragged faster than the board answers sends its newest value
+      // as soon as the last one is acknowledged (no value is lost, none queues up)
+      let busy = false, next = null;
+      const send = async (text, inp, moved) => {
+        if (busy) { next = [text, inp, moved]; return; }
+        busy = true;
+        const got = await setParam(n, text, inp);
+        if (got !== null) {
+          if (moved !== undefined) vdStats.lastSliderMs = performance.now() - moved;
+          $("field-" + n).value = Number(got.toPrecision(6));
+          $("ack-" + n).textContent = `board: ${Number(got.toPrecision(6))} (${fmt(vdStats.lastParamMs, 0)} ms)`;
+        }
+        busy = false;
+        if (next) { const a = next; next = null; send(...a); }
       };
-      $("slider-" + n).oninput = (e) => { $("field-" + n).value = e.target.value; send(e.target.value, null); };
+      $("slider-" + n).oninput = (e) => { $("field-" + n).value = e.target.value; send(e.target.value, null, performance.now()); };
       $("field-" + n).onchange = (e) => send(e.target.value, e.target);
     }
   }
   for (const [n] of GAINS) {
     if (S.params[n] === undefined) continue;
     $("slider-" + n).value = S.params[n];
-    $("field-" + n).value = S.params[n];
+    $("field-" + n).value = Number(S.params[n].toPrecision(6));
   }
   applyRole();
 }
@@ -324,8 +335,10 @@ $("restore").onclick = async () => {
 
 // ---- drive: arm switch, pad, the page's deadman ----
 $("arm").onchange = async (e) => {
+  S.armPending = true;
   try { const out = await api("arm", { on: e.target.checked }); S.armed = out.armed; $("drive-msg").textContent = out.armed ? "armed" : "disarmed"; }
-  catch (err) { e.target.checked = false; S.armed = false; $("drive-msg").textContent = err.message; }
+  catch (err) { S.armed = false; $("drive-msg").textContent = err.message; }
+  finally { S.armPending = false; e.target.checked = S.armed; }
 };
 const pad = $("pad");
 function padAt(ev) {
@@ -354,7 +367,7 @@ setInterval(async () => {
 function disarmNow(why) {
   if (!S.armed) return;
   S.armed = false; $("arm").checked = false;
-  api("arm", { on: false }, { keepalive: true }).catch(() => {});
+  api("arm", { on: false, why }, { keepalive: true }).catch(() => {});
   $("drive-msg").textContent = "disarmed: " + why;
 }
 document.addEventListener("visibilitychange", () => { if (document.hidden) disarmNow("the page went to the background"); });
