@@ -167,7 +167,7 @@ def test_page_loads_plots_at_the_telemetry_rate_and_shows_the_board(sim, dash, b
 
 # ---- tuning: a step from the page, kp live, Save, reset, Restore ----
 
-def test_a_step_from_the_page_gives_the_shared_definitions_metrics_and_tunes(sim, browser, shots):
+def test_a_step_from_the_page_gives_the_shared_definitions_metrics_and_tunes(sim, browser, shots, tmp_path):
     d = Dash(sim.url)
     try:
         page = _open(browser, d.url)
@@ -194,7 +194,7 @@ def test_a_step_from_the_page_gives_the_shared_definitions_metrics_and_tunes(sim
         assert got["settling_s"] == pytest.approx(m.settling_time, rel=1e-9)
         assert f"{m.overshoot:.2f}" in shown
     # and `viperdrive tune` on the same board measures the same loop (another run: within the run-to-run spread)
-    r = run_cli("tune", "--port", sim.url, "--step", "10", "--json", "-q", timeout=120)
+    r = run_cli("tune", "--port", sim.url, "--step", "10", "--json", "-q", timeout=120, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     tune = json.loads(r.stdout)["wheels"]
     print(f"page: {step['metrics']}; tune: {tune}")

@@ -172,6 +172,11 @@ function frame() {
     drawSeries($("plot-speed-right"), [["spR", "#888"], ["msR", "#1f77b4"]]);
     drawSeries($("plot-duty-left"), [["duL", "#d62728"], ["inL", "#2ca02c"]], [-1, 1]);
     drawSeries($("plot-duty-right"), [["duR", "#d62728"], ["inR", "#2ca02c"]], [-1, 1]);
+    drawSeries($("plot-drive"), [["spL", "#888"], ["msL", "#1f77b4"], ["spR", "#bbb"], ["msR", "#ff7f0e"]]);
+    const i = (S.head - 1 + CAP) % CAP;
+    $("drive-now").textContent = `wheels now: left ${fmt(S.data.msL[i], 2)} rad/s (setpoint ${fmt(S.data.spL[i], 2)}), ` +
+      `right ${fmt(S.data.msR[i], 2)} rad/s (setpoint ${fmt(S.data.spR[i], 2)}); ` +
+      `status ${S.status && S.status.status.length ? S.status.status.join(" ") : "disabled"}`;
     vdStats.draws++;
     vdStats.drawTimes.push(performance.now());
   }
@@ -201,7 +206,7 @@ function showParams(out) {
     : "The live parameters are the saved ones.";
   $("param-table").innerHTML = "<tr><th>name</th><th>value</th><th>unit</th><th>range</th><th>default</th><th>what</th></tr>" +
     rows.map((p) => `<tr class="${p.unsaved ? "unsaved" : ""}"><td>${p.name}</td>` +
-      `<td><input class="ctl pval" data-name="${p.name}" type="number" step="any" value="${p.value}" min="${p.min}" max="${p.max}"></td>` +
+      `<td><input class="ctl pval" data-name="${p.name}" type="number" step="any" value="${Number(p.value.toPrecision(6))}" min="${p.min}" max="${p.max}"></td>` +
       `<td>${p.unit}</td><td>${p.min} .. ${p.max}</td><td>${p.default}</td><td>${p.help}</td></tr>`).join("");
   for (const inp of document.querySelectorAll(".pval")) {
     inp.disabled = !S.control;
@@ -215,7 +220,7 @@ async function setParam(name, text, inp) {
   const v = Number(text);
   if (text === "" || !Number.isFinite(v) || (r && (v < r.min || v > r.max))) {
     if (inp) inp.classList.add("bad");
-    banner(`${name} = ${text} refused: not a number in ${r.min} .. ${r.max} ${r.unit}`, true);
+    banner(`${name} = ${text} refused: ${Number.isFinite(v) && text !== "" ? "outside" : "not a number in"} its range ${r.min} .. ${r.max} ${r.unit}`, true);
     return null;
   }
   if (inp) inp.classList.remove("bad");
