@@ -436,3 +436,45 @@ def test_requests_without_the_token_or_from_another_origin_are_refused_and_the_b
     # every request was answered with a refusal before anything reached the board thread
     t = sim.truth()
     assert not t["energized"] and abs(t["w_left"]) < 0.01 and abs(t["w_right"]) < 0.01
+
+
+# ---- however it ends ----
+
+def test_sigterm_while_driving_leaves_the_board_disabled_and_the_parameters_as_they_were(sim, browser):
+    before = _param(sim, "kp")
+    d = Dash(sim.url)
+    page = _open(browser, d.url)
+    page.click("nav button[data-view=tuning]")
+    page.wait_for_function("S.params.kp !== undefined && S.control === true", timeout=20000)
+    page.fill("#field-kp", "0.06")
+    page.dispatch_event("#field-kp", "change")
+    page.wait_for_function("Math.abs(S.params.kp - 0.06) < 1e-6", timeout=20000)
+    _drive(page)
+    wait_until(lambda: sim.truth()["energized"] and sim.truth()["w_left"] > 1.0, 20.0, sim.clock,
+               what="the robot driving from the page")
+    d.proc.send_signal(signal.SIGTERM)
+    _, err = d.proc.communicate(timeout=30)
+    page.wait_for_function("document.getElementById('banner').textContent.includes('stopped')", timeout=10000)
+    page.close()
+    assert d.proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert not sim.truth()["energized"]
+    assert _param(sim, "kp") == pytest.approx(before, rel=1e-6)
+
+
+def test_a_lost_link_ends_the_dashboard_with_the_reason_and_the_board_stops(sim, browser):
+    d = Dash(sim.url)
+    page = _open(browser, d.url)
+    _drive(page)
+    wait_until(lambda: sim.truth()["energized"] and sim.truth()["w_left"] > 1.0, 20.0, sim.clock,
+               what="the robot driving from the page")
+    sim.control({"cmd": "fault", "kind": "cut_link", "on": True})
+    try:
+        _, err = d.proc.communicate(timeout=30)
+        # the board's own deadman: zero at once, outputs off after deadman_disable_ms
+        wait_until(lambda: not sim.truth()["energized"], 5.0, sim.clock, what="the board's deadman disabling it")
+    finally:
+        sim.control({"cmd": "fault", "kind": "cut_link", "on": False})
+    page.close()
+    print(f"link cut while driving: {err.strip().splitlines()[-1]}")
+    assert d.proc.returncode == 4 and "the dashboard ended" in err and "Traceback" not in err, err

@@ -14,6 +14,7 @@ from ..errors import UserError
 from .boardopen import open_board
 from .options import add_board_options, host_port, seconds
 from .output import note
+from .signals import deferred_signals
 
 HELP = "a tuning and status page in the browser: live plots, step tests, gains, parameters, faults, a drive pad"
 
@@ -51,9 +52,13 @@ def run(args) -> int:
                     break
                 dash.ended.wait(0.1)
         finally:
-            server.shutdown()
-            dash.stop("the dashboard was stopped")
-            server.server_close()
+            # the board first (disabled, the parameters put back, the pages told why), then the server; a second
+            # Ctrl-C or SIGTERM must not cut that short
+            with deferred_signals():
+                dash.stop("the dashboard was stopped (Ctrl-C or SIGTERM)" if dash.error is None
+                          else str(dash.error))
+                server.shutdown()
+                server.server_close()
         if dash.error is not None:
             raise UserError(f"the dashboard ended: {dash.error}", exit_code=4)
     print("dashboard stopped; the board is disabled", file=sys.stderr)
