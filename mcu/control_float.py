@@ -409,7 +409,7 @@ class FloatController:
         self._cnt = 0
         self._ticks = 0
         self._t_last = None
-        self._soft = bool(getattr(hal, "soft", False))      # the step runs from a soft schedule (CircuitPython)
+        self._soft = False          # the step runs from a soft schedule (CircuitPython, esp32's soft timer): start()
         self._xfault = 0            # latch_fault(): taken at the next tick
         self._xstatus = 0           # set_status_bits(): ORed into the status byte
         self._stats = {"period_min_us": 0, "period_max_us": 0, "exec_max_us": 0, "exec_avg_us": 0,
@@ -471,6 +471,8 @@ class FloatController:
     def start(self):
         self.running = True
         self.hal.start_periodic(self.hz, self.tick)
+        # known once the schedule runs: a machine backend whose timer refused a hard IRQ says so in start_periodic
+        self._soft = bool(getattr(self.hal, "soft", False))
 
     def stop(self):
         self.hal.stop_periodic()

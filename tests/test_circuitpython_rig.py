@@ -16,7 +16,7 @@ import serial
 
 from viperdrive.shared import params
 from viperdrive.shared import protocol as P
-from viperdrive.timebase import wait_until
+from viperdrive.timebase import WaitTimeout, wait_until
 
 pytestmark = pytest.mark.pico
 
@@ -77,7 +77,7 @@ class WireClient:
             return bool(found)
         try:
             wait_until(got, timeout, self.clock, what="a reply")
-        except Exception:
+        except WaitTimeout:
             return None
         return found[0]
 

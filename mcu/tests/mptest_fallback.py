@@ -107,10 +107,13 @@ def _float_app(cfg, soft):
     control.fx = None
     try:
         hal = fakehal.Board(cfg)
-        hal.soft = soft
+        hal.soft = not soft
         a = app_mod.App(hal, cfg, params_path="/tmp/viperdrive-mptest-fallback-soft.json")
     finally:
         control.fx = saved
+    # a machine backend knows whether its timer is soft only once it runs (esp32: a timer that refused a hard
+    # IRQ): the controller takes the flag when it starts, not when it is built
+    hal.soft = soft
     a.start()
     return hal, a
 
