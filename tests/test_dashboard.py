@@ -135,29 +135,24 @@ def _param(sim, name):
 
 # ---- the page, the plot, the status ----
 
-def test_page_loads_plots_at_the_telemetry_rate_and_shows_the_board(sim, dash, browser, shots):
+def test_page_loads_plots_every_record_and_shows_the_board(sim, dash, browser, shots):
     page = _open(browser, dash.url)
-    page.wait_for_function("vdStats.records > 200 && vdStats.draws > 10", timeout=30000)
-    # over 2 s of the browser's time: records received and redraws with new data (every record is kept; the
-    # drawing is one per animation frame)
-    r0, d0 = page.evaluate("[vdStats.records, vdStats.draws]")
-    t0 = page.evaluate("performance.now()")
-    page.wait_for_timeout(2000)
-    r1, d1, t1 = page.evaluate("[vdStats.records, vdStats.draws, performance.now()]")
-    secs = (t1 - t0) / 1e3
-    info = page.evaluate("JSON.stringify(S.info)")
-    print(f"in Chromium: {(r1 - r0) / secs:.0f} telemetry records/s received, plot redrawn {(d1 - d0) / secs:.0f} "
-          f"times/s; {info}")
-    hz = json.loads(info)["telemetry_hz"]
-    assert (r1 - r0) / secs > 0.5 * hz and (d1 - d0) / secs > 10
+    page.wait_for_function("vdStats.records > 200 && vdStats.draws > 10 && vdStats.statuses > 2", timeout=30000)
+    # every record the dashboard received reaches the page (the drawing is decimated, the data never), and the
+    # plot keeps redrawing while they come; the rates are bench/bench_dashboard.py's figures
+    r1, d1, s1 = page.evaluate("[vdStats.records, vdStats.draws, vdStats.statuses]")
+    page.wait_for_function(f"vdStats.records > {r1 + 300} && vdStats.draws > {d1 + 10} && "
+                           f"vdStats.statuses > {s1 + 4}", timeout=30000)
+    assert page.evaluate("vdStats.maxBehind") == 0
+    assert json.loads(page.evaluate("JSON.stringify(S.info)"))["telemetry_hz"] > 0
     status = page.inner_text("#status")
     assert "DEADMAN" in status or "disabled" in status
     assert "none" in page.inner_text("#status tr:nth-child(2)")      # fault: none
     assert "viperdrive-sim" in page.inner_text("#board")
     # pause: the plot stops redrawing while the records keep coming
     page.click("#pause")
-    d_p = page.evaluate("vdStats.draws")
-    page.wait_for_function(f"vdStats.records > {r1 + 100}", timeout=10000)
+    d_p, r_p = page.evaluate("[vdStats.draws, vdStats.records]")
+    page.wait_for_function(f"vdStats.records > {r_p + 100}", timeout=10000)
     assert page.evaluate("vdStats.draws") <= d_p + 1
     page.click("#pause")
     page.screenshot(path=str(shots / "dashboard-live.png"))

@@ -315,6 +315,7 @@ class Dashboard:
                     self.live.update_rate(now)
                     summary = self.live.summary()
                     summary.update(armed=self.armed, controller=self.controller is not None,
+                                   telemetry_received=self.live.received,
                                    fault_code=self.live.diag.get("fault_code", 0),
                                    deadman_trips=self.live.diag.get("deadman_trips", 0),
                                    frames_ok=self.live.diag.get("frames_ok", 0), pages=len(self.sessions),

@@ -17,8 +17,9 @@ const S = {
 };
 // what the browser tests read: records received, plot redraws with new data, the last slider -> board latency
 // (lastParamMs: from the request to the board's acknowledgement; lastSliderMs: from the slider's move to it)
+// (behind: records the dashboard received, by its status, that this page did not get: the stream drops none)
 window.vdStats = { records: 0, draws: 0, drawTimes: [], recordTimes: [], lastParamMs: null, lastSliderMs: null,
-                   events: 0 };
+                   events: 0, offset: null, behind: 0, maxBehind: 0, statuses: 0 };
 
 function $(id) { return document.getElementById(id); }
 function fmt(x, d = 3) { return x === null || x === undefined ? "-" : (typeof x === "number" ? x.toFixed(d) : String(x)); }
@@ -86,6 +87,11 @@ function connect() {
 
 function showStatus(s) {
   S.status = s;
+  // the stream is in order: a status comes after the telemetry the dashboard had when it wrote it
+  if (vdStats.offset === null) vdStats.offset = s.telemetry_received - vdStats.records;
+  vdStats.behind = s.telemetry_received - vdStats.offset - vdStats.records;
+  vdStats.maxBehind = Math.max(vdStats.maxBehind, vdStats.behind);
+  vdStats.statuses++;
   if (!S.armPending) {         // the board thread's word, unless the switch's own request is still on its way
     S.armed = s.armed;
     $("arm").checked = s.armed;
