@@ -175,7 +175,12 @@ def test_one_lost_frame_tolerated_persistent_loss_errors_and_board_stops(board, 
     # cycles whose reply was not there by the read's deadline, are more on a slow board (CircuitPython's replies
     # take up to ~30 ms on its soft loop and come in bursts): they are printed, and must not reach LinkLost.
     misses_before = board.total_misses
-    stats0 = board.link.stats()
+
+    def quiet():
+        board.link.poll()       # every reply of the loop before is in: nothing in flight when the count starts
+        st = board.link.stats()
+        return st if st["frames_rx"] >= st["frames_tx"] else None
+    stats0 = wait_until(quiet, 0.1, clock, what="the replies of the loop before")
     dropped_before = need_sim.stats()["dropped_bytes"]
     cutter = threading.Thread(target=_cut_link_for, args=(need_sim, 0.2, 0.015, clock))
     cutter.start()

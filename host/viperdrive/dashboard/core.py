@@ -59,6 +59,7 @@ class Dashboard:
         self.subscribers: list[queue.Queue] = []
         self.lock = threading.Lock()
         self.jobs: queue.Queue = queue.Queue()
+        self.wake = threading.Event()       # set when a job is queued: the board thread runs it between cycles
         self.stopping = threading.Event()
         self.ended = threading.Event()
         self.error: BaseException | None = None
@@ -91,6 +92,7 @@ class Dashboard:
         if was:
             self.say(f"the controlling page went away ({why})")
             self.jobs.put((self._disarm, (f"the controlling page went away ({why})",), Future()))
+            self.wake.set()
 
     def require_control(self, sid: str | None) -> None:
         with self.lock:
@@ -135,6 +137,7 @@ class Dashboard:
             raise LinkLost(f"the dashboard has stopped: {self.stop_reason or 'ended'}")
         fut: Future = Future()
         self.jobs.put((fn, args, fut))
+        self.wake.set()
         return fut.result(timeout=timeout)
 
     def arm(self, on: bool, why: str = "disarmed from the page") -> dict:
@@ -322,11 +325,14 @@ class Dashboard:
                                    unsaved=sorted(self.unsaved))
                     self._publish("status", summary)
                 t_next += CYCLE_S
-                wait = t_next - clock.now()
-                if wait > 0:
-                    clock.sleep(wait)
-                else:
+                if t_next <= clock.now():
                     t_next = clock.now()
+                # until the next cycle, a page's command runs as soon as it comes (a slider's move waits for the
+                # board's answer, not for the cycle)
+                while not self.stopping.is_set() and (wait := t_next - clock.now()) > 0:
+                    if self.wake.wait(min(wait, 0.005)):
+                        self.wake.clear()
+                        self._run_jobs()
         except BaseException as e:  # a lost link, a board error: the pages are told, the CLI ends with it
             self.error = e
             self.stop_reason = self.stop_reason or str(e)
