@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import secrets
 import sys
+import threading
 
 from ..errors import UserError
 from .boardopen import open_board
@@ -38,7 +39,6 @@ def run(args) -> int:
         except OSError as e:
             raise UserError(f"cannot serve on {args.listen}: {e.strerror or e} (another dashboard? --listen "
                             f"127.0.0.1:0 picks a free port)", exit_code=3) from None
-        import threading
         serving = threading.Thread(target=server.serve_forever, name="dashboard-http", daemon=True)
         try:
             dash.start()

@@ -278,11 +278,10 @@ class Dashboard:
                 continue
             try:
                 fut.set_result(fn(*args))
-            except (UserError, BadValue, PermissionError) as e:
-                fut.set_exception(e)
             except BaseException as e:
                 fut.set_exception(e)
-                raise
+                if not isinstance(e, UserError):
+                    raise       # not the page's mistake nor the board's word: the dashboard ends with it
 
     def _run(self) -> None:
         board = self.board
