@@ -23,15 +23,18 @@ from viperdrive.shared import protocol as P
 
 from ..board.livestate import LiveState
 from ..board.records import fault_text
-from ..errors import BadValue, LinkLost, UserError
+from ..errors import BadValue, LinkLost, NoReplyError, UserError
 from ..motion.drive import DriveController
 from ..tuning import design as gain_design
 from ..tuning import steptest
 
-DRIVE_TIMEOUT_S = 0.3           # the page's own deadman: no drive command for this long -> braked stop, disabled
+# the page's own deadman: no drive command for this long -> braked stop, disabled (the pad sends every 100 ms; a
+# hidden or closed page disarms at once, so this is for a page that stalls)
+DRIVE_TIMEOUT_S = 0.5
 CYCLE_S = 0.02                  # the board thread's cycle (board time): SET_VEL/STATE while armed, streams read
 SENSOR_HZ = 10                  # SENSORS_DATA for the status panel (battery, e-stop, IMU)
 STATUS_EVERY_S = 0.25           # GET_DIAG and the status summary this often
+STATUS_MISSES = 8               # that many unanswered in a row (2 s): the board is lost, the dashboard ends
 STEP_DURATION_S = 1.0
 PAGE_GAINS = ("kp", "ki", "kd", "windup_tau", "ks", "kv", "ka")
 
@@ -66,6 +69,8 @@ class Dashboard:
         self.stop_reason = ""
         self.params = {p[PARAMS.NAME]: None for p in PARAMS.TABLE}
         self.unsaved: set[str] = set()
+        self.status_misses = 0          # status requests the board did not answer (counted, shown)
+        self.unanswered = 0             # ... of them in a row
         self.thread = threading.Thread(target=self._run, name="dashboard-board", daemon=True)
 
     # ---- sessions: one controlling page ----
@@ -312,17 +317,9 @@ class Dashboard:
                     self._publish("telemetry", rows)
                 if now >= next_status:
                     next_status = now + STATUS_EVERY_S
-                    self.live.diag = board.diag()
-                    self.live.add_sensors(board.sensor_readings(), now)
-                    self.live.update_rate(now)
-                    summary = self.live.summary()
-                    summary.update(armed=self.armed, controller=self.controller is not None,
-                                   telemetry_received=self.live.received,
-                                   fault_code=self.live.diag.get("fault_code", 0),
-                                   deadman_trips=self.live.diag.get("deadman_trips", 0),
-                                   frames_ok=self.live.diag.get("frames_ok", 0), pages=len(self.sessions),
-                                   unsaved=sorted(self.unsaved))
-                    self._publish("status", summary)
+                    summary = self._status(now)
+                    if summary is not None:
+                        self._publish("status", summary)
                 t_next += CYCLE_S
                 if t_next <= clock.now():
                     t_next = clock.now()
@@ -337,6 +334,30 @@ class Dashboard:
             self.stop_reason = self.stop_reason or str(e)
         finally:
             self._shutdown()
+
+    def _status(self, now: float) -> dict | None:
+        """GET_DIAG and the sensors into the status summary; None when the board did not answer. One unanswered
+        request is a slow moment (a busy host, a noisy line), not a lost board: STATUS_MISSES in a row are."""
+        board = self.board
+        try:
+            self.live.diag = board.diag()
+        except NoReplyError:
+            self.unanswered += 1
+            self.status_misses += 1
+            if self.unanswered >= STATUS_MISSES:
+                raise LinkLost(f"the board answered none of {self.unanswered} status requests in a row "
+                               f"({self.unanswered * STATUS_EVERY_S:.1f} s)") from None
+            return None
+        self.unanswered = 0
+        self.live.add_sensors(board.sensor_readings(), now)
+        self.live.update_rate(now)
+        summary = self.live.summary()
+        d = self.live.diag
+        summary.update(armed=self.armed, controller=self.controller is not None,
+                       telemetry_received=self.live.received, status_misses=self.status_misses,
+                       fault_code=d.get("fault_code", 0), deadman_trips=d.get("deadman_trips", 0),
+                       frames_ok=d.get("frames_ok", 0), pages=len(self.sessions), unsaved=sorted(self.unsaved))
+        return summary
 
     def _shutdown(self) -> None:
         """However the thread ends: disabled first, then the pages' parameter changes put back, streams off."""
