@@ -25,7 +25,7 @@ import pytest
 from cli_helpers import VIPERDRIVE, run_cli
 
 from viperdrive.shared import params as PARAMS
-from viperdrive.timebase import wait_until
+from viperdrive.timebase import WaitTimeout, wait_until
 from viperdrive.tuning.steptest import step_metrics
 
 pytestmark = pytest.mark.browser
@@ -78,20 +78,37 @@ class Dash:
         if not line.startswith("dashboard on "):
             self.proc.kill()
             raise AssertionError(f"viperdrive dashboard printed {line!r}: {self.proc.stderr.read()}")
+        self.log: list[str] = []        # what it says on stderr (armed, disarmed and why), read as it comes
+        self._reader = threading.Thread(target=lambda: self.log.extend(iter(self.proc.stderr.readline, "")),
+                                        daemon=True)
+        self._reader.start()
         self.url = line[len("dashboard on "):].strip()
         parts = urlsplit(self.url)
         self.base = f"{parts.scheme}://{parts.netloc}"
         self.token = parts.query.split("token=", 1)[1]
 
-    def stop(self) -> tuple[int, str]:
+    def stop(self, sig=signal.SIGINT) -> tuple[int, str]:
+        """Stop it with `sig` (Ctrl-C by default) -> its exit code and everything it said on stderr."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(sig)
         try:
-            _, err = self.proc.communicate(timeout=30)
+            self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            _, err = self.proc.communicate()
-        return self.proc.returncode, err
+            self.proc.wait()
+        self._reader.join(timeout=10)
+        return self.proc.returncode, "".join(self.log)
+
+    def driving(self, sim) -> None:
+        """Wait until the page's pad drives the robot (outputs on, the left wheel above 1 rad/s), in board time;
+        what the dashboard said when it does not."""
+        def moving():
+            t = sim.truth()
+            return t["energized"] and t["w_left"] > 1.0
+        try:
+            wait_until(moving, 20.0, sim.clock, what="the robot driving from the page")
+        except WaitTimeout as e:
+            raise AssertionError(f"{e}; the dashboard said: {''.join(self.log)}") from None
 
 
 @pytest.fixture
@@ -303,8 +320,7 @@ def _drive(page):
 def test_closing_the_tab_while_armed_and_driving_disables_the_board_within_half_a_second(sim, dash, browser, shots):
     page = _open(browser, dash.url)
     _drive(page)
-    wait_until(lambda: sim.truth()["energized"] and sim.truth()["w_left"] > 1.0, 20.0, sim.clock,
-               what="the robot driving from the page")
+    dash.driving(sim)
     page.screenshot(path=str(shots / "dashboard-drive.png"))
     speed = sim.truth()["w_left"]
     page.close()
@@ -319,7 +335,7 @@ def test_closing_the_tab_while_armed_and_driving_disables_the_board_within_half_
 def test_a_page_sent_to_the_background_stops_the_robot(sim, dash, browser):
     page = _open(browser, dash.url)
     _drive(page)
-    wait_until(lambda: sim.truth()["energized"], 20.0, sim.clock, what="the robot driving from the page")
+    dash.driving(sim)
     page.evaluate("Object.defineProperty(document, 'hidden', {value: true, configurable: true}); "
                   "document.dispatchEvent(new Event('visibilitychange'))")
     wait_until(lambda: not sim.truth()["energized"], 5.0, sim.clock, what="the board disabled")
@@ -445,13 +461,11 @@ def test_sigterm_while_driving_leaves_the_board_disabled_and_the_parameters_as_t
     page.dispatch_event("#field-kp", "change")
     page.wait_for_function("Math.abs(S.params.kp - 0.06) < 1e-6", timeout=20000)
     _drive(page)
-    wait_until(lambda: sim.truth()["energized"] and sim.truth()["w_left"] > 1.0, 20.0, sim.clock,
-               what="the robot driving from the page")
-    d.proc.send_signal(signal.SIGTERM)
-    _, err = d.proc.communicate(timeout=30)
+    d.driving(sim)
+    rc, err = d.stop(signal.SIGTERM)
     page.wait_for_function("document.getElementById('banner').textContent.includes('stopped')", timeout=10000)
     page.close()
-    assert d.proc.returncode == 130, err
+    assert rc == 130, err
     assert "Traceback" not in err
     assert not sim.truth()["energized"]
     assert _param(sim, "kp") == pytest.approx(before, rel=1e-6)
@@ -461,15 +475,15 @@ def test_a_lost_link_ends_the_dashboard_with_the_reason_and_the_board_stops(sim,
     d = Dash(sim.url)
     page = _open(browser, d.url)
     _drive(page)
-    wait_until(lambda: sim.truth()["energized"] and sim.truth()["w_left"] > 1.0, 20.0, sim.clock,
-               what="the robot driving from the page")
+    d.driving(sim)
     sim.control({"cmd": "fault", "kind": "cut_link", "on": True})
     try:
-        _, err = d.proc.communicate(timeout=30)
+        d.proc.wait(timeout=30)
         # the board's own deadman: zero at once, outputs off after deadman_disable_ms
         wait_until(lambda: not sim.truth()["energized"], 5.0, sim.clock, what="the board's deadman disabling it")
     finally:
         sim.control({"cmd": "fault", "kind": "cut_link", "on": False})
     page.close()
+    rc, err = d.stop()
     print(f"link cut while driving: {err.strip().splitlines()[-1]}")
-    assert d.proc.returncode == 4 and "the dashboard ended" in err and "Traceback" not in err, err
+    assert rc == 4 and "the dashboard ended" in err and "Traceback" not in err, err

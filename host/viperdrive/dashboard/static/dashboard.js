@@ -10,7 +10,7 @@ const CAP = 60000;          // records kept (30 s at 2 kHz): every record is kep
 
 const S = {
   session: null, control: false, info: null, paused: false, windowS: 5, status: null, armed: false, armPending: false,
-  params: {}, ranges: {}, lastStep: null, prevStep: null, designed: null,
+  params: {}, ranges: {}, paramEpoch: 0, lastStep: null, prevStep: null, designed: null,
   pad: { v: 0, w: 0, held: false },
   data: Object.fromEntries(SERIES.map((k) => [k, new Float64Array(CAP)])), n: 0, head: 0,
   tPrevUs: null, tOffset: 0,
@@ -198,10 +198,16 @@ $("window").onchange = (e) => { S.windowS = Number(e.target.value); dirty = true
 
 // ---- parameters ----
 async function loadParams() {
-  try {
-    const out = await api("params");
-    showParams(out);
-  } catch (e) { $("params-msg").textContent = e.message; }
+  // a value set while the table was being read would be overwritten by the older read: read again then
+  for (let tries = 0; tries < 5; tries++) {
+    const epoch = S.paramEpoch;
+    try {
+      const out = await api("params");
+      if (epoch !== S.paramEpoch) continue;
+      showParams(out);
+      return;
+    } catch (e) { $("params-msg").textContent = e.message; return; }
+  }
 }
 
 function showParams(out) {
@@ -230,9 +236,11 @@ async function setParam(name, text, inp) {
     return null;
   }
   if (inp) inp.classList.remove("bad");
+  S.paramEpoch++;
   const t0 = performance.now();
   try {
     const out = await api("param", { name, value: v });
+    S.paramEpoch++;             // a table read that overlapped this set is stale on either side of it
     vdStats.lastParamMs = performance.now() - t0;
     S.params[name] = out.value;
     banner("");
