@@ -33,9 +33,10 @@ _WD_ON = const(9)               # _duty_registers: 1 while energized
 _WD_SB = const(10)              # _duty_registers: -2**31, sign-extends ptr32 loads on 64-bit hosts ((x ^ sb) - sb)
 _WD_MHZ = const(11)             # _duty_registers: system clocks per us (the PIO's edge-timer ticks -> us)
 _EXECCTRL = (0x0CC, 0x0E4, 0x0FC, 0x114)   # SMn_EXECCTRL in a PIO block
-# edge-timer ticks converted to us at most: the timer is read only in a period whose count changed, so it holds
-# less than one period (125 000 ticks at 1 ms); the cap keeps ticks * 8 far from 32 bits
-_TICKS_MAX = const(16777216)
+# edge-timer ticks converted to us at most (portable.PIO_TICKS_MAX, as a constant viper inlines; a test checks
+# they agree): the timer is read only in a period whose count changed, so it holds less than one period (125 000
+# ticks at 1 ms); the cap keeps ticks * 8 far from 32 bits
+PIO_TICKS_MAX = const(16777216)
 PIO_LOOP_CYCLES = const(8)      # portable.PIO_LOOP_CYCLES, as a constant viper inlines (a test checks they agree)
 
 
@@ -64,7 +65,7 @@ def _pairs(raw, c, e, t_us: int, mhz: int):
     while i < 2:
         cc[i] = r[2 * i + 1]
         n = -1 - ((int(r[2 * i]) ^ sb) - sb)        # ~X: edge-timer ticks since the last edge
-        if n >= 0 and n < _TICKS_MAX:
+        if n >= 0 and n < PIO_TICKS_MAX:
             ee[i] = (t_us - (n * PIO_LOOP_CYCLES) // mhz) & 0x3FFFFFFF
         ee[2 + i] = t_us
         i += 1
@@ -254,7 +255,7 @@ class Board(portable.MachineBoard):
                     t = ps[_TIMERAWL_WORD] & 0x3FFFFFFF     # the pair's moment: it was pushed a loop ago
                     ed[2 + i] = t
                     n = -1 - ((x ^ sb) - sb)        # ~X: edge-timer ticks since the last edge
-                    if n >= 0 and n < _TICKS_MAX:
+                    if n >= 0 and n < PIO_TICKS_MAX:
                         ed[i] = (t - (n * PIO_LOOP_CYCLES) // w[_WD_MHZ]) & 0x3FFFFFFF
                 i += 1
             sa = env[0]

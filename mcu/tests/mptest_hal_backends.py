@@ -385,6 +385,7 @@ def test_rp2_duty_register_table_names_each_bridges_pwm_slice_channel_and_dir_pi
     t = hrp2._duty_registers(portable.bridge_mode(cfg), cfg["pins"])
     assert list(t) == [1, 28, 0, 28, 1, 33, 0, 33, 1, 0, -1 << 31, 125], list(t)
     assert hrp2.PIO_LOOP_CYCLES == portable.PIO_LOOP_CYCLES     # the viper constant is the program's loop
+    assert hrp2.PIO_TICKS_MAX == portable.PIO_TICKS_MAX            # and the edge timer's cap, the CircuitPython one
 
 
 # ---- rp2: the period function (the control period in one viper call) on stand-in registers ----
