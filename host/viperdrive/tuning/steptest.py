@@ -146,6 +146,12 @@ class ParamGuard:
             self.kept.add(name)
         return self.board.set_param(name, value)
 
+    def keep_all(self) -> None:
+        """The live values are the ones to keep from now on, however the block ends (they were saved on the board,
+        or the saved ones loaded back): nothing is put back for what was set so far."""
+        self.original.clear()
+        self.kept.clear()
+
     def __enter__(self):
         return self
 
