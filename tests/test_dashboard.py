@@ -152,7 +152,7 @@ def _param(sim, name):
 
 # ---- the page, the plot, the status ----
 
-def test_page_loads_plots_every_record_and_shows_the_board(sim, dash, browser, shots):
+def test_page_loads_plots_every_record_and_shows_the_board(sim, dash, browser):
     page = _open(browser, dash.url)
     page.wait_for_function("vdStats.records > 200 && vdStats.draws > 10 && vdStats.statuses > 2", timeout=30000)
     # every record the dashboard received reaches the page (the drawing is decimated, the data never), and the
@@ -172,7 +172,6 @@ def test_page_loads_plots_every_record_and_shows_the_board(sim, dash, browser, s
     page.wait_for_function(f"vdStats.records > {r_p + 100}", timeout=10000)
     assert page.evaluate("vdStats.draws") <= d_p + 1
     page.click("#pause")
-    page.screenshot(path=str(shots / "dashboard-live.png"))
     assert not page.errors
     page.close()
 
@@ -321,7 +320,16 @@ def test_closing_the_tab_while_armed_and_driving_disables_the_board_within_half_
     page = _open(browser, dash.url)
     _drive(page)
     dash.driving(sim)
+    # the pictures: the Live view while the pad drives (switched by script: the pointer stays on the pad), then
+    # the Drive view, each once a second of records came in
+    n = page.evaluate("vdStats.records")
+    page.evaluate("document.querySelector('nav button[data-view=live]').click()")
+    page.wait_for_function(f"vdStats.records > {n + 160}", timeout=20000)
+    page.screenshot(path=str(shots / "dashboard-live-driving.png"))
+    page.evaluate("document.querySelector('nav button[data-view=drive]').click()")
+    page.wait_for_function(f"vdStats.records > {n + 320}", timeout=20000)
     page.screenshot(path=str(shots / "dashboard-drive.png"))
+    assert sim.truth()["energized"]
     speed = sim.truth()["w_left"]
     page.close()
     t0 = sim.clock.now()

@@ -328,11 +328,13 @@ class Dashboard:
             self._shutdown()
 
     def _status(self, now: float) -> dict | None:
-        """GET_DIAG and the sensors into the status summary; None when the board did not answer. One unanswered
+        """GET_DIAG, GET_ODOM and the sensors into the status summary; None when the board did not answer. One unanswered
         request is a slow moment (a busy host, a noisy line), not a lost board: STATUS_MISSES in a row are."""
         board = self.board
         try:
             self.live.diag = board.diag()
+            o = board.odometry()
+            self.live.pose = (o.x, o.y, o.theta)
         except NoReplyError:
             self.unanswered += 1
             self.status_misses += 1
