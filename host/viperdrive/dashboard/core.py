@@ -328,8 +328,9 @@ class Dashboard:
             self._shutdown()
 
     def _status(self, now: float) -> dict | None:
-        """GET_DIAG, GET_ODOM and the sensors into the status summary; None when the board did not answer. One unanswered
-        request is a slow moment (a busy host, a noisy line), not a lost board: STATUS_MISSES in a row are."""
+        """GET_DIAG, GET_ODOM and the sensors into the status summary; None when the board did not answer. One
+        unanswered request is a slow moment (a busy host, a noisy line), not a lost board: STATUS_MISSES in a row
+        are."""
         board = self.board
         try:
             self.live.diag = board.diag()
