@@ -144,6 +144,15 @@ def _post(base, path, body, token=None, headers=None):
         return e.code, json.loads(e.read() or b"{}")
 
 
+def _set_gain(page, name, value):
+    """On the Tuning view: type a gain into its field, as a user does, and wait for the board's acknowledgement."""
+    page.click("nav button[data-view=tuning]")
+    page.wait_for_function(f"S.params.{name} !== undefined && S.control === true", timeout=20000)
+    page.fill(f"#field-{name}", str(value))
+    page.dispatch_event(f"#field-{name}", "change")
+    page.wait_for_function(f"Math.abs(S.params.{name} - {value}) < 1e-6", timeout=20000)
+
+
 def _param(sim, name):
     r = run_cli("params", "get", name, "--port", sim.url, "--json")
     assert r.returncode == 0, r.stderr
@@ -220,11 +229,7 @@ def test_kp_from_the_page_save_reset_keeps_it_restore_brings_the_saved_one_back(
     d = Dash(sim.url)
     try:
         page = _open(browser, d.url)
-        page.click("nav button[data-view=tuning]")
-        page.wait_for_function("S.params.kp !== undefined", timeout=20000)
-        page.fill("#field-kp", str(new))
-        page.dispatch_event("#field-kp", "change")
-        page.wait_for_function(f"Math.abs(S.params.kp - {new}) < 1e-6", timeout=20000)
+        _set_gain(page, "kp", new)
         latency = page.evaluate("vdStats.lastParamMs")
         # the slider: a move applies too
         page.evaluate("const s = document.getElementById('slider-kp'); s.value = 0.045; "
@@ -234,9 +239,7 @@ def test_kp_from_the_page_save_reset_keeps_it_restore_brings_the_saved_one_back(
         slider_ms = page.evaluate("vdStats.lastSliderMs")
         print(f"kp on the board {latency:.0f} ms after the field's change, {slider_ms:.0f} ms after the slider "
               f"move (to the board's PARAM_ACK, as the page saw it)")
-        page.fill("#field-kp", str(new))
-        page.dispatch_event("#field-kp", "change")
-        page.wait_for_function(f"Math.abs(S.params.kp - {new}) < 1e-6", timeout=20000)
+        _set_gain(page, "kp", new)
         page.click("#save")
         page.wait_for_function("document.getElementById('save-msg').textContent.startsWith('saved')",
                                timeout=20000)
@@ -294,11 +297,7 @@ def test_unsaved_changes_are_put_back_when_the_dashboard_ends(sim, browser):
     d = Dash(sim.url)
     try:
         page = _open(browser, d.url)
-        page.click("nav button[data-view=tuning]")
-        page.wait_for_function("S.params.ki !== undefined", timeout=20000)
-        page.fill("#field-ki", "0.5")
-        page.dispatch_event("#field-ki", "change")
-        page.wait_for_function("Math.abs(S.params.ki - 0.5) < 1e-6", timeout=20000)
+        _set_gain(page, "ki", 0.5)
     finally:
         rc, err = d.stop()          # SIGINT, as Ctrl-C
     assert rc in (0, 130), err
@@ -463,11 +462,7 @@ def test_sigterm_while_driving_leaves_the_board_disabled_and_the_parameters_as_t
     before = _param(sim, "kp")
     d = Dash(sim.url)
     page = _open(browser, d.url)
-    page.click("nav button[data-view=tuning]")
-    page.wait_for_function("S.params.kp !== undefined && S.control === true", timeout=20000)
-    page.fill("#field-kp", "0.06")
-    page.dispatch_event("#field-kp", "change")
-    page.wait_for_function("Math.abs(S.params.kp - 0.06) < 1e-6", timeout=20000)
+    _set_gain(page, "kp", 0.06)
     _drive(page)
     d.driving(sim)
     rc, err = d.stop(signal.SIGTERM)
