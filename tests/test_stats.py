@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """viperdrive.stats.percentile: the nearest-rank rule, its edges, and agreement with numpy's "inverted_cdf"."""
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -34,3 +36,10 @@ def test_matches_numpy_inverted_cdf_and_is_a_sample(values, q):
     if abs(q * n - round(q * n)) > 1e-6:
         assert p == np.percentile(xs, q * 100, method="inverted_cdf")
     assert sum(1 for x in xs if x <= p) >= q * n - 1e-6
+
+
+def test_finite_or_none_writes_what_is_not_a_number_as_null_at_any_depth():
+    from viperdrive.stats import finite_or_none
+    x = {"a": float("nan"), "b": [1.5, float("inf"), (2, -float("inf"))], "c": "text", "d": 3}
+    assert finite_or_none(x) == {"a": None, "b": [1.5, None, [2, None]], "c": "text", "d": 3}
+    json.dumps(finite_or_none(x), allow_nan=False)      # valid JSON now

@@ -129,9 +129,7 @@ class Dashboard:
     def describe(self) -> dict:
         b = self.board
         return {"board": f"{b.info.board} ({b.info.firmware})", "port": b.link.url if b.link else "?",
-                "control_hz": b.info.control_hz, "telemetry_hz": self.rate, "counts_per_rev": b.counts_per_rev,
-                "max_wheel_speed": min(b.config.wheel_speed_limits), "drive_timeout_s": DRIVE_TIMEOUT_S,
-                "max_linear": b.config.max_rim_speed}
+                "control_hz": b.info.control_hz, "telemetry_hz": self.rate, "drive_timeout_s": DRIVE_TIMEOUT_S}
 
     # ---- calls from the server ----
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import math
 import queue
 import threading
 from http import HTTPStatus
@@ -25,6 +24,7 @@ from importlib import resources
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import BadValue, UserError
+from ..stats import finite_or_none
 from .core import Dashboard
 
 KEEPALIVE_S = 0.1       # the stream writes at least this often: a closed tab is seen within about this long
@@ -38,17 +38,6 @@ def _page() -> bytes:
     html = html.replace("/*STYLE*/", (d / "dashboard.css").read_text())
     html = html.replace("/*SCRIPT*/", (d / "dashboard.js").read_text())
     return html.encode()
-
-
-def _json_safe(x):
-    """NaN and infinities are not JSON: None in their place."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_safe(v) for v in x]
-    return x
 
 
 class DashboardServer(ThreadingHTTPServer):
@@ -119,7 +108,7 @@ class Handler(BaseHTTPRequestHandler):
     # ---- replies ----
 
     def _send_json(self, status: HTTPStatus, body) -> None:
-        data = json.dumps(_json_safe(body)).encode()
+        data = json.dumps(finite_or_none(body)).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -171,7 +160,7 @@ class Handler(BaseHTTPRequestHandler):
             while not self.server.closing.is_set():
                 try:
                     kind, data = sub.get(timeout=KEEPALIVE_S)
-                    chunk = f"event: {kind}\ndata: {json.dumps(_json_safe(data))}\n\n".encode()
+                    chunk = f"event: {kind}\ndata: {json.dumps(finite_or_none(data))}\n\n".encode()
                 except queue.Empty:
                     chunk = b": keepalive\n\n"
                 self.wfile.write(chunk)

@@ -46,6 +46,7 @@ from viperdrive.shared import params as PARAMS
 from viperdrive.shared import stepmetrics
 
 from ..errors import BadValue
+from ..stats import finite_or_none
 
 __all__ = ["MotorModel", "Request", "Limit", "Design", "fopdt", "limits", "rho_for_overshoot", "overshoot_of_rho",
            "tracking_time", "pi_gains", "pid_gains", "predict", "design"]
@@ -344,10 +345,10 @@ class Design:
 
     def to_dict(self) -> dict:
         """Plain data (JSON: an infinite limit is null)."""
-        d = _finite(asdict(self))
+        d = finite_or_none(asdict(self))
         d["motor_limit"] = self.motor_limit.name
         d["feedback_limit"] = self.feedback_limit.name
-        d["best_settle"] = _finite(self.best_settle)
+        d["best_settle"] = finite_or_none(self.best_settle)
         return d
 
     def summary(self) -> str:
@@ -390,16 +391,6 @@ class Design:
 
 def _ms(x) -> str:
     return "never" if x is None else f"{x * 1e3:.0f} ms"
-
-
-def _finite(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite(v) for v in x]
-    return x
 
 
 def _clip_param(name: str, value: float) -> float:
