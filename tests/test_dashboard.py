@@ -281,7 +281,7 @@ def test_kp_from_the_page_save_reset_keeps_it_restore_brings_the_saved_one_back(
         sid = page.evaluate("S.session")
         status, out = _post(d.base, "/api/param", {"name": "kp", "value": 99}, d.token,
                             {"X-Viperdrive-Session": sid, "Origin": d.base})
-        assert status == 400 and "kp=99 outside [0.0, 10.0]" in out["error"], out
+        assert status == 400 and "kp=99.0 outside [0.0, 10.0]" in out["error"], out
         status, out = _post(d.base, "/api/param", {"name": "kp", "value": float("nan")}, d.token,
                             {"X-Viperdrive-Session": sid, "Origin": d.base})
         assert status == 400, out

@@ -25,6 +25,7 @@ import os
 
 from viperdrive.shared import params as PARAMS
 
+from .. import ranges
 from ..board.ports import check_url, is_url
 from ..errors import BadValue, UserError
 from ..motion.scripts import LIMITS
@@ -97,6 +98,11 @@ class Number:
 def finite_float(lo: float | None = None, hi: float | None = None, unit: str = "", **kw) -> Number:
     """A finite float in [lo, hi] (lo_open=True / hi_open=True for open ends)."""
     return Number(lo, hi, unit, **kw)
+
+
+def from_range(r: ranges.Range) -> Number:
+    """The argparse type of one of viperdrive.ranges' shared ranges (the dashboard checks the same one)."""
+    return Number(r.lo, r.hi, r.unit, lo_open=r.lo_open, hi_open=r.hi_open, nonzero=r.nonzero)
 
 
 def int_range(lo: int, hi: int, unit: str = "") -> Number:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import extras
+from .. import extras, ranges
 from ..errors import BadValue, UserError
 from ..tuning import steptest
 from ..tuning.calibrate import RULES, relay_autotune
 from . import tune_design
 from .boardopen import check_no_fault, open_board, param_guard, warn_unsaved
-from .options import add_board_options, finite_float, parse_assignments, seconds
+from .options import add_board_options, finite_float, from_range, parse_assignments, seconds
 from .output import note, print_json
 from .terminal import Progress
 
@@ -25,14 +25,13 @@ HELP = ("step-test the wheel speed loop (rise, overshoot, settling, error, PNG);
         "--design gains from the motor model")
 
 GAINS = ("kp", "ki", "kd")
-STEP_MAX = 1000.0       # rad/s; the robot's max_rim_speed is checked once the board is open
 DEFAULT_PNG = "tune_step.png"
 TEST_MAX_S = 60.0       # a step or relay experiment longer than a minute is a typo, not a test
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wheel", choices=("left", "right", "both"), default="both", help="default both")
-    parser.add_argument("--step", type=finite_float(-STEP_MAX, STEP_MAX, "rad/s", nonzero=True), default=10.0,
+    parser.add_argument("--step", type=from_range(ranges.STEP_RAD_S), default=10.0,
                         metavar="RAD_S", help="step size, rad/s (10; negative: backwards)")
     parser.add_argument("--duration", type=seconds(TEST_MAX_S), default=1.0, metavar="S",
                         help="how long the step is held (1.0)")

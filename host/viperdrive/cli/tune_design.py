@@ -12,6 +12,7 @@ import argparse
 import math
 import re
 
+from .. import ranges
 from ..errors import BadValue, UserError
 from ..tuning import design as tuning_design
 from ..tuning import steptest
@@ -25,18 +26,14 @@ TOLERANCE = 0.2     # B meets the request when its settling and overshoot are wi
 SECOND_BAND = 0.02  # settling is also reported into 2 %
 
 
-SETTLE_MAX_S = 10.0     # a wheel speed loop settles in tens to hundreds of ms; a request past 10 s is a typo (1e9 s
-#                         designed kp 4.8e-12 and called it met)
-
-
 def duration(text: str) -> float:
-    """'150ms', '0.15s', '0.15' (s) -> seconds, in (0, SETTLE_MAX_S]."""
+    """'150ms', '0.15s', '0.15' (s) -> seconds, in ranges.SETTLE_S (the dashboard's Design takes the same)."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s)?\s*", text)
     if not m:
         raise argparse.ArgumentTypeError(f"{text!r} is not a time (e.g. 150ms or 0.15s)")
     v = float(m.group(1)) * (1e-3 if m.group(2) == "ms" else 1.0)
-    if not (math.isfinite(v) and 0 < v <= SETTLE_MAX_S):
-        raise argparse.ArgumentTypeError(f"{text!r} is outside (0, {SETTLE_MAX_S:g}] s: a wheel speed loop's "
+    if not (math.isfinite(v) and ranges.SETTLE_S.contains(v)):
+        raise argparse.ArgumentTypeError(f"{text!r} is outside {ranges.SETTLE_S.text()}: a wheel speed loop's "
                                          f"settling time")
     return v
 
@@ -44,8 +41,8 @@ def duration(text: str) -> float:
 def percent(text: str) -> float:
     """'5%', '5' -> 5.0 (percent)."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*%?\s*", text)
-    if not m or not 0 < float(m.group(1)) < 100:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage in (0, 100), e.g. 5%")
+    if not m or not ranges.OVERSHOOT_PCT.contains(float(m.group(1))):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage in {ranges.OVERSHOOT_PCT.text()}, e.g. 5%")
     return float(m.group(1))
 
 

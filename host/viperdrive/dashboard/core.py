@@ -1,20 +1,30 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The dashboard's board side: one thread owns the Board (nothing else touches it), streams its telemetry to every
-page, and runs the pages' commands one at a time between its cycles.
+page, and runs the pages' requests between its cycles within a stated budget of board time.
 
-Safety: the board is enabled only while the controlling page is armed and keeps sending (a drive command at least
-every DRIVE_TIMEOUT_S: the pad sends every 100 ms, zero included); otherwise, and when the controlling page's
-stream drops (the tab closed, the socket gone), it is stopped braked and disabled. Parameters changed from a page
-are put back when the dashboard ends unless they were saved (Save) or restored (Restore); the board is left
-disabled however it ends (Ctrl-C, SIGTERM, a lost link, an exception)."""
+The control model (docs/dashboard.md, "Who may drive"):
+- One page controls; the others watch. A watcher's requests never reach the board: the parameter table is read
+  once (a few parameters per cycle) and kept, changed only by this dashboard's own sets, Restore and a reset.
+- While armed, the board thread exchanges SET_VEL/STATE every CYCLE_S and gives the pages' requests at most
+  PAGE_BUDGET_S of board time per cycle (one request that started inside the budget finishes: a round trip or
+  two), so the board's own deadman (100 ms and up) never sees the host go quiet because of a page.
+- The page's own deadman counts from when a drive command *arrived*, in board time. A command is applied on the
+  server's thread at once (not queued behind the board thread's work); one that waited longer than DRIVE_TIMEOUT_S
+  to be applied is dropped, and once DRIVE_TIMEOUT_S passed without a command the board is disarmed (braked,
+  disabled) and a later command is refused: the page must arm again. Nothing restarts the wheels but a new arm.
+- A step test (the one long request) is cancelled within one of its periods by a stop signal, the controlling page
+  closing, or the controlling page's disarm: the wheels are braked and the lifted ramp put back.
+- A latched fault while armed disarms and is shown (status, its words, the Clear button); it does not end the
+  dashboard. A lost link does (exit 4).
+
+Parameters changed from a page are put back when the dashboard ends unless they were saved (Save) or restored
+(Restore); the board is left disabled however it ends (Ctrl-C, SIGTERM, SIGHUP, a lost link, an exception)."""
 from __future__ import annotations
 
-import math
 import queue
 import secrets
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
@@ -23,26 +33,44 @@ from viperdrive.shared import protocol as P
 
 from ..board.livestate import LiveState
 from ..board.records import fault_text
-from ..errors import BadValue, LinkLost, NoReplyError, UserError
+from ..errors import BadValue, BoardFault, LinkLost, NoReplyError, UserError
 from ..motion.drive import DriveController
 from ..tuning import design as gain_design
 from ..tuning import steptest
 
-# the page's own deadman: no drive command for this long -> braked stop, disabled (the pad sends every 100 ms; a
-# hidden or closed page disarms at once, so this is for a page that stalls)
+# the page's own deadman: no drive command for this long (board time, from its arrival) -> braked stop, disabled
+# (the pad sends every 100 ms; a hidden or closed page disarms at once, so this is for a page that stalls)
 DRIVE_TIMEOUT_S = 0.5
 CYCLE_S = 0.02                  # the board thread's cycle (board time): SET_VEL/STATE while armed, streams read
+PAGE_BUDGET_S = 0.008           # board time per cycle for the pages' requests while armed (a request started
+#                                 inside it finishes: at most two round trips of ~4 ms at 115200 baud)
 SENSOR_HZ = 10                  # SENSORS_DATA for the status panel (battery, e-stop, IMU)
 STATUS_EVERY_S = 0.25           # GET_DIAG and the status summary this often
 STATUS_MISSES = 8               # that many unanswered in a row (2 s): the board is lost, the dashboard ends
 STEP_DURATION_S = 1.0
 PAGE_GAINS = ("kp", "ki", "kd", "windup_tau", "ks", "kv", "ka")
+DESIGN_INPUTS = ("ks", "kv", "ka", "vel_tau", "max_duty")
 
 
-def _finite(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise BadValue(f"{name} must be a finite number, got {value!r}")
-    return float(value)
+class Refused(UserError):
+    """A page's request that cannot run now (not armed, the deadman ran out, cancelled): 409 to the page."""
+
+
+class Cancelled(Refused):
+    """A long request stopped before its end (a stop signal, the controlling page closing or disarming)."""
+
+
+class _CancelOnSignal:
+    """steptest's progress hook: raises Cancelled when the dashboard stops or a cancel came after `generation`."""
+
+    def __init__(self, dash: Dashboard, generation: int):
+        self.dash = dash
+        self.generation = generation
+
+    def update(self, now: float) -> None:
+        why = self.dash.cancelled_since(self.generation)
+        if why is not None:
+            raise Cancelled(f"the step test was cancelled ({why}): the wheels were braked and the ramp put back")
 
 
 class Dashboard:
@@ -50,24 +78,33 @@ class Dashboard:
 
     def __init__(self, board, say: Callable[[str], None] | None = None):
         self.board = board
+        self.clock = board.clock
         self.say = say or (lambda text: None)
         self.live = LiveState(board.counts_per_rev, board.info.control_hz)
         self.rate = steptest.telemetry_rate(board.info.control_hz, board.baud)
         self.guard = steptest.ParamGuard(board)     # what the pages changed, put back at the end unless saved
         self.drive = DriveController(board.config)
         self.armed = False
-        self.last_drive = 0.0           # host monotonic time of the last drive command
+        self.last_drive = 0.0           # board time the last accepted drive command arrived
+        self.dropped_drives = 0         # drive commands refused: stale on arrival, or after the deadman ran out
         self.controller: str | None = None      # the session that may command (one page at a time)
         self.sessions: set[str] = set()
         self.subscribers: list[queue.Queue] = []
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()    # sessions, subscribers, and the drive state (armed, last_drive, drive)
         self.jobs: queue.Queue = queue.Queue()
         self.wake = threading.Event()       # set when a job is queued: the board thread runs it between cycles
         self.stopping = threading.Event()
         self.ended = threading.Event()
         self.error: BaseException | None = None
         self.stop_reason = ""
+        self.cancel_generation = 0      # bumped by every cancel (page gone, disarm): a long job started before stops
+        self.cancel_why = ""
+        self.faults = 0                 # faults that disarmed the board while this dashboard ran
         self.unsaved: set[str] = set()
+        self.params: dict[str, float] = {}      # the board's live parameters as last read or set (the cache)
+        self.stale: list[str] = [p[PARAMS.NAME] for p in PARAMS.TABLE]     # names to read (again)
+        self.table_ready = threading.Event()    # set while nothing is stale
+        self.param_reads = 0            # GET_PARAMs the table cost (diagnostics: a watcher adds none)
         self.status_misses = 0          # status requests the board did not answer (counted, shown)
         self.unanswered = 0             # ... of them in a row
         self.thread = threading.Thread(target=self._run, name="dashboard-board", daemon=True)
@@ -87,7 +124,8 @@ class Dashboard:
                                                        "(close the other tab to take over: reload this one)"}
 
     def goodbye(self, sid: str, why: str) -> None:
-        """The page's stream ended: if it controlled the board, the board stops now (braked, then disabled)."""
+        """The page's stream ended: if it controlled the board, a running step stops and the board stops now
+        (braked, then disabled)."""
         with self.lock:
             self.sessions.discard(sid)
             was = self.controller == sid
@@ -95,6 +133,7 @@ class Dashboard:
                 self.controller = None
         if was:
             self.say(f"the controlling page went away ({why})")
+            self.cancel(f"the controlling page went away ({why})")
             self.jobs.put((self._disarm, (f"the controlling page went away ({why})",), Future()))
             self.wake.set()
 
@@ -102,6 +141,19 @@ class Dashboard:
         with self.lock:
             if sid is None or sid != self.controller:
                 raise PermissionError("this page only watches: another page controls the board")
+
+    def cancel(self, why: str) -> None:
+        """Every long request running or queued now stops at its next period (the step test)."""
+        with self.lock:
+            self.cancel_generation += 1
+            self.cancel_why = why
+
+    def cancelled_since(self, generation: int) -> str | None:
+        """Why a job started at `generation` must stop, or None."""
+        if self.stopping.is_set():
+            return self.stop_reason or "the dashboard is stopping"
+        with self.lock:
+            return self.cancel_why if self.cancel_generation != generation else None
 
     # ---- streams to the pages ----
 
@@ -144,72 +196,113 @@ class Dashboard:
 
     def arm(self, on: bool, why: str = "disarmed from the page") -> dict:
         if on and not self.armed:
-            self.drive.reset()
+            now = self.clock.now()
+            with self.lock:
+                self.drive.reset()
             self.board.activate()
-            self.armed = True
-            self.last_drive = time.monotonic()
+            with self.lock:
+                self.armed = True
+                self.last_drive = now
             self.say("armed from the page")
         elif not on and self.armed:
             self._disarm(why)
         return {"armed": self.armed}
 
-    def drive_command(self, v: float, w: float) -> dict:
-        v = _finite("v", v)
-        w = _finite("w", w)
-        if not self.armed:
-            raise BadValue("not armed: arm the board first (the switch on the Drive view)")
-        self.drive.command(v, w)
-        self.last_drive = time.monotonic()
+    def drive_command(self, v: float, w: float, arrived: float) -> dict:
+        """A drive command (m/s, rad/s: checked by the server), applied on the caller's thread at once. arrived: the
+        board time it arrived. Refused when not armed, when it waited longer than DRIVE_TIMEOUT_S, or when the
+        deadman already ran out (the board thread disarms then; arm again)."""
+        now = self.clock.now()
+        with self.lock:
+            if not self.armed:
+                raise Refused("not armed: arm the board first (the switch on the Drive view)")
+            if now - self.last_drive > DRIVE_TIMEOUT_S:
+                self.dropped_drives += 1
+                raise Refused(f"no drive command for {(now - self.last_drive) * 1e3:.0f} ms: the page's deadman "
+                              f"({DRIVE_TIMEOUT_S * 1e3:.0f} ms) ran out and the board is being stopped; arm again")
+            if now - arrived > DRIVE_TIMEOUT_S:
+                self.dropped_drives += 1
+                raise Refused(f"this drive command waited {(now - arrived) * 1e3:.0f} ms before it could run "
+                              f"(longer than the deadman's {DRIVE_TIMEOUT_S * 1e3:.0f} ms): dropped")
+            if arrived >= self.last_drive:      # an older command overtaken by a newer one never replaces it
+                self.drive.command(v, w, now=arrived)
+                self.last_drive = arrived
         return {"armed": True}
 
-    def set_param(self, name: str, value) -> dict:
+    def set_param(self, name: str, value: float) -> dict:
         """Board.set_param checks the name, the number and the range (the table's, then the board's own)."""
-        if not isinstance(name, str):
-            raise BadValue(f"a parameter's name is text, got {name!r}")
         got = self.guard.set(name, value)
-        self.unsaved.add(name)
+        with self.lock:
+            self.params[name] = got
+            self.unsaved.add(name)
         return {"name": name, "value": got}
 
-    def read_params(self) -> dict:
+    def read_params(self, timeout: float = 30.0) -> dict:
+        """The table from what this dashboard knows (read once, kept up to date by its own sets), on the caller's
+        thread: nothing reaches the board. Waits while names are still to be read (the board thread reads a few
+        per cycle)."""
+        if not self.table_ready.wait(timeout):
+            raise TimeoutError("the parameter table is still being read")
         rows = []
-        for p in PARAMS.TABLE:
-            name = p[PARAMS.NAME]
-            v = self.board.get_param(name)
-            rows.append({"name": name, "value": v, "unit": p[PARAMS.UNIT], "min": p[PARAMS.MIN],
-                         "max": p[PARAMS.MAX], "default": p[PARAMS.DEFAULT], "help": p[PARAMS.HELP],
-                         "unsaved": name in self.unsaved})
-        flags = self.board.diag().get("flags", 0)
+        with self.lock:
+            for p in PARAMS.TABLE:
+                name = p[PARAMS.NAME]
+                rows.append({"name": name, "value": self.params[name], "unit": p[PARAMS.UNIT],
+                             "min": p[PARAMS.MIN], "max": p[PARAMS.MAX], "default": p[PARAMS.DEFAULT],
+                             "help": p[PARAMS.HELP], "unsaved": name in self.unsaved})
+            flags = self.live.diag.get("flags", 0)
         return {"params": rows, "board_unsaved": bool(flags & P.DIAG_PARAMS_UNSAVED)}
 
     def save(self) -> dict:
-        self.board.save_params()
-        self.guard.keep_all()               # the saved values are the ones to keep
-        self.unsaved.clear()
+        """Save on the board (a job on the board thread), then the table."""
+        self.call(self._save)
         return self.read_params()
 
     def restore(self) -> dict:
-        complete = self.board.load_params()
-        self.guard.keep_all()               # the saved values are back: nothing to put back
-        self.unsaved.clear()
+        """LOAD_PARAMS on the board (a job), every value read again (a few per cycle), then the table."""
+        complete = self.call(self._restore)
         out = self.read_params()
         out["complete"] = complete
         return out
 
-    def step(self, wheel: str, size: float, lift_ramp: bool) -> dict:
-        if wheel not in ("left", "right", "both"):
-            raise BadValue("wheel is left, right or both")
-        size = _finite("size", size)
+    def _save(self) -> None:
+        self.board.save_params()
+        self.guard.keep_all()               # the saved values are the ones to keep
+        self.unsaved.clear()
+        self.live.diag = self.board.diag()
+
+    def _restore(self) -> bool:
+        complete = self.board.load_params()
+        self.guard.keep_all()               # the saved values are back: nothing to put back
+        self.unsaved.clear()
+        self._read_again([p[PARAMS.NAME] for p in PARAMS.TABLE])    # every value may have changed
+        self.live.diag = self.board.diag()
+        return complete
+
+    def _read_again(self, names: list[str]) -> None:
+        with self.lock:
+            self.stale = list(names)
+            self.table_ready.clear()
+
+    def step(self, wheel: str, size: float, lift_ramp: bool, generation: int) -> dict:
+        """A step test from the page (the server checked the types and the shared ranges). generation: the cancel
+        generation when the request arrived: a cancel after it stops the test."""
         limit = min(self.board.config.wheel_speed_limits)
-        if not 0 < abs(size) <= limit:
-            raise BadValue(f"step size {size:g} rad/s must be nonzero and within the wheel limit {limit:.1f} rad/s")
+        if not abs(size) <= limit:
+            raise BadValue(f"step size {size:g} rad/s is beyond the wheel limit {limit:.1f} rad/s")
         if self.armed:
-            raise BadValue("disarm first: the step test enables the board itself")
+            raise Refused("disarm first: the step test enables the board itself")
+        why = self.cancelled_since(generation)
+        if why is not None:
+            raise Cancelled(f"the step test was cancelled before it started ({why})")
         wheels = ("left", "right") if wheel == "both" else (wheel,)
         self.board.telemetry(0)
         try:
-            rec = steptest.run_step(self.board, wheels, size, STEP_DURATION_S, self.rate, keep_ramp=not lift_ramp)
+            rec = steptest.run_step(self.board, wheels, size, STEP_DURATION_S, self.rate, keep_ramp=not lift_ramp,
+                                    progress=_CancelOnSignal(self, generation))
         finally:
-            self.board.telemetry(self.rate)
+            if not self.stopping.is_set():
+                self.board.telemetry(self.rate)
         out: dict = {"wheel": wheel, "size": size, "lift_ramp": lift_ramp, "t_step": rec.t_step, "t_end": rec.t_end,
                      "t": [float(x) for x in rec.t], "metrics": {}, "gains": self._gains()}
         for w in wheels:
@@ -221,23 +314,25 @@ class Dashboard:
         return out
 
     def design(self, settle_s: float, overshoot_pct: float) -> dict:
-        g = {name: self.board.get_param(name) for name in ("ks", "kv", "ka", "vel_tau", "max_duty")}
+        """Gains for a settling time (s) and overshoot (%), both inside ranges.SETTLE_S / OVERSHOOT_PCT (the CLI's
+        `tune --design` ranges: the server checked them), from the board's identified motor (the table's values:
+        nothing reaches the board)."""
+        g = {row["name"]: row["value"] for row in self.read_params()["params"]}
         model = gain_design.MotorModel(ks=g["ks"], kv=g["kv"], ka=g["ka"], control_hz=self.board.info.control_hz,
                                        counts_per_rev=self.board.counts_per_rev, vel_tau=g["vel_tau"],
                                        max_duty=g["max_duty"])
-        req = gain_design.Request(settle=_finite("settle", settle_s), overshoot=_finite("overshoot", overshoot_pct)
-                                  / 100.0)
-        d = gain_design.design(model, req)
+        d = gain_design.design(model, gain_design.Request(settle=settle_s, overshoot=overshoot_pct / 100.0))
         return {"feasible": d.feasible, "problems": d.problems, "notes": d.notes,
                 "gains": {k: v for k, v in d.gains.items() if k in ("kp", "ki", "kd", "windup_tau")},
                 "predicted": d.predicted}
 
     def clear_fault(self) -> dict:
         code = self.board.clear_fault()
+        self.live.diag = self.board.diag()
         return {"cleared": code, "fault": fault_text(code)}
 
     def _gains(self) -> dict:
-        return {name: self.board.get_param(name) for name in PAGE_GAINS}
+        return {name: self.params.get(name) for name in PAGE_GAINS}
 
     # ---- the board thread ----
 
@@ -255,20 +350,40 @@ class Dashboard:
         self.thread.join(timeout=30)
 
     def _disarm(self, why: str) -> None:
-        if self.armed:
-            self.armed = False
+        with self.lock:
+            was, self.armed = self.armed, False
             self.drive.reset()
+        if was:
             self.say(f"disarmed: {why}")
             self._publish("disarmed", {"why": why})
         if self.board.active:
             self.board.deactivate()
 
-    def _run_jobs(self) -> None:
-        while True:
+    def _fault(self, e: BoardFault) -> None:
+        """The board turned its outputs off on its own while armed (a latched fault, a restart): disarmed, shown;
+        the dashboard goes on (the Clear button clears a fault: the host never does on its own)."""
+        with self.lock:
+            self.armed = False
+            self.drive.reset()
+        self.faults += 1
+        self.say(f"disarmed: {e}")
+        self._publish("disarmed", {"why": str(e), "fault": True})
+        if self.board.active:
+            self.board.deactivate()
+        try:
+            self.live.diag = self.board.diag()
+        except NoReplyError:
+            pass
+
+    def _work(self, until: float) -> None:
+        """The pages' requests, in order, until board time `until` (one that started before it finishes), then
+        the parameter table's reads that are due, one at a time."""
+        clock = self.clock
+        while clock.now() < until:
             try:
                 fn, args, fut = self.jobs.get_nowait()
             except queue.Empty:
-                return
+                break
             if not fut.set_running_or_notify_cancel():
                 continue
             try:
@@ -277,25 +392,51 @@ class Dashboard:
                 fut.set_exception(e)
                 if not isinstance(e, UserError):
                     raise       # not the page's mistake nor the board's word: the dashboard ends with it
+        while self.stale and clock.now() < until:
+            name = self.stale[0]
+            value = self.board.get_param(name)
+            self.param_reads += 1
+            with self.lock:
+                self.params[name] = value
+                if self.stale and self.stale[0] == name:
+                    self.stale.pop(0)
+                if not self.stale:
+                    self.table_ready.set()
+
+    def _pending(self) -> bool:
+        return not self.jobs.empty() or bool(self.stale)
+
+    def _drive_cycle(self, now: float) -> None:
+        """While armed: the page's deadman, then one SET_VEL/STATE exchange. A fault disarms, never ends."""
+        with self.lock:
+            if not self.armed:
+                return
+            no_page = self.controller is None
+            silent = now - self.last_drive
+        if no_page:
+            self._disarm("no page controls the board")
+            return
+        if silent > DRIVE_TIMEOUT_S:
+            self._disarm(f"no drive command for {silent * 1e3:.0f} ms (the page's deadman is "
+                         f"{DRIVE_TIMEOUT_S * 1e3:.0f} ms: the page stopped sending: closed, hidden or stalled)")
+            return
+        with self.lock:
+            left, right = self.drive.update(now)
+        try:
+            self.board.write(left, right)
+            self.board.read()
+        except BoardFault as e:
+            self._fault(e)
 
     def _run(self) -> None:
         board = self.board
-        clock = board.clock
+        clock = self.clock
         next_status = 0.0
         t_next = clock.now()
         try:
             while not self.stopping.is_set():
-                self._run_jobs()
-                now = time.monotonic()
-                if self.armed:
-                    if self.controller is None:
-                        self._disarm("no page controls the board")
-                    elif now - self.last_drive > DRIVE_TIMEOUT_S:
-                        self._disarm(f"no drive command for {DRIVE_TIMEOUT_S * 1e3:.0f} ms (the page stopped "
-                                     f"sending: closed, hidden or stalled)")
-                    else:
-                        board.write(*self.drive.update(now))
-                        board.read()
+                now = clock.now()
+                self._drive_cycle(now)
                 records = board.telemetry_frames()
                 if records:
                     rows = []
@@ -313,12 +454,15 @@ class Dashboard:
                 t_next += CYCLE_S
                 if t_next <= clock.now():
                     t_next = clock.now()
-                # until the next cycle, a page's command runs as soon as it comes (a slider's move waits for the
-                # board's answer, not for the cycle)
+                # until the next cycle the pages' requests run as they come (a slider's move waits for the board's
+                # answer, not for the cycle); while armed within PAGE_BUDGET_S of this cycle
+                until = t_next if not self.armed else min(t_next, clock.now() + PAGE_BUDGET_S)
                 while not self.stopping.is_set() and (wait := t_next - clock.now()) > 0:
+                    if clock.now() < until and self._pending():
+                        self._work(until)
+                        continue
                     if self.wake.wait(min(wait, 0.005)):
                         self.wake.clear()
-                        self._run_jobs()
         except BaseException as e:  # a lost link, a board error: the pages are told, the CLI ends with it
             self.error = e
             self.stop_reason = self.stop_reason or str(e)
@@ -328,7 +472,7 @@ class Dashboard:
     def _status(self, now: float) -> dict | None:
         """GET_DIAG, GET_ODOM and the sensors into the status summary; None when the board did not answer. One
         unanswered request is a slow moment (a busy host, a noisy line), not a lost board: STATUS_MISSES in a row
-        are."""
+        are. Rates are per second of board time."""
         board = self.board
         try:
             self.live.diag = board.diag()
@@ -349,13 +493,15 @@ class Dashboard:
         summary.update(armed=self.armed, controller=self.controller is not None,
                        telemetry_received=self.live.received, status_misses=self.status_misses,
                        fault_code=d.get("fault_code", 0), deadman_trips=d.get("deadman_trips", 0),
-                       frames_ok=d.get("frames_ok", 0), pages=len(self.sessions), unsaved=sorted(self.unsaved))
+                       frames_ok=d.get("frames_ok", 0), pages=len(self.sessions), unsaved=sorted(self.unsaved),
+                       param_reads=self.param_reads, dropped_drives=self.dropped_drives, faults=self.faults)
         return summary
 
     def _shutdown(self) -> None:
         """However the thread ends: disabled first, then the pages' parameter changes put back, streams off."""
         board = self.board
-        self.armed = False
+        with self.lock:
+            self.armed = False
         try:
             if board.active:
                 board.deactivate()
@@ -372,10 +518,14 @@ class Dashboard:
                 pass
         self.ended.set()
         self._publish("ended", {"why": self.stop_reason or "the dashboard stopped"})
+        gone = LinkLost(f"the dashboard has stopped: {self.stop_reason or 'ended'}")
         while True:             # calls still queued: answered, not left waiting
             try:
                 _fn, _args, fut = self.jobs.get_nowait()
             except queue.Empty:
                 break
             if fut.set_running_or_notify_cancel():
-                fut.set_exception(LinkLost(f"the dashboard has stopped: {self.stop_reason or 'ended'}"))
+                fut.set_exception(gone)
+
+
+__all__ = ["Dashboard", "Refused", "Cancelled", "DRIVE_TIMEOUT_S", "CYCLE_S", "PAGE_BUDGET_S"]

@@ -15,9 +15,12 @@ Who may do what (docs/dashboard.md, "Security"):
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import queue
+import socket
 import threading
+from concurrent.futures import TimeoutError as FutureTimeout
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -25,6 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..errors import BadValue, UserError
 from ..stats import finite_or_none
+from . import api
 from .core import Dashboard
 
 KEEPALIVE_S = 0.1       # the stream writes at least this often: a closed tab is seen within about this long
@@ -40,23 +44,75 @@ def _page() -> bytes:
     return html.encode()
 
 
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and "localhost": only this machine can connect."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def split_host(value: str) -> tuple[str, str]:
+    """A Host header or HOST:PORT -> (host, port text); "[::1]:8770" -> ("::1", "8770")."""
+    if value.startswith("["):
+        host, _, rest = value[1:].partition("]")
+        return host, rest.removeprefix(":")
+    host, _, port = value.rpartition(":")
+    return (host, port) if host else (value, "")
+
+
 class DashboardServer(ThreadingHTTPServer):
+    """The HTTP server on (host, port); host may be an IPv6 address ("::1"). The Host header must name it: on a
+    loopback address, localhost or a loopback address; on a wildcard (0.0.0.0, ::) or another address, also any IP
+    address of this machine as a literal (a DNS-rebinding page always names a host *name*, so a literal address is
+    the browser talking to this server) and this machine's host name."""
+
     daemon_threads = True
     allow_reuse_address = True
 
     def __init__(self, address: tuple[str, int], dash: Dashboard, token: str):
+        host = address[0]
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         super().__init__(address, Handler)
         self.dash = dash
         self.token = token
         self.page = _page()
-        host, port = str(self.server_address[0]), int(self.server_address[1])
-        self.names = {f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"}
-        self.origins = {f"http://{n}" for n in self.names}
+        self.host = str(self.server_address[0])
+        self.port = int(self.server_address[1])
+        self.loopback_only = is_loopback(self.host)
+        self.hostnames = {"localhost"}
+        if not self.loopback_only:
+            self.hostnames.add(socket.gethostname().lower())
         self.closing = threading.Event()
+
+    def host_allowed(self, header: str) -> bool:
+        """Does a request's Host header name this server (its port, and a name or address it answers to)?"""
+        host, port = split_host(header.strip().lower())
+        if port != str(self.port):
+            return False
+        if host in self.hostnames:
+            return True
+        if not _is_ip(host):
+            return False
+        if self.loopback_only:
+            return is_loopback(host)
+        return True
 
     @property
     def url(self) -> str:
-        return f"http://{str(self.server_address[0])}:{int(self.server_address[1])}/?token={self.token}"
+        host = "127.0.0.1" if self.host == "0.0.0.0" else "::1" if self.host == "::" else self.host
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{self.port}/?token={self.token}"
 
     def shutdown(self) -> None:
         self.closing.set()
@@ -86,11 +142,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def _allowed(self, token: str | None) -> bool:
         s = self.server
-        if self.headers.get("Host", "") not in s.names:
+        host = self.headers.get("Host", "")
+        if not s.host_allowed(host):
             self._refuse(HTTPStatus.FORBIDDEN, "this server answers only to its own address (Host header)")
             return False
         origin = self.headers.get("Origin")
-        if origin is not None and origin not in s.origins:
+        if origin is not None and origin.lower() != f"http://{host.strip().lower()}":
             self._refuse(HTTPStatus.FORBIDDEN, f"requests from {origin} are refused: only this dashboard's own page "
                                                f"may talk to it")
             return False
@@ -178,72 +235,67 @@ class Handler(BaseHTTPRequestHandler):
     # ---- POST: commands ----
 
     def do_POST(self):  # noqa: N802 - the base class's name
+        dash = self.server.dash
+        arrived = dash.clock.now()          # a drive command's age counts from here (board time)
         url = urlsplit(self.path)
         if not self._allowed(self.headers.get("X-Viperdrive-Token")):
             return
         if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/json":
             self._refuse(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "commands are JSON (Content-Type: application/json)")
             return
-        try:
-            n = int(self.headers.get("Content-Length", "0"))
-        except ValueError:
-            n = -1
+        length = self.headers.get("Content-Length", "0").strip()
+        n = int(length) if length.isdigit() and len(length) <= 6 else -1
         if not 0 <= n <= MAX_BODY:
             self._refuse(HTTPStatus.BAD_REQUEST, "a command's body is JSON of at most 16 KiB")
             return
-        try:
-            body = json.loads(self.rfile.read(n) or b"{}")
-            if not isinstance(body, dict):
-                raise ValueError("not an object")
-        except ValueError as e:
-            self._refuse(HTTPStatus.BAD_REQUEST, f"the body is not a JSON object: {e}")
-            return
         name = url.path.removeprefix("/api/")
-        dash = self.server.dash
+        if name not in api.COMMANDS:
+            self._refuse(HTTPStatus.NOT_FOUND, f"no such command: {name[:80]}")
+            return
         sid = self.headers.get("X-Viperdrive-Session")
         try:
-            if name == "hello":
-                out = dash.hello()
-            elif name == "params":
-                out = dash.call(dash.read_params)
-            else:
-                fn = self._command(name, body)
-                if fn is None:
-                    self._refuse(HTTPStatus.NOT_FOUND, f"no such command: {name}")
-                    return
-                dash.require_control(sid)
-                out = dash.call(*fn, timeout=60.0)
+            args = api.check(name, api.parse_body(self.rfile.read(n)))
+            out = self._run(dash, name, args, sid, arrived)
         except PermissionError as e:
             self._refuse(HTTPStatus.FORBIDDEN, str(e))
             return
-        except (BadValue, KeyError, TypeError) as e:
-            self._refuse(HTTPStatus.BAD_REQUEST, str(e) if not isinstance(e, KeyError) else f"missing {e}")
+        except BadValue as e:
+            self._refuse(HTTPStatus.BAD_REQUEST, str(e))
             return
         except UserError as e:
             self._refuse(HTTPStatus.CONFLICT, str(e))
             return
-        except TimeoutError:
+        except (TimeoutError, FutureTimeout):
             self._refuse(HTTPStatus.GATEWAY_TIMEOUT, "the board did not answer in time")
             return
         self._send_json(HTTPStatus.OK, out)
 
-    def _command(self, name: str, body: dict):
-        dash = self.server.dash
-        if name == "arm":
-            why = str(body.get("why", "disarmed from the page"))[:200]
-            return (dash.arm, bool(body["on"]), why)
+    @staticmethod
+    def _run(dash: Dashboard, name: str, args: list, sid: str | None, arrived: float):
+        """One checked command. A watcher may only say hello and read the table; everything else is the
+        controlling page's."""
+        if name == "hello":
+            return dash.hello()
+        if name == "params":
+            return dash.read_params()
+        dash.require_control(sid)
         if name == "drive":
-            return (dash.drive_command, body["v"], body["w"])
-        if name == "param":
-            return (dash.set_param, body["name"], body["value"])
-        if name == "save":
-            return (dash.save,)
-        if name == "restore":
-            return (dash.restore,)
-        if name == "step":
-            return (dash.step, body.get("wheel", "both"), body["size"], bool(body.get("lift_ramp", True)))
+            return dash.drive_command(*args, arrived=arrived)
         if name == "design":
-            return (dash.design, body["settle_s"], body["overshoot_pct"])
+            return dash.design(*args)
+        if name == "save":
+            return dash.save()
+        if name == "restore":
+            return dash.restore()
+        if name == "arm":
+            on, why = args
+            if not on:
+                dash.cancel(why)        # a step test running now stops at its next period, not after its end
+            return dash.call(dash.arm, on, why)
+        if name == "step":
+            return dash.call(dash.step, *args, dash.cancel_generation, timeout=60.0)
+        if name == "param":
+            return dash.call(dash.set_param, *args)
         if name == "clear_fault":
-            return (dash.clear_fault,)
-        return None
+            return dash.call(dash.clear_fault)
+        raise AssertionError(f"api.COMMANDS has {name} and the server does not")

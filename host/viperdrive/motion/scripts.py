@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import ranges
 from ..errors import BadValue
 from .odometry import wrap_pi
 
@@ -30,8 +31,8 @@ BUILTINS = ("square", "spin", "figure8")
 LIMITS = {
     "distance_m": 1000.0,       # |forward|, arc radius, square side
     "angle_deg": 36000.0,       # |turn|, |arc| (100 turns)
-    "speed_m_s": 10.0,          # cruise speed (the robot's own limit applies on top)
-    "rate_rad_s": 50.0,         # turn rate
+    "speed_m_s": ranges.SPEED_MAX_M_S,          # cruise speed (the robot's own limit applies on top)
+    "rate_rad_s": ranges.TURN_RATE_MAX_RAD_S,   # turn rate
     "duration_s": 86400.0,      # wait, twist, and any --duration: one day
 }
 
