@@ -12,20 +12,19 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import threading
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from cli_helpers import VIPERDRIVE, run_cli
+from cli_helpers import run_cli
+from dashboard_helpers import Dash, post
 
 from viperdrive.shared import params as PARAMS
-from viperdrive.timebase import WaitTimeout, wait_until
+from viperdrive.timebase import wait_until
 from viperdrive.tuning.steptest import step_metrics
 
 pytestmark = pytest.mark.browser
@@ -67,50 +66,6 @@ def shots(tmp_path_factory):
     return d
 
 
-class Dash:
-    """`viperdrive dashboard --port URL --listen 127.0.0.1:0` as a user runs it: its URL from what it prints."""
-
-    def __init__(self, port_url: str):
-        self.proc = subprocess.Popen([VIPERDRIVE, "dashboard", "--port", port_url, "--listen", "127.0.0.1:0"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     stdin=subprocess.DEVNULL)
-        line = self.proc.stdout.readline()
-        if not line.startswith("dashboard on "):
-            self.proc.kill()
-            raise AssertionError(f"viperdrive dashboard printed {line!r}: {self.proc.stderr.read()}")
-        self.log: list[str] = []        # what it says on stderr (armed, disarmed and why), read as it comes
-        self._reader = threading.Thread(target=lambda: self.log.extend(iter(self.proc.stderr.readline, "")),
-                                        daemon=True)
-        self._reader.start()
-        self.url = line[len("dashboard on "):].strip()
-        parts = urlsplit(self.url)
-        self.base = f"{parts.scheme}://{parts.netloc}"
-        self.token = parts.query.split("token=", 1)[1]
-
-    def stop(self, sig=signal.SIGINT) -> tuple[int, str]:
-        """Stop it with `sig` (Ctrl-C by default) -> its exit code and everything it said on stderr."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._reader.join(timeout=10)
-        return self.proc.returncode, "".join(self.log)
-
-    def driving(self, sim) -> None:
-        """Wait until the page's pad drives the robot (outputs on, the left wheel above 1 rad/s), in board time;
-        what the dashboard said when it does not."""
-        def moving():
-            t = sim.truth()
-            return t["energized"] and t["w_left"] > 1.0
-        try:
-            wait_until(moving, 20.0, sim.clock, what="the robot driving from the page")
-        except WaitTimeout as e:
-            raise AssertionError(f"{e}; the dashboard said: {''.join(self.log)}") from None
-
-
 @pytest.fixture
 def dash(sim):
     d = Dash(sim.url)
@@ -129,19 +84,6 @@ def _open(browser, url, width=1400, height=900):
     page.goto(url)
     page.errors = errors
     return page
-
-
-def _post(base, path, body, token=None, headers=None):
-    h = {"Content-Type": "application/json"}
-    if token is not None:
-        h["X-Viperdrive-Token"] = token
-    h.update(headers or {})
-    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), headers=h, method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
 
 
 def _set_gain(page, name, value):
@@ -279,10 +221,10 @@ def test_kp_from_the_page_save_reset_keeps_it_restore_brings_the_saved_one_back(
         page = _open(browser, d.url)
         page.wait_for_function("S.session !== null && S.control === true", timeout=20000)
         sid = page.evaluate("S.session")
-        status, out = _post(d.base, "/api/param", {"name": "kp", "value": 99}, d.token,
+        status, out = post(d.base, "/api/param", {"name": "kp", "value": 99}, d.token,
                             {"X-Viperdrive-Session": sid, "Origin": d.base})
         assert status == 400 and "kp=99.0 outside [0.0, 10.0]" in out["error"], out
-        status, out = _post(d.base, "/api/param", {"name": "kp", "value": float("nan")}, d.token,
+        status, out = post(d.base, "/api/param", {"name": "kp", "value": float("nan")}, d.token,
                             {"X-Viperdrive-Session": sid, "Origin": d.base})
         assert status == 400, out
         page.close()
@@ -357,7 +299,7 @@ def test_a_second_page_only_watches(sim, dash, browser):
     second.wait_for_function("S.session !== null", timeout=20000)
     assert second.evaluate("S.control") is False and "Read-only" in second.inner_text("#banner")
     assert second.is_disabled("#arm")
-    status, out = _post(dash.base, "/api/arm", {"on": True}, dash.token,
+    status, out = post(dash.base, "/api/arm", {"on": True}, dash.token,
                         {"X-Viperdrive-Session": second.evaluate("S.session"), "Origin": dash.base})
     assert status == 403 and "only watches" in out["error"]
     assert not sim.truth()["energized"]
@@ -416,14 +358,14 @@ def test_requests_without_the_token_or_from_another_origin_are_refused_and_the_b
             raise AssertionError(f"{url} answered")
         except urllib.error.HTTPError as e:
             assert e.code == 403 and "token" in json.loads(e.read())["error"]
-    assert _post(base, "/api/arm", {"on": True})[0] == 403
-    assert _post(base, "/api/arm", {"on": True}, "wrong")[0] == 403
+    assert post(base, "/api/arm", {"on": True})[0] == 403
+    assert post(base, "/api/arm", {"on": True}, "wrong")[0] == 403
     # the right token from another origin, or under another host name (DNS rebinding): refused
-    status, out = _post(base, "/api/hello", {}, token, {"Origin": "http://evil.example"})
+    status, out = post(base, "/api/hello", {}, token, {"Origin": "http://evil.example"})
     assert status == 403 and "evil.example" in out["error"]
-    status, out = _post(base, "/api/hello", {}, token, {"Host": "evil.example:80"})
+    status, out = post(base, "/api/hello", {}, token, {"Host": "evil.example:80"})
     assert status == 403 and "Host" in out["error"]
-    status, out = _post(base, "/api/hello", {}, token, {"Sec-Fetch-Site": "cross-site"})
+    status, out = post(base, "/api/hello", {}, token, {"Sec-Fetch-Site": "cross-site"})
     assert status == 403
     # not JSON: refused before anything runs (a cross-origin form can only send text/plain)
     req = urllib.request.Request(base + "/api/arm", data=b"on=1", method="POST",

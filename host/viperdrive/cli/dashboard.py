@@ -41,6 +41,7 @@ def run(args) -> int:
         except OSError as e:
             raise UserError(f"cannot serve on {args.listen}: {e.strerror or e} (another dashboard? --listen "
                             f"127.0.0.1:0 picks a free port)", exit_code=3) from None
+        why = "the dashboard was stopped (its --duration ended)"
         serving = threading.Thread(target=server.serve_forever, name="dashboard-http", daemon=True)
         try:
             dash.start()
@@ -58,12 +59,14 @@ def run(args) -> int:
                 if end is not None and clock.now() >= end:
                     break
                 dash.ended.wait(0.1)
+        except KeyboardInterrupt as e:      # Ctrl-C, SIGTERM, SIGHUP (cli/signals.py): its name goes to the pages
+            why = f"the dashboard was {e}"
+            raise
         finally:
             # the board first (disabled, the parameters put back, the pages told why), then the server; a second
             # Ctrl-C or SIGTERM must not cut that short
             with deferred_signals():
-                dash.stop("the dashboard was stopped (Ctrl-C or SIGTERM)" if dash.error is None
-                          else str(dash.error))
+                dash.stop(str(dash.error) if dash.error is not None else why)
                 server.shutdown()
                 server.server_close()
         if dash.error is not None:

@@ -18,8 +18,10 @@ import hmac
 import ipaddress
 import json
 import queue
+import select
 import socket
 import threading
+import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,7 +33,8 @@ from ..stats import finite_or_none
 from . import api
 from .core import Dashboard
 
-KEEPALIVE_S = 0.1       # the stream writes at least this often: a closed tab is seen within about this long
+KEEPALIVE_S = 0.1       # the stream writes at least this often (a proxy or a browser that drops idle streams)
+EVENT_POLL_S = 0.02     # and looks this often whether the page closed its end: a closed tab is seen within this
 MAX_BODY = 16384
 
 
@@ -215,22 +218,41 @@ class Handler(BaseHTTPRequestHandler):
         why = "its stream closed"
         try:
             while not self.server.closing.is_set():
+                if self._peer_gone():
+                    why = "the tab closed or the connection dropped"
+                    break
                 try:
-                    kind, data = sub.get(timeout=KEEPALIVE_S)
+                    kind, data = sub.get(timeout=EVENT_POLL_S)
                     chunk = f"event: {kind}\ndata: {json.dumps(finite_or_none(data))}\n\n".encode()
                 except queue.Empty:
+                    kind = ""
+                    if time.monotonic() - self._last_write < KEEPALIVE_S:
+                        continue
                     chunk = b": keepalive\n\n"
                 self.wfile.write(chunk)
                 self.wfile.flush()
+                self._last_write = time.monotonic()
                 if kind == "ended":
                     break
-                kind = ""
         except OSError:
             why = "the tab closed or the connection dropped"
         finally:
             dash.unsubscribe(sub)
             if sid is not None:
                 dash.goodbye(sid, why)
+
+    _last_write = 0.0
+
+    def _peer_gone(self) -> bool:
+        """The page closed its end (a closed tab, a dropped connection): the socket reads as at its end. A page
+        never sends anything on its stream, so anything readable is that end (or a reset)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
 
     # ---- POST: commands ----
 
