@@ -58,7 +58,9 @@ class Dash:
             self.proc.kill()
             self.proc.wait()
         self._reader.join(timeout=10)
-        return self.proc.returncode, "".join(self.log)
+        said = "".join(self.log)
+        print(f"the dashboard ended with exit {self.proc.returncode}; it said:\n{said}")   # shown when a test fails
+        return self.proc.returncode, said
 
     def driving(self, sim) -> None:
         """Wait until the page's pad drives the robot (outputs on, the left wheel above 1 rad/s), in board time;

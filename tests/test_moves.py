@@ -15,6 +15,8 @@ import pytest
 from cli_helpers import VIPERDRIVE, run_cli, until_energized
 
 from viperdrive.board import Board
+from viperdrive.board.moves import move_pieces
+from viperdrive.shared import protocol as P
 from viperdrive.errors import BadValue
 from viperdrive.timebase import wait_until
 
@@ -65,6 +67,45 @@ def test_move_refuses_what_it_cannot_run_with_a_reason(sim):
         with pytest.raises(BadValue, match="finite"):
             b.move_turn(float("nan"))
         b.deactivate()
+
+
+def test_a_path_longer_than_one_board_move_is_cut_into_moves_the_board_takes(sim):
+    """A 7 m line is past one board move (131072 counts, 6.5 m of wheel travel at the default wheel): whole, the
+    board refuses it; cut by move_pieces, it takes every piece (queued, then cancelled: nothing drives 7 m here).
+    A turn of 20 turns and an arc the same."""
+    with Board(sim.url, clock=sim.clock) as b:
+        m_per_count = 2 * math.pi * b.get_param("wheel_radius") / b.counts_per_rev
+        half = 0.5 * b.get_param("wheel_separation")
+        b.activate()
+        with pytest.raises(BadValue, match="cannot run as asked"):
+            b.move_straight(7.0, 0.2)
+        for kind, a, bb in ((P.MOVE_STRAIGHT, 7.0, 0.0), (P.MOVE_TURN, -40 * math.pi, 0.0),
+                            (P.MOVE_ARC, 0.5, 15.0)):
+            pieces = move_pieces(kind, a, bb, m_per_count, half)
+            print(f"kind {kind} a={a:g} b={bb:g}: {len(pieces)} moves of {pieces[0]}")
+            assert len(pieces) >= 2
+            if kind == P.MOVE_ARC:
+                assert sum(p[1] for p in pieces) == pytest.approx(bb) and all(p[0] == a for p in pieces)
+            else:
+                assert sum(p[0] for p in pieces) == pytest.approx(a)
+            moves = [b.moves.add(kind, pa, pb, None, None) for pa, pb in pieces]
+            assert not any(m.done for m in moves), [m.reason for m in moves]     # none refused
+            b.write(0.0, 0.0)           # a SET_VEL cancels them all
+            assert all(m.reason == "cancelled" or not m.sent for m in moves)
+        b.deactivate()
+        with pytest.raises(BadValue, match="no length"):
+            move_pieces(P.MOVE_STRAIGHT, 0.0, 0.0, m_per_count, half)
+
+
+def test_a_script_line_the_board_cannot_run_is_refused_before_the_robot_moves(sim, tmp_path):
+    script = tmp_path / "bad.txt"
+    script.write_text("forward 0.2\nturn 90\nforward 0\n")
+    t0 = sim.truth()
+    r = run_cli("drive", "--script", script, "--port", sim.url, timeout=120)
+    t1 = sim.truth()
+    assert r.returncode == 7 and "segment 3" in r.stderr and "no length" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert abs(t1["distance"] - t0["distance"]) < 1e-3 and abs(t1["yaw_total"] - t0["yaw_total"]) < 1e-3
 
 
 def test_the_lease_ends_the_moves_braked_when_the_host_stops_renewing(sim):

@@ -93,6 +93,49 @@ def test_a_hostile_file_ends_promptly_with_exit_7(tmp_path, as_, what):
     assert r["rss_mb"] < 200, r
 
 
+# the other files a user names: a drive script, a board config, a CIRCUITPY drive's boot_out.txt (hardening round
+# three): the same reader, the same refusals
+OTHER = ("/dev/zero", "a FIFO", "a directory", "a 50 MB file")
+
+
+def _drive_with_boot_out(tmp, make) -> str:
+    drive = tmp / "CIRCUITPY"
+    drive.mkdir()
+    mark = drive / "boot_out.txt"
+    if make == "/dev/zero":
+        mark.symlink_to("/dev/zero")
+    elif make == "a FIFO":
+        os.mkfifo(mark)
+    elif make == "a directory":
+        mark.mkdir()
+    else:
+        mark.write_bytes(b"Adafruit CircuitPython 10.2.1\n" * 2_000_000)
+    return str(drive)
+
+
+@pytest.mark.parametrize("as_", ["drive --script", "flash --board", "flash --drive (its boot_out.txt)"])
+@pytest.mark.parametrize("what", OTHER)
+def test_every_other_file_a_user_names_ends_promptly_with_exit_7(tmp_path, as_, what):
+    if as_ == "flash --drive (its boot_out.txt)":
+        drive = _drive_with_boot_out(tmp_path, what)
+        r = probe("flash", "--board", "circuitpython_pico", "--drive", drive)
+        named = drive
+    else:
+        path = str(CASES[what](tmp_path))
+        named = path
+        if as_ == "drive --script":
+            # the script is read before any board is opened: a port that is never reached
+            r = probe("drive", "--script", path, "--port", "socket://127.0.0.1:9")
+        else:
+            r = probe("flash", "--board", path, "--dry-run", "--port", "loop://")
+    print(f"{as_}, {what}: exit {r['rc']} in {r['s']:.2f} s, {r['rss_mb']:.0f} MB: {r['err'].strip()[:200]}")
+    assert r["rc"] == 7, r
+    assert "Traceback" not in r["err"] and named in r["err"], r["err"]
+    assert "not found" not in r["err"]
+    assert r["cpu_s"] < 3.0 * _startup_cpu_s(), (r, _startup_cpu_s())
+    assert r["rss_mb"] < 200, r
+
+
 _STARTUP: list[float] = []
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .. import executables
 from ..errors import BadValue, UserError
+from ..robot.files import read_text
 
 # sys.implementation._mpy >> 10 -> the mpy-cross -march name (MicroPython py/persistentcode.h MP_NATIVE_ARCH_*)
 MPY_ARCHES = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp", "xtensa",
@@ -115,14 +116,14 @@ def load_board_config(spec: str) -> tuple[Path, dict]:
     board would refuse at boot is refused here, with the same message)."""
     root = firmware_root()
     path = Path(spec)
-    if not path.suffix and not path.is_file():
+    if not path.suffix and not os.path.lexists(path):
         path = root / "mcu" / "boards" / f"{spec}.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
         names = sorted(p.stem for p in (root / "mcu" / "boards").glob("*.json"))
         raise BadValue(f"board config {spec!r} not found; give a file or one of: {', '.join(names)}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = json.loads(read_text(path, "board config"))
+    except json.JSONDecodeError as e:
         raise BadValue(f"board config {path}: not valid JSON ({e})") from None
     try:
         cfg = _boardcfg_module(root).validate(data)
@@ -211,6 +212,9 @@ def drive_files(board_config: str | Path) -> list[tuple[str, Path]]:
     return out
 
 
+BOOT_OUT_MAX = 4096        # CircuitPython's boot_out.txt: its version line and the board's, a few hundred bytes
+
+
 def check_circuitpy_drive(drive: str | Path) -> Path:
     """The folder a CIRCUITPY drive is mounted at, or BadValue saying why it is not one (or is read-only)."""
     p = Path(drive)
@@ -218,11 +222,14 @@ def check_circuitpy_drive(drive: str | Path) -> Path:
         raise BadValue(f"--drive {p}: not a folder (give where the CIRCUITPY drive is mounted, e.g. "
                        f"/media/$USER/CIRCUITPY, /Volumes/CIRCUITPY, E:\\)")
     mark = p / CIRCUITPY_MARK
-    try:
-        text = mark.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    if not mark.exists() and not mark.is_symlink():
         raise BadValue(f"--drive {p}: not a CIRCUITPY drive (no {CIRCUITPY_MARK}, which CircuitPython writes at "
-                       f"every boot); nothing copied") from None
+                       f"every boot); nothing copied")
+    if mark.is_symlink():
+        raise BadValue(f"--drive {p}: its {CIRCUITPY_MARK} is a symbolic link (CircuitPython writes a file): not a "
+                       f"CIRCUITPY drive; nothing copied")
+    # bounded, regular files only: a FIFO or a link to /dev/zero in its place is refused at once
+    text = read_text(mark, f"--drive {p}: its {CIRCUITPY_MARK}", max_bytes=BOOT_OUT_MAX)
     if "CircuitPython" not in text:
         raise BadValue(f"--drive {p}: its {CIRCUITPY_MARK} does not come from CircuitPython; nothing copied")
     if not os.access(p, os.W_OK):

@@ -48,6 +48,35 @@ LEASE_SHARE = 0.2               # renew at this share of the lease: 100 ms of th
 SPEED_SHARE = 0.5               # default speed and acceleration: this share of the robot file's rim limits
 
 
+SPLIT_SHARE = 0.99              # a piece of a split path is at most this share of one move's range (rounding)
+
+
+def move_pieces(kind: int, a: float, b: float, m_per_count: float, half_separation: float) -> list[tuple[float, float]]:
+    """One path (a MOVE's kind, a, b: protocol.MOVE_*) as the moves the board can run: the board runs a move whose
+    primary axis (wheel travel: the distance, or the heading change times half the wheel separation) changes by
+    less than protocol.MOVE_COUNTS_MAX counts (6.5 m at the default wheel), so a longer one is cut into equal
+    pieces run back to back (the queue chains them without a stop). BadValue for a path of no length, which the
+    board refuses. m_per_count: wheel travel per encoder count (2 pi r / cpr)."""
+    if kind == P.MOVE_STRAIGHT:
+        length = abs(a)
+    elif kind == P.MOVE_TURN:
+        length = abs(a) * half_separation
+    else:
+        length = max(abs(a * b), abs(b) * half_separation)
+    if not length > 0:
+        raise BadValue(f"a {P.MOVE_KIND_NAMES.get(kind, 'move')} of no length: the board runs no such move")
+    limit = SPLIT_SHARE * P.MOVE_COUNTS_MAX * m_per_count
+    n = max(1, math.ceil(length / limit))
+    if kind == P.MOVE_ARC:
+        return [(a, b / n)] * n
+    return [(a / n, b)] * n
+
+
+def one_move_range_m(m_per_count: float) -> float:
+    """The longest wheel travel one board move covers, m (protocol.MOVE_COUNTS_MAX counts)."""
+    return P.MOVE_COUNTS_MAX * m_per_count
+
+
 @dataclass
 class Move:
     """One move: its board id, what it is, and how it ended (None while queued or running)."""

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from viperdrive.shared import protocol as P
 
-from ..errors import BoardFault, UserError
+from ..board.moves import move_pieces, one_move_range_m
+from ..errors import BadValue, BoardFault, UserError
 from ..motion.scripts import BUILTINS, ScriptFollower, load_script
 from .boardopen import explain_fault, fault_message, open_board, warn_test_values
 from .livefilter import fused_lines, load_live_filter_config
@@ -277,15 +278,31 @@ def _run_moves(args, s: DriveSession, segments) -> int:
     the board plans, chains and closes them on its own heading; this loop watches (GET_STATE), renews the lease
     and keeps the odometry, the recording and the filter going."""
     board = s.board
-    note(args, f"script {args.script}: {len(segments)} segments as board moves")
+    # every line checked against the board's own ranges before the first one runs: a line longer than one board
+    # move is cut into moves run back to back; a line of no length is refused here, not after the robot moved
+    m_per_count = 2 * math.pi * board.get_param("wheel_radius") / board.counts_per_rev
+    half = 0.5 * board.get_param("wheel_separation")
+    planned: list[tuple[object, int, float, float, float]] = []
+    for i, seg in enumerate(segments, 1):
+        kind, a, b, speed = {"forward": (P.MOVE_STRAIGHT, seg.a, 0.0, seg.b), "turn": (P.MOVE_TURN, seg.a, 0.0, seg.b),
+                             "arc": (P.MOVE_ARC, seg.b, seg.a, seg.c)}[seg.kind]
+        try:
+            pieces = move_pieces(kind, a, b, m_per_count, half)
+        except BadValue as e:
+            raise BadValue(f"--script {args.script}: segment {i} ({seg.describe()}): {e}; nothing was driven") from None
+        planned += [(seg, kind, pa, pb, speed) for pa, pb in pieces]
+    split = len(planned) - len(segments)
+    note(args, f"script {args.script}: {len(segments)} segments as {len(planned)} board moves"
+               + (f" (lines longer than one board move, {one_move_range_m(m_per_count):.2f} m of wheel travel, "
+                  f"cut in pieces: {split} more)" if split else ""))
     moves = []
-    for seg in segments:
-        if seg.kind == "forward":
-            moves.append(board.move_straight(seg.a, seg.b))
-        elif seg.kind == "turn":
-            moves.append(board.move_turn(seg.a, seg.b))
+    for _seg, kind, pa, pb, speed in planned:
+        if kind == P.MOVE_STRAIGHT:
+            moves.append(board.move_straight(pa, speed))
+        elif kind == P.MOVE_TURN:
+            moves.append(board.move_turn(pa, speed))
         else:
-            moves.append(board.move_arc(seg.b, seg.a, seg.c))
+            moves.append(board.move_arc(pa, pb, speed))
     shown = [0]
 
     def on_cycle(state, k):

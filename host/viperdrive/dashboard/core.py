@@ -394,7 +394,17 @@ class Dashboard:
                     raise       # not the page's mistake nor the board's word: the dashboard ends with it
         while self.stale and clock.now() < until:
             name = self.stale[0]
-            value = self.board.get_param(name)
+            try:
+                value = self.board.get_param(name)
+            except NoReplyError:
+                # one unanswered read is a slow moment, not a lost board (as for the status): it is read again
+                # next cycle; STATUS_MISSES in a row are a lost board
+                self.unanswered += 1
+                self.status_misses += 1
+                if self.unanswered >= STATUS_MISSES:
+                    raise LinkLost(f"the board answered none of {self.unanswered} requests in a row") from None
+                return
+            self.unanswered = 0
             self.param_reads += 1
             with self.lock:
                 self.params[name] = value

@@ -17,10 +17,12 @@ Built-ins: square (side, counter-clockwise), spin (one turn each way), figure8 (
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 from .. import ranges
 from ..errors import BadValue
+from ..robot.files import read_text
 from .odometry import wrap_pi
 
 BUILTINS = ("square", "spin", "figure8")
@@ -161,13 +163,11 @@ def _out_of_range(s: Segment) -> str | None:
 def load_script(spec: str, side: float, speed: float, turn_rate: float) -> list[Segment]:
     if spec in BUILTINS:
         return builtin(spec, side, speed, turn_rate)
-    try:
-        with open(spec, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise BadValue(f"--script {spec!r}: no such file and not a built-in ({', '.join(BUILTINS)})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadValue(f"--script {spec}: cannot read it ({e})") from None
+    if not os.path.lexists(spec):
+        raise BadValue(f"--script {spec!r}: no such file and not a built-in ({', '.join(BUILTINS)})")
+    # the one bounded reader of a user's file: a regular file of at most files.MAX_BYTES, UTF-8; a FIFO, a device
+    # (/dev/zero) or a directory is refused at once
+    text = read_text(spec, "--script file")
     return parse_script(text, speed, turn_rate, source=spec)
 
 
