@@ -5,10 +5,17 @@
 tests/test_circuitpython_rig.py."""
 from __future__ import annotations
 
+import json
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from test_circuitpython_rig import ROOT, mounted_drive, viperdrive
 
-from viperdrive.board import flashing
+from viperdrive.board import flashing, ownership
 from viperdrive.board.fatimage import FatError, FatVolume, read_files
 
 pytestmark = pytest.mark.unit
@@ -35,18 +42,146 @@ def test_fat_image_refuses_more_than_the_drive_holds():
 
 def test_flash_drive_copies_what_circuitpython_runs_and_removes_stale_twins(tmp_path):
     drive = mounted_drive(tmp_path)
-    (drive / "app.mpy").write_bytes(b"C\x06stale")       # an old compiled twin would win the import
-    (drive / "main.py").write_text("print('old')\n")     # code.py runs first; a main.py left behind is confusing
+    # a main.py an older flash left (before manifests: its copyright line) is removed, as code.py runs first
+    (drive / "main.py").write_bytes((ROOT / "mcu" / "main.py").read_bytes())
+    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
+    assert r.returncode == 0, r.stderr
+    assert not (drive / "main.py").exists()
+    # an earlier flash's compiled twin (listed in its manifest) would win the import: removed
+    manifest = json.loads((drive / ownership.MANIFEST).read_text())
+    (drive / "app.mpy").write_bytes(b"C\x06stale")
+    manifest["files"]["app.mpy"] = {"size": 7, "sha256": ownership.sha256(b"C\x06stale")}
+    (drive / ownership.MANIFEST).write_text(json.dumps(manifest))
     r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
     assert r.returncode == 0, r.stderr
     on_drive = {p.relative_to(drive).as_posix() for p in drive.rglob("*") if p.is_file()}
     expected = {dest for dest, _ in flashing.drive_files("circuitpython_pico")}
     assert expected <= on_drive and "code.py" in expected and "boot.py" in expected and "board.json" in expected
+    assert on_drive == expected | {"boot_out.txt", ownership.MANIFEST}       # no temporary file left
     assert "hal/circuitpython.py" in expected and "hal/rp2.py" not in expected
     assert "fixedstep.py" not in expected       # viper: a SyntaxError there; control.py falls back without it
     assert not (drive / "app.mpy").exists() and not (drive / "main.py").exists()
     assert (drive / "code.py").read_bytes() == (ROOT / "mcu" / "main.py").read_bytes()
     assert (drive / "board.json").read_bytes() == (ROOT / "mcu" / "boards" / "circuitpython_pico.json").read_bytes()
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+USER_FILES = {"code.py": b"print('my robot')\n", "boot.py": b"import storage\nstorage.remount('/', False)\n",
+              "main.py": b"print('old main')\n", "sensors.py": b"def read():\n    return 1\n",
+              "lib/imu.py": b"WHO = 'the user'\n", "imu.mpy": b"C\x06user", "board.json": b'{"mine": true}\n'}
+
+
+def _users_drive(tmp_path) -> Path:
+    drive = mounted_drive(tmp_path)
+    for path, data in USER_FILES.items():
+        (drive / path).parent.mkdir(parents=True, exist_ok=True)
+        (drive / path).write_bytes(data)
+    return drive
+
+
+def test_flash_drive_never_replaces_a_users_file_without_force_and_keeps_each_with_it(tmp_path):
+    drive = _users_drive(tmp_path)
+    before = _snapshot(drive)
+    dry = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert _snapshot(drive) == before
+    for name in ("code.py", "boot.py", "sensors.py", "board.json"):
+        assert f"replace {name}: NOT written by viperdrive" in dry.stdout, dry.stdout
+    assert "move imu.mpy aside" in dry.stdout and "leave main.py" in dry.stdout and "would be refused" in dry.stdout
+    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
+    print(r.stderr)
+    assert r.returncode == 7 and "Nothing was changed" in r.stderr and "Traceback" not in r.stderr
+    for name in ("code.py", "boot.py", "sensors.py", "imu.mpy", "board.json"):
+        assert name in r.stderr
+    assert _snapshot(drive) == before           # byte for byte, nothing added
+    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, "--force")
+    assert r.returncode == 0, r.stderr
+    backups = list((drive / ownership.BACKUP_DIR).iterdir())
+    assert len(backups) == 1
+    kept = _snapshot(backups[0])
+    print(f"--force kept {sorted(kept)} in {backups[0].name}: {r.stderr.strip().splitlines()[0]}")
+    assert kept == {p: USER_FILES[p] for p in ("code.py", "boot.py", "sensors.py", "imu.mpy", "board.json")}
+    assert (drive / "lib" / "imu.py").read_bytes() == USER_FILES["lib/imu.py"]
+    assert (drive / "main.py").read_bytes() == USER_FILES["main.py"]      # not used while code.py exists: left
+    for path in kept:
+        assert f"{path} was not written by viperdrive: kept as" in r.stderr
+    assert (drive / "code.py").read_bytes() == (ROOT / "mcu" / "main.py").read_bytes()
+    # the next flash knows its own files: no --force, no new backup
+    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
+    assert r.returncode == 0, r.stderr
+    assert len(list((drive / ownership.BACKUP_DIR).iterdir())) == 1
+
+
+@pytest.mark.parametrize("link", ["code.py", "hal", "shared/protocol.py"])
+def test_flash_drive_never_writes_through_a_symlink(tmp_path, link):
+    drive = mounted_drive(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_bytes(b"precious\n")
+    (outside / "circuitpython.py").write_bytes(b"mine\n")
+    (drive / link).parent.mkdir(parents=True, exist_ok=True)
+    (drive / link).symlink_to(outside if link == "hal" else outside / "victim.txt")
+    before = _snapshot(outside)
+    for force in ((), ("--force",)):
+        r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, *force)
+        assert r.returncode == 7 and "symbolic link" in r.stderr and link in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+    assert _snapshot(outside) == before
+    assert (drive / link).is_symlink() and not (drive / "boot.py").exists()
+
+
+def _first_flash(drive) -> dict[str, bytes]:
+    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
+    assert r.returncode == 0, r.stderr
+    return _snapshot(drive)
+
+
+def test_a_flash_onto_a_drive_without_room_leaves_the_old_firmware_intact(tmp_path):
+    """A real small drive (a 320 KiB tmpfs, as root; CI is root) holding a firmware and a user's data file that
+    leaves less room than the new firmware needs: refused before anything is written."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=320k", "tmpfs", str(mnt)], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, f"a test drive needs a tmpfs mount (root): {r.stderr}"
+    try:
+        drive = mounted_drive(mnt)
+        old = _first_flash(drive)
+        free = shutil.disk_usage(drive).free
+        (drive / "log.csv").write_bytes(b"x" * (free - 64 * 1024))     # the user's data: most of what is left
+        old = _snapshot(drive)
+        (drive / "board.json").unlink()     # the new flash has a file to add: the old one is kept as it was
+        old.pop("board.json")
+        r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
+        print(r.stderr.strip())
+        assert r.returncode == 1 and "bytes free" in r.stderr and "nothing was changed" in r.stderr
+        assert "Traceback" not in r.stderr
+        assert _snapshot(drive) == old
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_a_write_that_fails_part_way_removes_what_it_wrote_and_leaves_the_old_firmware(tmp_path):
+    """A device that fails mid-copy (here a file-size limit: every write past 8 KiB fails with EFBIG, as a full
+    or unplugged drive fails a write): the temporary files are removed, nothing was renamed over the old
+    firmware, and the message says so."""
+    drive = mounted_drive(tmp_path)
+    old = _first_flash(drive)
+    (drive / "board.json").unlink()
+    old.pop("board.json")
+    exe = Path(sys.executable).with_name("viperdrive")
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+    r = subprocess.run([str(exe), "flash", "--board", "circuitpython_pico", "--drive", str(drive)],
+                       capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    print(r.stderr.strip())
+    assert r.returncode == 1 and "the old firmware is as it was" in r.stderr and "Traceback" not in r.stderr
+    assert _snapshot(drive) == old
 
 
 def test_flash_drive_refusals_say_why_and_copy_nothing(tmp_path):

@@ -16,8 +16,8 @@ from cli_helpers import VIPERDRIVE, run_cli, until_energized
 
 from viperdrive.board import Board
 from viperdrive.board.moves import move_pieces
-from viperdrive.shared import protocol as P
 from viperdrive.errors import BadValue
+from viperdrive.shared import protocol as P
 from viperdrive.timebase import wait_until
 
 pytestmark = pytest.mark.board

@@ -22,6 +22,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from pathlib import Path
 from .. import executables
 from ..errors import BadValue, UserError
 from ..robot.files import read_text
+from . import ownership
 
 # sys.implementation._mpy >> 10 -> the mpy-cross -march name (MicroPython py/persistentcode.h MP_NATIVE_ARCH_*)
 MPY_ARCHES = (None, "x86", "x64", "armv6", "armv6m", "armv7m", "armv7em", "armv7emsp", "armv7emdp", "xtensa",
@@ -238,29 +240,168 @@ def check_circuitpy_drive(drive: str | Path) -> Path:
     return p
 
 
-def copy_to_drive(board_config: str | Path, drive: str | Path) -> list[str]:
-    """Copy the firmware for a CircuitPython board onto its mounted CIRCUITPY drive (checked first), as a user
-    drags the files there: each file written whole and flushed; a stale twin (.mpy beside a .py we write, a
-    main.py that code.py would shadow) removed. -> the paths written, in order."""
+def drive_inventory(root: Path, paths) -> dict[str, ownership.Existing]:
+    """What the drive has at each path (and each of their parent folders), never following a link."""
+    out: dict[str, ownership.Existing] = {}
+    wanted = set()
+    for path in paths:
+        parts = path.split("/")
+        wanted.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    for path in sorted(wanted):
+        p = root / path
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            out[path] = ownership.Existing(st.st_size, link=True)
+        elif stat.S_ISDIR(st.st_mode):
+            out[path] = ownership.Existing(0, folder=True)
+        elif stat.S_ISREG(st.st_mode):
+            out[path] = ownership.Existing(st.st_size, *_digest_and_head(p, st.st_size))
+        else:       # a FIFO, a device: never ours, never read
+            out[path] = ownership.Existing(st.st_size, link=True)
+    return out
+
+
+def _digest_and_head(p: Path, size: int) -> tuple[str | None, bytes]:
+    if size > DRIVE_FILE_MAX:
+        return None, b""
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None, b""
+    try:
+        data = b""
+        while len(data) <= DRIVE_FILE_MAX:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        return None, b""
+    finally:
+        os.close(fd)
+    return ownership.sha256(data), data[:ownership.MARK_WITHIN]
+
+
+DRIVE_FILE_MAX = 4 * 1024 * 1024    # a file on a CIRCUITPY drive larger than this is hashed as "not ours" unread
+DRIVE_SPARE = 16 * 1024             # free space left over after the copy: FAT's folder entries, the manifest
+
+
+@dataclass
+class DriveFlash:
+    """One flash onto a mounted CIRCUITPY drive: what it writes, what it found, and what it decided."""
+    root: Path
+    targets: dict[str, bytes]
+    decision: ownership.Decision
+    backups: list[tuple[str, str]] = field(default_factory=list)    # (path, where it was kept)
+
+    def lines(self) -> list[str]:
+        """--dry-run: every copy and what it replaces, deletes or backs up."""
+        out = [f"copy {dest} ({len(data):,} bytes) -> {self.root / dest}" for dest, data in self.targets.items()]
+        out += self.decision.describe()
+        out.append(f"write {ownership.MANIFEST} (what this flash wrote: the next flash knows its own files)")
+        return out
+
+
+def plan_drive(board_config: str | Path, drive: str | Path) -> DriveFlash:
+    """Check the drive, read what the firmware writes and what the drive holds, decide (ownership.decide)."""
     root = check_circuitpy_drive(drive)
-    files = drive_files(board_config)
-    written = []
-    for dest, src in files:
-        target = root / dest
-        target.parent.mkdir(parents=True, exist_ok=True)
-        twin = target.with_suffix(".mpy") if target.suffix == ".py" else None
-        if twin is not None and twin.exists():
-            twin.unlink()
-        data = src.read_bytes()
-        with open(target, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        written.append(dest)
-    stale_main = root / "main.py"
-    if stale_main.exists():
-        stale_main.unlink()
-    return written
+    targets = {dest: src.read_bytes() for dest, src in drive_files(board_config)}
+    manifest_path = root / ownership.MANIFEST
+    manifest_text = None
+    if manifest_path.is_file() and not manifest_path.is_symlink():
+        try:
+            manifest_text = read_text(manifest_path, "the drive's manifest", max_bytes=256 * 1024)
+        except UserError:
+            manifest_text = None        # unreadable: no file counts as ours by it
+    manifest = ownership.load_manifest(manifest_text)
+    paths = set(targets) | {t for p in targets if (t := ownership.twin(p))} | set(manifest) | {"main.py"}
+    found = drive_inventory(root, paths)
+    decision = ownership.decide(targets, found, manifest, leave_alone=("main.py",))
+    return DriveFlash(root, targets, decision)
+
+
+def copy_to_drive(board_config: str | Path, drive: str | Path, force: bool = False, firmware: str = "",
+                  shield=None) -> DriveFlash:
+    """Copy the firmware for a CircuitPython board onto its mounted CIRCUITPY drive, keeping the user's files:
+    1. refused, nothing changed: a symbolic link in the way; the user's files in the way without force
+       (ownership.decide); less free space than the new files need;
+    2. every file written under a temporary name (TEMP_SUFFIX) and flushed: a failure here (a full drive, an
+       unplugged one, a signal) removes the temporary files, and the old firmware is left as it was;
+    3. with force, each of the user's files in the way moved into the backup folder (named in `backups`);
+    4. the temporary files renamed over their targets, the entry files (boot.py, code.py) last, under `shield`
+       (the CLI holds stop signals there: a rename takes microseconds);
+    5. what an earlier flash wrote and this one does not use deleted; the manifest written the same way."""
+    job = plan_drive(board_config, drive)
+    ownership.check(job.decision, f"--drive {job.root}", force)
+    root, targets = job.root, job.targets
+    manifest = ownership.make_manifest(targets, firmware)
+    need = sum(len(b) for b in targets.values()) + len(manifest) + DRIVE_SPARE
+    free = shutil.disk_usage(root).free
+    if free < need:
+        raise UserError(f"--drive {root}: {free:,} bytes free, the firmware needs {need:,}: nothing was changed. "
+                        f"Make room on the drive (its old firmware stays as it is)", exit_code=1)
+    temps: list[Path] = []
+    made: list[Path] = []
+    try:
+        for dest, data in [*targets.items(), (ownership.MANIFEST, manifest)]:
+            target = root / dest
+            for parent in reversed(target.relative_to(root).parents):
+                d = root / parent
+                if parent != Path(".") and not d.exists():
+                    d.mkdir()
+                    made.append(d)
+            tmp = target.with_name(target.name + ownership.TEMP_SUFFIX)
+            temps.append(tmp)       # before the write: one that fails part-way is removed too
+            _write_new(tmp, data)
+    except BaseException as e:
+        for tmp in temps:
+            _quietly_remove(tmp)
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        if isinstance(e, OSError):
+            raise UserError(f"--drive {root}: writing the new firmware failed ({e.strerror or e}); nothing was "
+                            f"replaced: the old firmware is as it was", exit_code=1) from None
+        raise
+    with shield() if shield is not None else contextlib.nullcontext():
+        if force and job.decision.users_in_the_way:
+            folder = ownership.backup_folder()
+            for path in job.decision.users_in_the_way:
+                path = path.rstrip("/")
+                kept = root / folder / path
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(root / path, kept)
+                job.backups.append((path, f"{folder}/{path}"))
+        for path in job.decision.delete:
+            _quietly_remove(root / path)
+        entry_last = sorted(temps, key=lambda t: t.name.startswith(("code.py", "boot.py", "main.py")))
+        for tmp in entry_last:
+            os.replace(tmp, tmp.with_name(tmp.name[:-len(ownership.TEMP_SUFFIX)]))
+    return job
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """A new file (never through a link, never over an existing one), written whole and flushed to the device."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    if path.is_symlink():
+        raise OSError(f"{path} is a symbolic link")
+    fd = os.open(path, flags, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _quietly_remove(p: Path) -> None:
+    with contextlib.suppress(OSError):
+        p.unlink()
 
 
 def folder_image(folder: str | Path) -> bytes:

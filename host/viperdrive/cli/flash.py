@@ -25,7 +25,8 @@ from ..errors import EXIT_NO_REPLY, LinkError, NoReplyError, PortError, UserErro
 from ..rigs.registry import clock_for
 from ..timebase import Clock
 from .options import add_board_options, baud_of, load_config, port_spec, seconds
-from .output import note
+from .output import note, warn
+from .signals import deferred_signals
 from .terminal import Progress
 
 HELP = "copy the firmware and a board config to a board (mpremote), optionally as .mpy; reset; verify with HELLO"
@@ -47,7 +48,12 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="a CircuitPython board: copy onto its mounted CIRCUITPY drive (the firmware, code.py, "
                              "boot.py, board.json) instead of through a serial port; CircuitPython restarts the "
                              "firmware when the copy ends")
-    parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the commands, and what they would replace, delete or back up; run nothing")
+    parser.add_argument("--force", action="store_true",
+                        help="replace files on the board that viperdrive did not write (your code.py, boot.py, "
+                             "main.py, a module that would shadow the firmware's): each is first kept in "
+                             "viperdrive-backup/<time>/ on the board. Without it such a flash changes nothing")
     parser.add_argument("--no-verify", action="store_true", help="skip the HELLO check after the reset")
     parser.add_argument("--mpremote-timeout", type=seconds(600.0), default=20.0, metavar="S",
                         help="give up when mpremote has said nothing for this long (default %(default)s s)")
@@ -131,14 +137,29 @@ def _to_drive(args, mpy: bool) -> int:
     if mpy:
         raise UserError(flashing.CIRCUITPY_MPY_REFUSED, exit_code=2)
     if args.dry_run:
-        flashing.check_circuitpy_drive(args.drive)
-        for dest, src in flashing.drive_files(args.board):
-            print(f"copy {src} -> {Path(args.drive) / dest}")
+        job = flashing.plan_drive(args.board, args.drive)
+        print("\n".join(job.lines()))
+        if job.decision.links or (job.decision.users_in_the_way and not args.force):
+            print("# as it is, this flash would be refused: " + (
+                "a symbolic link is in the way" if job.decision.links else
+                "files viperdrive did not write are in the way (--force keeps each as a backup)"))
         return 0
-    written = flashing.copy_to_drive(args.board, args.drive)
-    note(args, f"copied {len(written)} files onto {args.drive}; CircuitPython reloads code.py when the copy ends "
-               f"(its console, the first of the board's two serial ports, shows the start)")
+    job = flashing.copy_to_drive(args.board, args.drive, force=args.force, firmware=_host_version(),
+                                 shield=deferred_signals)
+    for path, kept in job.backups:
+        warn(args, f"{path} was not written by viperdrive: kept as {Path(args.drive) / kept}")
+    note(args, f"copied {len(job.targets)} files onto {args.drive}"
+               + (f", deleted {len(job.decision.delete)} an earlier flash wrote" if job.decision.delete else "")
+               + "; CircuitPython reloads code.py when the copy ends (its console, the first of the board's two "
+                 "serial ports, shows the start)")
+    for path in job.decision.left:
+        note(args, f"left {path} on the drive (yours; CircuitPython runs code.py, not main.py, while both exist)")
     return 0
+
+
+def _host_version() -> str:
+    from .. import __version__
+    return f"viperdrive {__version__}"
 
 
 def _clock(port: str) -> Clock:
