@@ -82,6 +82,7 @@ class DashboardServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 64         # pages connecting at once (the default 5 drops the rest's first attempt)
 
     def __init__(self, address: tuple[str, int], dash: Dashboard, token: str):
         host = address[0]

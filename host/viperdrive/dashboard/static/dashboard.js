@@ -381,7 +381,11 @@ function drawPad() {
 setInterval(async () => {
   if (!S.armed || !S.control) return;
   try { await api("drive", { v: S.pad.v, w: S.pad.w }); }
-  catch (e) { $("drive-msg").textContent = e.message; }
+  catch (e) {
+    // refused (the deadman ran out, a fault): the board is disarmed and this page says why; a request that was
+    // still on its way when the page disarmed itself does not overwrite the page's own reason
+    if (S.armed) { S.armed = false; $("arm").checked = false; $("drive-msg").textContent = e.message; }
+  }
 }, 100);
 function disarmNow(why) {
   if (!S.armed) return;
