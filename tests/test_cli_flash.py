@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, run_cli
 
+from viperdrive.board import ownership
 from viperdrive.shared import protocol as P
 
 pytestmark = pytest.mark.board
@@ -59,15 +60,16 @@ def expected_files(backend: str, mpy: bool) -> list[tuple[Path, str]]:
     return out
 
 
-def prepare(files) -> str:
-    stale = [d[:-4] + ".py" if d.endswith(".mpy") else d[:-3] + ".mpy" for _, d in files
-             if d not in ("main.py", "boot.py")]
-    return ('import os\nfor d in ("hal", "shared"):\n    try:\n        os.mkdir(d)\n    except OSError:\n'
-            '        pass\nfor f in (' + ", ".join(f'"{x}"' for x in stale) + '):\n    try:\n        os.remove(f)\n'
-            '    except OSError:\n        pass\n')
+PREPARE = 'import os\nfor d in ("hal", "shared"):\n    try:\n        os.mkdir(d)\n    except OSError:\n        pass\n'
 
 
-FINISH = 'import os\ntry:\n    os.remove("repl_mode")\nexcept OSError:\n    pass\n'
+def finish(dests) -> str:
+    """The renames at the end of a copy: every file from its temporary name, main.py and boot.py last; then the
+    REPL-mode switch file goes."""
+    order = [d for d in dests if d not in ("main.py", "boot.py")] + [d for d in dests if d in ("main.py", "boot.py")]
+    return ('import os\nfor f in (' + ", ".join(f'"{x}"' for x in order) + '):\n    try:\n        os.remove(f)\n'
+            '    except OSError:\n        pass\n    os.rename(f + ".vdtmp", f)\n'
+            'try:\n    os.remove("repl_mode")\nexcept OSError:\n    pass\n')
 
 
 def test_dry_run_prints_the_exact_mpremote_commands():
@@ -75,10 +77,11 @@ def test_dry_run_prints_the_exact_mpremote_commands():
     assert r.returncode == 0, r.stderr
     files = expected_files("rp2", mpy=False)
     # paths relative to the folder it was run in, the tool by the name PATH finds it under
-    copy = ["mpremote", "connect", PORT, "exec", prepare(files)]
+    copy = ["mpremote", "connect", PORT, "exec", PREPARE]
     for src, dest in files:
-        copy += ["+", "fs", "cp", rel(src), ":" + dest]
-    copy += ["+", "fs", "cp", "mcu/boards/pico.json", ":board.json", "+", "exec", FINISH]
+        copy += ["+", "fs", "cp", rel(src), ":" + dest + ".vdtmp"]
+    copy += ["+", "fs", "cp", "mcu/boards/pico.json", ":board.json.vdtmp", "+", "exec",
+             finish([d for _, d in files] + ["board.json"])]
     lines = r.stdout.replace("\\\n  +", "+").splitlines(keepends=True)
     text = "".join(lines)
     # a board in link mode is asked to leave it first (no shell command: the host sends the frame itself)
@@ -124,8 +127,10 @@ def test_dry_run_with_arch_compiles_everything_but_main_and_boot():
     copy = commands[len(compiled)]
     sources = [copy[i + 1] for i, a in enumerate(copy) if a == "cp"]
     assert sources[:-1] == [str(stage / d) if d.endswith(".mpy") else rel(s) for s, d in files]
-    assert ":main.py" in copy and ":boot.py" in copy and ":app.mpy" in copy and ":app.py" not in copy
-    assert '"app.py"' in copy[4]        # a stale app.py would shadow app.mpy: removed first
+    assert ":main.py.vdtmp" in copy and ":boot.py.vdtmp" in copy and ":app.mpy.vdtmp" in copy
+    assert ":app.py.vdtmp" not in copy
+    # the renames at the end: main.py and boot.py last (an interrupted copy leaves the old entry files)
+    assert copy[-1].index('"app.mpy"') < copy[-1].index('"main.py"') < copy[-1].index('"repl_mode"')
 
 
 def test_dry_run_mpy_without_arch_asks_the_board_first():
@@ -267,15 +272,19 @@ def test_repl_on_the_virtual_board_through_a_pty(tmp_path):
 
 
 def test_flash_copies_through_real_mpremote_to_a_micropython_board(tmp_path):
-    """The whole flash path against a board that speaks MicroPython's raw REPL (tests/mp_serial_board.py): a stale
-    .mpy twin and the REPL-mode switch file are removed, every file lands flattened with its exact content, the
-    board config becomes board.json, progress follows mpremote's cp lines, the board is reset, and the HELLO check
-    afterwards fails loudly because this stand-in runs no firmware."""
+    """The whole flash path against a board that speaks MicroPython's raw REPL (tests/mp_serial_board.py): an
+    earlier flash's stale .mpy twin (its manifest says so) and the REPL-mode switch file are removed, every file
+    lands flattened with its exact content and a manifest of them, the board config becomes board.json, progress
+    follows mpremote's cp lines, the board is reset, and the HELLO check afterwards fails loudly because this
+    stand-in runs no firmware."""
     from mp_serial_board import SerialMicroPythonBoard
     board = SerialMicroPythonBoard(tmp_path / "fs")
     try:
-        (tmp_path / "fs" / "app.mpy").write_bytes(b"M\x06old")        # would shadow the new app.py? no: removed
-        (tmp_path / "fs" / "repl_mode").write_text("")
+        fs = tmp_path / "fs"
+        (fs / "app.mpy").write_bytes(b"M\x06old")        # would shadow the new app.py: an earlier flash's, removed
+        (fs / ownership.MANIFEST).write_text(json.dumps(
+            {"format": 1, "files": {"app.mpy": {"size": 5, "sha256": ownership.sha256(b"M\x06old")}}}))
+        (fs / "repl_mode").write_text("")
         r = run_cli("flash", "--board", "pico", "--port", board.device, "--verify-timeout", "1", timeout=120)
         files = board.files()
         resets = board.resets
@@ -285,11 +294,55 @@ def test_flash_copies_through_real_mpremote_to_a_micropython_board(tmp_path):
     assert "did not answer HELLO within 1 s after the reset" in r.stderr
     expected = {dest: src.read_bytes() for src, dest in expected_files("rp2", mpy=False)}
     expected["board.json"] = (ROOT / "mcu" / "boards" / "pico.json").read_bytes()
-    assert files == expected          # nothing else: app.mpy and repl_mode are gone
+    files.pop(ownership.MANIFEST)
+    assert files == expected          # nothing else: app.mpy and repl_mode are gone, no temporary file left
     assert resets == 1
     progress = [ln for ln in r.stderr.splitlines() if ln.startswith(f"copying to {os.path.realpath(board.device)}")
                 or ln.startswith(f"copying to {board.device}")]
-    assert progress[-2].endswith(f"100% ({len(expected)}/{len(expected)} files) board.json") and "done" in progress[-1]
+    n = len(expected) + 1
+    assert progress[-2].endswith(f"100% ({n}/{n} files) {ownership.MANIFEST}.vdtmp") and "done" in progress[-1]
+
+
+USER_FILES = {"main.py": b"print('my robot')\n", "boot.py": b"import machine\n", "sensors.py": b"X = 1\n",
+              "imu.mpy": b"M\x06mine", "lib/imu.py": b"WHO = 'the user'\n"}
+
+
+def test_flash_keeps_a_users_files_on_a_micropython_board(tmp_path):
+    """A board holding the user's main.py, boot.py, sensors.py, imu.mpy and lib/imu.py: without --force nothing
+    changes and the files are named; with --force each one in the way is kept under viperdrive-backup/ on the board
+    first (lib/imu.py is not in the way: untouched); the next flash knows its own files."""
+    from mp_serial_board import SerialMicroPythonBoard
+    fs = tmp_path / "fs"
+    board = SerialMicroPythonBoard(fs)
+    try:
+        for path, data in USER_FILES.items():
+            (fs / path).parent.mkdir(parents=True, exist_ok=True)
+            (fs / path).write_bytes(data)
+        before = board.files()
+        r = run_cli("flash", "--board", "pico", "--port", board.device, "--no-verify", timeout=120)
+        refused_files, refused_resets = board.files(), board.resets
+        forced = run_cli("flash", "--board", "pico", "--port", board.device, "--no-verify", "--force", timeout=120)
+        after = board.files()
+        again = run_cli("flash", "--board", "pico", "--port", board.device, "--no-verify", timeout=120)
+        last = board.files()
+    finally:
+        board.close()
+    print(r.stderr.strip().splitlines()[-1])
+    assert r.returncode == 7 and "Nothing was changed" in r.stderr and "Traceback" not in r.stderr
+    for name in ("main.py", "boot.py", "sensors.py", "imu.mpy"):
+        assert name in r.stderr.splitlines()[-1]
+    assert refused_files == before and refused_resets == 0
+    assert forced.returncode == 0, forced.stderr
+    backups = {p: b for p, b in after.items() if p.startswith(ownership.BACKUP_DIR + "/")}
+    kept = {p.split("/", 2)[2]: b for p, b in backups.items()}
+    print(f"--force kept {sorted(backups)}")
+    assert kept == {p: USER_FILES[p] for p in ("main.py", "boot.py", "sensors.py", "imu.mpy")}
+    assert after["lib/imu.py"] == USER_FILES["lib/imu.py"]
+    assert after["main.py"] == (ROOT / "mcu" / "main.py").read_bytes() and "imu.mpy" not in after
+    for path in kept:
+        assert f"{path} was not written by viperdrive: kept as :{ownership.BACKUP_DIR}/" in forced.stderr
+    assert again.returncode == 0, again.stderr
+    assert last == after or {p for p in last if p.startswith(ownership.BACKUP_DIR)} == set(backups)
 
 
 def test_flash_mpy_detects_the_arch_and_copies_compiled_modules(tmp_path):
@@ -312,7 +365,7 @@ def test_flash_mpy_detects_the_arch_and_copies_compiled_modules(tmp_path):
     assert sorted(p.name for p in tmp.iterdir()) == ["viperdrive-flash"]    # the private folder is gone again
     assert "board .mpy architecture: x64" in r.stderr
     mpys = {k: v for k, v in files.items() if k.endswith(".mpy")}
-    assert set(files) - set(mpys) == {"main.py", "boot.py", "board.json"}
+    assert set(files) - set(mpys) == {"main.py", "boot.py", "board.json", "viperdrive-files.json"}
     assert "hal/sim.mpy" in mpys and "fixedstep.mpy" in mpys
     head = mpys["fixedstep.mpy"][:3]
     assert head[:2] == b"M\x06" and head[2] >> 2 == 2          # x64: MP_NATIVE_ARCH_X64 = 2
@@ -340,7 +393,10 @@ def test_flash_takes_a_board_out_of_link_mode_copies_and_verifies(tmp_path):
     assert f"verified: stand-in runs 'viperdrive 0.1', protocol v{P.PROTOCOL_VERSION}" in r.stdout
     expected = {dest: src.read_bytes() for src, dest in expected_files("rp2", mpy=False)}
     expected["board.json"] = (ROOT / "mcu" / "boards" / "pico.json").read_bytes()
+    manifest = json.loads(files.pop(ownership.MANIFEST))
     assert files == expected            # repl_mode, written by STOP_LINK, was removed as the copy's last step
+    assert {p: e["sha256"] for p, e in manifest["files"].items()} == {p: ownership.sha256(b) for p, b in
+                                                                       expected.items()}
 
 
 def test_flash_on_an_old_link_firmware_without_stop_link_says_to_hold_the_repl_pin(tmp_path):

@@ -118,8 +118,9 @@ def load_board_config(spec: str) -> tuple[Path, dict]:
     board would refuse at boot is refused here, with the same message)."""
     root = firmware_root()
     path = Path(spec)
-    if not path.suffix and not os.path.lexists(path):
-        path = root / "mcu" / "boards" / f"{spec}.json"
+    named = root / "mcu" / "boards" / f"{spec}.json"
+    if not path.suffix and (named.is_file() or not os.path.lexists(path)):
+        path = named        # a board's name (a folder of that name where flash runs is not a board config)
     if not os.path.lexists(path):
         names = sorted(p.stem for p in (root / "mcu" / "boards").glob("*.json"))
         raise BadValue(f"board config {spec!r} not found; give a file or one of: {', '.join(names)}")
@@ -482,6 +483,9 @@ class FlashPlan:
     stage: Path                         # where .mpy files are built
     mpremote: str = field(default_factory=mpremote_exe)
     mpy_cross: str | None = None
+    decision: ownership.Decision | None = None      # from the board's inventory (None: a dry run)
+    backup: str | None = None                       # with --force: where the user's files in the way go
+    manifest: Path | None = None                    # the local manifest to copy (None: a dry run)
 
     def compile_commands(self, show=_as_is, exe=_as_is) -> list[list[str]]:
         """show/exe: how local paths and tools appear (the defaults: as they are; a dry run passes a
@@ -493,31 +497,65 @@ class FlashPlan:
         return show(self.stage / f.dest) if f.compile else show(f.source)
 
     def prepare_code(self) -> str:
-        """MicroPython run on the board before the copy: make the folders, remove stale .py/.mpy twins."""
-        stale = tuple(f.other_variant() for f in self.files if not f.dest.endswith(SOURCE_ONLY))
-        return ("import os\n"
+        """MicroPython run on the board before the copy: make the folders; with --force, move the user's files in
+        the way into the backup folder (ownership.decide, from the board's inventory)."""
+        code = ("import os\n"
                 f"for d in {_tuple(BOARD_DIRS)}:\n"
-                "    try:\n        os.mkdir(d)\n    except OSError:\n        pass\n"
-                f"for f in {_tuple(stale)}:\n"
-                "    try:\n        os.remove(f)\n    except OSError:\n        pass\n")
+                "    try:\n        os.mkdir(d)\n    except OSError:\n        pass\n")
+        if self.decision is not None and self.backup is not None and self.decision.users_in_the_way:
+            moves = [(p.rstrip("/"), f"{self.backup}/{p.rstrip('/')}") for p in self.decision.users_in_the_way]
+            folders = sorted({"/".join(b.split("/")[:i]) for _, b in moves for i in range(1, b.count("/") + 1)},
+                             key=lambda f: f.count("/"))
+            code += (f"for d in {_tuple(folders)}:\n"
+                     "    try:\n        os.mkdir(d)\n    except OSError:\n        pass\n"
+                     f"for a, b in {_pairs(moves)}:\n    os.rename(a, b)\n")
+        return code
+
+    def finish_code(self) -> str:
+        """Run on the board after every file arrived under its temporary name: each renamed over its target (main.py
+        and boot.py last), what an earlier flash wrote and this one does not use deleted, then the REPL-mode switch
+        file removed (an interrupted copy leaves a board that boots into its REPL, with its old firmware)."""
+        targets = [f.dest for f in self.files] + (["board.json"] if self.board_config is not None else [])
+        if self.manifest is not None:
+            targets.append(ownership.MANIFEST)
+        targets.sort(key=lambda d: d in SOURCE_ONLY)
+        delete = tuple(self.decision.delete) if self.decision is not None else ()
+        code = (f"import os\nfor f in {_tuple(targets)}:\n"
+                f"    try:\n        os.remove(f)\n    except OSError:\n        pass\n"
+                f"    os.rename(f + \"{ownership.TEMP_SUFFIX}\", f)\n")
+        if delete:
+            code += (f"for f in {_tuple(delete)}:\n"
+                     "    try:\n        os.remove(f)\n    except OSError:\n        pass\n")
+        return code + self.FINISH_CODE
 
     # the REPL-mode switch file: removed last, so an interrupted copy leaves a board that boots into its REPL
-    FINISH_CODE = 'import os\ntry:\n    os.remove("repl_mode")\nexcept OSError:\n    pass\n'
+    FINISH_CODE = 'try:\n    os.remove("repl_mode")\nexcept OSError:\n    pass\n'
 
     def copy_command(self, show=_as_is, exe=_as_is) -> list[str]:
+        """One mpremote run: prepare, every file to its temporary name (TEMP_SUFFIX), finish (the renames)."""
+        tmp = ownership.TEMP_SUFFIX
         cmd = [exe(self.mpremote), "connect", self.port, "exec", self.prepare_code()]
         for f in self.files:
-            cmd += ["+", "fs", "cp", self.local_path(f, show), ":" + f.dest]
+            cmd += ["+", "fs", "cp", self.local_path(f, show), ":" + f.dest + tmp]
         if self.board_config is not None:
-            cmd += ["+", "fs", "cp", show(self.board_config), ":board.json"]
-        cmd += ["+", "exec", self.FINISH_CODE]
+            cmd += ["+", "fs", "cp", show(self.board_config), ":board.json" + tmp]
+        if self.manifest is not None:
+            cmd += ["+", "fs", "cp", show(self.manifest), ":" + ownership.MANIFEST + tmp]
+        cmd += ["+", "exec", self.finish_code()]
         return cmd
+
+    def targets(self) -> dict[str, bytes]:
+        """What lands on the board, path -> bytes (the .mpy files once compiled)."""
+        out = {f.dest: (self.stage / f.dest if f.compile else f.source).read_bytes() for f in self.files}
+        if self.board_config is not None:
+            out["board.json"] = self.board_config.read_bytes()
+        return out
 
     def reset_command(self, exe=_as_is) -> list[str]:
         return [exe(self.mpremote), "connect", self.port, "reset"]
 
     def copies(self) -> int:
-        return len(self.files) + (1 if self.board_config is not None else 0)
+        return len(self.files) + (1 if self.board_config is not None else 0) + (1 if self.manifest else 0)
 
     def commands(self, display: PathDisplay | None = None) -> list[list[str]]:
         """Every command in order; with a PathDisplay, as a dry run prints them (paths a reader can run)."""
@@ -567,6 +605,79 @@ def flash_plan(port: str, board_config: str | Path | None, arch: str | None = No
         arch = None
     files = firmware_files(backend, mpy=mpy)
     return FlashPlan(port, cfg_path, files, arch, stage if stage is not None else STAGE_PLACEHOLDER / (arch or "py"))
+
+
+def _pairs(pairs) -> str:
+    return "(" + ", ".join(f'("{a}", "{b}")' for a, b in pairs) + ("," if len(pairs) == 1 else "") + ")"
+
+
+# MicroPython run on the board before a flash: what it has at the paths that matter (size, SHA-256 where the port
+# has hashlib, the first bytes, folder or file), its manifest, its free bytes; printed as one Python literal
+INVENTORY_CODE = """import os
+try:
+    import hashlib, binascii
+except ImportError:
+    hashlib = None
+def info(p):
+    try:
+        st = os.stat(p)
+    except OSError:
+        return None
+    if st[0] & 0x4000:
+        return (p, 0, None, "", 1)
+    h = hashlib.sha256() if hashlib else None
+    head = b""
+    with open(p, "rb") as f:
+        while True:
+            b = f.read(512)
+            if not b:
+                break
+            if len(head) < 400:
+                head += b[:400 - len(head)]
+            if h:
+                h.update(b)
+    return (p, st[6], binascii.hexlify(h.digest()).decode() if h else None, binascii.hexlify(head).decode(), 0)
+man = None
+try:
+    with open("MANIFEST") as f:
+        man = f.read(262144)
+except OSError:
+    pass
+paths = list(PATHS)
+if man:
+    try:
+        import json
+        paths += list(json.loads(man)["files"])
+    except Exception:
+        man = None
+out = [i for i in (info(p) for p in paths) if i]
+try:
+    v = os.statvfs(".")
+except OSError:
+    v = os.statvfs("/")
+print("VD_INV", repr((out, man, v[0] * v[4])))
+"""
+
+
+def inventory_code(paths) -> str:
+    code = INVENTORY_CODE.replace("MANIFEST", ownership.MANIFEST)
+    return code.replace("PATHS", _tuple(sorted(paths)) if paths else "()")
+
+
+def parse_inventory(text: str) -> tuple[dict[str, ownership.Existing], dict[str, dict], int]:
+    """The board's answer to inventory_code -> (what is where, its manifest's files, its free bytes)."""
+    import ast
+    m = re.search(r"VD_INV (.*)", text)
+    if not m:
+        raise UserError(f"the board did not list its files: {text.strip()[-300:]!r}")
+    try:
+        found, manifest_text, free = ast.literal_eval(m.group(1).strip())
+        existing = {}
+        for path, size, digest, head, folder in found:
+            existing[str(path)] = ownership.Existing(int(size), digest, bytes.fromhex(head), folder=bool(folder))
+    except (ValueError, SyntaxError, TypeError):
+        raise UserError(f"the board's list of its files cannot be read: {m.group(1)[:200]!r}") from None
+    return existing, ownership.load_manifest(manifest_text), int(free)
 
 
 def _tuple(names) -> str:

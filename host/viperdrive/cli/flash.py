@@ -107,6 +107,9 @@ def run(args) -> int:
         if mpy:
             lines.append(f"# {flashing.STAGE_PLACEHOLDER}: a private temporary folder (tempfile.mkdtemp), removed "
                          f"after the copy")
+        lines.append("# the board's files are listed first: a file at a path the firmware uses that an earlier flash "
+                     "did not write (yours) refuses the flash unless --force, which moves it to viperdrive-backup/ "
+                     "on the board; the files arrive under temporary names and are renamed in at the end")
         for cmd in plan.commands(display):
             lines.append(flashing.shell_line(cmd))
         if not args.no_verify:
@@ -115,7 +118,7 @@ def run(args) -> int:
         print("\n".join(display.preamble() + lines))
         return 0
 
-    _stop_link(port, args)
+    stopped = _stop_link(port, args)
     if mpy and arch is None:
         arch = _detect_arch(port, args.mpremote_timeout)
         note(args, f"board .mpy architecture: {arch}")
@@ -123,7 +126,11 @@ def run(args) -> int:
         plan = flashing.flash_plan(port, board_config, arch=arch, backend=args.backend, stage=stage)
         if mpy:
             _compile(plan, args)
+        _own_files(plan, args, stage, stopped)
         _copy(plan, args)
+        for path in plan.decision.users_in_the_way if plan.decision is not None and args.force else ():
+            warn(args, f"{path} was not written by viperdrive: kept as :{plan.backup}/{path.rstrip('/')} on the "
+                       f"board")
     _reset(plan, args)
     if args.no_verify:
         return 0
@@ -162,6 +169,49 @@ def _host_version() -> str:
     return f"viperdrive {__version__}"
 
 
+def _own_files(plan: flashing.FlashPlan, args, stage: Path, stopped_link: bool) -> None:
+    """Ask the board what it holds where the firmware goes (flashing.inventory_code), decide whose each file is
+    (board.ownership), and refuse before anything is written when a link or, without --force, a file of the
+    user's is in the way; else give the plan its decisions, the backup folder and the manifest to write. A
+    refused flash puts a board it took out of link mode (stopped_link: STOP_LINK switched it to REPL mode) back."""
+    from ..board import ownership
+    targets = plan.targets()
+    paths = set(targets) | {t for p in targets if (t := ownership.twin(p))} | {"repl_mode"}
+    out = _mpremote_exec(plan, flashing.inventory_code(sorted(paths)), args)
+    existing, manifest, free = flashing.parse_inventory(out)
+    existing.pop("repl_mode", None)
+    decision = ownership.decide(targets, existing, manifest)
+    try:
+        ownership.check(decision, plan.port, args.force)
+        manifest_bytes = ownership.make_manifest(targets, _host_version())
+        need = sum(len(b) for b in targets.values()) + len(manifest_bytes) + flashing.DRIVE_SPARE
+        if free < need:
+            raise UserError(f"{plan.port}: the board has {free:,} bytes free, the firmware needs {need:,}: nothing "
+                            f"was changed (its old firmware is as it was); make room on its filesystem")
+    except UserError:
+        if stopped_link:
+            _mpremote_exec(plan, "import os\n" + plan.FINISH_CODE, args)      # link mode again at the next reset
+            _reset(plan, args)
+        raise
+    plan.decision = decision
+    plan.backup = ownership.backup_folder() if args.force and decision.users_in_the_way else None
+    plan.manifest = stage / ownership.MANIFEST
+    plan.manifest.write_bytes(manifest_bytes)
+    for path in decision.delete:
+        note(args, f"deleting :{path} (an earlier flash wrote it, unchanged since; no longer used)")
+
+
+def _mpremote_exec(plan: flashing.FlashPlan, code: str, args) -> str:
+    try:
+        r = subprocess.run([plan.mpremote, "connect", plan.port, "exec", code], capture_output=True, text=True,
+                           timeout=args.mpremote_timeout)
+    except subprocess.TimeoutExpired:
+        raise _mpremote_error("could not enter raw repl", plan.port) from None
+    if r.returncode != 0:
+        raise _mpremote_error(r.stdout + r.stderr, plan.port)
+    return r.stdout
+
+
 def _clock(port: str) -> Clock:
     # the board's time: an emulated chip slower than real time (the Pico rig) takes its own time to reset and boot
     return clock_for(port)
@@ -191,9 +241,10 @@ def _mpremote_error(output: str, port: str) -> UserError:
     return UserError(f"mpremote: {text}")
 
 
-def _stop_link(port: str, args) -> None:
+def _stop_link(port: str, args) -> bool:
     """A board that answers HELLO runs the viperdrive link, which keeps Ctrl-C off: mpremote would wait forever. Send
-    it STOP_LINK and wait until it has reset into REPL mode. Nothing answering: mpremote's turn (a REPL already)."""
+    it STOP_LINK and wait until it has reset into REPL mode (True). Nothing answering: mpremote's turn (a REPL
+    already: False)."""
     config = load_config(args)
     baud = baud_of(args, config)
     board = Board(port, baud, config=config, clock_sync=False, margin=0.2, clock=_clock(port))
@@ -201,7 +252,7 @@ def _stop_link(port: str, args) -> None:
         info = board.configure()
     except LinkError:
         board.cleanup()
-        return          # no viperdrive link answering (a REPL, another firmware): mpremote's turn
+        return False    # no viperdrive link answering (a REPL, another firmware): mpremote's turn
     except VersionMismatch as e:
         # another protocol version: STOP_LINK is still the way out if that firmware has it (v2 and later)
         reset_s = _stop_link_raw(port, baud, str(e))
@@ -222,6 +273,7 @@ def _stop_link(port: str, args) -> None:
         # in the board's time: an emulated chip slower than real time (the Pico rig) takes longer in wall time
         _clock(port).sleep(reset_s + REPL_BOOT_S)
         _wait_for_port(port, args.verify_timeout)
+    return True
 
 
 def _stop_link_raw(port: str, baud: int, mismatch: str) -> float:
