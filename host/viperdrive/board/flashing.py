@@ -244,7 +244,7 @@ def check_circuitpy_drive(drive: str | Path) -> Path:
 def drive_inventory(root: Path, paths) -> dict[str, ownership.Existing]:
     """What the drive has at each path (and each of their parent folders), never following a link."""
     out: dict[str, ownership.Existing] = {}
-    wanted = set()
+    wanted: set[str] = set()
     for path in paths:
         parts = path.split("/")
         wanted.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))

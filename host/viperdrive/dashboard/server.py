@@ -303,7 +303,8 @@ class Handler(BaseHTTPRequestHandler):
             return dash.read_params()
         dash.require_control(sid)
         if name == "drive":
-            return dash.drive_command(*args, arrived=arrived)
+            v, w = args
+            return dash.drive_command(v, w, arrived)
         if name == "design":
             return dash.design(*args)
         if name == "save":
