@@ -13,7 +13,8 @@ from shared import protocol
 TWO_PI = 6.283185307179586
 Q16 = 65536.0
 BRAKE_MAX = 536870912.0         # the engine's braking-distance product: vmax**2 / (16 acc) stays below 2**29
-DELTA_MAX = protocol.MOVE_COUNTS_MAX * 4096.0     # |a move's change| in Q12 counts
+DELTA_MAX = 536870912.0         # |a move's change| in Q12 counts (131072 counts; the host splits longer paths:
+#                                 viperdrive.board.moves.MOVE_COUNTS_MAX, checked equal by tests/test_moves.py)
 TIMEOUT_MAX = 1073741823        # periods
 SPEED_SHARE = 0.9               # a move's reference uses at most this share of max_wheel_speed (and
 #                                 control.ACCEL_SHARE of max_accel, two overlapping moves together)

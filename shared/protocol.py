@@ -519,8 +519,6 @@ def unpack_info(payload):
 
 
 # MOVE / MOVE_LEASE / MOVE_STATE
-MOVE_COUNTS_MAX = const(131072)  # one move's change on its primary axis (wheel travel) is below this many counts:
-#                                  the engine's Q12 range (mcu/moves.py); a longer path is several moves
 MOVE_STRAIGHT = const(0)        # a: distance m (negative: backwards); speed m/s, accel m/s^2
 MOVE_TURN = const(1)            # a: heading change rad (REP-103: positive turns left); speed rad/s, accel rad/s^2
 MOVE_ARC = const(2)             # a: radius m (negative: backwards), b: heading change rad; speed m/s, accel m/s^2

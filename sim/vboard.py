@@ -30,7 +30,8 @@ import plant as plant_mod  # noqa: E402
 from shared import protocol  # noqa: E402
 
 USAGE = ("usage: vboard.py [--listen HOST:PORT] [--control HOST:PORT] [--baud N] [--robot FILE] [--board FILE] "
-         "[--params FILE] [--seed N] [--clock FILE] [--repl] [--app MODULE]")
+         "[--params FILE] [--seed N] [--clock FILE] [--time-ratio R] [--repl] [--app MODULE]\n"
+         "--time-ratio R: board seconds per real second (default: VIPERDRIVE_SIM_SPEED, else 1), 0.05..20")
 WHEELS = ("left", "right", "both")
 FAULT_KINDS = ("cut_link", "corrupt", "garbage", "inject", "stall", "lift", "encoder_drop", "battery",
                "freeze_control", "estop", "imu")
@@ -44,7 +45,7 @@ class UsageError(Exception):
 def parse_args(argv):
     opts = {"listen": "127.0.0.1:0", "control": None, "baud": 115200, "robot": _HERE + "/robots/default.json",
             "board": _ROOT + "/mcu/boards/sim.json", "params": "/tmp/viperdrive-sim-params.json", "seed": None,
-            "repl": False, "app": "app", "board_given": False, "clock": None}
+            "repl": False, "app": "app", "board_given": False, "clock": None, "time_ratio": None}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -54,7 +55,7 @@ def parse_args(argv):
             opts["repl"] = True
             i += 1
             continue
-        key = a[2:] if a.startswith("--") else None
+        key = a[2:].replace("-", "_") if a.startswith("--") else None
         if key is None or key not in opts or key in ("repl", "board_given"):
             raise UsageError("unknown option %r\n%s" % (a, USAGE))
         if i + 1 >= len(argv):
@@ -67,6 +68,11 @@ def parse_args(argv):
                 raise UsageError("%s must be a whole number, got %r" % (a, val)) from None
             if key == "baud" and not 300 <= val <= 20000000:
                 raise UsageError("--baud %d outside 300..20000000" % val)
+        if key == "time_ratio":
+            try:
+                val = float(val)
+            except ValueError:
+                raise UsageError("--time-ratio must be a number, got %r" % val) from None
         opts[key] = val
         if key == "board":
             opts["board_given"] = True      # a file the user named must exist: no silent built-in fallback
@@ -94,6 +100,27 @@ def _number(req, key, lo, hi, default=None):
     return v
 
 
+SPEED_MIN = 0.05
+SPEED_MAX = 20.0
+
+
+def board_speed(given):
+    """--time-ratio, else VIPERDRIVE_SIM_SPEED, else 1.0; UsageError outside SPEED_MIN..SPEED_MAX."""
+    if given is None:
+        import os
+        text = os.getenv("VIPERDRIVE_SIM_SPEED")
+        if not text:
+            return 1.0
+        try:
+            given = float(text)
+        except ValueError:
+            raise UsageError("VIPERDRIVE_SIM_SPEED must be a number, got %r" % text) from None
+    if not SPEED_MIN <= given <= SPEED_MAX:
+        raise UsageError("the board's speed %r is outside %g..%g (board time per real time)"
+                         % (given, SPEED_MIN, SPEED_MAX))
+    return given
+
+
 def _wheel(req):
     w = req.get("wheel", "both")
     if w not in WHEELS:
@@ -115,7 +142,8 @@ class VirtualBoard:
         self.board_cfg = self._load_board_cfg()
         # the world: the plant stepped once per control period, and board time (sim/world.py)
         self.world = world_mod.World(self.plant, self.board_cfg.get("control_hz", 500), lock=self.plant_lock,
-                                     clock_path=opts["clock"], link_state=self.link_server)
+                                     clock_path=opts["clock"], link_state=self.link_server,
+                                     speed=opts["time_ratio"])
         import hal.sim
         self.link = hal.sim.PacedLink(self.link_server, baud=opts["baud"], rng=self.rng, clock=self.world.ticks_us,
                                       sleep_us=self.world.sleep_us)
@@ -449,6 +477,7 @@ class VirtualBoard:
 def main(argv):
     try:
         opts = parse_args(argv)
+        opts["time_ratio"] = board_speed(opts["time_ratio"])
     except UsageError as e:
         print("vboard: %s" % e, file=sys.stderr)
         sys.exit(2)

@@ -5,7 +5,9 @@
 # Board time is whole control periods: period k starts at k x period. Each period the world steps the plant by
 # exactly one period and then runs the firmware's control step (when one is attached and not frozen), which reads
 # the encoders the step produced and sets the duty the next step uses (the zero-order hold of a PWM peripheral).
-# Periods are paced on absolute deadlines of the host's clock, so board time follows real time; when the machine
+# Periods are paced on absolute deadlines of the host's clock, so board time follows real time (times `speed`, the
+# board's speed: 0.5 runs it at half of real time, a stand-in for a busy machine; 2 twice as fast where the CPU
+# keeps up: VIPERDRIVE_SIM_SPEED, docs/virtual-board.md "The board's speed"); when the machine
 # does not run the process, board time stops with it: it never jumps and never skips a period (a period more than
 # one period late restarts the schedule from now). Between period starts, ticks_us() interpolates with the host's
 # clock but never reaches the next period's start, so board time is monotonic and exact at every period.
@@ -32,16 +34,18 @@ HOLD_POLL_US = 200          # while the grant holds the world: how often it look
 
 
 class World:
-    def __init__(self, plant, hz, lock=None, clock_path=None, link_state=None):
+    def __init__(self, plant, hz, lock=None, clock_path=None, link_state=None, speed=1.0):
         self.plant = plant
         self.hz = hz
         self.period_us = 1000000 // hz
+        self.speed = speed                  # board time per host time
+        self.host_period_us = int(self.period_us / speed + 0.5)    # a period's length on the host's clock
         self.dt = 1.0 / hz
         self.lock = lock or _thread.allocate_lock()
         self.link_state = link_state        # the link server: .generation, .connected()
         self.t_us = 0                       # board time at the start of the current period
         self._anchor = (0, time.ticks_us())   # (board us, host ticks_us) of the current period's start: one object
-        self._next = time.ticks_add(time.ticks_us(), self.period_us)    # host deadline of the next period
+        self._next = time.ticks_add(time.ticks_us(), self.host_period_us)   # host deadline of the next period
         self.fn = None                      # the firmware's control step (hal start_periodic)
         self.board = None                   # the hal Board whose duty the plant runs on
         self.line = None                    # the serial line (hal.sim.PacedLink): its due bytes leave before the
@@ -86,6 +90,8 @@ class World:
     def now_us(self):
         t, at = self._anchor
         el = time.ticks_diff(time.ticks_us(), at)
+        if self.speed != 1.0:
+            el = int(el * self.speed)
         if el < 0:
             el = 0
         elif el >= self.period_us:
@@ -212,13 +218,13 @@ class World:
                 return n
             self._period()
             n += 1
-            self._next = time.ticks_add(self._next, self.period_us)
+            self._next = time.ticks_add(self._next, self.host_period_us)
             now = time.ticks_us()
-            if time.ticks_diff(now, self._next) > self.period_us:
+            if time.ticks_diff(now, self._next) > self.host_period_us:
                 # more than a whole period behind: the machine did not run us (board time waited with it); restart
                 # the schedule from now instead of a burst of catch-up periods with no slow loop between them
                 self.overruns += 1
-                self._next = time.ticks_add(now, self.period_us)
+                self._next = time.ticks_add(now, self.host_period_us)
         return n
 
     def _hold(self):
@@ -284,7 +290,7 @@ class World:
                 if not self.granted(self.t_us + self.period_us):
                     self._hold()
                     continue
-                left = end - self.now_us()
+                left = int((end - self.now_us()) / self.speed)     # in host us
                 w = self.wait_us()
                 time.sleep_us(max(1, min(left, w if w > 0 else 1)))
 
@@ -305,7 +311,8 @@ class World:
 
     def stats(self):
         n = max(1, self.plant_steps)
-        return {"hz": self.hz, "periods": self.periods, "plant_steps": self.plant_steps, "overruns": self.overruns,
+        return {"hz": self.hz, "speed": self.speed, "periods": self.periods, "plant_steps": self.plant_steps,
+                "overruns": self.overruns,
                 "period_min_us": self.period_min_us, "period_max_us": self.period_max_us,
                 "late_max_us": self.late_max_us, "late_avg_us": self.late_sum_us // n,
                 "step_max_us": self.step_max_us, "plant_max_us": self.plant_max_us, "frozen": self.frozen,

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 from cli_helpers import VIPERDRIVE, run_cli, until_energized
@@ -95,6 +96,14 @@ def test_a_path_longer_than_one_board_move_is_cut_into_moves_the_board_takes(sim
         b.deactivate()
         with pytest.raises(BadValue, match="no length"):
             move_pieces(P.MOVE_STRAIGHT, 0.0, 0.0, m_per_count, half)
+
+
+def test_the_hosts_move_range_is_the_boards():
+    """mcu/moves.py's DELTA_MAX (Q12 counts) and the host's MOVE_COUNTS_MAX name the same range."""
+    from viperdrive.board.moves import MOVE_COUNTS_MAX
+    text = (Path(__file__).resolve().parents[1] / "mcu" / "moves.py").read_text()
+    delta_max = float(re.search(r"^DELTA_MAX = ([0-9.]+)", text, re.M).group(1))
+    assert delta_max == MOVE_COUNTS_MAX * 4096
 
 
 def test_a_script_line_the_board_cannot_run_is_refused_before_the_robot_moves(sim, tmp_path):

@@ -49,12 +49,14 @@ SPEED_SHARE = 0.5               # default speed and acceleration: this share of 
 
 
 SPLIT_SHARE = 0.99              # a piece of a split path is at most this share of one move's range (rounding)
+MOVE_COUNTS_MAX = 131072        # one move's change on its primary axis (wheel travel) is below this many counts: the
+#                                 board's engine range (mcu/moves.py DELTA_MAX in Q12; tests/test_moves.py checks)
 
 
 def move_pieces(kind: int, a: float, b: float, m_per_count: float, half_separation: float) -> list[tuple[float, float]]:
     """One path (a MOVE's kind, a, b: protocol.MOVE_*) as the moves the board can run: the board runs a move whose
     primary axis (wheel travel: the distance, or the heading change times half the wheel separation) changes by
-    less than protocol.MOVE_COUNTS_MAX counts (6.5 m at the default wheel), so a longer one is cut into equal
+    less than MOVE_COUNTS_MAX counts (6.5 m at the default wheel), so a longer one is cut into equal
     pieces run back to back (the queue chains them without a stop). BadValue for a path of no length, which the
     board refuses. m_per_count: wheel travel per encoder count (2 pi r / cpr)."""
     if kind == P.MOVE_STRAIGHT:
@@ -65,7 +67,7 @@ def move_pieces(kind: int, a: float, b: float, m_per_count: float, half_separati
         length = max(abs(a * b), abs(b) * half_separation)
     if not length > 0:
         raise BadValue(f"a {P.MOVE_KIND_NAMES.get(kind, 'move')} of no length: the board runs no such move")
-    limit = SPLIT_SHARE * P.MOVE_COUNTS_MAX * m_per_count
+    limit = SPLIT_SHARE * MOVE_COUNTS_MAX * m_per_count
     n = max(1, math.ceil(length / limit))
     if kind == P.MOVE_ARC:
         return [(a, b / n)] * n
@@ -73,8 +75,8 @@ def move_pieces(kind: int, a: float, b: float, m_per_count: float, half_separati
 
 
 def one_move_range_m(m_per_count: float) -> float:
-    """The longest wheel travel one board move covers, m (protocol.MOVE_COUNTS_MAX counts)."""
-    return P.MOVE_COUNTS_MAX * m_per_count
+    """The longest wheel travel one board move covers, m (MOVE_COUNTS_MAX counts)."""
+    return MOVE_COUNTS_MAX * m_per_count
 
 
 @dataclass

@@ -292,9 +292,9 @@ def _run_moves(args, s: DriveSession, segments) -> int:
             raise BadValue(f"--script {args.script}: segment {i} ({seg.describe()}): {e}; nothing was driven") from None
         planned += [(seg, kind, pa, pb, speed) for pa, pb in pieces]
     split = len(planned) - len(segments)
-    note(args, f"script {args.script}: {len(segments)} segments as {len(planned)} board moves"
-               + (f" (lines longer than one board move, {one_move_range_m(m_per_count):.2f} m of wheel travel, "
-                  f"cut in pieces: {split} more)" if split else ""))
+    note(args, f"script {args.script}: {len(segments)} segments as board moves"
+               + (f" ({len(planned)} moves: lines longer than one board move, {one_move_range_m(m_per_count):.2f} m "
+                  f"of wheel travel, cut in pieces)" if split else ""))
     moves = []
     for _seg, kind, pa, pb, speed in planned:
         if kind == P.MOVE_STRAIGHT:

@@ -186,7 +186,7 @@ def run(args) -> int:
             board.sensors(args.sensors)
         m = LiveState(board.counts_per_rev, board.info.control_hz)
         live_stop = live_thread = None
-        next_odom = time.monotonic()
+        next_odom = board.clock.now()
         if ekf is not None:
             m.live, live_stop, live_thread = start_live_filter(ekf, None, lambda text: warn(args, text))
         if args.foxglove:
@@ -195,7 +195,10 @@ def run(args) -> int:
             print(f"foxglove: serving on {fox.url}", flush=True)
         view = LiveView()
         paused = False
-        t0 = time.monotonic()
+        # the board's time (a real board's is the host's): rates per second and --duration count what the board
+        # did, not how long a busy machine took to show it
+        clock = board.clock
+        t0 = clock.now()
         next_slow = t0
         # a monitor only watches: a lost link is waited out and the streams asked for again (board.recovery's
         # schedule and log lines, the board left as it is found)
@@ -203,7 +206,7 @@ def run(args) -> int:
         try:
             with keys:
                 while True:
-                    now = time.monotonic()
+                    now = clock.now()
                     if recovery.outage is not None:
                         if recovery.poll() is not None:
                             granted = board.telemetry(min(args.rate, board.info.control_hz))

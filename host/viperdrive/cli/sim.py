@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import UserError
 from ..rigs import clockfile, registry
 from ..rigs.virtual import die_with_parent, startup_error, vboard_command
-from .options import int_range, positive
+from .options import finite_float, int_range, positive
 
 HELP = "run the virtual board: the real firmware on MicroPython with a simulated robot, served on TCP"
 
@@ -54,6 +54,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     pico.add_argument("--pty", action="store_true", help="--pico: also relay the USB CDC port to a pseudo-terminal")
     pico.add_argument("--hold-repl-pin", action="store_true",
                       help="--pico: hold the board config's repl_pin at its active level (boots into REPL mode)")
+    parser.add_argument("--time-ratio", type=finite_float(0.05, 20.0, "board s per real s"), default=None,
+                        metavar="R", help="the virtual board's speed: R seconds of board time per real second "
+                                          "(default: VIPERDRIVE_SIM_SPEED, else 1). 0.5 shows on an idle machine what "
+                                          "a busy one shows; above 1 it runs faster where the CPU keeps up")
     pico.add_argument("--max-speed", type=positive(100.0, "chip s per wall s"), default=None, metavar="R",
                       help="--pico: at most R chip seconds per wall second (default 1)")
 
@@ -69,7 +73,8 @@ def run(args) -> int:
     # its board time, published for the commands that open it (rigs.registry: they find it by the URL)
     clock = clockfile.create(f"{tmp.name}/board.clock")
     cmd = vboard_command(listen=args.listen, control=args.control, baud=args.baud, robot=args.robot,
-                         board=args.board, params=params, seed=args.seed, repl=args.repl, clock=clock)
+                         board=args.board, params=params, seed=args.seed, repl=args.repl, clock=clock,
+                         time_ratio=args.time_ratio)
     try:
         if args.repl:
             return _run_repl(cmd)

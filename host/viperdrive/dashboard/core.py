@@ -196,13 +196,12 @@ class Dashboard:
 
     def arm(self, on: bool, why: str = "disarmed from the page") -> dict:
         if on and not self.armed:
-            now = self.clock.now()
             with self.lock:
                 self.drive.reset()
             self.board.activate()
             with self.lock:
                 self.armed = True
-                self.last_drive = now
+                self.last_drive = self.clock.now()     # the deadman counts from the board enabled: zero commanded
             self.say("armed from the page")
         elif not on and self.armed:
             self._disarm(why)

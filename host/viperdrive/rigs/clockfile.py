@@ -88,6 +88,9 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
+SPEED_MAX = 20.0        # the fastest a virtual board runs (sim/vboard.py SPEED_MAX)
+
+
 class BoardTimeFile:
     """A board's clock read from its clock file (timebase.Clock): now() is the board's time in seconds; sleep()
     waits until that much board time has passed (a board the machine does not run makes it wait longer, never
@@ -148,7 +151,8 @@ class BoardTimeFile:
             self._speed_ref = (host, us)
             return
         if host - ref[0] > 0.25:
-            self.speed = max(0.01, min(1.0, (us - ref[1]) * 1e-6 / (host - ref[0])))
+            # a virtual board may run faster than real time (VIPERDRIVE_SIM_SPEED above 1)
+            self.speed = max(0.01, min(SPEED_MAX, (us - ref[1]) * 1e-6 / (host - ref[0])))
             self._speed_ref = (host, us)
 
     def now(self) -> float:
@@ -165,8 +169,9 @@ class BoardTimeFile:
             left = end - self.now()
             if left <= 0:
                 return
-            # board time never runs faster than the host's: sleeping `left` host seconds never oversleeps it
-            time.sleep(min(left, 0.05))
+            # board time runs at `speed` (measured; faster than the host's only on a virtual board told so):
+            # sleeping left / speed host seconds, at most 20 ms at a time, oversleeps by little when it changes
+            time.sleep(min(left / max(self.speed, 1.0), 0.02))
 
     @property
     def alive_board(self) -> bool:

@@ -85,7 +85,8 @@ def robot_path(robot: str | os.PathLike) -> Path:
 def vboard_command(*, listen: str = "127.0.0.1:0", control: str | None = "127.0.0.1:0", baud: int = 115200,
                    robot: str | os.PathLike | None = None, board: str | os.PathLike | None = None,
                    params: str | os.PathLike | None = None, seed: int | None = None, repl: bool = False,
-                   heapsize: str = HEAPSIZE, clock: str | os.PathLike | None = None) -> list[str]:
+                   heapsize: str = HEAPSIZE, clock: str | os.PathLike | None = None,
+                   time_ratio: float | None = None) -> list[str]:
     """The micropython command line that runs the virtual board with these options."""
     root = firmware_root()
     cmd = [micropython_exe(), "-X", f"heapsize={heapsize}"]
@@ -104,6 +105,8 @@ def vboard_command(*, listen: str = "127.0.0.1:0", control: str | None = "127.0.
         cmd += ["--seed", str(int(seed))]
     if clock is not None:
         cmd += ["--clock", str(Path(clock).resolve())]
+    if time_ratio is not None:
+        cmd += ["--time-ratio", repr(float(time_ratio))]     # else VIPERDRIVE_SIM_SPEED from the environment
     if repl:
         cmd.append("--repl")
     return cmd

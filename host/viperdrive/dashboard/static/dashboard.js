@@ -355,7 +355,10 @@ $("restore").onclick = async () => {
 // ---- drive: arm switch, pad, the page's deadman ----
 $("arm").onchange = async (e) => {
   S.armPending = true;
-  try { const out = await api("arm", { on: e.target.checked }); S.armed = out.armed; $("drive-msg").textContent = out.armed ? "armed" : "disarmed"; }
+  try {
+    const out = await api("arm", { on: e.target.checked }); S.armed = out.armed; $("drive-msg").textContent = out.armed ? "armed" : "disarmed";
+    if (S.armed) sendDrive();     // at once: the deadman counts from the arm, not from the next 100 ms tick
+  }
   catch (err) { S.armed = false; $("drive-msg").textContent = err.message; }
   finally { S.armPending = false; e.target.checked = S.armed; }
 };
@@ -378,7 +381,8 @@ function drawPad() {
   g.fillStyle = S.armed ? "#d62728" : "#999"; g.beginPath();
   g.arc(W / 2 - S.pad.w / mw * W / 2, H / 2 - S.pad.v / mv * H / 2, 10, 0, 2 * Math.PI); g.fill();
 }
-setInterval(async () => {
+setInterval(sendDrive, 100);
+async function sendDrive() {
   if (!S.armed || !S.control) return;
   try { await api("drive", { v: S.pad.v, w: S.pad.w }); }
   catch (e) {
@@ -386,7 +390,7 @@ setInterval(async () => {
     // still on its way when the page disarmed itself does not overwrite the page's own reason
     if (S.armed) { S.armed = false; $("arm").checked = false; $("drive-msg").textContent = e.message; }
   }
-}, 100);
+}
 function disarmNow(why) {
   if (!S.armed) return;
   S.armed = false; $("arm").checked = false;
