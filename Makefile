@@ -13,7 +13,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # MicroPython rp2 stubs go to their own folder: in the venv's site-packages they would shadow CPython modules.
 RP2_STUBS := micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
 
-.PHONY: all setup test lint typecheck pytest bench demo clean debs hil-pico hil-circuitpython node-debs browser-debs
+.PHONY: all setup test check lint typecheck pytest bench demo clean debs hil-pico hil-circuitpython node-debs browser-debs
 
 all: test
 
@@ -78,6 +78,13 @@ pytest: setup
 	  $(if $(TEST_GROUP),-m $(TEST_GROUP)) $(PYTEST_ARGS)
 
 test: setup lint typecheck pytest
+
+# the quick tier for the inner loop: lint, both type checks and the tests that need no board, chip or browser
+# (the unit group: host logic, the tree's checks, the firmware's pieces on the MicroPython unix port). make test
+# stays the whole suite, and CI runs make test.
+check: setup lint typecheck
+	$(VENV)/bin/pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup) -m unit -q \
+	  $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/run_all.py

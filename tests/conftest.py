@@ -3,6 +3,7 @@
 """Fixtures the CLI test modules share."""
 import pytest
 from cli_helpers import SharedSim
+from dashboard_helpers import Dash
 
 
 @pytest.fixture(scope="module")
@@ -11,3 +12,14 @@ def sim():
     s = SharedSim()
     yield s
     s.close()
+
+
+@pytest.fixture
+def dash(sim):
+    """`viperdrive dashboard` on the module's virtual board, stopped with Ctrl-C after the test: it must end
+    cleanly (0 or 130), without a traceback."""
+    d = Dash(sim.url)
+    yield d
+    rc, err = d.stop()
+    assert rc in (0, 130), err
+    assert "Traceback" not in err, err

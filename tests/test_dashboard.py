@@ -66,15 +66,6 @@ def shots(tmp_path_factory):
     return d
 
 
-@pytest.fixture
-def dash(sim):
-    d = Dash(sim.url)
-    yield d
-    rc, err = d.stop()
-    assert rc in (0, 130), err
-    assert "Traceback" not in err, err
-
-
 def _open(browser, url, width=1400, height=900):
     # bypass_csp: the test's own probes (wait_for_function evaluates a string); the page's policy is checked in
     # the security test

@@ -53,15 +53,6 @@ def _at_rest_and_off(sim) -> bool:
     return _speed(t) < REST_RAD_S and not t["energized"]
 
 
-@pytest.fixture
-def dash(sim):
-    d = Dash(sim.url)
-    yield d
-    rc, err = d.stop()
-    assert rc in (0, 130), err
-    assert "Traceback" not in err, err
-
-
 def _steady(sim, driver: Driver) -> float:
     """Drive at 0.3 m/s until both wheels hold their speed; that speed (rad/s)."""
     driver.drive(0.3)

@@ -34,10 +34,6 @@ from ..robot.files import shorten
 from .output import note
 
 
-def _fmt(x: float) -> str:
-    return f"{x:g}" if isinstance(x, float) else str(x)
-
-
 class Number:
     """argparse `type=`: text -> float (or int) inside [lo, hi] (open ends with lo_open / hi_open); nonzero
     refuses 0. `describe()` is the range as text for help and errors."""
@@ -55,18 +51,9 @@ class Number:
 
     def range_text(self) -> str:
         """'(0, 10] m/s', '300..12000000', '>= 0 s'."""
-        if self.lo is not None and self.hi is not None:
-            if self.integer:
-                rng = f"{self.lo}..{self.hi}"
-            else:
-                rng = f"{'(' if self.lo_open else '['}{_fmt(self.lo)}, {_fmt(self.hi)}{')' if self.hi_open else ']'}"
-        elif self.lo is not None:
-            rng = f"{'>' if self.lo_open else '>='} {_fmt(self.lo)}"
-        elif self.hi is not None:
-            rng = f"{'<' if self.hi_open else '<='} {_fmt(self.hi)}"
-        else:
-            rng = "any finite value"
-        return rng + (f" {self.unit}" if self.unit else "")
+        if self.integer and self.lo is not None and self.hi is not None:
+            return f"{self.lo}..{self.hi}" + (f" {self.unit}" if self.unit else "")
+        return ranges.Range(self.lo, self.hi, self.unit, self.lo_open, self.hi_open).text()
 
     def describe(self) -> str:
         kind = "a whole number" if self.integer else "a number"
