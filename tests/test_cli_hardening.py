@@ -180,9 +180,9 @@ def test_a_killed_recording_keeps_all_but_the_last_second(sim, tmp_path):
     lost = (killed_ns - last) / 1e9
     print(f"drive --record: kept {n} messages covering {span:.2f} s; the last {lost:.2f} s before the kill lost "
           f"({os.path.getsize(out)} bytes)")
-    # The recorder flushes once a second of the host's time, at the next loop cycle; the drive ran 3.5 s of board
-    # time after the first chunk, which is at least as much host time (board time never runs faster), so three more
-    # flushes came: what they wrote spans at least 3 s. Before the fix nothing was on disk (the first 1 MB chunk takes
+    # The recorder flushes once a second of its log clock (the board's time on a virtual board), at the next loop
+    # cycle; the drive ran 3.5 s of board time after the first chunk, so three more flushes came: what they wrote
+    # spans at least 3 s of the recording's (board) time. Before the fix nothing was on disk (the first 1 MB chunk takes
     # ~9 s). How much of the last second a kill loses is a host-time figure: bench/bench_recording.py prints it.
     assert span >= 3.0, (n, span, lost)
     assert n >= 4 * 100 * 3.0                                  # /odom, /tf, /joint_states, /cmd_vel at 100 Hz

@@ -150,11 +150,11 @@ def test_baud_rate_is_emulated():
     with VirtualBoard(baud=9600) as slow, serial.serial_for_url(slow.url, timeout=0.05) as ser:
         _request(ser, P.pack_hello(), P.INFO)    # warm up
         n = 10
-        t0 = time.monotonic()
+        t0 = slow.clock.now()           # board time: the line's pace is the board's, at any VIPERDRIVE_SIM_SPEED
         for _ in range(n):
             payload = _request(ser, P.pack_hello(), P.INFO)
             assert payload is not None
-        elapsed = time.monotonic() - t0
+        elapsed = slow.clock.now() - t0
     line_s = n * (5 + len(payload) + P.OVERHEAD) * 10 / 9600
     print(f"9600 baud: {n} HELLO/INFO exchanges in {elapsed * 1e3:.0f} ms, line time {line_s * 1e3:.0f} ms")
     assert elapsed >= 0.95 * line_s

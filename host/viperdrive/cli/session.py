@@ -17,7 +17,7 @@ from ..messages.sensors import sensor_statuses
 from ..motion.drive import DriveController
 from ..motion.loop import DriveLoop
 from ..motion.odometry import Odometry
-from ..recording.mcap import BoardLogClock
+from ..recording.mcap import BoardLogClock, HostTimesOnBoard
 from ..timebase import HOST_CLOCK
 from .boardopen import activate, fault_message
 from .livefilter import ODOM_TOPIC, start_live_filter
@@ -41,6 +41,11 @@ class DriveSession:
         self.clock = board.clock
         self.loop = DriveLoop(board, self.controller, self.odometry, clock=self.clock)
         self.recorder = recorder
+        # a board that is a program (a virtual board, an emulated chip) runs on its own time: the recording and the
+        # live filter both log on it, on one epoch, so a rate or a span read off the recording is the board's
+        self.log_clock = None if self.clock is HOST_CLOCK else BoardLogClock(self.clock)
+        if recorder is not None and self.log_clock is not None:
+            recorder.use_clock(HostTimesOnBoard(self.log_clock))
         self.telemetry_hz = telemetry_hz
         self.sensor_hz = sensor_hz          # SENSORS_DATA asked for (0: none): into the recording
         self.sensor_rate = 0                # what the board granted
@@ -64,9 +69,8 @@ class DriveSession:
     def _start_filter(self, ekf, warn) -> None:
         # the filter's time: the recorder's (the host's) on a real board; the board's own on a board that is a
         # program, whose odometry is stamped in board time (a stall of the machine stops both alike)
-        clock = None if self.clock is HOST_CLOCK else BoardLogClock(self.clock)
         self.live, self._live_stop, self._live_thread = start_live_filter(ekf, self.recorder, warn, self._estimate,
-                                                                          clock=clock)
+                                                                          clock=self.log_clock)
 
     def _estimate(self, est) -> None:
         if self.recorder is not None and self.live is not None:

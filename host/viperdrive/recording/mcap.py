@@ -96,6 +96,10 @@ class LogClock:
         mono = time.monotonic() if mono is None else mono
         return self.wall0 + int(round((mono - self.mono0) * 1e9))
 
+    def seconds(self) -> float:
+        """Now, in the seconds this clock counts (the host's monotonic; a board's time for a board's clock)."""
+        return time.monotonic()
+
 
 class BoardLogClock(LogClock):
     """A board's time (viperdrive.timebase.Clock) as a log clock: the wall-clock epoch at its start, board seconds
@@ -117,6 +121,31 @@ class BoardLogClock(LogClock):
     def ns(self, mono: float | None = None) -> int:
         t = self.board.now() if mono is None else mono
         return self.wall0 + int(round((t - self.mono0) * 1e9))
+
+    def seconds(self) -> float:
+        return self.board.now()
+
+
+class HostTimesOnBoard(LogClock):
+    """A recorder's clock for a board that is a program (a virtual board, an emulated chip): the host's monotonic
+    times its callers hand it (a state's sample time, a command's) mapped onto the board's time, on the epoch of
+    `log` (the BoardLogClock the live filter of the same run uses). A rate or a span read off the recording is
+    then the board's, whatever speed it ran at (VIPERDRIVE_SIM_SPEED) and however busy the machine was. A host
+    time a few ms old maps through the board's measured speed (BoardTimeFile.speed)."""
+
+    def __init__(self, log: BoardLogClock):
+        self.log = log
+        self.board = log.board
+        super().__init__(log.wall0, log.mono0)
+
+    def ns(self, mono: float | None = None) -> int:
+        t = self.board.now()
+        if mono is not None:
+            t -= (time.monotonic() - mono) * getattr(self.board, "speed", 1.0)
+        return self.log.ns(t)
+
+    def seconds(self) -> float:
+        return self.board.now()
 
 
 class SetClock(LogClock):
@@ -154,12 +183,13 @@ class McapRecorder:
         self.joint_names = list(joint_names)
         self.imu_frame = imu_frame
         self.imu_noise = sensormsgs.IMU_NOISE[imu_part]
-        self.clock = LogClock()         # monotonic host time -> MCAP log time (ns), for every message
+        self.clock: LogClock = LogClock()   # monotonic host time -> MCAP log time (ns), for every message
+        #                                   (use_clock: a board's time for a board that is a program)
         self.counts: dict[str, int] = defaultdict(int)
         self._closed = False
         self._overruns: int | None = None
         self._flush_period = flush_period_s
-        self._next_flush = math.inf if flush_period_s is None else self.clock.mono0 + flush_period_s
+        self._next_flush = math.inf if flush_period_s is None else self.clock.seconds() + flush_period_s
         self.flushes = 0
         self._lock = threading.RLock()
 
@@ -171,6 +201,12 @@ class McapRecorder:
 
     def ns(self, mono: float) -> int:
         return self.clock.ns(mono)
+
+    def use_clock(self, clock: LogClock) -> None:
+        """Log on `clock` from now on (before the first message: HostTimesOnBoard for a virtual board)."""
+        self.clock = clock
+        if self._flush_period is not None:
+            self._next_flush = clock.seconds() + self._flush_period
 
     def _write(self, topic: str, msg: dict, mono: float) -> None:
         self.message(topic, TOPICS[topic], msg, self.ns(mono))
@@ -188,7 +224,8 @@ class McapRecorder:
             self._writer.write_message(topic, schema, msg, log_time=log_ns, publish_time=log_ns,
                                        sequence=self.counts[topic])
             self.counts[topic] += 1
-            now = time.monotonic()
+            # once a second of the log clock's time (the board's, for a board that is a program)
+            now = self.clock.seconds()
             if now >= self._next_flush:
                 self.flush()
                 self._next_flush = now + (self._flush_period or math.inf)
