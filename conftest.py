@@ -47,6 +47,44 @@ CHIP_RIGS = ("pico", "circuitpython")     # the hil `sim` parameters that are an
 
 GROUPS = ("unit", "board", "ros2", "pico", "browser")  # pyproject.toml's markers: every test is in exactly one
 
+# The board's speed the suite runs each group's virtual boards at (VIPERDRIVE_SIM_SPEED, docs/virtual-board.md "The
+# board's speed"): the board group at 2, twice as fast as real time where the CPU keeps up. Board time is the only
+# time of those tests, so they pass at any speed; one that mixes in the wall clock fails at 2 every time, not one
+# run in three on a busy machine. The other groups at 1: a browser's timers and DDS run on the wall clock. A speed
+# set in the environment (VIPERDRIVE_SIM_SPEED=0.5 make pytest ...) is used for every test instead.
+SIM_SPEED_ENV = "VIPERDRIVE_SIM_SPEED"
+GROUP_SPEED = {"board": "2"}
+SPEED_GIVEN = os.environ.get(SIM_SPEED_ENV)
+
+
+def speed_of(item) -> str:
+    if SPEED_GIVEN:
+        return SPEED_GIVEN
+    groups = [g for g in GROUPS if item.get_closest_marker(g) is not None]
+    return GROUP_SPEED.get(groups[0], "1") if groups else "1"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # before the item's fixtures: a module's shared virtual board starts at its first test's speed
+    os.environ[SIM_SPEED_ENV] = speed_of(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        report.sections.append(("virtual board speed", f"{SIM_SPEED_ENV}={speed_of(item)} (replay: "
+                                f"{SIM_SPEED_ENV}={speed_of(item)} make pytest PYTEST_ARGS='{item.nodeid}')"))
+
+
+def pytest_report_header(config):
+    if SPEED_GIVEN:
+        return f"virtual boards at {SIM_SPEED_ENV}={SPEED_GIVEN} (from the environment)"
+    return (f"virtual boards at {SIM_SPEED_ENV}: " + ", ".join(f"{g} group {v}" for g, v in GROUP_SPEED.items())
+            + ", the others 1")
+
 
 def _group_of(item) -> list[str]:
     return [g for g in GROUPS if item.get_closest_marker(g) is not None]
