@@ -85,6 +85,7 @@ class Dashboard:
         self.guard = steptest.ParamGuard(board)     # what the pages changed, put back at the end unless saved
         self.drive = DriveController(board.config)
         self.armed = False
+        self.arm_epoch = 0              # bumped by every arm and disarm: a page orders what it hears about arming
         self.last_drive = 0.0           # board time the last accepted drive command arrived
         self.dropped_drives = 0         # drive commands refused: stale on arrival, or after the deadman ran out
         self.controller: str | None = None      # the session that may command (one page at a time)
@@ -201,11 +202,12 @@ class Dashboard:
             self.board.activate()
             with self.lock:
                 self.armed = True
+                self.arm_epoch += 1
                 self.last_drive = self.clock.now()     # the deadman counts from the board enabled: zero commanded
             self.say("armed from the page")
         elif not on and self.armed:
             self._disarm(why)
-        return {"armed": self.armed}
+        return {"armed": self.armed, "arm_epoch": self.arm_epoch}
 
     def drive_command(self, v: float, w: float, arrived: float) -> dict:
         """A drive command (m/s, rad/s: checked by the server), applied on the caller's thread at once. arrived: the
@@ -351,10 +353,12 @@ class Dashboard:
     def _disarm(self, why: str) -> None:
         with self.lock:
             was, self.armed = self.armed, False
+            if was:
+                self.arm_epoch += 1
             self.drive.reset()
         if was:
             self.say(f"disarmed: {why}")
-            self._publish("disarmed", {"why": why})
+            self._publish("disarmed", {"why": why, "arm_epoch": self.arm_epoch})
         if self.board.active:
             self.board.deactivate()
 
@@ -363,10 +367,11 @@ class Dashboard:
         the dashboard goes on (the Clear button clears a fault: the host never does on its own)."""
         with self.lock:
             self.armed = False
+            self.arm_epoch += 1
             self.drive.reset()
         self.faults += 1
         self.say(f"disarmed: {e}")
-        self._publish("disarmed", {"why": str(e), "fault": True})
+        self._publish("disarmed", {"why": str(e), "fault": True, "arm_epoch": self.arm_epoch})
         if self.board.active:
             self.board.deactivate()
         try:
@@ -499,7 +504,7 @@ class Dashboard:
         self.live.update_rate(now)
         summary = self.live.summary()
         d = self.live.diag
-        summary.update(armed=self.armed, controller=self.controller is not None,
+        summary.update(armed=self.armed, arm_epoch=self.arm_epoch, controller=self.controller is not None,
                        telemetry_received=self.live.received, status_misses=self.status_misses,
                        fault_code=d.get("fault_code", 0), deadman_trips=d.get("deadman_trips", 0),
                        frames_ok=d.get("frames_ok", 0), pages=len(self.sessions), unsaved=sorted(self.unsaved),

@@ -10,6 +10,7 @@ const CAP = 60000;          // records kept (30 s at 2 kHz): every record is kep
 
 const S = {
   session: null, control: false, info: null, paused: false, windowS: 5, status: null, armed: false, armPending: false,
+  armEpoch: 0,     // the dashboard's count of arms and disarms: news about arming older than what the page knows is stale
   params: {}, ranges: {}, paramEpoch: 0, lastStep: null, prevStep: null, designed: null,
   pad: { v: 0, w: 0, held: false },
   data: Object.fromEntries(SERIES.map((k) => [k, new Float64Array(CAP)])), n: 0, head: 0,
@@ -80,7 +81,11 @@ function connect() {
   });
   es.addEventListener("telemetry", (e) => { vdStats.events++; addRecords(JSON.parse(e.data)); });
   es.addEventListener("status", (e) => showStatus(JSON.parse(e.data)));
-  es.addEventListener("disarmed", (e) => { S.armed = false; $("arm").checked = false; $("drive-msg").textContent = "disarmed: " + JSON.parse(e.data).why; });
+  es.addEventListener("disarmed", (e) => {
+    const d = JSON.parse(e.data);
+    if (d.arm_epoch < S.armEpoch) return;       // about an arming this page has since replaced
+    S.armEpoch = d.arm_epoch; S.armed = false; $("arm").checked = false; $("drive-msg").textContent = "disarmed: " + d.why;
+  });
   es.addEventListener("ended", (e) => { banner("the dashboard has stopped: " + JSON.parse(e.data).why, true); es.close(); });
   es.onerror = () => banner("the connection to the dashboard is lost (is `viperdrive dashboard` still running?)", true);
 }
@@ -92,7 +97,10 @@ function showStatus(s) {
   vdStats.behind = s.telemetry_received - vdStats.offset - vdStats.records;
   vdStats.maxBehind = Math.max(vdStats.maxBehind, vdStats.behind);
   vdStats.statuses++;
-  if (!S.armPending) {         // the board thread's word, unless the switch's own request is still on its way
+  // the board thread's word, unless the switch's own request is still on its way or the status was written before
+  // the last arm or disarm this page heard of (a status on its way while the page armed would disarm the page)
+  if (!S.armPending && s.arm_epoch >= S.armEpoch) {
+    S.armEpoch = s.arm_epoch;
     S.armed = s.armed;
     $("arm").checked = s.armed;
   }
@@ -212,6 +220,9 @@ async function loadParams() {
 
 function showParams(out) {
   const rows = out.params;
+  // a value the user is typing (the focused field) is theirs: a table that arrives meanwhile does not undo it
+  const editing = document.activeElement && document.activeElement.classList.contains("pval")
+    ? [document.activeElement.dataset.name, document.activeElement.value] : null;
   for (const p of rows) { S.params[p.name] = p.value; S.ranges[p.name] = p; }
   $("params-msg").textContent = out.board_unsaved
     ? "The board's live parameters differ from its saved ones (* changed on this page, not saved)."
@@ -223,6 +234,7 @@ function showParams(out) {
   for (const inp of document.querySelectorAll(".pval")) {
     inp.disabled = !S.control;
     inp.onchange = () => setParam(inp.dataset.name, inp.value, inp);
+    if (editing && inp.dataset.name === editing[0]) { inp.value = editing[1]; inp.focus(); }
   }
   showGains();
 }
@@ -277,8 +289,9 @@ function showGains() {
   }
   for (const [n] of GAINS) {
     if (S.params[n] === undefined) continue;
-    $("slider-" + n).value = S.params[n];
-    $("field-" + n).value = Number(S.params[n].toPrecision(6));
+    // the gain the user is moving or typing keeps what they put there
+    if (document.activeElement !== $("slider-" + n)) $("slider-" + n).value = S.params[n];
+    if (document.activeElement !== $("field-" + n)) $("field-" + n).value = Number(S.params[n].toPrecision(6));
   }
   applyRole();
 }
@@ -356,7 +369,8 @@ $("restore").onclick = async () => {
 $("arm").onchange = async (e) => {
   S.armPending = true;
   try {
-    const out = await api("arm", { on: e.target.checked }); S.armed = out.armed; $("drive-msg").textContent = out.armed ? "armed" : "disarmed";
+    const out = await api("arm", { on: e.target.checked });
+    S.armed = out.armed; S.armEpoch = Math.max(S.armEpoch, out.arm_epoch); $("drive-msg").textContent = out.armed ? "armed" : "disarmed";
     if (S.armed) sendDrive();     // at once: the deadman counts from the arm, not from the next 100 ms tick
   }
   catch (err) { S.armed = false; $("drive-msg").textContent = err.message; }
@@ -393,7 +407,8 @@ async function sendDrive() {
 }
 function disarmNow(why) {
   if (!S.armed) return;
-  S.armed = false; $("arm").checked = false;
+  // the disarm the dashboard is about to count: a status written before it no longer re-arms this page
+  S.armed = false; S.armEpoch += 1; $("arm").checked = false;
   api("arm", { on: false, why }, { keepalive: true }).catch(() => {});
   $("drive-msg").textContent = "disarmed: " + why;
 }
