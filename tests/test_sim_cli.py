@@ -80,6 +80,19 @@ def test_sim_command_errors_have_exit_codes_and_no_traceback(tmp_path):
     assert "listening" not in r.stdout
 
 
+@pytest.mark.parametrize("speed", ["abc", "nan", "inf", "0", "1e400", "-2", "21"])
+def test_a_board_speed_outside_its_range_is_refused_with_no_traceback(speed):
+    """VIPERDRIVE_SIM_SPEED as whatever starts a virtual board has it (here `--port sim`): refused, with the range;
+    `viperdrive sim --time-ratio` the same, as a usage error."""
+    env = {**os.environ, "VIPERDRIVE_SIM_SPEED": speed}
+    r = subprocess.run([VIPERDRIVE, "info", "--port", "sim"], capture_output=True, text=True, timeout=60, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode != 0 and ("VIPERDRIVE_SIM_SPEED" in r.stderr or "0.05..20" in r.stderr), r.stderr
+    assert "Traceback" not in r.stderr
+    r = subprocess.run([VIPERDRIVE, "sim", "--time-ratio", speed], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--time-ratio" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_sim_listen_error_names_the_errno():
     # an address that is not this machine's: the reason in words, not MicroPython's bare "(99)"
     r = subprocess.run([VIPERDRIVE, "sim", "--listen", "192.0.2.1:8080"], capture_output=True, text=True,

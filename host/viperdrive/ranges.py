@@ -67,10 +67,8 @@ class Range:
 
 def _show(value, limit: int = 40) -> str:
     """A value in an error message, cut short (a 400-digit integer is not repeated back whole)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        digits = len(str(abs(value))) if abs(value) < 10 ** 60 else None
-        if digits is None:
-            return f"an integer of {value.bit_length()} bits"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** 60:
+        return f"an integer of {value.bit_length()} bits"
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
