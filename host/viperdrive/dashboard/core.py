@@ -383,11 +383,13 @@ class Dashboard:
         """The pages' requests, in order, until board time `until` (one that started before it finishes), then
         the parameter table's reads that are due, one at a time."""
         clock = self.clock
-        while clock.now() < until:
-            try:
+        ran = False
+        while not ran or clock.now() < until:     # one at least: a cycle with no time left (a slow link) still
+            try:                                    # serves the pages, a request a cycle
                 fn, args, fut = self.jobs.get_nowait()
             except queue.Empty:
                 break
+            ran = True
             if not fut.set_running_or_notify_cancel():
                 continue
             try:
@@ -396,7 +398,8 @@ class Dashboard:
                 fut.set_exception(e)
                 if not isinstance(e, UserError):
                     raise       # not the page's mistake nor the board's word: the dashboard ends with it
-        while self.stale and clock.now() < until:
+        while self.stale and (not ran or clock.now() < until):
+            ran = True
             name = self.stale[0]
             try:
                 value = self.board.get_param(name)
@@ -471,6 +474,8 @@ class Dashboard:
                 # until the next cycle the pages' requests run as they come (a slider's move waits for the board's
                 # answer, not for the cycle); while armed within PAGE_BUDGET_S of this cycle
                 until = t_next if not self.armed else min(t_next, clock.now() + PAGE_BUDGET_S)
+                if self._pending():
+                    self._work(until)
                 while not self.stopping.is_set() and (wait := t_next - clock.now()) > 0:
                     if clock.now() < until and self._pending():
                         self._work(until)
