@@ -43,14 +43,15 @@ class Graph:
             self.cmd.write(msgs.TwistStamped(header=msgs.Header(stamp=stamp, frame_id=""), twist=twist))
         self.sent += 1
 
-    def spin(self, seconds: float, v: float | None = None) -> None:
-        """Publish v (when given) and take what arrives, every 20 ms for `seconds` of host time."""
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
+    def spin_until(self, condition, seconds: float, clock, v: float | None = None, what: str | None = None):
+        """Publish v (when given) and take what arrives every 20 ms of `clock`'s time until condition() is true;
+        WaitTimeout when `seconds` of that time pass first (a board the machine runs slowly is waited for)."""
+        def step():
             if v is not None:
                 self.command(v)
             self.take()
-            time.sleep(0.02)
+            return condition()
+        return wait_until(step, seconds, clock, poll=0.02, what=what)
 
     def take(self) -> None:
         now = time.monotonic()

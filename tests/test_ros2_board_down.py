@@ -44,25 +44,21 @@ def test_watchdog_reset_board_down_error_diagnostics_odom_continuous_commands_ig
         try:
             with caplog.at_level(logging.INFO, logger="viperdrive.ros2"):
                 runner.start()
-                graph.spin(2.5, v=0.3)
+                # driven at 0.3 m/s until odom shows 0.2 m, however slowly a busy machine runs the board
+                graph.spin_until(lambda: graph.odom and graph.odom[-1][2] > 0.2, 20.0, vb.clock, v=0.3,
+                                 what="odom past 0.2 m")
                 x_before = graph.odom[-1][2]
                 n_before = len(graph.odom)
-                assert x_before > 0.2, graph.odom[-5:]
                 vb.fault("freeze_control", on=True)     # the board's watchdog resets it behind the open port
-                # watchdog_ms, the reboot and the bridge's next cycle: about 1.5 s here, longer on a loaded machine
-                for _ in range(16):
-                    graph.spin(0.5, v=0.3)
-                    if bridge.board_down is not None:
-                        break
-                assert bridge.board_down is not None, "the bridge did not notice the board's restart in 8 s"
+                # watchdog_ms, the reboot and the bridge's next cycle: about 1.5 s of board time
+                graph.spin_until(lambda: bridge.board_down is not None, 8.0, vb.clock, v=0.3,
+                                 what="the bridge noticing the board's restart")
                 # what the bridge does after it noticed: keeps publishing the last pose, standing, and ignores the
-                # commands. Spun until the graph has seen enough of both, however slowly a busy machine delivers
+                # commands. Spun until the graph has seen enough of both
                 n_noticed = len(graph.odom)
-                deadline = time.monotonic() + 30
-                while time.monotonic() < deadline and (
-                        bridge.ignored_commands <= 25
-                        or sum(o[3] == 0.0 for o in graph.odom[n_noticed:]) <= 25):
-                    graph.spin(0.1, v=0.3)
+                graph.spin_until(lambda: bridge.ignored_commands > 25
+                                 and sum(o[3] == 0.0 for o in graph.odom[n_noticed:]) > 25, 30.0, vb.clock,
+                                 v=0.3, what="25 commands ignored and 25 standing odom messages")
                 bridge.stop("test done")
                 runner.join(15)
                 graph.take()
