@@ -13,8 +13,8 @@ clock the board does not follow.
 A clock has now() (board seconds, monotonic), sleep(seconds) (until that much board time has passed),
 host_seconds(seconds) (the host seconds that span of board time takes now: a deadline for select()) and speed
 (board seconds per host second, 1 for every real board). The Link hands a clock the events of its port
-(attach/alive/detach) so that a board whose time is a program's can follow its host (docs/virtual-board.md,
-"Board time").
+(attach/alive/detach), and the Board tells it when it commands the wheels (commanding), so that a board whose time
+is a program's can follow its host and its host's loop (docs/virtual-board.md, "Lockstep with the host").
 
 wait_until() is the one way to wait for a condition: until it holds, or until a deadline in board time passes.
 """
@@ -44,6 +44,8 @@ class Clock(Protocol):
 
     def detach(self) -> None: ...
 
+    def commanding(self, hold_s: float | None) -> None: ...
+
 
 class HostClock:
     """The host's monotonic clock: the time of every real board (its clock runs whether the host runs or not)."""
@@ -68,6 +70,9 @@ class HostClock:
         pass
 
     def detach(self) -> None:
+        pass
+
+    def commanding(self, hold_s: float | None) -> None:
         pass
 
 

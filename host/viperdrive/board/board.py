@@ -80,6 +80,7 @@ _OPTIONS = {"counts_per_rev", "max_misses", "margin", "clock_sync", "sim", "link
             "sensor_queue", "clock"}
 
 REST_SPEED = 0.25           # rad/s: both wheels below this (the board's estimate, twice in a row) are at rest
+HOLD_MARGIN_S = 0.01        # a board that follows its host is held this far inside its deadman (clock.commanding)
 BRAKE_MARGIN_S = 0.25       # on top of the board's braking time max_wheel_speed / max_accel (its parameters,
 #                             rad/s and rad/s^2): filter lag, round trips
 
@@ -137,6 +138,7 @@ class Board:
         self._sent = 0.0                    # host time the last SET_VEL went out (its reply's sample time)
         self._clock_pair: tuple[float, float] | None = None     # (host time, board time) just after that send
         self._undelivered = False           # a state from activate()/reconnect() not yet returned by read()
+        self._hold_s = _table_ramp()[2] - HOLD_MARGIN_S      # the commanding hold (write()): inside the deadman
         self._ramp: tuple[float, float, float] | None = None    # the board's max_wheel_speed (rad/s), max_accel
         #                                                           (rad/s^2), deadman_ms (s): the braking bound
         self._unwrap: tuple[int, int, int, int, int] | None = None  # (epoch, raw l, raw r, continued l, continued
@@ -390,6 +392,7 @@ class Board:
     def _went_down(self, state: BoardState, what: str, restarted: bool) -> NoReturn:
         """Inactive, new epoch, raise BoardDeenergized naming what the board says (one GET_DIAG, off the hot path
         since the loop stops here anyway)."""
+        self._not_commanding()
         self.active = False
         self._pending = None
         self._baseline = None
@@ -436,11 +439,19 @@ class Board:
         if self.moves.busy:
             self.moves.forget()     # a SET_VEL ends every move on the board (cancelled)
         self._ask(P.pack_set_vel(cl, cr))
+        self.clock.commanding(self._hold_s)
+
+    def _not_commanding(self) -> None:
+        """No SET_VEL is due any more (disabled, a board move drives, the board went down): a board that follows its
+        host runs free again (timebase.Clock.commanding)."""
+        if self.link is not None:
+            self.link.clock.commanding(None)
 
     def observe(self) -> None:
         """Ask for the state without commanding anything (GET_STATE): the next read() returns it. The loop's
         exchange while board moves drive the wheels (a SET_VEL would cancel them); it does not feed the deadman."""
         self._require(active=True)
+        self._not_commanding()
         self._ask(P.pack_get_state())
 
     def _ask(self, frame: bytes) -> None:
@@ -515,6 +526,7 @@ class Board:
                     problems = []   # disabled: that is what matters
                 except UserError as e:
                     problems.append(str(e))
+            self._not_commanding()
             self.active = False
             self._pending = None
         if problems:
@@ -534,6 +546,7 @@ class Board:
         try:
             self._ramp = (float(self.get_param("max_wheel_speed")), float(self.get_param("max_accel")),
                           self.get_param("deadman_ms") / 1000.0)
+            self._hold_s = max(self._ramp[2] - HOLD_MARGIN_S, HOLD_MARGIN_S)
         except UserError:
             self._ramp = None
 
@@ -558,6 +571,7 @@ class Board:
         while True:
             try:
                 payload = self._io.request(P.pack_set_vel(0, 0), P.STATE)
+                clock.commanding(self._hold_s)
             except NoReplyError:
                 payload = None      # keep commanding zero: the board brakes on its deadman anyway
             except NackError:
@@ -651,6 +665,7 @@ class Board:
     def _rejoin(self, reopen: Callable[[], object]) -> None:
         """The part recover() and reconnect() share: inactive, reopen(), forget the counts from before the gap
         (they need not continue), HELLO, clock sync."""
+        self._not_commanding()
         self.active = False
         reopen()
         self._pending = None
@@ -724,6 +739,8 @@ class Board:
             else:
                 deadman = applied / 1000.0
             self._ramp = (top, acc, deadman)
+        if name == "deadman_ms":
+            self._hold_s = max(applied / 1000.0 - HOLD_MARGIN_S, HOLD_MARGIN_S)
         return applied
 
     # ---- moves on the board (board/moves.py): each returns a Move whose wait() renews the lease ----
@@ -732,12 +749,14 @@ class Board:
         """Drive distance_m straight (negative: backwards) at speed m/s, accelerating at accel m/s^2 (defaults:
         half the robot file's rim limits), holding the board's heading."""
         self._require(active=True)
+        self._not_commanding()
         return self.moves.add(P.MOVE_STRAIGHT, distance_m, 0.0, speed, accel, timeout)
 
     def move_turn(self, angle_rad: float, rate: float | None = None, accel: float | None = None,
                   timeout: float = 0.0) -> Move:
         """Turn in place by angle_rad (REP-103: positive turns left) at rate rad/s, accel rad/s^2."""
         self._require(active=True)
+        self._not_commanding()
         return self.moves.add(P.MOVE_TURN, angle_rad, 0.0, rate, accel, timeout)
 
     def move_arc(self, radius_m: float, angle_rad: float, speed: float | None = None, accel: float | None = None,
@@ -745,6 +764,7 @@ class Board:
         """Drive along a circle of radius_m (negative: backwards) until the heading has changed by angle_rad
         (positive: left), at speed m/s along the path."""
         self._require(active=True)
+        self._not_commanding()
         return self.moves.add(P.MOVE_ARC, radius_m, angle_rad, speed, accel, timeout)
 
     def link_request(self, frame: bytes, reply_cmd: int) -> bytes:
@@ -785,6 +805,7 @@ class Board:
         self._require(configured=True)
         payload = self._io.request(P.pack_stop_link(), P.STOP_LINK_ACK, stale=P.STATE)
         reset_s = P.unpack_stop_link_ack(payload) / 1000.0
+        self._not_commanding()
         self.active = False
         self._pending = None
         self.cleanup()

@@ -25,6 +25,15 @@ a thread as long as the host process runs (LEASE_AHEAD_S ahead of the board's ti
 the machine stops for 150 ms does not find the board's deadman tripped by a pause that was not its own; a host that
 dies closes its connection, which frees the board at once (the deadman is still the deadman). A client that never
 writes a grant (a serial terminal, a third-party tool) runs the board in free time, as a real board.
+
+The lease thread runs beside the host's loop, not in it: a process that runs its lease thread but not, for a
+moment, the thread that sends the wheel commands (a busy machine schedules threads one by one; a burst of work
+on other threads of the same interpreter holds its lock) would see the board's deadman tripped by a pause that is
+not its code's. So while the host commands the wheels (commanding(hold_s) after every SET_VEL), the grant never
+runs more than hold_s past the board time of the last command, hold_s inside the board's deadman: the board
+waits for the host's next command. A host that stops commanding on purpose (a test of the deadman itself) is let
+go after HOLD_RELEASE_S of host time with no command, and the deadman trips in board time as it would on a real
+board, only later in wall time.
 """
 from __future__ import annotations
 
@@ -42,6 +51,7 @@ OFF_LINK = 24
 OFF_GRANT = 32
 LEASE_AHEAD_S = 0.03        # how far the board may run past the host's last renewal (well inside the 100 ms deadman)
 RENEW_S = 0.005             # how often the host renews while it runs
+HOLD_RELEASE_S = 1.0        # host seconds with no wheel command after which a commanding hold lets the board go
 STALL_CHECK_S = 1.0         # board time still for this long (host s): is the board process alive?
 STALL_GIVE_UP_S = 30.0      # ...still for this long and alive: treat it as hung (waits run on the host's clock)
 
@@ -115,7 +125,9 @@ class BoardTimeFile:
         self._lease: threading.Thread | None = None
         self._lease_stop = threading.Event()
         self._attached = False
+        self._hold: tuple[int, float] | None = None     # (board us the grant may not pass, host time it was set)
         self.grants = 0                 # renewals written (diagnostics)
+        self.held = 0                   # renewals the commanding hold cut short (diagnostics)
 
     # ---- reading ----
 
@@ -196,10 +208,20 @@ class BoardTimeFile:
     def detach(self) -> None:
         """The port closed: the lease stops before this returns (a later client is never held by our grant)."""
         self._attached = False
+        self._hold = None
         lease, self._lease = self._lease, None
         if lease is not None:
             self._lease_stop.set()
             lease.join(timeout=2.0)
+
+    def commanding(self, hold_s: float | None) -> None:
+        """The host sent a wheel command the board's deadman counts from: until the next one, the grant does not
+        let the board run more than hold_s past now (hold_s inside the deadman). None: the host stopped
+        commanding (it disabled, or a board move drives the wheels): no hold."""
+        if hold_s is None:
+            self._hold = None
+        elif self.lockstep:
+            self._hold = (self.board_us() + int(hold_s * 1e6), time.monotonic())
 
     def _renew(self) -> None:
         fd = self._file()
@@ -210,8 +232,13 @@ class BoardTimeFile:
         except OSError:
             return
         while not self._lease_stop.is_set():
+            until = self.board_us() + int(LEASE_AHEAD_S * 1e6)
+            hold = self._hold
+            if hold is not None and hold[0] < until and time.monotonic() - hold[1] < HOLD_RELEASE_S:
+                until = hold[0]         # the host's next command is due: the board waits for it
+                self.held += 1
             try:
-                write_grant(fd, gen, self.board_us() + int(LEASE_AHEAD_S * 1e6))
+                write_grant(fd, gen, until)
             except OSError:
                 return
             self.grants += 1
@@ -225,4 +252,5 @@ class BoardTimeFile:
                 self._fd = None
 
 
-__all__ = ["BoardTimeFile", "create", "read_time_us", "read_link", "write_grant", "LEASE_AHEAD_S", "RENEW_S", "SIZE"]
+__all__ = ["BoardTimeFile", "create", "read_time_us", "read_link", "write_grant", "LEASE_AHEAD_S", "RENEW_S",
+           "HOLD_RELEASE_S", "SIZE"]
