@@ -23,7 +23,8 @@ HOST_PKG = ROOT / "host" / "viperdrive"
 
 # Lowest first. A name is a module or subpackage directly under viperdrive (viperdrive.estimation.ekf is "estimation").
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"shared", "errors", "ranges", "stats", "transforms", "executables", "extras", "timebase", "messages"}),
+    ("base", {"shared", "errors", "ranges", "stats", "transforms", "executables", "extras", "timebase", "messages",
+              "tomlread"}),
     ("robot", {"robot"}),
     ("rigs", {"rigs"}),
     ("board", {"board"}),

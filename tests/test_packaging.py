@@ -9,12 +9,12 @@ import importlib.metadata
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 
 import viperdrive
+from viperdrive import tomlread
 
 pytestmark = pytest.mark.unit
 
@@ -33,7 +33,7 @@ def subpackages() -> list[str]:
 
 
 def pyproject() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return tomlread.loads((ROOT / "pyproject.toml").read_text())
 
 
 def test_shared_is_shipped_from_the_repo_folder():

@@ -5,10 +5,11 @@ files that cannot hold a comment through REUSE.toml's annotations."""
 import fnmatch
 import shutil
 import subprocess
-import tomllib
 from pathlib import Path
 
 import pytest
+
+from viperdrive import tomlread
 
 pytestmark = pytest.mark.unit
 
@@ -28,7 +29,7 @@ def annotated(path: str, globs: list[str]) -> bool:
 
 
 def test_every_file_has_its_license():
-    reuse = tomllib.loads((ROOT / "REUSE.toml").read_text())
+    reuse = tomlread.loads((ROOT / "REUSE.toml").read_text())
     globs = [g for a in reuse["annotations"] for g in a["path"] if a["SPDX-License-Identifier"] == "MIT"]
     missing = []
     for f in tracked():

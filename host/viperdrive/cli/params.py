@@ -49,8 +49,8 @@ def read_param_file(path: str) -> dict:
     text = read_text(p, "parameter file")
     try:
         if p.suffix.lower() == ".toml":
-            import tomllib
-            data = tomllib.loads(text)
+            from .. import tomlread
+            data = tomlread.loads(text)
         elif p.suffix.lower() in (".yaml", ".yml"):
             from ..robot.rosparams import parse_yaml
             data = parse_yaml(text, str(p)).data

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import difflib
 import math
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .. import tomlread
 from ..errors import BadValue
 from .files import LIST_MAX, MAX_DEPTH, check_flow_depth, check_tree, read_text, shorten
 from .rosparams import (
@@ -214,8 +214,8 @@ def parse_robot_file(text: str, path) -> Document:
     if p.suffix.lower() == ".toml":
         check_flow_depth(text, f"robot file {p}")       # TOML arrays and inline tables nest with [ and { too
         try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
+            data = tomlread.loads(text)
+        except tomlread.TOMLDecodeError as e:
             raise BadValue(f"robot file {p} is not valid TOML: {_one_line(e)}") from None
         except RecursionError:
             raise BadValue(f"robot file {p}: nested too deeply to read (more than {MAX_DEPTH} levels; a robot "
