@@ -18,9 +18,9 @@ import safety
 import sensors
 import telemetry
 from hal.portable import ticks_diff, wrap_delta
-from shared import params, protocol
+from shared import params, protocol, version
 
-FIRMWARE = "viperdrive 0.1"
+FIRMWARE = version.FIRMWARE_PREFIX + version.VERSION     # HELLO says it; the host compares
 ODOM_PERIOD_MS = 10             # board odometry at 100 Hz (soft): it integrates count deltas, so lateness
 #                                 moves the sample time, never loses distance
 TELEMETRY_RECORDS = 64          # ring size: 0.64 s at 100 records/s between two drains

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
+from viperdrive.shared.version import FIRMWARE_PREFIX, VERSION
 
 MICROPYTHON = str(Path(sys.executable).parent / "micropython")
 
@@ -186,7 +187,8 @@ class SerialMicroPythonBoard:
     def _link_frame(self, cmd: int, payload: bytes) -> None:
         self.link_frames.append(cmd)
         if cmd == P.HELLO:
-            self._write(P.pack_info(self.version, PARAMS.schema_hash(), 500, 4096, "viperdrive 0.1", "stand-in"))
+            self._write(P.pack_info(self.version, PARAMS.schema_hash(), 500, 4096, FIRMWARE_PREFIX + VERSION,
+                                    "stand-in"))
         elif cmd == P.STOP_LINK and self.version >= 2:
             self._write(P.pack_stop_link_ack(self.reset_ms))
             (self.root / "repl_mode").write_text("STOP_LINK\n")

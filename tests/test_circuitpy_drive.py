@@ -198,3 +198,42 @@ def test_flash_drive_refusals_say_why_and_copy_nothing(tmp_path):
     r = viperdrive("flash", "--board", "circuitpython_pico", "--port", "loop://")
     assert r.returncode == 2 and "--drive PATH" in r.stderr
     assert sorted(p.name for p in drive.iterdir()) == ["boot_out.txt"]
+
+
+def test_flash_check_on_a_drive_says_current_stale_changed_and_missing_and_copies_nothing(tmp_path):
+    """flash --check compares the drive with what this host's flash writes: exit 0 right after a flash; a file an
+    earlier flash wrote (its manifest says so) that differs from this host's is stale, one edited on the drive is
+    changed, a deleted one missing: exit 5, each named; nothing is written."""
+    drive = mounted_drive(tmp_path)
+    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, "--check")
+    assert r.returncode == 5 and "manifest missing" in r.stdout and "missing    code.py" in r.stdout, r.stdout
+    assert not (drive / "code.py").exists()
+    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
+    assert r.returncode == 0, r.stderr
+    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, "--check")
+    n = len(flashing.drive_files("circuitpython_pico"))
+    assert r.returncode == 0 and f"{n} of {n} files current" in r.stdout, (r.stdout, r.stderr)
+    assert f"written by viperdrive {viperdrive_version()}" in r.stdout
+    # stale: an older flash wrote control.py (the manifest records it) and this host's differs
+    manifest = json.loads((drive / ownership.MANIFEST).read_text())
+    old = b"# an older control.py\n"
+    (drive / "control.py").write_bytes(old)
+    manifest["files"]["control.py"] = {"size": len(old), "sha256": ownership.sha256(old)}
+    (drive / ownership.MANIFEST).write_text(json.dumps(manifest))
+    # changed: link.py edited on the drive; missing: odometry.py deleted
+    (drive / "link.py").write_bytes((drive / "link.py").read_bytes() + b"\n# edited\n")
+    (drive / "odometry.py").unlink()
+    before = {p: p.read_bytes() for p in drive.rglob("*") if p.is_file()}
+    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, "--check")
+    assert r.returncode == 5, (r.returncode, r.stderr)
+    assert "stale      control.py" in r.stdout and "changed    link.py" in r.stdout, r.stdout
+    assert "missing    odometry.py" in r.stdout and f"{n - 3} of {n} files current, 1 stale, 1 changed, 1 missing" \
+        in r.stdout, r.stdout
+    assert {p: p.read_bytes() for p in drive.rglob("*") if p.is_file()} == before        # nothing written
+    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, "--check", "--dry-run")
+    assert r.returncode == 2 and "exclude each other" in r.stderr
+
+
+def viperdrive_version() -> str:
+    from viperdrive import __version__
+    return __version__

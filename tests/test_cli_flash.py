@@ -18,12 +18,17 @@ from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, run_cli
 
 from viperdrive.board import ownership
 from viperdrive.shared import protocol as P
+from viperdrive.shared.version import FIRMWARE_PREFIX, VERSION
+from viperdrive.timebase import wait_until
 
 pytestmark = pytest.mark.board
 
 BIN = Path(sys.executable).parent
 MPREMOTE = str(BIN / "mpremote")
 PORT = "/dev/ttyACM7"       # a dry run does not open the port
+
+
+FIRMWARE = FIRMWARE_PREFIX + VERSION     # what the firmware says in HELLO
 
 
 def dry_run(*args, cwd=ROOT, root_env=None):
@@ -241,7 +246,7 @@ def test_flash_stops_the_link_of_the_virtual_board_first(sim):
     sim.control({"cmd": "reset", "what": "board"})
     r = run_cli("flash", "--board", "pico", "--port", sim.url, "--mpremote-timeout", "1")
     assert r.returncode == 4, r.stderr
-    assert ("viperdrive-sim (viperdrive firmware 'viperdrive 0.1') left link mode (STOP_LINK): it resets into REPL "
+    assert (f"viperdrive-sim (viperdrive firmware '{FIRMWARE}') left link mode (STOP_LINK): it resets into REPL "
             "mode within 0.5 s") in r.stderr
     assert "the board did not give mpremote its REPL" in r.stderr
     stats = sim.control({"cmd": "stats"})
@@ -385,19 +390,49 @@ def test_flash_takes_a_board_out_of_link_mode_copies_and_verifies(tmp_path):
     finally:
         board.close()
     assert r.returncode == 0, r.stderr
-    assert ("stand-in (viperdrive firmware 'viperdrive 0.1') left link mode (STOP_LINK): it resets into REPL mode "
+    assert (f"stand-in (viperdrive firmware '{FIRMWARE}') left link mode (STOP_LINK): it resets into REPL mode "
             "within 0.3 s") in r.stderr
     assert board.link_stops == 1 and board.resets == 1
     # HELLO, STOP_LINK before the copy; after the reset (repl_mode gone: link mode again) the verifying HELLO
     assert board.link_frames == [P.HELLO, P.STOP_LINK, P.HELLO], board.link_frames
     assert board.repl_ignored == 0      # flash waited out the reset: no byte of mpremote's went to a deaf port
-    assert f"verified: stand-in runs 'viperdrive 0.1', protocol v{P.PROTOCOL_VERSION}" in r.stdout
+    assert f"verified: stand-in runs '{FIRMWARE}', protocol v{P.PROTOCOL_VERSION}" in r.stdout
     expected = {dest: src.read_bytes() for src, dest in expected_files("rp2", mpy=False)}
     expected["board.json"] = (ROOT / "mcu" / "boards" / "pico.json").read_bytes()
     manifest = json.loads(files.pop(ownership.MANIFEST))
     assert files == expected            # repl_mode, written by STOP_LINK, was removed as the copy's last step
     assert {p: e["sha256"] for p, e in manifest["files"].items()} == {p: ownership.sha256(b) for p, b in
                                                                        expected.items()}
+
+
+def test_flash_check_through_mpremote_compares_and_puts_the_board_back_in_link_mode(tmp_path):
+    """flash --check on a board in link mode (the stand-in): STOP_LINK, the board lists its files, nothing is
+    written, repl_mode is removed and the board reset (link mode again, HELLO answers). Exit 0 right after a flash,
+    5 naming a file edited on the board."""
+    from mp_serial_board import SerialMicroPythonBoard
+    board = SerialMicroPythonBoard(tmp_path / "fs", link=True, reset_ms=300)
+    try:
+        r = run_cli("flash", "--board", "pico", "--port", board.device, "--verify-timeout", "10", timeout=120)
+        assert r.returncode == 0, r.stderr
+        r1 = run_cli("flash", "--board", "pico", "--port", board.device, "--check", timeout=120)
+        after_check = board.files()
+        # the stand-in handles mpremote's reset as it reads it, maybe after mpremote has gone: a condition
+        link_mode_again = wait_until(lambda: board.link_mode, 10.0, what="the stand-in in link mode again")
+        fs = tmp_path / "fs"
+        (fs / "safety.py").write_bytes((fs / "safety.py").read_bytes() + b"\n# edited on the board\n")
+        edited = board.files()
+        r2 = run_cli("flash", "--board", "pico", "--port", board.device, "--check", timeout=120)
+        after_second = board.files()
+        stops = board.link_stops
+    finally:
+        board.close()
+    n = len(expected_files("rp2", mpy=False)) + 1        # and board.json
+    assert r1.returncode == 0 and f"{n} of {n} files current" in r1.stdout, (r1.stdout, r1.stderr)
+    assert f"written by {FIRMWARE}" in r1.stdout
+    assert link_mode_again, r1.stderr
+    assert stops == 3, (stops, r2.stderr)               # the flash's STOP_LINK and one per check
+    assert r2.returncode == 5 and "changed    safety.py" in r2.stdout, (r2.stdout, r2.stderr)
+    assert after_second == edited and ownership.MANIFEST in after_check and "repl_mode" not in after_second
 
 
 def test_flash_on_an_old_link_firmware_without_stop_link_says_to_hold_the_repl_pin(tmp_path):

@@ -57,8 +57,17 @@ def test_console_script_runs():
     assert proc.returncode == 2 and "usage: viperdrive" in proc.stdout and "Traceback" not in proc.stderr
 
 
-def test_versions_agree():
-    assert importlib.metadata.version("viperdrive") == viperdrive.__version__ == pyproject()["project"]["version"]
+def test_one_version_everywhere():
+    """shared/version.py is the one version: the package's metadata (pyproject reads it there), __version__, and
+    the firmware's HELLO string (mcu/app.py builds it from the same module); CHANGELOG has a heading for it."""
+    from viperdrive.shared import version
+    project = pyproject()["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    assert pyproject()["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "viperdrive.shared.version.VERSION"}
+    assert importlib.metadata.version("viperdrive") == viperdrive.__version__ == version.VERSION
+    app = (ROOT / "mcu" / "app.py").read_text()
+    assert "\nFIRMWARE = version.FIRMWARE_PREFIX + version.VERSION" in app
+    assert f"\n## {version.VERSION} " in (ROOT / "CHANGELOG.md").read_text()
 
 
 def test_every_subpackage_imports():

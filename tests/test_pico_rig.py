@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from viperdrive.shared import protocol as P
+from viperdrive.shared.version import FIRMWARE_PREFIX, VERSION
 
 pytestmark = pytest.mark.pico
 
@@ -155,7 +156,8 @@ def test_flash_with_mpy_through_mpremote_onto_a_blank_emulated_pico(pico_image):
     print(f"flash --mpy onto a blank emulated Pico: {pico_image.chip_s:.1f} chip s, {pico_image.wall_s:.1f} wall s; "
           f"DIAG after it: {pico_image.diag}")
     assert "board .mpy architecture: armv6m" in out
-    want = f"verified: pico-mdd10 runs 'viperdrive 0.1', protocol v{P.PROTOCOL_VERSION}, 500 Hz, 1496 counts/rev"
+    want = (f"verified: pico-mdd10 runs '{FIRMWARE_PREFIX + VERSION}', protocol v{P.PROTOCOL_VERSION}, 500 Hz, "
+            f"1496 counts/rev")
     assert want in out
     d = pico_image.diag
     # machine.reset() is a watchdog reboot on the RP2040: before the rp2 backend read WATCHDOG.REASON, every

@@ -4,7 +4,9 @@
 
 SI units everywhere above Board; counts only below it (the wire protocol in viperdrive.shared).
 """
-__version__ = "0.1.0"
+from .shared.version import VERSION
+
+__version__ = VERSION      # one version, the firmware's too: shared/version.py
 
 
 def __getattr__(name):

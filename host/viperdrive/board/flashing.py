@@ -297,6 +297,9 @@ class DriveFlash:
     targets: dict[str, bytes]
     decision: ownership.Decision
     backups: list[tuple[str, str]] = field(default_factory=list)    # (path, where it was kept)
+    found: dict[str, ownership.Existing] = field(default_factory=dict)     # what the drive holds
+    manifest: dict[str, dict] = field(default_factory=dict)     # the files the drive's manifest lists
+    manifest_firmware: str | None = None                        # and the firmware it names
 
     def lines(self) -> list[str]:
         """--dry-run: every copy and what it replaces, deletes or backs up."""
@@ -321,7 +324,8 @@ def plan_drive(board_config: str | Path, drive: str | Path) -> DriveFlash:
     paths = set(targets) | {t for p in targets if (t := ownership.twin(p))} | set(manifest) | {"main.py"}
     found = drive_inventory(root, paths)
     decision = ownership.decide(targets, found, manifest, leave_alone=("main.py",))
-    return DriveFlash(root, targets, decision)
+    return DriveFlash(root, targets, decision, found=found, manifest=manifest,
+                      manifest_firmware=ownership.manifest_firmware(manifest_text))
 
 
 def copy_to_drive(board_config: str | Path, drive: str | Path, force: bool = False, firmware: str = "",
@@ -666,6 +670,16 @@ def inventory_code(paths) -> str:
 
 def parse_inventory(text: str) -> tuple[dict[str, ownership.Existing], dict[str, dict], int]:
     """The board's answer to inventory_code -> (what is where, its manifest's files, its free bytes)."""
+    existing, manifest_text, free = _inventory(text)
+    return existing, ownership.load_manifest(manifest_text), free
+
+
+def inventory_firmware(text: str) -> str | None:
+    """The firmware string of the manifest in the board's answer to inventory_code (None: no manifest)."""
+    return ownership.manifest_firmware(_inventory(text)[1])
+
+
+def _inventory(text: str) -> tuple[dict[str, ownership.Existing], str | None, int]:
     import ast
     m = re.search(r"VD_INV (.*)", text)
     if not m:
@@ -677,7 +691,7 @@ def parse_inventory(text: str) -> tuple[dict[str, ownership.Existing], dict[str,
             existing[str(path)] = ownership.Existing(int(size), digest, bytes.fromhex(head), folder=bool(folder))
     except (ValueError, SyntaxError, TypeError):
         raise UserError(f"the board's list of its files cannot be read: {m.group(1)[:200]!r}") from None
-    return existing, ownership.load_manifest(manifest_text), int(free)
+    return existing, manifest_text if isinstance(manifest_text, str) else None, int(free)
 
 
 def _tuple(names) -> str:

@@ -93,10 +93,46 @@ def load_manifest(text: str | None) -> dict[str, dict]:
         return {}
 
 
+def manifest_firmware(text: str | None) -> str | None:
+    """The firmware string the manifest's flash wrote ("viperdrive 0.1.0"); None when there is none or it cannot
+    be read."""
+    try:
+        value = json.loads(text or "")["firmware"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
 def make_manifest(targets: dict[str, bytes], firmware: str) -> bytes:
     files = {p: {"size": len(b), "sha256": sha256(b)} for p, b in sorted(targets.items())}
     return (json.dumps({"format": 1, "firmware": firmware, "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
                         "files": files}, indent=1) + "\n").encode()
+
+
+# flash --check: each file the firmware needs, as the board holds it against this host's
+CURRENT = "current"         # the board holds exactly what this host's flash writes
+STALE = "stale"             # what an earlier flash wrote (the manifest says so), unchanged since, not this host's
+CHANGED = "changed"         # neither this host's nor what the manifest says was written there: edited on the board
+MISSING = "missing"
+UNREADABLE = "unreadable"   # a link, a folder, or a board that could not hash it
+
+
+def compare(targets: dict[str, bytes], existing: dict[str, Existing], manifest: dict[str, dict]) -> dict[str, str]:
+    """{path: CURRENT | STALE | CHANGED | MISSING | UNREADABLE} for every path this host's flash writes."""
+    out = {}
+    for path, data in sorted(targets.items()):
+        found = existing.get(path)
+        if found is None:
+            out[path] = MISSING
+        elif found.link or found.folder or found.digest is None:
+            out[path] = UNREADABLE
+        elif found.size == len(data) and found.digest == sha256(data):
+            out[path] = CURRENT
+        elif (entry := manifest.get(path)) is not None and entry.get("sha256") == found.digest:
+            out[path] = STALE
+        else:
+            out[path] = CHANGED
+    return out
 
 
 def _firmware_module(path: str) -> bool:
@@ -207,4 +243,5 @@ def backup_folder() -> str:
 
 
 __all__ = ["MANIFEST", "BACKUP_DIR", "TEMP_SUFFIX", "Existing", "Decision", "decide", "load_manifest",
-           "make_manifest", "check", "backup_folder", "sha256", "twin", "is_ours"]
+           "make_manifest", "manifest_firmware", "check", "backup_folder", "sha256", "twin", "is_ours", "compare",
+           "CURRENT", "STALE", "CHANGED", "MISSING", "UNREADABLE"]

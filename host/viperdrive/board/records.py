@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from viperdrive.shared import protocol as P
+from viperdrive.shared import version as V
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,26 @@ class BoardInfo:
     counts_per_rev: int
     firmware: str
     board: str
+
+    @property
+    def firmware_version(self) -> str | None:
+        """The viperdrive version the board's firmware says it is ("viperdrive 0.1.0" -> "0.1.0"); None when its
+        HELLO names another firmware (an old one that said no version, a stand-in)."""
+        if not self.firmware.startswith(V.FIRMWARE_PREFIX):
+            return None
+        rest = self.firmware[len(V.FIRMWARE_PREFIX):].strip()
+        return rest or None
+
+    def version_warning(self) -> str | None:
+        """A sentence for the user when the board's firmware is not this host's version (same protocol and
+        parameter schema, or HELLO would have refused it); None when they are the same."""
+        theirs = self.firmware_version
+        if theirs == V.VERSION:
+            return None
+        said = f"viperdrive {theirs}" if theirs else repr(self.firmware)
+        return (f"the board runs firmware {said}, this host is viperdrive {V.VERSION}: they speak the same protocol, "
+                f"but the board may lack fixes this host expects; flash it again (`viperdrive flash --board ...`; "
+                f"`viperdrive flash --check` lists the files that differ)")
 
 
 @dataclass(frozen=True)

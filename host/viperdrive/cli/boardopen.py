@@ -70,6 +70,8 @@ def open_board(args, config: RobotConfig | None = None, clock_sync: bool = True)
                 f"runs at board.json's link.baud), that the viperdrive firmware is flashed (`viperdrive flash`), "
                 f"and that the board is not in REPL mode (repl_mode file or repl pin held at boot)") from None
         args.port_description = port.description
+        if board.info is not None and (text := board.info.version_warning()) is not None:
+            warn(args, text)
         try:
             yield board
         except BaseException:

@@ -17,11 +17,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..board import flashing
+from ..board import flashing, ownership
 from ..board.board import Board
 from ..board.link import Link, NackError
 from ..board.ports import choose_auto, is_url, list_serial_ports, resolve_port
-from ..errors import EXIT_NO_REPLY, LinkError, NoReplyError, PortError, UserError, VersionMismatch
+from ..errors import EXIT_NO_REPLY, EXIT_VERSION, LinkError, NoReplyError, PortError, UserError, VersionMismatch
 from ..rigs.registry import clock_for
 from ..timebase import Clock
 from .options import add_board_options, baud_of, load_config, port_spec, seconds
@@ -54,6 +54,11 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="replace files on the board that viperdrive did not write (your code.py, boot.py, "
                              "main.py, a module that would shadow the firmware's): each is first kept in "
                              "viperdrive-backup/<time>/ on the board. Without it such a flash changes nothing")
+    parser.add_argument("--check", action="store_true",
+                        help="copy nothing: compare the firmware files on the board with what this flash would "
+                             "write (each file's SHA-256, and the manifest an earlier flash left there); exit 0 when "
+                             "the board holds exactly this host's firmware, 5 when a file is stale (an older "
+                             "flash), changed on the board or missing. A board in link mode is put back in it")
     parser.add_argument("--no-verify", action="store_true", help="skip the HELLO check after the reset")
     parser.add_argument("--mpremote-timeout", type=seconds(600.0), default=20.0, metavar="S",
                         help="give up when mpremote has said nothing for this long (default %(default)s s)")
@@ -82,6 +87,10 @@ def run(args) -> int:
     if args.board is not None and args.keep_board_config:
         raise UserError("--board and --keep-board-config exclude each other", exit_code=2)
     mpy = args.mpy or args.arch is not None
+    if args.check and args.dry_run:
+        raise UserError("--check and --dry-run exclude each other (--check copies nothing either)", exit_code=2)
+    if args.check and args.force:
+        raise UserError("--check copies nothing: --force has nothing to do there", exit_code=2)
     if args.drive is not None:
         return _to_drive(args, mpy)
     if args.board is not None:
@@ -126,6 +135,8 @@ def run(args) -> int:
         plan = flashing.flash_plan(port, board_config, arch=arch, backend=args.backend, stage=stage)
         if mpy:
             _compile(plan, args)
+        if args.check:
+            return _check_board(plan, args, stopped)
         _own_files(plan, args, stage, stopped)
         _copy(plan, args)
         for path in plan.decision.users_in_the_way if plan.decision is not None and args.force else ():
@@ -143,6 +154,10 @@ def _to_drive(args, mpy: bool) -> int:
         raise UserError("--drive copies the board config too: give --board, not --keep-board-config", exit_code=2)
     if mpy:
         raise UserError(flashing.CIRCUITPY_MPY_REFUSED, exit_code=2)
+    if args.check:
+        job = flashing.plan_drive(args.board, args.drive)
+        return _report_check(args, f"--drive {job.root}", ownership.compare(job.targets, job.found, job.manifest),
+                             job.manifest_firmware)
     if args.dry_run:
         job = flashing.plan_drive(args.board, args.drive)
         print("\n".join(job.lines()))
@@ -162,6 +177,45 @@ def _to_drive(args, mpy: bool) -> int:
     for path in job.decision.left:
         note(args, f"left {path} on the drive (yours; CircuitPython runs code.py, not main.py, while both exist)")
     return 0
+
+
+def _check_board(plan: flashing.FlashPlan, args, stopped_link: bool) -> int:
+    """flash --check through mpremote: the board lists its files (flashing.inventory_code), nothing is written; a
+    board taken out of link mode for it is put back (its repl_mode file removed, reset)."""
+    targets = plan.targets()
+    try:
+        out = _mpremote_exec(plan, flashing.inventory_code(sorted(targets)), args)
+    finally:
+        if stopped_link:
+            _mpremote_exec(plan, "import os\n" + plan.FINISH_CODE, args)      # link mode again at the next reset
+            _reset(plan, args)
+    existing, manifest, _free = flashing.parse_inventory(out)
+    return _report_check(args, plan.port, ownership.compare(targets, existing, manifest),
+                         flashing.inventory_firmware(out))
+
+
+CHECK_SAYS = {ownership.STALE: "an earlier flash wrote it, unchanged since; this host's differs",
+              ownership.CHANGED: "changed on the board since it was flashed (or written by something else)",
+              ownership.MISSING: "not on the board",
+              ownership.UNREADABLE: "a link, a folder, or the board could not hash it"}
+
+
+def _report_check(args, where: str, states: dict[str, str], flashed_by: str | None) -> int:
+    """What --check found, one line per file that is not current; 0 when all are, EXIT_VERSION otherwise."""
+    host = _host_version()
+    counts = {s: sum(v == s for v in states.values()) for s in
+              (ownership.CURRENT, ownership.STALE, ownership.CHANGED, ownership.MISSING, ownership.UNREADABLE)}
+    current = counts[ownership.CURRENT] == len(states)
+    print(f"{where}: manifest {'written by ' + flashed_by if flashed_by else 'missing or unreadable'}; "
+          f"this host: {host}")
+    for path, state in states.items():
+        if state != ownership.CURRENT:
+            print(f"  {state:<10} {path}: {CHECK_SAYS[state]}")
+    print(f"{counts[ownership.CURRENT]} of {len(states)} files current"
+          + ("" if current else ", ".join(["", *(f"{n} {s}" for s, n in counts.items()
+                                                  if n and s != ownership.CURRENT)])
+             + ": flash again (without --check) to bring the board to this host's firmware"))
+    return 0 if current else EXIT_VERSION
 
 
 def _host_version() -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
 
+from .. import __version__
 from ..board.records import fault_text
 from .boardopen import FAULT_HINTS, open_board, read_sensors, read_status
 from .options import add_board_options
@@ -39,6 +40,8 @@ def collect(board) -> dict:
     sensors = sensors_info(read_sensors(board), diag, values, board.config)
     return {
         "board": info.board, "firmware": info.firmware, "protocol_version": info.protocol_version,
+        "firmware_version": info.firmware_version, "host_version": __version__,
+        "versions_match": info.firmware_version == __version__,
         "schema_hash": f"{info.schema_hash:08x}", "control_hz": info.control_hz,
         "counts_per_rev": info.counts_per_rev, "url": board.link.url, "baud": board.baud,
         "status": status, "status_names": P.status_names(status),
@@ -102,6 +105,8 @@ def print_info(d: dict) -> None:
     status = " ".join(d["status_names"]) or "disabled, idle"
     print(f"board       {d['board']}  (firmware {d['firmware']!r}, protocol v{d['protocol_version']}, "
           f"parameter schema {d['schema_hash']})")
+    print(f"versions    firmware {d['firmware_version'] or 'unknown'}, host {d['host_version']}"
+          + ("" if d["versions_match"] else "  (DIFFERENT: see the warning above)"))
     print(f"port        {d['url']} at {d['baud']} baud")
     print(f"control     {d['control_hz']} Hz, {d['counts_per_rev']} counts per wheel revolution")
     print(f"status      {status}")

@@ -575,6 +575,8 @@ class Ros2Bridge:
             if self.recovery.policy == "never":
                 raise
             waiting = e
+        if waiting is None and self.board.info is not None and (text := self.board.info.version_warning()):
+            log.warning("%s", text)
         self._started_at = self.clock.now()
         self._make_odometry()
         self.drive.reset()
