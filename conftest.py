@@ -45,7 +45,8 @@ CIRCUITPYTHON_FILES = ("test_circuitpython_rig.py",)
 CHIP_RIGS = ("pico", "circuitpython")     # the hil `sim` parameters that are an emulated chip
 
 
-GROUPS = ("unit", "board", "ros2", "pico", "browser")  # pyproject.toml's markers: every test is in exactly one
+# pyproject.toml's markers: every test is in exactly one
+GROUPS = ("unit", "board", "ros2", "pico", "browser", "install")
 
 # The board's speed the suite runs each group's virtual boards at (VIPERDRIVE_SIM_SPEED, docs/virtual-board.md "The
 # board's speed"), per group in GROUP_SPEED, 1 for a group not listed; a speed set in the environment

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("tuning", {"tuning"}),
     ("recording", {"recording"}),
     ("estimation", {"estimation"}),
-    ("applications", {"cli", "ros2", "demo", "dashboard", "__init__"}),
+    ("applications", {"cli", "ros2", "demo", "dashboard", "__init__", "__main__"}),
 ]
 RANK = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 

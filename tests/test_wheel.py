@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from wheel_helpers import build_wheel
 
 from viperdrive import tomlread
 
@@ -56,21 +56,8 @@ def _link_into(dists, site: Path) -> None:
 
 @pytest.fixture(scope="module")
 def base_install(tmp_path_factory):
-    if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.fail("the wheel is built from the tracked files: needs git and a checkout")
     tmp = tmp_path_factory.mktemp("wheel")
-    src = tmp / "src"
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, check=True).stdout
-    for rel in filter(None, files.decode().split("\0")):
-        p = ROOT / rel
-        if p.is_file():
-            (src / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(p, src / rel)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-w", str(tmp / "dist"), str(src)], check=True,
-                   capture_output=True, timeout=300)
-    wheel = next((tmp / "dist").glob("viperdrive-*.whl"))
+    wheel = build_wheel(tmp)
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
@@ -146,3 +133,23 @@ def test_flash_finds_the_firmware_in_the_wheel(base_install):
     # every firmware file comes from the installed package, none from a checkout
     assert "viperdrive/firmware/mcu/control.py" in r.stdout and "fixedstep.py" in r.stdout, r.stdout
     assert str(ROOT) not in r.stdout, r.stdout
+
+
+def test_a_board_config_from_the_wheel_is_checked_and_flashed_from_an_empty_folder(base_install):
+    """No checkout: `boards show pico > my.json` in an empty folder, `boards check my.json`, then a dry-run flash
+    of it; a config that gives one pin two roles is refused naming the keys."""
+    empty = base_install["cwd"] / "empty"
+    empty.mkdir()
+    inst = {**base_install, "cwd": empty}
+    r = run(inst, "boards", "show", "pico")
+    assert r.returncode == 0, r.stderr
+    (empty / "my.json").write_text(r.stdout)
+    r = run(inst, "boards", "check", "my.json")
+    assert r.returncode == 0 and "valid for the rp2 backend" in r.stdout, r.stderr
+    r = run(inst, "flash", "--board", "my.json", "--port", "/dev/ttyACM0", "--dry-run")
+    assert r.returncode == 0 and ":board.json" in r.stdout, (r.stdout, r.stderr)
+    (empty / "two.json").write_text((empty / "my.json").read_text().replace('"dir": 7', '"dir": 6'))
+    r = run(inst, "boards", "check", "two.json")
+    assert r.returncode == 7 and "pins.left.pwm and pins.left.dir are both pin 6" in r.stderr, r.stderr
+    r = run(inst, "boards")
+    assert r.returncode == 0 and "emulated" in r.stdout and "compiled" in r.stdout, r.stderr
