@@ -13,7 +13,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # MicroPython rp2 stubs go to their own folder: in the venv's site-packages they would shadow CPython modules.
 RP2_STUBS := micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
 
-.PHONY: all setup test check lint typecheck pytest bench demo clean debs hil-pico hil-circuitpython node-debs browser-debs
+.PHONY: all setup test check lint typecheck pytest bench demo clean debs hil-pico hil-circuitpython node-debs browser-debs dist
 
 all: test
 
@@ -85,6 +85,11 @@ test: setup lint typecheck pytest
 check: setup lint typecheck
 	$(VENV)/bin/pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup) -m unit -q \
 	  $(PYTEST_ARGS)
+
+# the release artifacts into dist/: sdist, wheel, firmware bundles, SHA256SUMS (tools/dist.py). Refused when the
+# versions disagree or CHANGELOG.md's heading for this version has no date; SNAPSHOT=1 builds an unreleased one.
+dist: setup
+	$(PY) tools/dist.py dist $(if $(SNAPSHOT),--snapshot)
 
 bench: setup
 	$(PY) bench/run_all.py

@@ -119,4 +119,8 @@ def test_the_oldest_python_is_what_the_package_says_it_supports():
     assert project["tool"]["ruff"]["target-version"] == f"py{OLDEST[0]}{OLDEST[1]}"
     assert project["tool"]["mypy"]["python_version"] == f"{OLDEST[0]}.{OLDEST[1]}"
     assert "tomli>=1.1; python_version < '3.11'" in project["project"]["dependencies"]
+    said = {c.rsplit(" :: ", 1)[1] for c in project["project"]["classifiers"]
+            if c.startswith("Programming Language :: Python :: 3.")}
+    assert min(said, key=lambda v: tuple(map(int, v.split(".")))) == f"{OLDEST[0]}.{OLDEST[1]}"
+    assert max(said, key=lambda v: tuple(map(int, v.split(".")))) == "3.13"
     assert sys.version_info >= OLDEST

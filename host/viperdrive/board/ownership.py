@@ -103,9 +103,11 @@ def manifest_firmware(text: str | None) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def make_manifest(targets: dict[str, bytes], firmware: str) -> bytes:
+def make_manifest(targets: dict[str, bytes], firmware: str, written: str | None = None) -> bytes:
+    """The manifest of a flash (or a release bundle: written is then the release's date, so the bundle's bytes
+    do not depend on when it was built)."""
     files = {p: {"size": len(b), "sha256": sha256(b)} for p, b in sorted(targets.items())}
-    return (json.dumps({"format": 1, "firmware": firmware, "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    return (json.dumps({"format": 1, "firmware": firmware, "written": written or time.strftime("%Y-%m-%dT%H:%M:%S"),
                         "files": files}, indent=1) + "\n").encode()
 
 
