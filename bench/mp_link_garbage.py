@@ -17,6 +17,7 @@ for p in (root + "/mcu", root, root + "/sim"):
 import app as app_mod  # noqa: E402
 import hal.sim  # noqa: E402
 import plant as plant_mod  # noqa: E402
+import world as world_mod  # noqa: E402
 from shared import protocol as P  # noqa: E402
 
 WINDOW_MS = 3000
@@ -74,7 +75,8 @@ def main():
     link = hal.sim.PacedLink(tr, baud=115200)
     cfg = {"backend": "sim", "name": "bench", "control_hz": 500, "counts_per_rev": plant.cpr,
            "counter_bits": plant.counter_bits, "watchdog_ms": 500}
-    board = hal.sim.Board(cfg, plant=plant, link=link)
+    # the virtual board's world (sim/world.py) runs the control periods on the plant, as sim/vboard.py does
+    board = hal.sim.Board(cfg, world=world_mod.World(plant, cfg["control_hz"]), link=link)
     a = app_mod.App(board, cfg, params_path="/tmp/viperdrive-bench-garbage.json")
     a.start()
     a.enable(True)

@@ -23,10 +23,9 @@ for _p in (_ROOT, _ROOT + "/mcu", _HERE):
 
 import _thread  # noqa: E402
 
-import world as world_mod  # noqa: E402
-
 import net  # noqa: E402
 import plant as plant_mod  # noqa: E402
+import world as world_mod  # noqa: E402
 from shared import protocol  # noqa: E402
 
 USAGE = ("usage: vboard.py [--listen HOST:PORT] [--control HOST:PORT] [--baud N] [--robot FILE] [--board FILE] "

@@ -17,9 +17,8 @@ from shared import protocol as P
 _root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
 sys.path.insert(0, _root + "/sim")
 
-import world as world_mod  # noqa: E402
-
 import plant as plant_mod  # noqa: E402
+import world as world_mod  # noqa: E402
 from hal import sim  # noqa: E402
 
 PIN = 14

@@ -14,10 +14,9 @@ from array import array
 _root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
 sys.path.insert(0, _root + "/sim")
 
-import world as world_mod  # noqa: E402
-
 import net  # noqa: E402
 import plant  # noqa: E402
+import world as world_mod  # noqa: E402
 from hal import sim  # noqa: E402
 
 
