@@ -50,11 +50,19 @@ lint: $(STAMP)
 # docs/firmware-typecheck.md), then the host package as CPython sees it. mypy cannot follow the editable install's
 # import hook (viperdrive.shared is the repo's shared/), so the host run checks a tree of symlinks laid out like
 # the installed package (rebuilt every run: a new module is checked at once); paths are printed as in the repo.
+# The firmware is checked as the board holds it: one package (lib/viperdrive/ on a board; here named firmware, as the
+# host's viperdrive.* settings are not the firmware's) with shared/ as its subpackage, in a tree of symlinks like
+# the host's (mcu/tests, the board configs and main.py, whose one line imports the board's package name, left out).
 HOST_TREE := $(VENV)/typecheck-host
-MCU_MYPYPATH := $(abspath $(STUBS)):$(CURDIR):$(CURDIR)/sim:$(CURDIR)/mcu/tests
+MCU_TREE := $(VENV)/typecheck-mcu
 typecheck: $(STUBS_STAMP)
-	cd mcu && MYPYPATH=$(MCU_MYPYPATH) ../$(VENV)/bin/mypy --config-file ../pyproject.toml \
-	  --custom-typeshed-dir $(abspath $(STUBS)) --exclude '^tests/' .
+	@rm -rf $(MCU_TREE) && mkdir -p $(MCU_TREE) && cp -as $(CURDIR)/mcu $(MCU_TREE)/firmware \
+	  && cp -as $(CURDIR)/shared $(MCU_TREE)/firmware/shared \
+	  && rm -rf $(MCU_TREE)/firmware/tests $(MCU_TREE)/firmware/boards $(MCU_TREE)/firmware/shared/tests \
+	    $(MCU_TREE)/firmware/main.py && find $(MCU_TREE) -name __pycache__ -prune -exec rm -rf {} +
+	set -o pipefail; cd $(MCU_TREE) && MYPYPATH=$(abspath $(STUBS)) $(CURDIR)/$(VENV)/bin/mypy \
+	  --config-file $(CURDIR)/pyproject.toml --custom-typeshed-dir $(abspath $(STUBS)) -p firmware \
+	  | sed -e 's#^firmware/shared/#shared/#' -e 's#^firmware/#mcu/#'
 	@rm -rf $(HOST_TREE) && mkdir -p $(HOST_TREE) && cp -as $(CURDIR)/host/viperdrive $(HOST_TREE)/viperdrive \
 	  && cp -as $(CURDIR)/shared $(HOST_TREE)/viperdrive/shared && rm -rf $(HOST_TREE)/viperdrive/shared/tests \
 	  && find $(HOST_TREE) -name __pycache__ -prune -exec rm -rf {} +

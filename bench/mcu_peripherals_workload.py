@@ -10,12 +10,15 @@ import time
 import micropython
 
 root = sys.argv[1]
-sys.path.insert(0, root + "/mcu")
+sys.path.insert(0, root + "/sim")
 sys.path.insert(0, root)
 
-import odometry  # noqa: E402
-import telemetry  # noqa: E402
-from hal import portable  # noqa: E402
+import firmware_package  # noqa: E402
+
+firmware_package.mount(root)     # the firmware as the package viperdrive, as on a board (sim/firmware_package.py)
+
+from viperdrive import odometry, telemetry  # noqa: E402
+from viperdrive.hal import portable  # noqa: E402
 
 N = 20000
 

@@ -16,19 +16,21 @@ import time
 root = sys.argv[1]
 split_dir = sys.argv[2] if len(sys.argv) > 2 else None
 check_only = len(sys.argv) > 3 and sys.argv[3] == "check"
-for p in (root + "/mcu/tests", root + "/mcu", root):
+for p in (root + "/mcu/tests", root + "/sim", root):
     sys.path.insert(0, p)
 if split_dir:
     sys.path.insert(0, split_dir)
 
+import firmware_package  # noqa: E402
+
+firmware_package.mount(root)     # the firmware as the package viperdrive, as on a board (sim/firmware_package.py)
+
 import micropython  # noqa: E402
 
-import control  # noqa: E402
-import control_float  # noqa: E402
 import fakehal  # noqa: E402
-import fixedstep as fx  # noqa: E402
-import telemetry  # noqa: E402
-from shared import params  # noqa: E402
+from viperdrive import control, control_float, telemetry  # noqa: E402
+from viperdrive import fixedstep as fx  # noqa: E402
+from viperdrive.shared import params  # noqa: E402
 
 N = 20000
 CFG = {"control_hz": 1000, "counts_per_rev": 4096, "motor_sign": [1, -1], "encoder_sign": [1, -1]}

@@ -6,8 +6,12 @@ import sys
 import time
 
 root = sys.argv[1]
-for p in (root + "/mcu/tests", root + "/mcu", root):
+for p in (root + "/mcu/tests", root + "/sim", root):
     sys.path.insert(0, p)
+
+import firmware_package  # noqa: E402
+
+firmware_package.mount(root)     # the firmware as the package viperdrive, as on a board (sim/firmware_package.py)
 
 import mptest_edge_fuzz  # noqa: E402
 

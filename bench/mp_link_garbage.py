@@ -11,14 +11,18 @@ import sys
 import time
 
 root = sys.argv[1]
-for p in (root + "/mcu", root, root + "/sim"):
+for p in (root, root + "/sim"):
     sys.path.insert(0, p)
 
-import app as app_mod  # noqa: E402
-import hal.sim  # noqa: E402
+import firmware_package  # noqa: E402
+
+firmware_package.mount(root)     # the firmware as the package viperdrive, as on a board (sim/firmware_package.py)
+
 import plant as plant_mod  # noqa: E402
 import world as world_mod  # noqa: E402
-from shared import protocol as P  # noqa: E402
+from viperdrive import app as app_mod  # noqa: E402
+from viperdrive.hal import sim as hal_sim  # noqa: E402
+from viperdrive.shared import protocol as P  # noqa: E402
 
 WINDOW_MS = 3000
 
@@ -72,11 +76,11 @@ def main():
     desc = plant_mod.load_description(root + "/sim/robots/default.json")
     plant = plant_mod.Plant(desc, seed=3)
     tr = Transport()
-    link = hal.sim.PacedLink(tr, baud=115200)
+    link = hal_sim.PacedLink(tr, baud=115200)
     cfg = {"backend": "sim", "name": "bench", "control_hz": 500, "counts_per_rev": plant.cpr,
            "counter_bits": plant.counter_bits, "watchdog_ms": 500}
     # the virtual board's world (sim/world.py) runs the control periods on the plant, as sim/vboard.py does
-    board = hal.sim.Board(cfg, world=world_mod.World(plant, cfg["control_hz"]), link=link)
+    board = hal_sim.Board(cfg, world=world_mod.World(plant, cfg["control_hz"]), link=link)
     a = app_mod.App(board, cfg, params_path="/tmp/viperdrive-bench-garbage.json")
     a.start()
     a.enable(True)

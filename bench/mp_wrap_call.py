@@ -10,12 +10,16 @@ import sys
 import time
 
 root = sys.argv[1]
-for p in (root + "/mcu", root):
+for p in (root + "/sim", root):
     sys.path.insert(0, p)
+
+import firmware_package  # noqa: E402
+
+firmware_package.mount(root)     # the firmware as the package viperdrive, as on a board (sim/firmware_package.py)
 
 import micropython  # noqa: E402
 
-from hal.portable import wrap_delta  # noqa: E402
+from viperdrive.hal.portable import wrap_delta  # noqa: E402
 
 N = 100000
 ROUNDS = 5

@@ -8,9 +8,7 @@
 import gc
 import time
 
-import app
-import boardcfg
-import hal
+from viperdrive import app, boardcfg, hal
 
 cfg = boardcfg.load("board.json")
 board = hal.load(cfg)

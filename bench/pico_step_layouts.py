@@ -12,11 +12,8 @@ from array import array
 
 import fixedstep_split as fxs
 
-import boardcfg
-import control
-import fixedstep as fx
-import hal
-import params_store
+from viperdrive import boardcfg, control, hal, params_store
+from viperdrive import fixedstep as fx
 
 N = 200
 ticks = time.ticks_us

@@ -9,16 +9,9 @@
 #   service()      the slow loop, one non-blocking pass: link, odometry (100 Hz), telemetry stream, supervisor
 import gc
 
-import boardcfg
-import control
-import moves
-import odometry
-import params_store
-import safety
-import sensors
-import telemetry
-from hal.portable import ticks_diff, wrap_delta
-from shared import params, protocol, version
+from . import boardcfg, control, moves, odometry, params_store, safety, sensors, telemetry
+from .hal.portable import ticks_diff, wrap_delta
+from .shared import params, protocol, version
 
 FIRMWARE = version.FIRMWARE_PREFIX + version.VERSION     # HELLO says it; the host compares
 ODOM_PERIOD_MS = 10             # board odometry at 100 Hz (soft): it integrates count deltas, so lateness
@@ -76,7 +69,7 @@ class App:
         """Control timer, link, watchdog. The outputs stay de-energized until ENABLE."""
         self.ctrl.start()
         if self.use_link:
-            import link
+            from . import link
             self.link = link.Link(self.hal.open_link(), self)
         if self.use_watchdog:
             self.supervisor.start(self.ctrl.ticks(), self._link_mark())
@@ -315,7 +308,7 @@ def repl_requested(cfg, hal_board=None, exists=None):
         return False
     if hal_board is not None:
         return bool(hal_board.repl_pin_held())
-    import hal
+    from . import hal
     return bool(hal.repl_pin_held(cfg))
 
 
@@ -334,16 +327,16 @@ def _touch(path):
 
 def main(board_path="board.json"):
     """What main.py runs: link mode (outputs disabled until the host sends ENABLE), or REPL mode when the switch
-    says so (then `import tuning; t = tuning.start()` at the prompt).
+    says so (then `from viperdrive import tuning; t = tuning.start()` at the prompt).
 
     Returns after STOP_LINK (the host wants the REPL, e.g. to reflash): once the watchdog has reset the board into
     REPL mode, or at once where no watchdog runs. -> "stop_link" then, None in REPL mode."""
     cfg = boardcfg.load(board_path)
     if repl_requested(cfg):
         print("viperdrive: REPL mode (repl_mode file or repl pin). Start the loop with:")
-        print("  import tuning; t = tuning.start()")
+        print("  from viperdrive import tuning; t = tuning.start()")
         return None
-    import hal
+    from . import hal
     board = hal.load(cfg)
     # the imports' garbage (every module compiled from source on a board without .mpy files) out of the way
     # before the App's buffers: CircuitPython on an RP2040 had the memory but not 5 KiB of it in one piece

@@ -12,8 +12,8 @@
 from array import array
 
 try:
-    import fixedstep as fx
-    from fixedstep import (
+    from . import fixedstep as fx
+    from .fixedstep import (
         G_BANK,
         G_BANK_REQ,
         G_CMD_NEW,
@@ -41,7 +41,7 @@ try:
 except (ImportError, SyntaxError):  # no viper emitter (CircuitPython): controller() returns the float law
     fx = None  # type: ignore[assignment]
 
-from shared.params import irregular_score, rest_periods
+from .shared.params import irregular_score, rest_periods
 
 TWO_PI = 6.283185307179586
 SIGN_BIT = -2147483648
@@ -588,6 +588,6 @@ class Controller:
 def controller(hal, cfg, values):
     """The viper Controller, or FloatController (the same law on floats) where the port has no viper."""
     if fx is None:
-        import control_float
+        from . import control_float
         return control_float.FloatController(hal, cfg, values)
     return Controller(hal, cfg, values)

@@ -7,8 +7,8 @@
 # mirrors the fixed-point step, including its documented saturations (each duty term limited to +-4, the
 # integrator to +-4 and its change per period to +-1, a raw speed to +-2**20 counts/s); only the number format
 # differs.
-from hal.portable import wrap_delta  # the firmware's one Python copy of the counter-wrap difference
-from shared.params import DEADMAN_REST_COUNTS, IRREGULAR_UP, irregular_score, rest_periods
+from .hal.portable import wrap_delta  # the firmware's one Python copy of the counter-wrap difference
+from .shared.params import DEADMAN_REST_COUNTS, IRREGULAR_UP, irregular_score, rest_periods
 
 TWO_PI = 6.283185307179586
 TERM_MAX = 4.0

@@ -8,7 +8,7 @@
 # (max_bytes) so one pass cannot starve the supervisor or odometry either.
 import struct
 
-from shared import params, protocol
+from .shared import params, protocol
 
 # payload length each fixed-size command must have (SET_PARAM depends on the parameter's type)
 _LENGTHS = {

@@ -7,8 +7,8 @@
 # The engine has two axes in wheel counts: D, the wheels' mean travel, and H, half their difference (the heading
 # times half the wheel separation). A straight line profiles D and holds H, a turn profiles H and holds D, an arc
 # profiles the longer of the two and has the other follow it at a fixed ratio.
-from control import ACCEL_SHARE, ratio_fixed
-from shared import protocol
+from .control import ACCEL_SHARE, ratio_fixed
+from .shared import protocol
 
 TWO_PI = 6.283185307179586
 Q16 = 65536.0

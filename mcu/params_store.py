@@ -8,7 +8,7 @@ import json
 import os
 import struct
 
-from shared import params as table
+from .shared import params as table
 
 
 class Params:

@@ -12,9 +12,9 @@
 import math
 from array import array
 
-import imu as imu_mod
-from hal.portable import ticks_diff
-from shared import protocol
+from . import imu as imu_mod
+from .hal.portable import ticks_diff
+from .shared import protocol
 
 STILL_COUNTS = 1                # the dither a resting quadrature encoder shows on an edge
 BIAS_WINDOW = 32                # still samples averaged into one bias estimate (0.32 s at 100 Hz)

@@ -2,7 +2,7 @@
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # REPL tuning: one import and one call start the control loop in the background and give the prompt back.
 #
-#   >>> import tuning
+#   >>> from viperdrive import tuning
 #   >>> t = tuning.start()          # control timer + a _thread running the slow tasks; outputs off
 #   >>> t.gains()                   # current parameters
 #   >>> t.set("kp", 0.06)           # validated against the table, applied bumplessly
@@ -15,10 +15,10 @@
 # docs/tuning.md walks through a session.
 import time
 
-import app as app_mod
-from hal.portable import ticks_diff
-from shared import params as table
-from shared.stepmetrics import BAND, step_metrics  # noqa: F401  (t.step's figures; re-exported for the REPL)
+from . import app as app_mod
+from .hal.portable import ticks_diff
+from .shared import params as table
+from .shared.stepmetrics import BAND, step_metrics  # noqa: F401  (t.step's figures; re-exported for the REPL)
 
 TWO_PI = 6.283185307179586
 
@@ -250,10 +250,10 @@ def start(board_path="board.json", params_path="params.json", hal_board=None, cf
     step(), drive(), watch()); nothing runs between those calls, so each call ends with the outputs off and
     the hardware watchdog is not started."""
     if cfg is None:
-        import boardcfg
+        from . import boardcfg
         cfg = boardcfg.load(board_path)
     if hal_board is None:
-        import hal
+        from . import hal
         hal_board = hal.load(cfg)
     if background:
         try:

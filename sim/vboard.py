@@ -16,17 +16,20 @@ import time
 
 _HERE = __file__.rpartition("/")[0] or "."
 _ROOT = _HERE + "/.."
-# the board's import layout: firmware modules at the top level (mcu/), the protocol as the package shared/
-for _p in (_ROOT, _ROOT + "/mcu", _HERE):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
 
 import _thread  # noqa: E402
+
+import firmware_package  # noqa: E402
+
+# the board's import layout: the firmware is the package viperdrive (mcu/), the protocol its viperdrive.shared
+firmware_package.mount(_ROOT)
 
 import net  # noqa: E402
 import plant as plant_mod  # noqa: E402
 import world as world_mod  # noqa: E402
-from shared import protocol  # noqa: E402
+from viperdrive.shared import protocol  # noqa: E402
 
 USAGE = ("usage: vboard.py [--listen HOST:PORT] [--control HOST:PORT] [--baud N] [--robot FILE] [--board FILE] "
          "[--params FILE] [--seed N] [--clock FILE] [--time-ratio R] [--repl] [--app MODULE]\n"
@@ -143,8 +146,8 @@ class VirtualBoard:
         self.world = world_mod.World(self.plant, self.board_cfg.get("control_hz", 500), lock=self.plant_lock,
                                      clock_path=opts["clock"], link_state=self.link_server,
                                      speed=opts["time_ratio"])
-        import hal.sim
-        self.link = hal.sim.PacedLink(self.link_server, baud=opts["baud"], rng=self.rng, clock=self.world.ticks_us,
+        from viperdrive.hal import sim as hal_sim
+        self.link = hal_sim.PacedLink(self.link_server, baud=opts["baud"], rng=self.rng, clock=self.world.ticks_us,
                                       sleep_us=self.world.sleep_us)
         self.world.line = self.link
         self.tuner = None
@@ -173,7 +176,7 @@ class VirtualBoard:
     def _load_board_cfg(self):
         path = self.opts["board"]
         try:
-            import boardcfg
+            from viperdrive import boardcfg
         except ImportError:
             boardcfg = None
         try:
@@ -206,7 +209,7 @@ class VirtualBoard:
 
     def _purge_firmware(self):
         for name in list(sys.modules):
-            if name not in self._keep and not name.startswith("shared"):
+            if name not in self._keep and not name.startswith("viperdrive.shared"):
                 del sys.modules[name]
 
     def boot(self, cause):
@@ -214,9 +217,9 @@ class VirtualBoard:
         if self.boots:
             self._purge_firmware()
         gc.collect()
-        import hal
-        import hal.sim
-        hal.sim.DEFAULTS.update({"world": self.world, "link": self.link, "reset_cause": cause})
+        from viperdrive import hal
+        from viperdrive.hal import sim as hal_sim
+        hal_sim.DEFAULTS.update({"world": self.world, "link": self.link, "reset_cause": cause})
         self.last_reset_cause = cause
         self.reset_at_s = self.world.now_us() / 1e6
         self.world.frozen = False       # freeze_control froze the old firmware's task; a reset starts a new one
@@ -226,13 +229,16 @@ class VirtualBoard:
         board = hal.load(self.board_cfg, world=self.world, link=self.link, reset_cause=cause)
         self.hal = board
         if self.opts["repl"]:
-            import tuning
+            from viperdrive import tuning
             self.tuner = tuning.start(cfg=self.board_cfg, params_path=self.opts["params"], hal_board=board)
             self.app = self.tuner.app
             # the REPL's namespace is this script's: `t` is the live tuner, also after a watchdog reset
             globals()["t"] = self.tuner
             return
-        app = __import__(self.opts["app"])
+        if self.opts["app"] == "app":
+            from viperdrive import app
+        else:
+            app = __import__(self.opts["app"])      # --app MODULE: a module on sim/'s path
         self.app = app.App(board, self.board_cfg, params_path=self.opts["params"])
         self.app.start()
 

@@ -211,3 +211,15 @@ class PtyProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         os.close(self.master)
+
+
+def board_imports(folder, code: str) -> str:
+    """Run `code` on the MicroPython unix port as a board would with `folder` as its filesystem: the root (cwd)
+    first on sys.path, then /lib, as on MicroPython and CircuitPython; -> what it printed (AssertionError with its
+    output when it failed)."""
+    from viperdrive import executables
+    exe = executables.require("micropython", AssertionError, "micropython (the unix port)")
+    prog = "import sys\nsys.path[:] = ['', 'lib']\n" + code
+    r = subprocess.run([exe, "-c", prog], cwd=str(folder), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    return r.stdout

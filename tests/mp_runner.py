@@ -15,10 +15,13 @@ def main():
     wanted = sys.argv[3:]
     d, _, fname = path.rpartition("/")
     modname = fname[:-3]
-    # the board's import layout: firmware modules at the top level (mcu/), the protocol as package shared/
-    for p in (d, root + "/mcu", root):
+    # the board's import layout: the firmware is the package viperdrive (mcu/), the protocol its subpackage
+    # viperdrive.shared (sim/firmware_package.py); shared/'s own tests import it as the package shared
+    for p in (d, root + "/sim", root):
         sys.path.insert(0, p)
     try:
+        import firmware_package
+        firmware_package.mount(root)
         mod = __import__(modname)
     except BaseException as e:  # noqa: B036 - report any import failure as every test failing
         for name in wanted:

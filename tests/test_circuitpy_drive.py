@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import board_imports
 from test_circuitpython_rig import ROOT, mounted_drive, viperdrive
 
 from viperdrive.board import flashing, ownership
@@ -58,8 +59,9 @@ def test_flash_drive_copies_what_circuitpython_runs_and_removes_stale_twins(tmp_
     expected = {dest for dest, _ in flashing.drive_files("circuitpython_pico")}
     assert expected <= on_drive and "code.py" in expected and "boot.py" in expected and "board.json" in expected
     assert on_drive == expected | {"boot_out.txt", ownership.MANIFEST}       # no temporary file left
-    assert "hal/circuitpython.py" in expected and "hal/rp2.py" not in expected
-    assert "fixedstep.py" not in expected       # viper: a SyntaxError there; control.py falls back without it
+    assert "lib/viperdrive/hal/circuitpython.py" in expected and "lib/viperdrive/hal/rp2.py" not in expected
+    # viper: a SyntaxError there; control.py falls back without it
+    assert "lib/viperdrive/fixedstep.py" not in expected
     assert not (drive / "app.mpy").exists() and not (drive / "main.py").exists()
     assert (drive / "code.py").read_bytes() == (ROOT / "mcu" / "main.py").read_bytes()
     assert (drive / "board.json").read_bytes() == (ROOT / "mcu" / "boards" / "circuitpython_pico.json").read_bytes()
@@ -89,14 +91,17 @@ def test_flash_drive_never_replaces_a_users_file_without_force_and_keeps_each_wi
     dry = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert _snapshot(drive) == before
-    for name in ("code.py", "boot.py", "sensors.py", "board.json"):
+    for name in ("code.py", "boot.py", "board.json"):
         assert f"replace {name}: NOT written by viperdrive" in dry.stdout, dry.stdout
-    assert "move imu.mpy aside" in dry.stdout and "leave main.py" in dry.stdout and "would be refused" in dry.stdout
+    # the firmware is the package lib/viperdrive/: the user's sensors.py and imu.mpy are not in its way
+    for name in ("main.py", "sensors.py", "imu.mpy"):
+        assert f"leave {name}" in dry.stdout, dry.stdout
+    assert "would be refused" in dry.stdout
     r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
     print(r.stderr)
     assert r.returncode == 7 and "Nothing was changed" in r.stderr and "Traceback" not in r.stderr
-    for name in ("code.py", "boot.py", "sensors.py", "imu.mpy", "board.json"):
-        assert name in r.stderr
+    refused = r.stderr.split("would shadow the firmware: ")[1].split(". Nothing")[0].split(", ")
+    assert sorted(refused) == ["board.json", "boot.py", "code.py"], r.stderr
     assert _snapshot(drive) == before           # byte for byte, nothing added
     r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, "--force")
     assert r.returncode == 0, r.stderr
@@ -104,8 +109,9 @@ def test_flash_drive_never_replaces_a_users_file_without_force_and_keeps_each_wi
     assert len(backups) == 1
     kept = _snapshot(backups[0])
     print(f"--force kept {sorted(kept)} in {backups[0].name}: {r.stderr.strip().splitlines()[0]}")
-    assert kept == {p: USER_FILES[p] for p in ("code.py", "boot.py", "sensors.py", "imu.mpy", "board.json")}
-    assert (drive / "lib" / "imu.py").read_bytes() == USER_FILES["lib/imu.py"]
+    assert kept == {p: USER_FILES[p] for p in ("code.py", "boot.py", "board.json")}
+    for path in ("lib/imu.py", "sensors.py", "imu.mpy"):      # not in the firmware's way: untouched
+        assert (drive / path).read_bytes() == USER_FILES[path]
     assert (drive / "main.py").read_bytes() == USER_FILES["main.py"]      # not used while code.py exists: left
     for path in kept:
         assert f"{path} was not written by viperdrive: kept as" in r.stderr
@@ -116,7 +122,7 @@ def test_flash_drive_never_replaces_a_users_file_without_force_and_keeps_each_wi
     assert len(list((drive / ownership.BACKUP_DIR).iterdir())) == 1
 
 
-@pytest.mark.parametrize("link", ["code.py", "hal", "shared/protocol.py"])
+@pytest.mark.parametrize("link", ["code.py", "lib", "lib/viperdrive/hal", "lib/viperdrive/shared/protocol.py"])
 def test_flash_drive_never_writes_through_a_symlink(tmp_path, link):
     drive = mounted_drive(tmp_path)
     outside = tmp_path / "outside"
@@ -124,7 +130,7 @@ def test_flash_drive_never_writes_through_a_symlink(tmp_path, link):
     (outside / "victim.txt").write_bytes(b"precious\n")
     (outside / "circuitpython.py").write_bytes(b"mine\n")
     (drive / link).parent.mkdir(parents=True, exist_ok=True)
-    (drive / link).symlink_to(outside if link == "hal" else outside / "victim.txt")
+    (drive / link).symlink_to(outside if link.endswith(("hal", "lib")) else outside / "victim.txt")
     before = _snapshot(outside)
     for force in ((), ("--force",)):
         r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, *force)
@@ -217,18 +223,19 @@ def test_flash_check_on_a_drive_says_current_stale_changed_and_missing_and_copie
     # stale: an older flash wrote control.py (the manifest records it) and this host's differs
     manifest = json.loads((drive / ownership.MANIFEST).read_text())
     old = b"# an older control.py\n"
-    (drive / "control.py").write_bytes(old)
-    manifest["files"]["control.py"] = {"size": len(old), "sha256": ownership.sha256(old)}
+    (drive / "lib/viperdrive/control.py").write_bytes(old)
+    manifest["files"]["lib/viperdrive/control.py"] = {"size": len(old), "sha256": ownership.sha256(old)}
     (drive / ownership.MANIFEST).write_text(json.dumps(manifest))
     # changed: link.py edited on the drive; missing: odometry.py deleted
-    (drive / "link.py").write_bytes((drive / "link.py").read_bytes() + b"\n# edited\n")
-    (drive / "odometry.py").unlink()
+    (drive / "lib/viperdrive/link.py").write_bytes((drive / "lib/viperdrive/link.py").read_bytes() + b"\n# edited\n")
+    (drive / "lib/viperdrive/odometry.py").unlink()
     before = {p: p.read_bytes() for p in drive.rglob("*") if p.is_file()}
     r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, "--check")
     assert r.returncode == 5, (r.returncode, r.stderr)
-    assert "stale      control.py" in r.stdout and "changed    link.py" in r.stdout, r.stdout
-    assert "missing    odometry.py" in r.stdout and f"{n - 3} of {n} files current, 1 stale, 1 changed, 1 missing" \
-        in r.stdout, r.stdout
+    for line in ("stale      lib/viperdrive/control.py", "changed    lib/viperdrive/link.py",
+                 "missing    lib/viperdrive/odometry.py",
+                 f"{n - 3} of {n} files current, 1 stale, 1 changed, 1 missing"):
+        assert line in r.stdout, r.stdout
     assert {p: p.read_bytes() for p in drive.rglob("*") if p.is_file()} == before        # nothing written
     r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, "--check", "--dry-run")
     assert r.returncode == 2 and "exclude each other" in r.stderr
@@ -237,3 +244,32 @@ def test_flash_check_on_a_drive_says_current_stale_changed_and_missing_and_copie
 def viperdrive_version() -> str:
     from viperdrive import __version__
     return __version__
+
+
+IMPORTS = ("import imu, sensors\nprint('user', imu.WHO, sensors.X)\n"
+           "from viperdrive import app, imu as fw_imu, sensors as fw_sensors\n"
+           "print('firmware', app.FIRMWARE, fw_imu.__name__, fw_sensors.__name__)\n")
+
+
+def test_after_a_flash_the_users_lib_imu_still_imports_as_imu_and_an_older_layout_is_gone(tmp_path):
+    """The firmware is the package lib/viperdrive/: the user's lib/imu.py and root sensors.py import as `imu` and
+    `sensors` on the board (MicroPython's own importer on the drive's files, root then lib/ as CircuitPython
+    searches), the firmware's as viperdrive.imu and viperdrive.sensors; an older flash's root-level modules
+    (before manifests: their copyright line says whose) are removed, with the folders they emptied."""
+    drive = mounted_drive(tmp_path)
+    (drive / "lib").mkdir()
+    (drive / "lib" / "imu.py").write_text("WHO = 'the user'\n")
+    (drive / "sensors.py").write_text("X = 'their sensors'\n")
+    for old in ("imu.py", "link.py", "hal/circuitpython.py", "shared/protocol.py"):   # an older flash's layout
+        src = ROOT / ("mcu/" + old if not old.startswith("shared/") else old)
+        (drive / old).parent.mkdir(parents=True, exist_ok=True)
+        (drive / old).write_bytes(src.read_bytes())
+    r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
+    assert r.returncode == 0, r.stderr
+    for old in ("imu.py", "link.py", "hal", "shared"):
+        assert not (drive / old).exists(), old
+    assert "leave sensors.py" not in r.stderr and (drive / "sensors.py").read_text() == "X = 'their sensors'\n"
+    out = board_imports(drive, IMPORTS)
+    print(out)
+    assert "user the user their sensors" in out
+    assert f"firmware viperdrive {viperdrive_version()} viperdrive.imu viperdrive.sensors" in out

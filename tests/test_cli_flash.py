@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, run_cli
+from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, board_imports, run_cli
 
 from viperdrive.board import ownership
 from viperdrive.shared import protocol as P
@@ -49,23 +49,25 @@ def rel(path: Path) -> str:
 
 
 def expected_files(backend: str, mpy: bool) -> list[tuple[Path, str]]:
-    """(source, board path) in copy order: shared/, the hal modules that are not another backend, then mcu/*.py."""
+    """(source, board path) in copy order: shared/, the hal modules that are not another backend, then mcu/*.py;
+    all in the package lib/viperdrive/ but the entry files main.py and boot.py, at the root."""
     backends = {"rp2", "esp32", "stm32", "circuitpython", "sim"}
     out = []
     for src in sorted((ROOT / "shared").glob("*.py")):
-        out.append((src, f"shared/{src.name}"))
+        out.append((src, f"lib/viperdrive/shared/{src.name}"))
     for src in sorted((ROOT / "mcu" / "hal").glob("*.py")):
         if src.stem in backends and src.stem != backend:
             continue
-        out.append((src, f"hal/{src.name}"))
+        out.append((src, f"lib/viperdrive/hal/{src.name}"))
     for src in sorted((ROOT / "mcu").glob("*.py")):
-        out.append((src, src.name))
+        out.append((src, src.name if src.name in ("main.py", "boot.py") else f"lib/viperdrive/{src.name}"))
     if mpy:
         out = [(s, d if d in ("main.py", "boot.py") else d[:-3] + ".mpy") for s, d in out]
     return out
 
 
-PREPARE = 'import os\nfor d in ("hal", "shared"):\n    try:\n        os.mkdir(d)\n    except OSError:\n        pass\n'
+PREPARE = ('import os\nfor d in ("lib", "lib/viperdrive", "lib/viperdrive/hal", "lib/viperdrive/shared"):\n'
+           '    try:\n        os.mkdir(d)\n    except OSError:\n        pass\n')
 
 
 def finish(dests) -> str:
@@ -132,10 +134,10 @@ def test_dry_run_with_arch_compiles_everything_but_main_and_boot():
     copy = commands[len(compiled)]
     sources = [copy[i + 1] for i, a in enumerate(copy) if a == "cp"]
     assert sources[:-1] == [str(stage / d) if d.endswith(".mpy") else rel(s) for s, d in files]
-    assert ":main.py.vdtmp" in copy and ":boot.py.vdtmp" in copy and ":app.mpy.vdtmp" in copy
-    assert ":app.py.vdtmp" not in copy
+    assert ":main.py.vdtmp" in copy and ":boot.py.vdtmp" in copy and ":lib/viperdrive/app.mpy.vdtmp" in copy
+    assert ":lib/viperdrive/app.py.vdtmp" not in copy
     # the renames at the end: main.py and boot.py last (an interrupted copy leaves the old entry files)
-    assert copy[-1].index('"app.mpy"') < copy[-1].index('"main.py"') < copy[-1].index('"repl_mode"')
+    assert copy[-1].index('"lib/viperdrive/app.mpy"') < copy[-1].index('"main.py"') < copy[-1].index('"repl_mode"')
 
 
 def test_dry_run_mpy_without_arch_asks_the_board_first():
@@ -208,7 +210,7 @@ def test_compiled_files_build_for_a_board_arch(tmp_path):
     built = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.mpy"))
     assert built == sorted(d for _, d in expected_files("rp2", mpy=True) if d.endswith(".mpy"))
     # .mpy header: 'M', version 6, then arch << 2 | sub-version: armv6m (4) and 3 in the module with viper code
-    head = (tmp_path / "fixedstep.mpy").read_bytes()[:3]
+    head = (tmp_path / "lib" / "viperdrive" / "fixedstep.mpy").read_bytes()[:3]
     assert head[0] == ord("M") and head[1] == 6 and head[2] >> 2 == 4 and head[2] & 3 == 3
 
 
@@ -332,16 +334,17 @@ def test_flash_keeps_a_users_files_on_a_micropython_board(tmp_path):
         board.close()
     print(r.stderr.strip().splitlines()[-1])
     assert r.returncode == 7 and "Nothing was changed" in r.stderr and "Traceback" not in r.stderr
-    for name in ("main.py", "boot.py", "sensors.py", "imu.mpy"):
-        assert name in r.stderr.splitlines()[-1]
+    refused = r.stderr.split("would shadow the firmware: ")[1].split(". Nothing")[0].split(", ")
+    assert sorted(refused) == ["boot.py", "main.py"], r.stderr       # the package is in nobody else's way
     assert refused_files == before and refused_resets == 0
     assert forced.returncode == 0, forced.stderr
     backups = {p: b for p, b in after.items() if p.startswith(ownership.BACKUP_DIR + "/")}
     kept = {p.split("/", 2)[2]: b for p, b in backups.items()}
     print(f"--force kept {sorted(backups)}")
-    assert kept == {p: USER_FILES[p] for p in ("main.py", "boot.py", "sensors.py", "imu.mpy")}
-    assert after["lib/imu.py"] == USER_FILES["lib/imu.py"]
-    assert after["main.py"] == (ROOT / "mcu" / "main.py").read_bytes() and "imu.mpy" not in after
+    assert kept == {p: USER_FILES[p] for p in ("main.py", "boot.py")}
+    for path in ("lib/imu.py", "sensors.py", "imu.mpy"):         # not in the firmware's way: untouched
+        assert after[path] == USER_FILES[path]
+    assert after["main.py"] == (ROOT / "mcu" / "main.py").read_bytes()
     for path in kept:
         assert f"{path} was not written by viperdrive: kept as :{ownership.BACKUP_DIR}/" in forced.stderr
     # the next flash knows its own files: every firmware file is in the manifest with what is on the board
@@ -372,8 +375,8 @@ def test_flash_mpy_detects_the_arch_and_copies_compiled_modules(tmp_path):
     assert "board .mpy architecture: x64" in r.stderr
     mpys = {k: v for k, v in files.items() if k.endswith(".mpy")}
     assert set(files) - set(mpys) == {"main.py", "boot.py", "board.json", "viperdrive-files.json"}
-    assert "hal/sim.mpy" in mpys and "fixedstep.mpy" in mpys
-    head = mpys["fixedstep.mpy"][:3]
+    assert "lib/viperdrive/hal/sim.mpy" in mpys and "lib/viperdrive/fixedstep.mpy" in mpys
+    head = mpys["lib/viperdrive/fixedstep.mpy"][:3]
     assert head[:2] == b"M\x06" and head[2] >> 2 == 2          # x64: MP_NATIVE_ARCH_X64 = 2
 
 
@@ -419,7 +422,8 @@ def test_flash_check_through_mpremote_compares_and_puts_the_board_back_in_link_m
         # the stand-in handles mpremote's reset as it reads it, maybe after mpremote has gone: a condition
         link_mode_again = wait_until(lambda: board.link_mode, 10.0, what="the stand-in in link mode again")
         fs = tmp_path / "fs"
-        (fs / "safety.py").write_bytes((fs / "safety.py").read_bytes() + b"\n# edited on the board\n")
+        edit = fs / "lib" / "viperdrive" / "safety.py"
+        edit.write_bytes(edit.read_bytes() + b"\n# edited on the board\n")
         edited = board.files()
         r2 = run_cli("flash", "--board", "pico", "--port", board.device, "--check", timeout=120)
         after_second = board.files()
@@ -431,7 +435,7 @@ def test_flash_check_through_mpremote_compares_and_puts_the_board_back_in_link_m
     assert f"written by {FIRMWARE}" in r1.stdout
     assert link_mode_again, r1.stderr
     assert stops == 3, (stops, r2.stderr)               # the flash's STOP_LINK and one per check
-    assert r2.returncode == 5 and "changed    safety.py" in r2.stdout, (r2.stdout, r2.stderr)
+    assert r2.returncode == 5 and "changed    lib/viperdrive/safety.py" in r2.stdout, (r2.stdout, r2.stderr)
     assert after_second == edited and ownership.MANIFEST in after_check and "repl_mode" not in after_second
 
 
@@ -476,3 +480,31 @@ def test_dry_run_refuses_a_pin_with_two_roles(tmp_path):
         assert "Traceback" not in r.stderr and "mpremote" not in r.stdout, (what, r.stdout, r.stderr)
         for w in words:
             assert w in r.stderr, (what, w, r.stderr)
+
+
+def test_a_flashed_micropython_board_imports_the_users_lib_imu_as_imu(tmp_path):
+    """The firmware is the package lib/viperdrive/ on a MicroPython board too: with the user's lib/imu.py and an
+    older flash's root-level firmware (its manifest lists it), a flash removes the old layout, and MicroPython's
+    own importer on the board's files finds the user's `imu` and the firmware's viperdrive.imu."""
+    from mp_serial_board import SerialMicroPythonBoard
+    fs = tmp_path / "fs"
+    old = {"imu.py": (ROOT / "mcu" / "imu.py").read_bytes(),
+           "hal/rp2.py": (ROOT / "mcu" / "hal" / "rp2.py").read_bytes()}
+    for path, data in {**old, "lib/imu.py": b"WHO = 'the user'\n", "sensors.py": b"X = 'their sensors'\n"}.items():
+        (fs / path).parent.mkdir(parents=True, exist_ok=True)
+        (fs / path).write_bytes(data)
+    (fs / ownership.MANIFEST).write_text(json.dumps({"format": 1, "files": {
+        p: {"size": len(b), "sha256": ownership.sha256(b)} for p, b in old.items()}}))
+    board = SerialMicroPythonBoard(fs)
+    try:
+        r = run_cli("flash", "--board", "pico", "--port", board.device, "--no-verify", timeout=120)
+        files = board.files()
+    finally:
+        board.close()
+    assert r.returncode == 0, r.stderr
+    assert "imu.py" not in files and "hal/rp2.py" not in files and not (fs / "hal").exists()
+    assert files["lib/imu.py"] == b"WHO = 'the user'\n" and files["sensors.py"] == b"X = 'their sensors'\n"
+    out = board_imports(fs, "import imu, sensors\nprint('user', imu.WHO, sensors.X)\n"
+                            "from viperdrive import app, imu as fw_imu\n"
+                            "print('firmware', app.FIRMWARE, fw_imu.__name__)\n")
+    assert "user the user their sensors" in out and f"firmware {FIRMWARE} viperdrive.imu" in out, out

@@ -14,7 +14,7 @@ from array import array
 
 from micropython import const
 
-from shared import protocol
+from ..shared import protocol
 
 # ---- quadrature transition table ----
 

@@ -15,8 +15,7 @@ import micropython
 import rp2
 from micropython import const
 
-from shared import protocol
-
+from ..shared import protocol
 from . import portable
 
 # WATCHDOG.REASON: why the last reset came through the watchdog. Bit 0 TIMER: it bit (nobody fed it). Bit 1 FORCE: a

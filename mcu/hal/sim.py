@@ -14,7 +14,7 @@ import gc
 import time
 
 try:
-    from shared.protocol import RESET_POWER_ON
+    from ..shared.protocol import RESET_POWER_ON
 except ImportError:  # pragma: no cover - the firmware's layout always has shared/
     RESET_POWER_ON = 0
 

@@ -5,7 +5,7 @@
 # test fires periods. The virtual board's plant lives in sim/.
 from array import array
 
-from shared import protocol
+from viperdrive.shared import protocol
 
 
 class Stream:

@@ -4,7 +4,7 @@
 # the key, the value and what is allowed; the input dict is not modified.
 import os
 
-import boardcfg
+from viperdrive import boardcfg
 
 BOARDS = "mcu/boards"
 

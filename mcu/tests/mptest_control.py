@@ -8,11 +8,10 @@ from array import array
 
 import micropython
 
-import control
-import control_float
 import fakehal
-import fixedstep as fx
-from shared import params, protocol
+from viperdrive import control, control_float
+from viperdrive import fixedstep as fx
+from viperdrive.shared import params, protocol
 
 TWO_PI = 6.283185307179586
 
@@ -740,7 +739,7 @@ def test_heap_lock_around_10000_steps():
     # (configure's conversion, set_velocity's scaling) allocate and stay outside the lock: their stores are
     # written directly here. The deadman ramps the first command to zero but de-energizes only after 60 s.
     hal, c = make(kd=0.01, ks=0.05, deadband=0.02, ka=0.01, deadman_disable_ms=60000)
-    import telemetry
+    from viperdrive import telemetry
     ring = telemetry.Ring(32)
     c.attach_ring(ring.buf, ring.hdr, ring)
     c.set_telemetry_div(5)

@@ -8,11 +8,10 @@
 # ever was. The suite runs 60 000 periods; bench/bench_edge_fuzz.py runs 10**7 (fuzz() below, several processes).
 import random
 
-import control
-import control_float
 import fakehal
-import fixedstep as fx
-from shared import params
+from viperdrive import control, control_float
+from viperdrive import fixedstep as fx
+from viperdrive.shared import params
 
 M30 = 0x3FFFFFFF
 

@@ -7,12 +7,9 @@
 import math
 import sys
 
-import boardcfg
-import control
-import control_float
 import fakehal
-import fixedstep
-from shared import params, protocol
+from viperdrive import boardcfg, control, control_float, fixedstep
+from viperdrive.shared import params, protocol
 
 _root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
 sys.path.insert(0, _root + "/sim")

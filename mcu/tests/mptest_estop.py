@@ -8,18 +8,18 @@ import sys
 
 import micropython
 
-import app as app_mod
-import boardcfg
 import fakehal
-import fixedstep as fx
-from shared import protocol as P
+from viperdrive import app as app_mod
+from viperdrive import boardcfg
+from viperdrive import fixedstep as fx
+from viperdrive.shared import protocol as P
 
 _root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
 sys.path.insert(0, _root + "/sim")
 
 import plant as plant_mod  # noqa: E402
 import world as world_mod  # noqa: E402
-from hal import sim  # noqa: E402
+from viperdrive.hal import sim  # noqa: E402
 
 PIN = 14
 CFG = boardcfg.validate({"backend": "sim", "counts_per_rev": 4096, "name": "fake", "control_hz": 500,

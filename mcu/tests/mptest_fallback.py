@@ -3,11 +3,10 @@
 # The float fallback (CircuitPython has no viper emitter): with fixedstep unavailable, control.controller()
 # returns FloatController, and the App behaves the same through the link: enable, drive, deadman, faults,
 # telemetry, statistics.
-import app as app_mod
-import control
-import control_float
 import fakehal
-from shared import protocol as P
+from viperdrive import app as app_mod
+from viperdrive import control, control_float
+from viperdrive.shared import protocol as P
 
 CFG = {"control_hz": 500, "counts_per_rev": 4096, "name": "fake", "watchdog_ms": 500}
 

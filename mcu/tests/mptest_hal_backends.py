@@ -12,8 +12,8 @@ from array import array
 
 from mptest_hal_portable import Pio, _seq
 
-import boardcfg
-from shared import protocol
+from viperdrive import boardcfg
+from viperdrive.shared import protocol
 
 BOARDS = "mcu/boards/"
 
@@ -233,10 +233,10 @@ class FakeRp2:
 def _install(**mods):
     # forget the backends imported by an earlier test (module and package attribute), so the next import runs
     # the backend against this test's doubles
-    import hal
+    from viperdrive import hal
     for name in ("rp2", "esp32", "stm32", "circuitpython", "streams"):
-        if "hal." + name in sys.modules:
-            del sys.modules["hal." + name]
+        if "viperdrive.hal." + name in sys.modules:
+            del sys.modules["viperdrive.hal." + name]
         if name in hal.__dict__:
             delattr(hal, name)
     for name, mod in mods.items():
@@ -260,7 +260,7 @@ def _walk_pins(a, states, settle=None):
 
 def test_rp2_counts_through_the_pio_program():
     _install(machine=FakeMachine(), rp2=FakeRp2())
-    import hal
+    from viperdrive import hal
     cfg = boardcfg.load(BOARDS + "pico.json")
     a_r = cfg["pins"]["right"]["enc_a"]
     FakePin.levels[a_r] = 1                         # the right encoder rests at state 1 (A high, B low)
@@ -299,7 +299,7 @@ def test_rp2_restart_with_leftovers_reads_the_current_count():
     # The previous run was stopped (Ctrl-D) mid-way: X, Y hold its timer and counts and a pair is still in RX.
     # The new run must not see any of it: the first read is the count now, not a word queued before.
     _install(machine=FakeMachine(), rp2=FakeRp2())
-    import hal
+    from viperdrive import hal
     FakeSM.leftover = {0: (77, 5000, (77, 5000)), 1: (1, 0xFFFFFF00, (0xFFFFFF00,))}
     cfg = boardcfg.load(BOARDS + "pico.json")
     b = hal.load(cfg)
@@ -324,7 +324,7 @@ def test_rp2_restart_with_leftovers_reads_the_current_count():
 
 def test_rp2_outputs_timer_watchdog_reset_cause():
     _install(machine=FakeMachine(), rp2=FakeRp2())
-    import hal
+    from viperdrive import hal
     cfg = boardcfg.load(BOARDS + "pico.json")
     b = hal.load(cfg)
     pl = cfg["pins"]["left"]
@@ -357,7 +357,7 @@ def test_rp2_requested_reboot_is_not_a_watchdog_fault():
     # (CTRL.TRIGGER): the rp2 port then reports WDT_RESET. The emulated Pico showed the board coming back from
     # every flash with FAULT_WATCHDOG latched. Only WATCHDOG.REASON tells the two apart: FORCE, not TIMER.
     _install(machine=FakeMachine(), rp2=FakeRp2())
-    import hal
+    from viperdrive import hal
     FakeMachine.cause = FakeMachine.WDT_RESET
     FakeMachine.mem32 = {0x40058008: 2}         # FORCE: a reboot asked for
     try:
@@ -376,8 +376,8 @@ def test_rp2_duty_register_table_names_each_bridges_pwm_slice_channel_and_dir_pi
     # what the chip's period function writes: PWM slice (pin >> 1) & 7 -> CC at word 5*slice + 3, channel B for
     # odd pins; pwm_dir: the DIR pin's SIO mask; in1_in2: IN2's CC word and channel; last the energized word
     _install(machine=FakeMachine(), rp2=FakeRp2())
-    from hal import portable
-    from hal import rp2 as hrp2
+    from viperdrive.hal import portable
+    from viperdrive.hal import rp2 as hrp2
     cfg = boardcfg.load(BOARDS + "pico.json")          # left pwm 6 dir 7, right pwm 8 dir 9
     t = hrp2._duty_registers(portable.bridge_mode(cfg), cfg["pins"])
     assert list(t) == [0, 18, 0, 1 << 7, 0, 23, 0, 1 << 9, 0, 0, -1 << 31, 125], list(t)
@@ -428,7 +428,7 @@ class StepDouble:
 
 def _period_setup(board_file):
     _install(machine=FakeMachine(), rp2=FakeRp2())
-    import hal
+    from viperdrive import hal
     cfg = boardcfg.load(BOARDS + board_file)
     b = hal.load(cfg)
     assert b.period_fn(None, None, None, None, None, None, None, None) is None    # no registers: no period fn
@@ -551,10 +551,10 @@ def test_rp2_controller_runs_on_the_period_function_and_cuts_the_bridges_on_a_fa
     # the firmware's Controller on the rp2 backend: its timer runs the board's period function with the real
     # viper step; wheels that do not turn (the counts stand still) under full duty latch FAULT_STALL, and the
     # period cuts the bridges in that same period (its tail), as the generic tick does
-    import control
-    from shared import params
+    from viperdrive import control
+    from viperdrive.shared import params
     _install(machine=FakeMachine(), rp2=FakeRp2())
-    import hal
+    from viperdrive import hal
     cfg = boardcfg.load(BOARDS + "pico.json")
     b = hal.load(cfg)
     regs = Regs(b)
@@ -590,7 +590,7 @@ def test_rp2_controller_runs_on_the_period_function_and_cuts_the_bridges_on_a_fa
 
 def test_rp2_in1_in2_and_uart_link():
     _install(machine=FakeMachine(), rp2=FakeRp2())
-    import hal
+    from viperdrive import hal
     cfg = boardcfg.load(BOARDS + "pico_drv8833.json")
     b = hal.load(cfg)
     pl = cfg["pins"]["left"]
@@ -606,7 +606,7 @@ def test_rp2_in1_in2_and_uart_link():
 
 def test_esp32_pcnt_counts_and_rebase():
     _install(machine=FakeMachineWithEncoder())
-    import hal
+    from viperdrive import hal
     cfg = boardcfg.load(BOARDS + "esp32_devkit.json")
     b = hal.load(cfg)
     assert b.counter_bits == 16
@@ -642,7 +642,7 @@ def test_esp32_irq_decoding_and_soft_timer():
     _install(machine=FakeMachine())                 # firmware without machine.Encoder
     FakeTimer.accept_hard = False
     FakeMachine.cause = FakeMachine.SOFT_RESET     # read once, when the Board is made (the cause of THIS boot)
-    import hal
+    from viperdrive import hal
     cfg = boardcfg.load(BOARDS + "esp32_devkit.json")
     b = hal.load(cfg)
     FakeMachine.cause = FakeMachine.WDT_RESET
@@ -761,7 +761,7 @@ def test_stm32_timer_encoders_pwm_and_control_timer():
     FakePybPin.configured = {}
     FakePybTimer.timers = {}
     _install(machine=FakeMachine(), pyb=FakePyb())
-    import hal
+    from viperdrive import hal
     cfg = boardcfg.load(BOARDS + "pyboard.json")
     b = hal.load(cfg)
     assert b.counter_bits == 16
@@ -794,7 +794,7 @@ def test_stm32_timer_encoders_pwm_and_control_timer():
 def test_stm32_wrong_encoder_pin_names_the_function():
     FakePybTimer.timers = {}
     _install(machine=FakeMachine(), pyb=FakePyb())
-    import hal
+    from viperdrive import hal
     d = boardcfg.load(BOARDS + "pyboard.json")
     d["pins"]["left"]["enc_timer"] = 3              # X1 is TIM2/TIM5, not TIM3
     try:
@@ -904,7 +904,7 @@ def test_circuitpython_counts_outputs_and_idle_driven_step():
     mods, pwm, enc = _circuitpython_modules(clock)
     _install(**mods)
     try:
-        import hal
+        from viperdrive import hal
         cfg = boardcfg.load(BOARDS + "circuitpython_feather.json")
         b = hal.load(cfg)
         assert b.soft and b.counter_bits == 16 and not hasattr(b, "edge_times_us")     # no rp2pio: rotaryio
@@ -1034,7 +1034,7 @@ def test_circuitpython_on_the_rp2040_counts_and_times_edges_in_pio():
     mods, pwm = _circuitpython_pico_modules(clock)
     _install(**mods)
     try:
-        import hal
+        from viperdrive import hal
         cfg = boardcfg.load(BOARDS + "circuitpython_pico.json")
         a_l = 2
         FakePin.levels[a_l] = 1                 # the left encoder rests at state 1: no count at boot
@@ -1069,7 +1069,7 @@ def test_circuitpython_on_the_rp2040_counts_and_times_edges_in_pio():
         # enc_b not the GPIO after enc_a: rotaryio (counts only, no edge times)
         mods, pwm = _circuitpython_pico_modules(clock)
         _install(**mods)
-        import hal as hal2
+        from viperdrive import hal as hal2
         cfg2 = dict(cfg, pins=dict(cfg["pins"], left=dict(cfg["pins"]["left"], enc_b="GP9")))
         b2 = hal2.load(cfg2)
         assert b2.counter_bits == 16 and not hasattr(b2, "edge_times_us") and not FakeCpSM.all
@@ -1080,7 +1080,7 @@ def test_circuitpython_on_the_rp2040_counts_and_times_edges_in_pio():
 
 
 def test_repl_pin_read_through_the_machine_backends():
-    import app
+    from viperdrive import app
     no_file = lambda p: False                       # noqa: E731
     for backend, machine, board_file in (("rp2", FakeMachine(), "pico.json"),
                                          ("esp32", FakeMachine(), "esp32_devkit.json"),
@@ -1106,7 +1106,7 @@ def test_repl_pin_read_through_the_machine_backends():
         assert app.repl_requested(down, exists=no_file), backend
         del cfg["repl_pin"]
         assert not app.repl_requested(cfg, exists=no_file)      # no pin configured: the file switch only
-    import hal
+    from viperdrive import hal
     assert "machine" not in app.__dict__ and "Pin" not in app.__dict__
     assert hal.repl_pin_held({"backend": "sim", "repl_pin": 3}) is False    # the virtual board has no pins
 
@@ -1114,7 +1114,7 @@ def test_repl_pin_read_through_the_machine_backends():
 def test_repl_pin_read_through_digitalio_on_circuitpython():
     import time as real_time
 
-    import app
+    from viperdrive import app
     mods, _pwm, _enc = _circuitpython_modules([0])
     _install(**mods)
     sys.modules.pop("machine", None)                # CircuitPython has no machine module at all
@@ -1133,7 +1133,7 @@ def test_repl_pin_read_through_digitalio_on_circuitpython():
 def test_machine_board_ticks_are_the_port_functions():
     import time
     _install(machine=FakeMachine(), rp2=FakeRp2())
-    import hal
+    from viperdrive import hal
     b = hal.load(boardcfg.load(BOARDS + "pico.json"))
     # no method around the port's function: the control tick's two reads are one call each
     assert b.ticks_us is time.ticks_us and b.ticks_ms is time.ticks_ms

@@ -5,15 +5,14 @@
 # SyntaxError, NameError or anything else; and hal.load() picks the backend the config names.
 import sys
 
-import boardcfg
-import hal
+from viperdrive import boardcfg, hal
 
 EXPECTED = {
     # module: a word the ImportError must name (the first port-only import of that backend)
-    "hal.rp2": "rp2",
-    "hal.esp32": "PWM",             # machine exists on unix, machine.PWM does not
-    "hal.stm32": "pyb",
-    "hal.circuitpython": "board",
+    "viperdrive.hal.rp2": "rp2",
+    "viperdrive.hal.esp32": "PWM",  # machine exists on unix, machine.PWM does not
+    "viperdrive.hal.stm32": "pyb",
+    "viperdrive.hal.circuitpython": "board",
 }
 
 
@@ -39,7 +38,7 @@ def test_each_backend_fails_only_on_its_port_module():
 
 
 def test_portable_and_streams_import_on_unix():
-    from hal import portable, streams
+    from viperdrive.hal import portable, streams
     assert len(portable.quadrature_pio_program()) == 32
     assert hasattr(streams, "UsbCdcStream") and hasattr(streams, "UartStream")
 

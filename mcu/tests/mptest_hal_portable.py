@@ -9,8 +9,8 @@ from array import array
 
 import micropython
 
-from hal import portable
-from shared import protocol
+from viperdrive.hal import portable
+from viperdrive.shared import protocol
 
 M32 = 0xFFFFFFFF
 UP = portable.QUAD_UP           # counting-up state sequence 0 -> 1 -> 3 -> 2

@@ -7,10 +7,10 @@
 # the gyro does. bench/bench_heading.py measures the same on the real-time virtual board over 10 m.
 import math
 
-import app as app_mod
-import boardcfg
 import planthal
-from shared import protocol as P
+from viperdrive import app as app_mod
+from viperdrive import boardcfg
+from viperdrive.shared import protocol as P
 
 HZ = 500
 

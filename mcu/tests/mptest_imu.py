@@ -9,10 +9,8 @@ import sys
 
 import micropython
 
-import boardcfg
-import imu
-import sensors
-from shared import params, protocol
+from viperdrive import boardcfg, imu, sensors
+from viperdrive.shared import params, protocol
 
 _root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
 sys.path.insert(0, _root + "/sim")

@@ -7,11 +7,11 @@ import struct
 
 import micropython
 
-import app as app_mod
 import fakehal
-import fixedstep as fx
-from shared import params
-from shared import protocol as P
+from viperdrive import app as app_mod
+from viperdrive import fixedstep as fx
+from viperdrive.shared import params
+from viperdrive.shared import protocol as P
 
 CFG = {"control_hz": 500, "counts_per_rev": 4096, "name": "fake", "watchdog_ms": 500}
 TMP = "/tmp/viperdrive-mptest-link"

@@ -6,13 +6,12 @@
 import math
 import random
 
-import app as app_mod
-import boardcfg
 import fakehal
-import moves
 import planthal
-from fixedstep import W_SP, WS
-from shared import protocol as P
+from viperdrive import app as app_mod
+from viperdrive import boardcfg, moves
+from viperdrive.fixedstep import W_SP, WS
+from viperdrive.shared import protocol as P
 
 HZ = 500
 CPR = 4096
@@ -43,7 +42,7 @@ class Rig:
 
     @staticmethod
     def _pid(name):
-        from shared import params
+        from viperdrive.shared import params
         return params.by_name(name)[params.ID]
 
     def request(self, frame):
@@ -325,7 +324,7 @@ def test_the_control_period_allocates_nothing_while_moves_run():
     # written the way the slow path writes them, under heap_lock: on rp2 the engine runs in the hard timer IRQ
     import micropython
 
-    import fixedstep as fx
+    from viperdrive import fixedstep as fx
     cfg = boardcfg.validate({"backend": "sim", "counts_per_rev": 1024, "counter_bits": 32, "control_hz": HZ,
                              "name": "alloc"})
     hal = Wheels(cfg)

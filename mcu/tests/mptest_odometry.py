@@ -4,7 +4,7 @@
 # arc against the exact circle (midpoint integration vs the naive start-heading version), theta wrapping.
 import math
 
-import odometry
+from viperdrive import odometry
 
 R = 0.0325
 B = 0.1853

@@ -5,8 +5,8 @@
 import json
 import os
 
-import params_store
-from shared import params as table
+from viperdrive import params_store
+from viperdrive.shared import params as table
 
 DIR = "/tmp"
 _n = [0]

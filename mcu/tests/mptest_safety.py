@@ -2,11 +2,11 @@
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The supervisor and the board-level safety behaviour through the App: watchdog feeding only on progress of
 # both tasks, the watchdog-reset boot, deadman through the link, restartable App, the REPL boot switch.
-import app as app_mod
 import fakehal
-import fixedstep as fx
-import safety
-from shared import protocol as P
+from viperdrive import app as app_mod
+from viperdrive import fixedstep as fx
+from viperdrive import safety
+from viperdrive.shared import protocol as P
 
 CFG = {"control_hz": 500, "counts_per_rev": 4096, "name": "fake", "watchdog_ms": 300}
 
@@ -153,8 +153,8 @@ def test_enable_while_the_control_loop_is_hung_is_refused_not_a_crash():
 
 
 def test_main_link_mode_and_a_crash_leaves_outputs_off_and_link_closed():
-    import boardcfg
-    import hal as hal_pkg
+    from viperdrive import boardcfg
+    from viperdrive import hal as hal_pkg
 
     board = fakehal.Board(CFG)
 

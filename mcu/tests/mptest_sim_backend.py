@@ -17,7 +17,7 @@ sys.path.insert(0, _root + "/sim")
 import net  # noqa: E402
 import plant  # noqa: E402
 import world as world_mod  # noqa: E402
-from hal import sim  # noqa: E402
+from viperdrive.hal import sim  # noqa: E402
 
 
 class Clock:

@@ -3,9 +3,9 @@
 # STOP_LINK on the unix port through the hal test double: the ACK and its reset time, the outputs cut before
 # anything else, nothing after it in the same read acted on, the length check, and main()'s hand-over to the REPL
 # (repl_mode written, link closed, watchdog no longer fed, return after the wait for the reset).
-import app as app_mod
 import fakehal
-from shared import protocol as P
+from viperdrive import app as app_mod
+from viperdrive.shared import protocol as P
 
 CFG = {"control_hz": 500, "counts_per_rev": 4096, "name": "fake", "watchdog_ms": 300}
 PARAMS = "/tmp/viperdrive-mptest-stop-link.json"
@@ -76,8 +76,8 @@ def test_stop_link_without_a_watchdog_reports_no_reset():
 
 
 def test_main_hands_the_board_to_the_repl_after_stop_link():
-    import boardcfg
-    import hal as hal_pkg
+    from viperdrive import boardcfg
+    from viperdrive import hal as hal_pkg
 
     board = fakehal.Board(CFG)
     written = []

@@ -9,7 +9,7 @@ import socket
 
 import micropython
 
-from hal import streams
+from viperdrive.hal import streams
 
 
 def _pair():

@@ -4,8 +4,8 @@
 # the documented viper writer arithmetic under heap_lock, head wrap at 2**32, and the frame round trip.
 import micropython
 
-import telemetry
-from shared import protocol
+from viperdrive import telemetry
+from viperdrive.shared import protocol
 
 
 @micropython.viper

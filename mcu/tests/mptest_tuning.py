@@ -4,17 +4,17 @@
 # (time passes only when the Tuner sleeps: each millisecond fires the control periods it spans).
 import os
 
-import app as app_mod
 import fakehal
-import fixedstep as fx
-import tuning
+from viperdrive import app as app_mod
+from viperdrive import fixedstep as fx
+from viperdrive import tuning
 
 CFG = {"control_hz": 500, "counts_per_rev": 4096, "name": "fake", "watchdog_ms": 500}
 
 
 def test_step_figures_are_the_shared_definition():
     # one definition for board and host (shared/stepmetrics.py, tested against a hand-computed response there)
-    from shared import stepmetrics
+    from viperdrive.shared import stepmetrics
     assert tuning.step_metrics is stepmetrics.step_metrics and tuning.BAND == stepmetrics.BAND == 0.05
 
 

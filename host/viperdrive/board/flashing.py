@@ -3,9 +3,12 @@
 """Putting the firmware on a board: which files go where, the mpy-cross and mpremote command lines, and the .mpy
 architecture of a board.
 
-Layout on the board (docs/architecture.md): mcu/ flattened onto the filesystem root (mcu/control.py -> /control.py,
-mcu/hal/rp2.py -> /hal/rp2.py; only the hal backend the board config names, plus the shared hal modules),
-shared/ as the package /shared (protocol.py, params.py), and the board config as /board.json.
+Layout on the board (docs/architecture.md): the firmware is one package, /lib/viperdrive (mcu/control.py ->
+/lib/viperdrive/control.py, mcu/hal/rp2.py -> /lib/viperdrive/hal/rp2.py: only the hal backend the board config
+names, plus the shared hal modules; shared/ -> /lib/viperdrive/shared), so none of its modules shadows one of the
+user's (their lib/imu.py stays `imu`); the root holds only the entry files (main.py, boot.py; CircuitPython's
+code.py) and the board's own data (board.json, params.json). An older flash's root-level modules (LEGACY) are
+recognised and removed when they are ours (ownership.decide).
 With precompilation every module except main.py and boot.py (MicroPython runs those two only as source) becomes a
 .mpy built for the board's architecture; a stale other variant (app.py next to app.mpy: the .py would win the
 import) is removed on the board.
@@ -41,8 +44,10 @@ ARCH_EXAMPLES = {"armv6m": "RP2040 (Pico)", "armv7emsp": "STM32F4 (pyboard), RP2
                  "rv32imc": "ESP32-C3, RP2350 RISC-V", "x64": "the unix port"}
 # hal modules every hardware backend uses (the backend modules themselves: boardcfg.BACKENDS)
 HAL_BACKENDS = ("rp2", "esp32", "stm32", "circuitpython", "sim")
-SOURCE_ONLY = ("main.py", "boot.py")        # MicroPython runs these only as .py
-BOARD_DIRS = ("hal", "shared")
+SOURCE_ONLY = ("main.py", "boot.py")        # MicroPython runs these only as .py: the entry files, at the root
+PACKAGE = "lib/viperdrive"                  # the firmware's package on the board (on sys.path's /lib)
+BOARD_DIRS = ("lib", PACKAGE, PACKAGE + "/hal", PACKAGE + "/shared")
+LEGACY_DIRS = ("hal", "shared")             # where flashes before the package put the firmware's subpackages
 
 
 def firmware_root() -> Path:
@@ -168,17 +173,28 @@ def firmware_files(backend: str, mpy: bool = False, root: Path | None = None) ->
         out.append(FirmwareFile(src, dest[:-3] + ".mpy" if compiled else dest, compiled))
 
     for src in sorted((root / "shared").glob("*.py")):
-        add(src, f"shared/{src.name}")
+        add(src, f"{PACKAGE}/shared/{src.name}")
     for src in sorted((mcu / "hal").glob("*.py")):
         name = src.stem
         if name in HAL_BACKENDS and name != backend:
             continue    # another port's backend: it cannot even be imported here
-        add(src, f"hal/{src.name}")
+        add(src, f"{PACKAGE}/hal/{src.name}")
     for src in sorted(mcu.glob("*.py")):
-        add(src, src.name)
-    if not any(f.dest.startswith("hal/" + backend) for f in out):
+        add(src, src.name if src.name in SOURCE_ONLY else f"{PACKAGE}/{src.name}")
+    if not any(f.dest.startswith(f"{PACKAGE}/hal/{backend}.") for f in out):
         raise BadValue(f"no hal backend mcu/hal/{backend}.py in this firmware")
     return out
+
+
+def legacy_paths(root: Path | None = None) -> list[str]:
+    """Where flashes before the package put the firmware's modules (at the root: /app.py, /hal/rp2.py,
+    /shared/protocol.py), as .py and .mpy, every backend's: a flash removes those that are ours."""
+    root = root or firmware_root()
+    mcu = root / "mcu"
+    names = [p.name for p in sorted(mcu.glob("*.py")) if p.name not in SOURCE_ONLY]
+    names += [f"hal/{p.name}" for p in sorted((mcu / "hal").glob("*.py"))]
+    names += [f"shared/{p.name}" for p in sorted((root / "shared").glob("*.py"))]
+    return [v for n in names for v in (n, n[:-3] + ".mpy")]
 
 
 # ------------------------------------------------------------------------------------------ CIRCUITPY drives
@@ -186,7 +202,7 @@ def firmware_files(backend: str, mpy: bool = False, root: Path | None = None) ->
 CIRCUITPY_ENTRY = "code.py"         # CircuitPython starts code.py (main.py only when there is no code.py)
 # the fixed-point step is viper, a SyntaxError on CircuitPython: control.py falls back to the float law when it
 # cannot import it, and a drive without it spares every boot the parse of a module that cannot load
-VIPER_ONLY = ("fixedstep.py",)
+VIPER_ONLY = (f"{PACKAGE}/fixedstep.py",)
 CIRCUITPY_MARK = "boot_out.txt"     # CircuitPython writes it at every boot: a drive without it is not one of its
 # CircuitPython's .mpy files begin with b"C", MicroPython's with b"M": it refuses MicroPython's mpy-cross output
 # (checked on 10.2.1 with a v1.28 .mpy: "ValueError: MicroPython .mpy file; use CircuitPython mpy-cross"), and
@@ -321,9 +337,11 @@ def plan_drive(board_config: str | Path, drive: str | Path) -> DriveFlash:
         except UserError:
             manifest_text = None        # unreadable: no file counts as ours by it
     manifest = ownership.load_manifest(manifest_text)
-    paths = set(targets) | {t for p in targets if (t := ownership.twin(p))} | set(manifest) | {"main.py"}
+    legacy = legacy_paths()
+    paths = (set(targets) | {t for p in targets if (t := ownership.twin(p))} | set(manifest) | {"main.py"}
+             | set(legacy))
     found = drive_inventory(root, paths)
-    decision = ownership.decide(targets, found, manifest, leave_alone=("main.py",))
+    decision = ownership.decide(targets, found, manifest, leave_alone=("main.py",), legacy=legacy)
     return DriveFlash(root, targets, decision, found=found, manifest=manifest,
                       manifest_firmware=ownership.manifest_firmware(manifest_text))
 
@@ -382,6 +400,10 @@ def copy_to_drive(board_config: str | Path, drive: str | Path, force: bool = Fal
                 job.backups.append((path, f"{folder}/{path}"))
         for path in job.decision.delete:
             _quietly_remove(root / path)
+        for folder in LEGACY_DIRS:      # an older flash's folders, emptied above (a folder with yours stays)
+            if any(p.startswith(folder + "/") for p in job.decision.delete):
+                with contextlib.suppress(OSError):
+                    (root / folder).rmdir()
         entry_last = sorted(temps, key=lambda t: t.name.startswith(("code.py", "boot.py", "main.py")))
         for tmp in entry_last:
             os.replace(tmp, tmp.with_name(tmp.name[:-len(ownership.TEMP_SUFFIX)]))
@@ -530,6 +552,10 @@ class FlashPlan:
         if delete:
             code += (f"for f in {_tuple(delete)}:\n"
                      "    try:\n        os.remove(f)\n    except OSError:\n        pass\n")
+            emptied = tuple(d for d in LEGACY_DIRS if any(p.startswith(d + "/") for p in delete))
+            if emptied:     # an older flash's folders: removed when nothing of yours is left in them
+                code += (f"for d in {_tuple(emptied)}:\n"
+                         "    try:\n        os.rmdir(d)\n    except OSError:\n        pass\n")
         return code + self.FINISH_CODE
 
     # the REPL-mode switch file: removed last, so an interrupted copy leaves a board that boots into its REPL

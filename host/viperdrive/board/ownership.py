@@ -164,10 +164,12 @@ def twin(path: str) -> str | None:
 
 
 def decide(targets: dict[str, bytes], existing: dict[str, Existing], manifest: dict[str, dict],
-           leave_alone: tuple[str, ...] = ()) -> Decision:
+           leave_alone: tuple[str, ...] = (), legacy: tuple[str, ...] | list[str] = ()) -> Decision:
     """targets: every path this flash writes and its bytes; existing: what the board has at every path that
-    matters (targets, their twins, the manifest's paths, their parent folders); leave_alone: paths an older
-    flash may have written that are left when they are the user's (CircuitPython's main.py beside code.py)."""
+    matters (targets, their twins, the manifest's paths, the legacy paths, their parent folders); leave_alone:
+    paths an older flash may have written that are left when they are the user's (CircuitPython's main.py beside
+    code.py); legacy: where older flashes put the firmware's modules (the root, before the package): deleted when
+    ours (manifest or copyright line), else left and named (they no longer stand in the firmware's way)."""
     d = Decision(write=sorted(targets))
     for path in sorted(targets):
         parts = path.split("/")
@@ -206,6 +208,17 @@ def decide(targets: dict[str, bytes], existing: dict[str, Existing], manifest: d
             continue
         if is_ours(path, found, manifest, None):
             d.delete.append(path)
+    for path in legacy:
+        found = existing.get(path)
+        if found is None or found.link or found.folder or path in targets or path in d.delete:
+            continue
+        parts = path.split("/")
+        if any((p := existing.get("/".join(parts[:i]))) is not None and p.link for i in range(1, len(parts))):
+            continue        # reached through a link: outside the board, never touched
+        if is_ours(path, found, manifest, None):
+            d.delete.append(path)
+        elif path not in d.left:
+            d.left.append(path)
     for path in leave_alone:
         found = existing.get(path)
         if found is None or path in targets:

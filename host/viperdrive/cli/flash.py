@@ -230,11 +230,12 @@ def _own_files(plan: flashing.FlashPlan, args, stage: Path, stopped_link: bool) 
     refused flash puts a board it took out of link mode (stopped_link: STOP_LINK switched it to REPL mode) back."""
     from ..board import ownership
     targets = plan.targets()
-    paths = set(targets) | {t for p in targets if (t := ownership.twin(p))} | {"repl_mode"}
+    legacy = flashing.legacy_paths()
+    paths = set(targets) | {t for p in targets if (t := ownership.twin(p))} | {"repl_mode"} | set(legacy)
     out = _mpremote_exec(plan, flashing.inventory_code(sorted(paths)), args)
     existing, manifest, free = flashing.parse_inventory(out)
     existing.pop("repl_mode", None)
-    decision = ownership.decide(targets, existing, manifest)
+    decision = ownership.decide(targets, existing, manifest, legacy=legacy)
     try:
         ownership.check(decision, plan.port, args.force)
         manifest_bytes = ownership.make_manifest(targets, _host_version())

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`viperdrive repl`: the board's MicroPython REPL through mpremote (Ctrl-] or Ctrl-X leaves it). With --port sim: the
-virtual board's REPL with the firmware loop running in the background (`import tuning; t = tuning.start()`).
+virtual board's REPL with the firmware loop running in the background
+(`from viperdrive import tuning; t = tuning.start()`).
 
 The viperdrive firmware turns Ctrl-C off while its link runs (0x03 is frame data), so a board in link mode does not
 give up its REPL: boot it in REPL mode (hold board.json's repl_pin at reset, or create a file named repl_mode)."""
