@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The host's CPU on a robot's computer: `viperdrive ros2` at 100 Hz against a virtual board in its own process,
-seen as a real board is (VIPERDRIVE_LOCKSTEP=0: no lockstep grant), in steady state.
+seen as a real board is (VIPERDRIVE_LOCKSTEP=0: no lockstep grant), in steady state; DDS discovery on this machine only
+(ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, for the bridge and the subscriber alike).
 
 Four bridge runs, side by side with the floor (a bare SET_VEL/STATE loop at 100 Hz through Board, what the link
 alone costs): without and with a subscriber on every topic the bridge publishes (a second process: odom,
 joint_states, /tf, imu/data_raw, battery_state, /diagnostics, odometry/filtered), without and with --ekf
 (docs/examples/ekf.yaml). Steady state: the process's CPU time (/proc/PID/stat, user + system) between WARMUP_S
 after the bridge says "board active" and WINDOW_S later; start-up is excluded.
+
+    python bench/bench_ros2_cpu.py [RUN ...]      # e.g. bridge bridge_ekf; default: every run
 
 Prints, one line per run:
   ros2_cpu run=... cpu_pct_of_core=... cpu_us_per_cycle=... ratio_to_floor=... window_s=...
@@ -100,7 +103,7 @@ def start_sim(env: dict) -> tuple[subprocess.Popen, str]:
 
 
 def bridge_run(name: str, url: str, env: dict, domain: int, ekf: bool, subscribe: bool) -> dict:
-    argv = [str(BIN / "viperdrive"), "ros2", "--port", url, "--localhost", "--domain-id", str(domain),
+    argv = [str(BIN / "viperdrive"), "ros2", "--port", url, "--domain-id", str(domain),
             "--duration", str(WARMUP_S + WINDOW_S + 5)]
     if ekf:
         argv += ["--ekf", str(ROOT / "docs" / "examples" / "ekf.yaml")]
@@ -133,7 +136,8 @@ def bridge_run(name: str, url: str, env: dict, domain: int, ekf: bool, subscribe
             **({"messages_taken": taken} if taken is not None else {})}
 
 
-def main() -> int:
+def main(only: list[str]) -> int:
+    """only: the names of the runs to make (all when empty); the floor always."""
     env = dict(os.environ, VIPERDRIVE_LOCKSTEP="0", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     env.pop("VIPERDRIVE_PORT", None)
     sim, url = start_sim(env)
@@ -147,8 +151,9 @@ def main() -> int:
         print(f"ros2_cpu_floor cpu_pct_of_core={100 * float(cpu) / float(wall):.1f} cpu_us_per_cycle={floor_us:.0f} "
               f"cycles={cycles} window_s={float(wall):.1f}", flush=True)
         domain = random.SystemRandom().randint(100, 200)
-        for name, ekf, subscribe in (("bridge", False, False), ("bridge_subscribed", False, True),
-                                     ("bridge_ekf", True, False), ("bridge_ekf_subscribed", True, True)):
+        runs = (("bridge", False, False), ("bridge_subscribed", False, True), ("bridge_ekf", True, False),
+                ("bridge_ekf_subscribed", True, True))
+        for name, ekf, subscribe in (r for r in runs if not only or r[0] in only):
             d = bridge_run(name, url, env, domain, ekf, subscribe)
             d["ratio_to_floor"] = round(d["cpu_us_per_cycle"] / floor_us, 1)
             print("ros2_cpu " + " ".join(f"{k}={v}" for k, v in d.items()), flush=True)
@@ -159,4 +164,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -52,7 +52,7 @@ from ..motion.loop import DriveLoop, prepare_loop_thread
 from ..motion.odometry import Odometry
 from ..stats import percentile
 from ..timebase import HOST_CLOCK, Clock
-from . import msgs, qos
+from . import cdr, msgs, qos
 from .node import RANGE_OFF, RosNode, dds_topic_name, delete_entity, take_valid
 
 if TYPE_CHECKING:
@@ -854,7 +854,7 @@ class Ros2Bridge:
     # ---- publishing ----
     def _write(self, writer, sample, what: str) -> None:
         try:
-            writer.write(sample)
+            writer.write(cdr.fast_serialize(sample))       # odom, tf, joints, imu, battery: struct-built CDR
             self.published[what] += 1
         except Exception as e:       # DDS timeout (a reader stuck with our reliable backlog): drop, count, go on
             self.dropped_writes += 1
