@@ -80,6 +80,7 @@ _OPTIONS = {"counts_per_rev", "max_misses", "margin", "clock_sync", "sim", "link
             "sensor_queue", "clock"}
 
 REST_SPEED = 0.25           # rad/s: both wheels below this (the board's estimate, twice in a row) are at rest
+EARLY_SHARE = 0.8           # read() sleeps this share of the shortest round trip before it polls for the reply
 HOLD_MARGIN_S = 0.01        # a board that follows its host is held this far inside its deadman (clock.commanding)
 BRAKE_MARGIN_S = 0.25       # on top of the board's braking time max_wheel_speed / max_accel (its parameters,
 #                             rad/s and rad/s^2): filter lag, round trips
@@ -275,6 +276,12 @@ class Board:
         link = self._io         # once per call: the hot path
         latest = None
         last_empty = self._pending[0] if self._pending is not None else 0.0
+        if self._pending is not None and link.rtt_min != math.inf:
+            # no reply comes sooner than the line's shortest round trip: one sleep until most of it has passed,
+            # instead of polls that find nothing (each a select and a read of CPU)
+            early = self._pending[0] + EARLY_SHARE * link.rtt_min - time.monotonic()
+            if early > 0:
+                time.sleep(early)
         while True:
             try:
                 if not link.is_open and not self._reopen():

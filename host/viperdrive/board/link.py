@@ -285,9 +285,27 @@ class Link:
         with self._lock:
             self._inbox.extendleft(reversed(list(frames)))
 
+    def bytes_to_come(self) -> int:
+        """Bytes still missing from a frame the parser holds in part (0: none held, or its length not known yet)."""
+        p = self.parser
+        start = p.consumed
+        held = p.n - start
+        if held < 2 or p.buf[start] != P.SYNC:
+            return 0
+        ln = p.buf[start + 1]
+        if ln < 1 or ln > P.MAX_LEN:
+            return 0
+        return max(0, ln + P.OVERHEAD - held)
+
     def wait_readable(self, seconds: float) -> None:
-        """Sleep until bytes may be readable or seconds passed (select on the fd where there is one)."""
+        """Sleep until bytes may be readable or seconds passed (select on the fd where there is one). While a frame
+        has begun, its other bytes come at the line's rate: one sleep until the last is due, not a wake-up per
+        byte (a serial line delivers a few bytes per read; each wake-up is a select and a read of CPU)."""
         if seconds <= 0:
+            return
+        left = self.bytes_to_come()
+        if left:
+            time.sleep(min(seconds, left * 10.0 / self.baud))
             return
         ser = self._ser
         try:
