@@ -331,13 +331,16 @@ def test_decode_mpy_of_this_machines_micropython_and_known_boards():
 def test_firmware_files_take_only_the_boards_backend_and_compile_all_but_main_and_boot():
     files = flashing.firmware_files("rp2", mpy=True)
     dests = [f.dest for f in files]
-    assert "hal/rp2.mpy" in dests and "hal/portable.mpy" in dests and "hal/__init__.mpy" in dests
-    assert not any(d.startswith(("hal/esp32", "hal/stm32", "hal/sim", "hal/circuitpython")) for d in dests)
-    assert "main.py" in dests and "boot.py" in dests and "app.mpy" in dests
-    assert "shared/protocol.mpy" in dests and not any("tests" in d for d in dests)
+    pkg = "lib/viperdrive/"         # the firmware's package on the board; the entry files at the root
+    assert {pkg + "hal/rp2.mpy", pkg + "hal/portable.mpy", pkg + "hal/__init__.mpy"} <= set(dests)
+    assert not any(d.startswith(tuple(pkg + "hal/" + b for b in ("esp32", "stm32", "sim", "circuitpython")))
+                   for d in dests)
+    assert "main.py" in dests and "boot.py" in dests and pkg + "app.mpy" in dests
+    assert pkg + "shared/protocol.mpy" in dests and not any("tests" in d for d in dests)
+    assert all(d.startswith(pkg) for d in dests if d not in ("main.py", "boot.py"))
     assert all(f.compile == f.dest.endswith(".mpy") for f in files)
     plain = flashing.firmware_files("esp32")
-    assert all(f.dest.endswith(".py") for f in plain) and "hal/esp32.py" in [f.dest for f in plain]
+    assert all(f.dest.endswith(".py") for f in plain) and pkg + "hal/esp32.py" in [f.dest for f in plain]
 
 
 # ------------------------------------------------------------------------------------------ ROS 2 message definitions

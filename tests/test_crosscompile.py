@@ -61,9 +61,14 @@ def sources(root: Path = ROOT) -> list[Path]:
 
 
 def board_path(root: Path, src: Path) -> Path:
-    """Where a source file lives on the board: mcu/ flattened onto the root, shared/ as a package."""
+    """Where a source file lives on the board: mcu/ as the package lib/viperdrive (its entry files main.py and
+    boot.py at the root), shared/ as its subpackage lib/viperdrive/shared."""
     rel = src.relative_to(root)
-    return Path(*rel.parts[1:]) if rel.parts[0] == "mcu" else rel
+    if rel.parts[0] != "mcu":
+        return Path("lib", "viperdrive", *rel.parts)
+    if len(rel.parts) == 2 and rel.stem in SKIP_ON_BOARD:
+        return Path(rel.name)
+    return Path("lib", "viperdrive", *rel.parts[1:])
 
 
 def is_test_file(board_rel: Path) -> bool:
@@ -72,6 +77,8 @@ def is_test_file(board_rel: Path) -> bool:
 
 def module_name(board_rel: Path) -> str:
     parts = list(board_rel.with_suffix("").parts)
+    if parts[0] == "lib":
+        parts.pop(0)            # /lib is on the board's sys.path
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -102,7 +109,7 @@ def compile_tree(root: Path, arch: str, out_dir: Path) -> tuple[list[Path], list
 
 IMPORT_SCRIPT = """
 import sys
-sys.path[:] = [%r] + [p for p in sys.path if p.startswith('.frozen')]
+sys.path[:] = [%r, %r + '/lib'] + [p for p in sys.path if p.startswith('.frozen')]
 try:
     m = __import__(%r)
     for part in %r.split('.')[1:]:
@@ -120,9 +127,9 @@ except BaseException as e:
 def import_on_unix_port(board_dir: Path, module: str) -> tuple[str, str]:
     """Import one module in a fresh micropython process with only board_dir on sys.path: (verdict, detail)."""
     try:
-        proc = subprocess.run([tool("micropython"), "-X", "heapsize=8M", "-c", IMPORT_SCRIPT % (str(board_dir),
-                               module, module)], cwd=board_dir, capture_output=True, text=True, timeout=30,
-                              errors="replace")
+        script = IMPORT_SCRIPT % (str(board_dir), str(board_dir), module, module)
+        proc = subprocess.run([tool("micropython"), "-X", "heapsize=8M", "-c", script], cwd=board_dir,
+                              capture_output=True, text=True, timeout=30, errors="replace")
     except subprocess.TimeoutExpired:
         return "ERROR", "import did not finish within 30 s (does the module run something at import?)"
     out = proc.stdout
@@ -143,7 +150,7 @@ def port_only_import_error(message: str) -> bool:
 
 def is_port_backend(module: str) -> bool:
     # mcu/hal/<port>.py; the sim backend runs on the unix port and must import there
-    return module.startswith("hal.") and module != "hal.sim"
+    return module.startswith("viperdrive.hal.") and module != "viperdrive.hal.sim"
 
 
 def check_imports(root: Path, board_dir: Path) -> tuple[list[str], list[str]]:
@@ -221,7 +228,7 @@ def test_import_rules_on_a_synthetic_board(tmp_path):
         "shared/__init__.py": "",
         "shared/thing.py": "VALUE = 3\n",
         "mcu/main.py": "raise SystemExit('main must not be imported')\n",
-        "mcu/uses_shared.py": "from shared import thing\nassert thing.VALUE == 3\n",
+        "mcu/uses_shared.py": "from .shared import thing\nassert thing.VALUE == 3\n",
         "mcu/hal/__init__.py": "",
         "mcu/hal/rp2.py": "import rp2\n",                        # port-only: accepted for a backend
         "mcu/hal/stm32.py": "from machine import Pin\n",         # machine feature missing on unix: accepted
@@ -236,6 +243,6 @@ def test_import_rules_on_a_synthetic_board(tmp_path):
     assert not errors, errors
     failures, port_only = check_imports(src, board)
     failed = sorted(f.split(":")[0] for f in failures)
-    assert failed == ["crash", "hal.sim", "notahal", "typo"], failures
-    assert sorted(p.split(":")[0] for p in port_only) == ["hal.rp2", "hal.stm32"], port_only
+    assert failed == ["viperdrive.crash", "viperdrive.hal.sim", "viperdrive.notahal", "viperdrive.typo"], failures
+    assert sorted(p.split(":")[0] for p in port_only) == ["viperdrive.hal.rp2", "viperdrive.hal.stm32"], port_only
     assert any("ZeroDivisionError" in f for f in failures), failures
