@@ -107,3 +107,41 @@ def test_a_recording_of_sensor_records_decodes_with_mcap_ros2(tmp_path):
     assert (tf.transforms[0].header.frame_id, tf.transforms[0].child_frame_id) == ("base_link", "imu_x")
     names = [st.name for st in data["/diagnostics"][0][1].status]
     assert names == ["viperdrive: motor board", "viperdrive: e-stop", "viperdrive: battery", "viperdrive: imu"]
+
+
+class _SlowBoard:
+    """A board's clock (timebase.Clock) at a set time and measured speed, for the recorder's log clock."""
+
+    def __init__(self, now_s: float, speed: float):
+        self.t = now_s
+        self.speed = speed
+
+    def now(self) -> float:
+        return self.t
+
+
+def test_a_board_samples_log_time_is_its_own_stamp_whatever_the_speeds_say():
+    """The flake this fixes: the recorder mapped a sensor record's host time (from the clock sync's fit, made while
+    the board ran at full speed) back through the board's speed now (0.67 on a loaded machine): two samples 40 ms
+    apart came out 26.8 ms apart. A board that is a program stamps with its own time: exactly 40 ms, also across
+    the u32 wrap of ticks_us; a stamp from another timeline falls back to the host time."""
+    from viperdrive.recording.mcap import SAMPLE_AGE_MAX_S, BoardLogClock, HostTimesOnBoard
+    board = _SlowBoard(4294.967296 + 0.5, speed=0.67)       # just past the u32 wrap of its ticks_us
+    clock = HostTimesOnBoard(BoardLogClock(board))
+    now_us = int(board.t * 1e6)
+    stamps = [now_us - 200_000 + 40_000 * k for k in range(5)]          # 40 ms apart, the oldest 200 ms ago
+    ns = [clock.sample_ns(0.0, us % (1 << 32)) for us in stamps]
+    assert [b - a for a, b in zip(ns, ns[1:], strict=False)] == [40_000_000] * 4
+    assert ns[-1] == clock.log.ns((now_us - 40_000) * 1e-6)
+    # through host times mapped with the board's speed: what the recorder did before
+    import time
+    mono = time.monotonic()
+    old = [clock.ns(mono - 0.2 + 0.04 * k) for k in range(5)]
+    assert abs((old[1] - old[0]) - 26_800_000) < 200_000
+    # a stamp older than SAMPLE_AGE_MAX_S (another timeline): the host time
+    stale = (now_us - int((SAMPLE_AGE_MAX_S + 1) * 1e6)) % (1 << 32)
+    # (ns(mono) reads the host's clock each call: equal to within the microseconds between the two calls)
+    assert abs(clock.sample_ns(mono, stale) - clock.ns(mono)) < 1_000_000
+    assert abs(clock.sample_ns(mono, None) - clock.ns(mono)) < 1_000_000
+    taken_as_board_time = clock.log.ns((now_us - (SAMPLE_AGE_MAX_S + 1) * 1e6) * 1e-6)
+    assert abs(clock.sample_ns(mono, stale) - taken_as_board_time) > 1e9
