@@ -2,8 +2,9 @@
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The bridge's struct-built CDR (viperdrive.ros2.cdr) is cyclonedds' serializer byte for byte: random messages of
 every type it encodes (frame names of every length, so every alignment; sequences empty and not; NaN and the
-extremes), compared with the message's own serialize(); fast_serialize() leaves XCDR2 and other types to
-cyclonedds; and a DataWriter sends the fast bytes, which a DataReader decodes to the same message."""
+extremes), compared with the message's own serialize(); write() leaves XCDR2 and other types to cyclonedds and
+the message as it was (picklable: the live filter's process gets it); and a DataWriter sends the fast bytes, which
+a DataReader decodes to the same message."""
 from __future__ import annotations
 
 import math
@@ -73,14 +74,30 @@ def test_nan_is_carried_bit_for_bit():
     assert math.isnan(x)
 
 
-def test_fast_serialize_leaves_xcdr2_and_other_types_to_cyclonedds():
+class _Writer:
+    """A DataWriter's part that matters here: it serializes the sample as cyclonedds' write() does."""
+
+    def __init__(self, version_2: bool = False):
+        self.version_2 = version_2
+        self.sent: list[bytes] = []
+
+    def write(self, sample) -> None:
+        self.sent.append(sample.serialize(use_version_2=self.version_2))
+
+
+def test_write_sends_the_fast_bytes_leaves_xcdr2_and_other_types_to_cyclonedds_and_the_message_as_it_was():
+    import pickle
     m = msgs.odometry(msgs.time_from_s(2.5), "odom", "base_link", (1.0, 2.0, 0.5), (0.3, 0.1), [0.0] * 36,
                       [0.0] * 36)
-    own_v2 = msgs.Odometry.serialize(m, use_version_2=True)
-    assert cdr.fast_serialize(m) is m
-    assert m.serialize() == cdr.encode(m) and m.serialize(use_version_2=True) == own_v2
+    w1, w2 = _Writer(), _Writer(version_2=True)
+    cdr.write(w1, m)
+    cdr.write(w2, m)
+    assert w1.sent == [cdr.encode(m)] and w2.sent == [msgs.Odometry.serialize(m, use_version_2=True)]
+    # nothing of the message changed: it is handed on (the live filter's process gets it pickled)
+    assert "serialize" not in vars(m) and pickle.loads(pickle.dumps(m)) == m
     diag = msgs.DiagnosticArray(header=msgs.Header(stamp=msgs.time_from_s(1.0), frame_id=""), status=[])
-    assert cdr.fast_serialize(diag) is diag and "serialize" not in vars(diag)
+    cdr.write(w1, diag)
+    assert w1.sent[-1] == diag.serialize() and "serialize" not in vars(diag)
 
 
 def test_a_reader_decodes_the_fast_bytes_to_the_same_message():
@@ -98,7 +115,7 @@ def test_a_reader_decodes_the_fast_bytes_to_the_same_message():
                what="the odom reader matched")
     sent = msgs.odometry(msgs.time_from_s(7.25), "odom", "base_link", (1.5, -2.0, 0.75), (0.4, -0.2),
                          [float(i) for i in range(36)], [float(-i) for i in range(36)])
-    w.write(cdr.fast_serialize(sent))
+    cdr.write(w, sent)
     got = wait_until(lambda: take_valid(r, 10), 20.0, poll=0.02, what="the odom sample")
     plain = msgs.odometry(msgs.time_from_s(7.25), "odom", "base_link", (1.5, -2.0, 0.75), (0.4, -0.2),
                           [float(i) for i in range(36)], [float(-i) for i in range(36)])

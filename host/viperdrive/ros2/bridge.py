@@ -854,7 +854,7 @@ class Ros2Bridge:
     # ---- publishing ----
     def _write(self, writer, sample, what: str) -> None:
         try:
-            writer.write(cdr.fast_serialize(sample))       # odom, tf, joints, imu, battery: struct-built CDR
+            cdr.write(writer, sample)       # odom, tf, joints, imu, battery: struct-built CDR
             self.published[what] += 1
         except Exception as e:       # DDS timeout (a reader stuck with our reliable backlog): drop, count, go on
             self.dropped_writes += 1

@@ -6,9 +6,9 @@ in a few calls per message instead of cyclonedds' field-by-field Python serializ
 desktop x86, about 10 us here: bench/bench_ros2_cpu.py, docs/ros2.md "CPU").
 
 The bytes are the serializer's own, byte for byte (tests/test_ros2_cdr_fast.py compares them for random messages
-of each type, and the bridge's tests read them back through DDS). fast_serialize(msg) is how the bridge uses it:
-the message's serialize() answers with these bytes, the writer sends them as it would its own; a type without an
-encoder, or a writer that asks for XCDR2, gets cyclonedds' serializer as before.
+of each type, and the bridge's tests read them back through DDS). write(writer, msg) is how the bridge uses it:
+for that one write the message's serialize() answers with these bytes and the writer sends them as it would its
+own; a type without an encoder, or a writer that asks for XCDR2, gets cyclonedds' serializer as before.
 
 Alignment is relative to the payload (after the 4-byte encapsulation header), at most 8 bytes, as in XCDR1."""
 from __future__ import annotations
@@ -137,20 +137,25 @@ def encode(msg) -> bytes:
     return ENCODERS[type(msg)](msg)
 
 
-def fast_serialize(msg):
-    """msg, whose serialize() (what DataWriter.write calls) now answers with the fast encoder's bytes; XCDR2 or
-    a type without an encoder: cyclonedds' own serializer."""
+def write(writer, msg) -> None:
+    """writer.write(msg) with the fast encoder's bytes for a type that has one (cyclonedds' own serializer for
+    XCDR2 and every other type). The message is left as it was (no attribute of it changed afterwards: it may be
+    handed on, pickled to the filter's process, compared)."""
     enc = ENCODERS.get(type(msg))
     if enc is None:
-        return msg
+        writer.write(msg)
+        return
     own = type(msg).serialize
 
     def serialize(use_version_2: bool | None = None, **kw):
         if use_version_2 or kw:
             return own(msg, use_version_2=use_version_2, **kw)
         return enc(msg)
-    msg.serialize = serialize
-    return msg
+    msg.serialize = serialize       # what DataWriter.write calls, for this one write
+    try:
+        writer.write(msg)
+    finally:
+        del msg.serialize
 
 
-__all__ = ["ENCODERS", "encode", "fast_serialize", "HEADER"]
+__all__ = ["ENCODERS", "encode", "write", "HEADER"]
