@@ -29,14 +29,20 @@ def _drive(b: Board, clock, seconds: float) -> None:
         clock.sleep(0.02)
 
 
+def _driving(b: Board, clock, seconds: float) -> tuple[float, int]:
+    """Activate, drive `seconds` of board time, send one more command: (the deadman in s, deadman trips so far)."""
+    b.activate()
+    deadman = b.get_param("deadman_ms") / 1000.0
+    trips0 = b.diag()["deadman_trips"]
+    _drive(b, clock, seconds)
+    b.write(SPEED, SPEED)
+    b.read()
+    return deadman, trips0
+
+
 def test_a_commanding_thread_that_does_not_run_for_a_while_holds_the_board_inside_its_deadman(sim):
     with Board(sim.url, clock=sim.clock) as b:
-        b.activate()
-        deadman = b.get_param("deadman_ms") / 1000.0
-        trips0 = b.diag()["deadman_trips"]
-        _drive(b, sim.clock, 0.5)
-        b.write(SPEED, SPEED)
-        b.read()
+        deadman, trips0 = _driving(b, sim.clock, 0.5)
         t0 = sim.clock.now()
         time.sleep(0.4)             # this thread stalls 0.4 s of host time; the lease thread runs on meanwhile
         ran = sim.clock.now() - t0
@@ -53,12 +59,7 @@ def test_a_commanding_thread_that_does_not_run_for_a_while_holds_the_board_insid
 
 def test_a_host_that_stops_commanding_on_purpose_still_sees_the_deadman_trip_in_board_time(sim):
     with Board(sim.url, clock=sim.clock) as b:
-        b.activate()
-        deadman = b.get_param("deadman_ms") / 1000.0
-        trips0 = b.diag()["deadman_trips"]
-        _drive(b, sim.clock, 1.0)
-        b.write(SPEED, SPEED)
-        b.read()
+        deadman, trips0 = _driving(b, sim.clock, 1.0)
         t_cmd = sim.truth()["t"]
         host0 = time.monotonic()
         # no more commands, the board enabled: the hold lets the board go after HOLD_RELEASE_S of host time

@@ -12,20 +12,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import dist  # noqa: E402  (tools/dist.py: the copy of the tracked files make dist builds from)
 
 
 def build_wheel(tmp: Path) -> Path:
     """Build the wheel from the tracked files into tmp/dist; its path."""
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.fail("the wheel is built from the tracked files: needs git and a checkout")
-    src = tmp / "src"
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, check=True).stdout
-    for rel in filter(None, files.decode().split("\0")):
-        p = ROOT / rel
-        if p.is_file():
-            (src / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(p, src / rel)
+    src = dist.tracked_copy(ROOT, tmp / "src")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-w", str(tmp / "dist"), str(src)], check=True,
                    capture_output=True, timeout=300)
