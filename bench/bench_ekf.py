@@ -20,7 +20,7 @@ import numpy as np
 from filterpy.kalman import ExtendedKalmanFilter
 
 from viperdrive.estimation import Ekf, EkfConfig, Measurement
-from viperdrive.estimation.ekf import PLANAR, _planar_model, _spatial_model
+from viperdrive.estimation.ekf import PLANAR, planar_model, spatial_model
 from viperdrive.estimation.simruns import simulate_run, write_mcap
 
 STEPS = 2000
@@ -59,7 +59,7 @@ def _run_ours(two_d, cfg, ms):
 def _run_filterpy(two_d, cfg, ms):
     idx_full = np.array(PLANAR) if two_d else np.arange(15)
     n = len(idx_full)
-    model = _planar_model if two_d else _spatial_model
+    model = planar_model if two_d else spatial_model
     sel = [list(idx_full).index(i) for i in (0, 1, 5)]
     H = np.zeros((3, n))
     H[range(3), sel] = 1.0

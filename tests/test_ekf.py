@@ -10,7 +10,8 @@ from filterpy.kalman import KalmanFilter
 from scipy.stats import chi2
 
 from viperdrive.estimation import REJECTED, TOO_LATE, USED, VX, VYAW, YAW, Ekf, EkfConfig, Measurement, X, Y
-from viperdrive.estimation.ekf import PLANAR, _planar_model, _spatial_model
+from viperdrive.estimation import ekf as ekf_module
+from viperdrive.estimation.ekf import PLANAR, planar_model, small_inverse, spatial_model
 
 pytestmark = pytest.mark.unit
 
@@ -35,7 +36,7 @@ def numeric_jacobian(f, x, dt, eps=1e-6):
     return J
 
 
-@pytest.mark.parametrize("model,n", [(_spatial_model, 15), (_planar_model, 8)])
+@pytest.mark.parametrize("model,n", [(spatial_model, 15), (planar_model, 8)])
 def test_jacobian_matches_finite_differences(model, n):
     rng = np.random.default_rng(3)
     for _ in range(20):
@@ -49,8 +50,8 @@ def test_planar_model_is_the_spatial_model_with_3d_variables_zero():
     x8 = rng.normal(size=8)
     x15 = np.zeros(15)
     x15[list(PLANAR)] = x8
-    xn8, F8 = _planar_model(x8, 0.1)
-    xn15, F15 = _spatial_model(x15, 0.1)
+    xn8, F8 = planar_model(x8, 0.1)
+    xn15, F15 = spatial_model(x15, 0.1)
     assert np.allclose(xn15[list(PLANAR)], xn8, atol=1e-12)
     assert np.allclose(F15[np.ix_(PLANAR, PLANAR)], F8, atol=1e-12)
     # nothing in the planar block depends on a 3-D variable while those are zero
@@ -104,7 +105,7 @@ def test_full_state_update_algebra_matches_filterpy():
     for _ in range(50):
         dt = rng.uniform(0.01, 0.05)
         t += dt
-        xpred, F = _spatial_model(kf.x, dt)
+        xpred, F = spatial_model(kf.x, dt)
         kf.P = F @ kf.P @ F.T + cfg.process_noise * dt
         kf.x = xpred
         idx = [X, Y, 5, VX, VYAW, 12]
@@ -139,7 +140,7 @@ def _simulate_consistent_run(seed, steps=150, dt=0.02):
     r_pose = np.array([0.02 ** 2, 0.02 ** 2, 0.03 ** 2])
     r_twist = np.array([0.02 ** 2, 0.03 ** 2])
     for k in range(1, steps + 1):
-        truth, _ = _planar_model(truth, dt)
+        truth, _ = planar_model(truth, dt)
         truth = truth + L @ rng.normal(size=8)
         t = k * dt
         tw = truth[[3, 5]] + rng.normal(size=2) * np.sqrt(r_twist)
@@ -375,3 +376,40 @@ def test_a_batch_is_processed_in_timestamp_order():
     outcomes = batched.process_batch(shuffled)
     assert outcomes.count(USED) == len(stream)
     assert np.array_equal(batched.state, in_order.state) and np.array_equal(batched.covariance, in_order.covariance)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_small_inverse_is_numpys_inverse_and_refuses_a_singular_matrix(k):
+    rng = np.random.default_rng(k)
+    for floor in (1e-9, 1e-3, 1.0):
+        for _ in range(50):
+            A = rng.normal(size=(k, k))
+            S = A @ A.T + np.eye(k) * floor
+            ref = np.linalg.inv(S)
+            assert np.abs(small_inverse(S) - ref).max() <= 1e-8 * np.abs(ref).max()
+    assert small_inverse(np.zeros((k, k))) is None
+    if k > 1:
+        assert small_inverse(np.ones((k, k))) is None      # rank one
+
+
+def test_short_covariance_update_and_joseph_form_give_the_same_filter():
+    """The short form P - K H P where the reading is not far more certain than the estimate, the Joseph form where it
+    is (JOSEPH_BELOW): the same estimates as the Joseph form everywhere, to rounding."""
+    def run(joseph_below):
+        ekf = Ekf(EkfConfig(two_d_mode=True, initial_covariance=np.eye(15) * 0.1))
+        rng = np.random.default_rng(7)
+        old = ekf_module.JOSEPH_BELOW
+        ekf_module.JOSEPH_BELOW = joseph_below
+        try:
+            for k in range(300):
+                ekf.process(meas(k * 0.01, "pose", {X: 0.003 * k + rng.normal(0, 0.05), Y: rng.normal(0, 0.05),
+                                                    YAW: rng.normal(0, 0.02)}, {X: 0.0025, Y: 0.0025, YAW: 4e-4}))
+                ekf.process(meas(k * 0.01 + 0.005, "odom", {VX: 0.3, VYAW: 0.0}, {VX: 1e-4, VYAW: 1e-4}))
+        finally:
+            ekf_module.JOSEPH_BELOW = old
+        return ekf.state, ekf.covariance
+    x_short, P_short = run(0.0)              # never Joseph
+    x_joseph, P_joseph = run(math.inf)       # always Joseph
+    assert np.abs(x_short - x_joseph).max() < 1e-12
+    assert np.abs(P_short - P_joseph).max() < 1e-12
+    assert np.linalg.eigvalsh(P_short).min() > 0

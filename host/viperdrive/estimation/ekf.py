@@ -28,6 +28,9 @@ ANGLES = (ROLL, PITCH, YAW)
 PLANAR = (X, Y, YAW, VX, VY, VYAW, AX, AY)            # the variables a 2-D filter carries, in its internal order
 TWO_D_VARIANCE = 1e-9   # reported variance of the variables a 2-D filter holds at zero (keeps P positive definite)
 MIN_MEASUREMENT_VARIANCE = 1e-9   # robot_localization's floor for a zero or tiny measurement variance
+# the covariance update takes the Joseph form when a measured variance is below this share of the innovation's:
+# there the short form P - K H P loses the remaining variance to rounding (its error is about 2e-16 P / R)
+JOSEPH_BELOW = 1e-8
 
 # robot_localization's defaults (params/ekf.yaml), x y z roll pitch yaw vx vy vz vroll vpitch vyaw ax ay az
 DEFAULT_PROCESS_NOISE = np.diag([0.05, 0.05, 0.06, 0.03, 0.03, 0.06, 0.025, 0.025, 0.04, 0.01, 0.01, 0.02,
@@ -108,6 +111,7 @@ class Ekf:
         self._to_internal = -np.ones(STATE_SIZE, dtype=int)
         self._to_internal[self._idx] = np.arange(self.n)
         self._angle_internal = np.array([self._to_internal[a] for a in ANGLES if self._to_internal[a] >= 0])
+        self._angles = tuple(self._angle_internal.tolist())
         self._layouts: dict = {}
         ix = np.ix_(self._idx, self._idx)
         self.Q = np.array(cfg.process_noise, dtype=float)[ix]
@@ -167,7 +171,7 @@ class Ekf:
 
     def transition(self, x: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
         """(f(x, dt), F = df/dx) of the internal state."""
-        return (_planar_model if self.two_d else _spatial_model)(x, dt)
+        return (planar_model if self.two_d else spatial_model)(x, dt)
 
     def _process_noise(self, x, dt):
         Q = self.Q
@@ -185,8 +189,11 @@ class Ekf:
         if dt <= 0.0:
             return
         self.x, F = self.transition(self.x, dt)
-        self.P = F @ self.P @ F.T + self._process_noise(self.x, dt)
-        self.P = 0.5 * (self.P + self.P.T)
+        P = F @ self.P @ F.T
+        P += self._process_noise(self.x, dt)
+        P += P.T                # symmetric to the last bit (numpy buffers the overlapping transpose)
+        P *= 0.5
+        self.P = P
 
     def predicted(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """(state, covariance), both full size, predicted to time t without changing the filter."""
@@ -239,24 +246,35 @@ class Ekf:
             idx = self._to_internal[full_idx]
             keep = idx >= 0
             full_idx, idx = full_idx[keep], idx[keep]
-            angles = np.array([k for k, fi in enumerate(full_idx) if fi in ANGLES], dtype=int)
-            lay = self._layouts[key] = (full_idx, idx, angles, np.ix_(full_idx, full_idx))
+            angles = tuple(k for k, fi in enumerate(full_idx.tolist()) if fi in ANGLES)
+            # the covariance block of the selected variables, as flat indices of the 15 x 15 matrix (one take)
+            block = (full_idx[:, None] * STATE_SIZE + full_idx).ravel()
+            lay = self._layouts[key] = (full_idx, idx, angles, block)
         return lay
 
+    def _selected(self, m: Measurement):
+        """(layout, measured values) of the variables m measures that the filter carries: its mask, less the values
+        that are not finite (the layout of the mask alone when every selected value is finite, the usual case)."""
+        lay = self._layout(m.mask)
+        z = m.values[lay[0]]
+        if not math.isfinite(sum(z.tolist())):      # a NaN or an infinity among them (or a sum that overflows)
+            lay = self._layout(m.mask & np.isfinite(m.values))
+            z = m.values[lay[0]]
+        return lay, z
+
     def _correct(self, m: Measurement) -> str:
-        full_idx, idx, angles, rix = self._layout(m.mask & np.isfinite(m.values))
+        (full_idx, idx, angles, block), z = self._selected(m)
         k = len(idx)
         if k == 0:
             return NOTHING
-        z = m.values[full_idx]
-        R = _repaired_covariance(m, rix)
+        R = _repaired_covariance(m, block, k)
         innovation = z - self.x[idx]
-        if len(angles):
-            innovation[angles] = wrap_angle(innovation[angles])     # 179 deg vs -179 deg is 2 deg apart, not 358
+        for a in angles:        # 179 deg vs -179 deg is 2 deg apart, not 358
+            innovation[a] = wrap_angle(innovation.item(a))
         terms = self._innovation_terms(idx, R)
         if terms is None:
             return REJECTED
-        PHt, S_inv = terms
+        PHt, S_inv, S_diag = terms
         outcome = USED
         if m.threshold < math.inf:
             d2 = float(innovation @ S_inv @ innovation)
@@ -270,27 +288,34 @@ class Ekf:
                 terms = self._innovation_terms(idx, R)
                 if terms is None:
                     return REJECTED
-                PHt, S_inv = terms
+                PHt, S_inv, S_diag = terms
                 outcome = REACQUIRED
         K = PHt @ S_inv
-        self.x = self.x + K @ innovation
-        if len(self._angle_internal):
-            self.x[self._angle_internal] = wrap_angle(self.x[self._angle_internal])
-        IKH = self._eye.copy()
-        IKH[:, idx] -= K
-        # Joseph form: symmetric positive definite for any gain, not only the optimal one
-        P = IKH @ self.P @ IKH.T + K @ R @ K.T
-        self.P = 0.5 * (P + P.T)
+        x = self.x + K @ innovation
+        for a in self._angles:
+            x[a] = wrap_angle(x.item(a))
+        self.x = x
+        if min((R.diagonal() / S_diag).tolist()) < JOSEPH_BELOW:
+            # Joseph form: symmetric positive definite for any gain. Where a reading is far more certain than the
+            # estimate, P - K H P takes a tiny variance as the difference of two large ones and rounding can make
+            # it negative; everywhere else the two forms are the same to rounding and this one costs 4 products
+            IKH = self._eye.copy()
+            IKH[:, idx] -= K
+            P = IKH @ self.P @ IKH.T + K @ R @ K.T
+        else:
+            P = self.P - K @ PHt.T
+        P += P.T
+        P *= 0.5
+        self.P = P
         return outcome
 
     def _innovation_terms(self, idx, R):
-        """(P H^T, S^-1) for a measurement of the internal variables idx with covariance R; None if S is
-        singular."""
+        """(P H^T, S^-1, the diagonal of S) for a measurement of the internal variables idx with covariance R; None
+        if S is singular."""
         PHt = self.P[:, idx]
-        try:
-            return PHt, np.linalg.inv(PHt[idx] + R)
-        except np.linalg.LinAlgError:
-            return None
+        S = PHt[idx] + R
+        S_inv = small_inverse(S)
+        return None if S_inv is None else (PHt, S_inv, S.diagonal())
 
     def _opens_gate(self, m: Measurement, innovation: np.ndarray, R: np.ndarray) -> bool:
         """The re-acquisition rule (docs/estimation.md): a gated measurement that arrives for the first time
@@ -329,11 +354,11 @@ class Ekf:
     def _initialize(self, m: Measurement) -> str:
         """robot_localization starts from the first measurement: measured variables take its values and their
         covariance block its covariance; the rest keep the initial state and covariance."""
-        full_idx, idx, _, rix = self._layout(m.mask & np.isfinite(m.values))
+        (_, idx, _, block), z = self._selected(m)
         if not len(idx):
             return NOTHING          # e.g. only z in 2-D mode: wait for a reading that says something
-        self.x[idx] = m.values[full_idx]
-        self.P[np.ix_(idx, idx)] = _repaired_covariance(m, rix)
+        self.x[idx] = z
+        self.P[np.ix_(idx, idx)] = _repaired_covariance(m, block, len(idx))
         if len(self._angle_internal):
             self.x[self._angle_internal] = wrap_angle(self.x[self._angle_internal])
         self.initialized = True
@@ -446,44 +471,90 @@ class Ekf:
         return [self.process(m) for m in sorted(measurements, key=lambda mm: mm.time)]
 
 
-def _repaired_covariance(m: Measurement, rix) -> np.ndarray:
-    """The block `rix` of m's covariance (a copy), repaired as robot_localization does: negative variances are made
-    positive and zero or tiny ones raised to a floor, else S can be singular and one reading would own the state."""
-    R = m.covariance[rix]
-    R.flat[::len(R) + 1] = np.maximum(np.abs(R.diagonal()), MIN_MEASUREMENT_VARIANCE)
+def _repaired_covariance(m: Measurement, block: np.ndarray, k: int) -> np.ndarray:
+    """The k x k block of m's covariance at the flat indices `block` (a copy), repaired as robot_localization does:
+    negative variances are made positive and zero or tiny ones raised to a floor, else S can be singular and one
+    reading would own the state."""
+    R = m.covariance.take(block).reshape(k, k)
+    if not min(R.diagonal().tolist()) >= MIN_MEASUREMENT_VARIANCE:    # the usual reading needs no repair
+        R.flat[::len(R) + 1] = np.maximum(np.abs(R.diagonal()), MIN_MEASUREMENT_VARIANCE)
     return R
+
+
+def small_inverse(S: np.ndarray) -> np.ndarray | None:
+    """S^-1 of a symmetric positive definite innovation covariance, None when it is singular. A reading measures
+    one to three variables almost always; those sizes are inverted in closed form (the adjugate over the
+    determinant, a few dozen float operations), numpy's LU only above: at this size its call costs more than the
+    arithmetic."""
+    k = len(S)
+    if k == 1:
+        s = float(S[0, 0])
+        return None if s == 0.0 else np.array([[1.0 / s]])
+    if k == 2:
+        a, b, c, d = S.ravel().tolist()
+        det = a * d - b * c
+        if det == 0.0 or not math.isfinite(det):
+            return None
+        return np.array([[d / det, -b / det], [-c / det, a / det]])
+    if k == 3:
+        a, b, c, d, e, f, g, h, i = S.ravel().tolist()
+        A, B, C = e * i - f * h, f * g - d * i, d * h - e * g        # cofactors of the first row
+        det = a * A + b * B + c * C
+        if det == 0.0 or not math.isfinite(det):
+            return None
+        r = 1.0 / det
+        return np.array([[A * r, (c * h - b * i) * r, (b * f - c * e) * r],
+                         [B * r, (a * i - c * g) * r, (c * d - a * f) * r],
+                         [C * r, (b * g - a * h) * r, (a * e - b * d) * r]])
+    try:
+        return np.linalg.inv(S)
+    except np.linalg.LinAlgError:
+        return None
 
 
 # ---------------------------------------------------------------------------------------------------- models
 
-def _planar_model(x, dt):
-    """Internal order x, y, yaw, vx, vy, vyaw, ax, ay."""
-    yaw, vx, vy, vyaw, ax, ay = x[2], x[3], x[4], x[5], x[6], x[7]
+# the entries of the planar model's Jacobian that are not the identity's, as flat indices of the 8 x 8 matrix:
+# (0,2) (1,2) (0,3) (0,4) (0,6) (0,7) (1,3) (1,4) (1,6) (1,7) (2,5) (3,6) (4,7)
+_PLANAR_F_AT = np.array([2, 10, 3, 4, 6, 7, 11, 12, 14, 15, 21, 30, 39])
+_PLANAR_EYE = np.eye(8)
+_TAU = 2.0 * math.pi
+
+
+def planar_model(x, dt):
+    """(f(x, dt), F = df/dx) of the planar state, internal order x, y, yaw, vx, vy, vyaw, ax, ay. The arithmetic is
+    on Python floats: at 8 variables numpy's per-element access costs more than the arithmetic."""
+    x0, y0, yaw, vx, vy, vyaw, ax, ay = x.tolist()
     c, s = math.cos(yaw), math.sin(yaw)
     half = 0.5 * dt * dt
     dxb = vx * dt + ax * half      # body-frame displacement over dt
     dyb = vy * dt + ay * half
-    xn = x.copy()
-    xn[0] += c * dxb - s * dyb
-    xn[1] += s * dxb + c * dyb
-    xn[2] = wrap_angle(yaw + vyaw * dt)
-    xn[3] += ax * dt
-    xn[4] += ay * dt
-    F = np.eye(8)
-    F[0, 2] = -s * dxb - c * dyb
-    F[1, 2] = c * dxb - s * dyb
-    F[0, 3], F[0, 4], F[0, 6], F[0, 7] = c * dt, -s * dt, c * half, -s * half
-    F[1, 3], F[1, 4], F[1, 6], F[1, 7] = s * dt, c * dt, s * half, c * half
-    F[2, 5] = dt
-    F[3, 6] = dt
-    F[4, 7] = dt
+    xn = np.array((x0 + (c * dxb - s * dyb), y0 + (s * dxb + c * dyb), (yaw + vyaw * dt + math.pi) % _TAU - math.pi,
+                   vx + ax * dt, vy + ay * dt, vyaw, ax, ay))
+    F = _PLANAR_EYE.copy()
+    F.put(_PLANAR_F_AT, (-s * dxb - c * dyb, c * dxb - s * dyb, c * dt, -s * dt, c * half, -s * half,
+                         s * dt, c * dt, s * half, c * half, dt, dt, dt))
     return xn, F
 
 
-def _spatial_model(x, dt):
+def _flat15(rows, cols):
+    return [r * STATE_SIZE + c for r in rows for c in cols]
+
+
+# where spatial_model's Jacobian differs from the identity, as flat indices of the 15 x 15 matrix, in the order
+# its values are put: R dt, R dt^2/2, T dt, the roll/pitch/yaw columns of the position rows, the roll/pitch columns
+# of the angle rows (added to T dt's diagonal entries there), dt on the velocity rows' acceleration columns
+_SPATIAL_F_AT = np.array(_flat15(range(3), range(6, 9)) + _flat15(range(3), range(12, 15))
+                         + _flat15(range(3, 6), range(9, 12)) + _flat15(range(3), range(3, 6))
+                         + _flat15(range(3, 6), range(3, 5)) + [6 * 15 + 12, 7 * 15 + 13, 8 * 15 + 14])
+_SPATIAL_EYE = np.eye(STATE_SIZE)
+
+
+def spatial_model(x, dt):
     """robot_localization's 3-D omnidirectional model: body velocities and accelerations rotated into the world by
-    R(roll, pitch, yaw) = Rz Ry Rx; Euler angles advanced by the body-rate-to-Euler-rate matrix."""
-    roll, pitch, yaw = x[3], x[4], x[5]
+    R(roll, pitch, yaw) = Rz Ry Rx; Euler angles advanced by the body-rate-to-Euler-rate matrix T. On Python floats,
+    as planar_model: F is the identity plus 51 entries."""
+    px, py, pz, roll, pitch, yaw, vx, vy, vz, wx, wy, wz, ax, ay, az = x.tolist()
     cr, sr = math.cos(roll), math.sin(roll)
     cp, sp = math.cos(pitch), math.sin(pitch)
     cy, sy = math.cos(yaw), math.sin(yaw)
@@ -492,61 +563,39 @@ def _spatial_model(x, dt):
         cp = math.copysign(1e-6, cp)
     tp = sp / cp
     half = 0.5 * dt * dt
-    v = x[6:9]
-    w = x[9:12]
-    a = x[12:15]
-    d = v * dt + a * half                      # body-frame displacement
-    R = np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
-    T = np.array([
-        [1.0, sr * tp, cr * tp],
-        [0.0, cr, -sr],
-        [0.0, sr / cp, cr / cp],
-    ])
-    xn = x.copy()
-    xn[0:3] += R @ d
-    ang = x[3:6] + T @ w * dt
-    xn[3], xn[4], xn[5] = wrap_angle(ang[0]), wrap_angle(ang[1]), wrap_angle(ang[2])
-    xn[6:9] += a * dt
-    F = np.eye(15)
-    F[0:3, 6:9] = R * dt
-    F[0:3, 12:15] = R * half
-    F[3:6, 9:12] = T * dt
-    F[6:9, 12:15] = np.eye(3) * dt
-    # derivatives of R d with respect to roll, pitch, yaw
-    dR_droll = np.array([
-        [0.0, cy * sp * cr + sy * sr, -cy * sp * sr + sy * cr],
-        [0.0, sy * sp * cr - cy * sr, -sy * sp * sr - cy * cr],
-        [0.0, cp * cr, -cp * sr],
-    ])
-    dR_dpitch = np.array([
-        [-cy * sp, cy * cp * sr, cy * cp * cr],
-        [-sy * sp, sy * cp * sr, sy * cp * cr],
-        [-cp, -sp * sr, -sp * cr],
-    ])
-    dR_dyaw = np.array([
-        [-sy * cp, -sy * sp * sr - cy * cr, -sy * sp * cr + cy * sr],
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [0.0, 0.0, 0.0],
-    ])
-    F[0:3, 3] = dR_droll @ d
-    F[0:3, 4] = dR_dpitch @ d
-    F[0:3, 5] = dR_dyaw @ d
-    # derivatives of T w dt with respect to roll and pitch (T does not depend on yaw)
+    d0, d1, d2 = vx * dt + ax * half, vy * dt + ay * half, vz * dt + az * half     # body-frame displacement
+    r00, r01, r02 = cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr
+    r10, r11, r12 = sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr
+    r20, r21, r22 = -sp, cp * sr, cp * cr
+    t01, t02 = sr * tp, cr * tp             # T = [[1, t01, t02], [0, cr, -sr], [0, t21, t22]]
+    t21, t22 = sr / cp, cr / cp
+    pi = math.pi
+    xn = np.array((
+        px + (r00 * d0 + r01 * d1 + r02 * d2), py + (r10 * d0 + r11 * d1 + r12 * d2),
+        pz + (r20 * d0 + r21 * d1 + r22 * d2),
+        (roll + (wx + t01 * wy + t02 * wz) * dt + pi) % _TAU - pi,
+        (pitch + (cr * wy - sr * wz) * dt + pi) % _TAU - pi,
+        (yaw + (t21 * wy + t22 * wz) * dt + pi) % _TAU - pi,
+        vx + ax * dt, vy + ay * dt, vz + az * dt, wx, wy, wz, ax, ay, az))
+    # derivatives of R d with respect to roll, pitch, yaw (the position rows' angle columns)
+    dr0 = (cy * sp * cr + sy * sr) * d1 + (-cy * sp * sr + sy * cr) * d2
+    dr1 = (sy * sp * cr - cy * sr) * d1 + (-sy * sp * sr - cy * cr) * d2
+    dr2 = cp * cr * d1 - cp * sr * d2
+    dp0 = -cy * sp * d0 + cy * cp * sr * d1 + cy * cp * cr * d2
+    dp1 = -sy * sp * d0 + sy * cp * sr * d1 + sy * cp * cr * d2
+    dp2 = -cp * d0 - sp * sr * d1 - sp * cr * d2
+    dy0 = -sy * cp * d0 + (-sy * sp * sr - cy * cr) * d1 + (-sy * sp * cr + cy * sr) * d2
+    dy1 = cy * cp * d0 + (cy * sp * sr - sy * cr) * d1 + (cy * sp * cr + sy * sr) * d2
+    # derivatives of T w dt with respect to roll and pitch (T does not depend on yaw), plus T dt's own diagonal
     sec2 = 1.0 / (cp * cp)
-    dT_droll = np.array([
-        [0.0, cr * tp, -sr * tp],
-        [0.0, -sr, -cr],
-        [0.0, cr / cp, -sr / cp],
-    ])
-    dT_dpitch = np.array([
-        [0.0, sr * sec2, cr * sec2],
-        [0.0, 0.0, 0.0],
-        [0.0, sr * tp / cp, cr * tp / cp],
-    ])
-    F[3:6, 3] += dT_droll @ w * dt
-    F[3:6, 4] += dT_dpitch @ w * dt
+    F = _SPATIAL_EYE.copy()
+    F.put(_SPATIAL_F_AT, (
+        r00 * dt, r01 * dt, r02 * dt, r10 * dt, r11 * dt, r12 * dt, r20 * dt, r21 * dt, r22 * dt,
+        r00 * half, r01 * half, r02 * half, r10 * half, r11 * half, r12 * half, r20 * half, r21 * half, r22 * half,
+        dt, t01 * dt, t02 * dt, 0.0, cr * dt, -sr * dt, 0.0, t21 * dt, t22 * dt,
+        dr0, dp0, dy0, dr1, dp1, dy1, dr2, dp2, 0.0,
+        1.0 + (cr * tp * wy - sr * tp * wz) * dt, (sr * sec2 * wy + cr * sec2 * wz) * dt,
+        (-sr * wy - cr * wz) * dt, 1.0,
+        (cr / cp * wy - sr / cp * wz) * dt, (sr * tp / cp * wy + cr * tp / cp * wz) * dt,
+        dt, dt, dt))
     return xn, F
