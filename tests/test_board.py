@@ -236,7 +236,7 @@ def test_reconnect_after_replug_rereads_state(responder):
             for _ in range(20):
                 cycle(board, 2.0, 2.0)
         threading.Timer(0.2, responder.replug).start()
-        board.reconnect(timeout=5.0)
+        board.reconnect(timeout_s=5.0)
         assert board.epoch == epoch + 1 and responder.enabled
         s = board.read()
         assert s.fresh and s.counts == (0, 0)

@@ -46,7 +46,7 @@ def test_request_reply_nack_and_timeout_over_loop():
         # nothing answers INFO: a timeout, counted, naming command, reply and URL
         t0 = time.monotonic()
         with pytest.raises(NoReplyError, match=r"no INFO reply to HELLO from loop://"):
-            link.request(P.pack_hello(), P.INFO, timeout=0.05)
+            link.request(P.pack_hello(), P.INFO, timeout_s=0.05)
         assert 0.05 <= time.monotonic() - t0 < 0.5
         assert link.stats()["timeouts"] == 1 and link.stats()["nacks"] == 1
         # the echoes that were not replies are kept for poll(), not lost
@@ -126,14 +126,14 @@ def test_reconnect_after_port_disappears_and_returns():
         r.unplug()
         with pytest.raises(LinkError):
             for _ in range(3):
-                link.request(P.pack_hello(), P.INFO, timeout=0.1)
+                link.request(P.pack_hello(), P.INFO, timeout_s=0.1)
         threading.Timer(0.3, r.replug).start()
-        link.reconnect(timeout=5.0, interval=0.05)
+        link.reconnect(timeout_s=5.0, interval_s=0.05)
         assert P.unpack_info(link.request(P.pack_hello(), P.INFO))[3] == 4096
         assert link.stats()["reconnects"] == 1
         r.unplug()
         with pytest.raises(PortError, match="did not come back"):
-            link.reconnect(timeout=0.2, interval=0.05)
+            link.reconnect(timeout_s=0.2, interval_s=0.05)
 
 
 def test_board_to_host_is_none_until_synced_and_again_after_a_reopen():

@@ -134,7 +134,7 @@ def test_the_host_drops_a_partial_frame_after_its_gap():
     link = Link(f"socket://127.0.0.1:{port}")
     link.open()
     try:
-        payload = link.request(P.pack_hello(), P.INFO, timeout=1.0)
+        payload = link.request(P.pack_hello(), P.INFO, timeout_s=1.0)
         stats = link.stats()
     finally:
         link.close()

@@ -32,7 +32,7 @@ def test_move_turn_90_ends_on_the_gyro_heading(sim):
     """`viperdrive move turn 90`: the board turns by its gyro heading. Uncalibrated, the part's 0.3 % scale error
     alone leaves the robot 0.27 degrees short; the encoders' heading would be 4 % off (the wheelbase)."""
     y0 = _yaw(sim)
-    r = run_cli("move", "turn", "90", "--rate", "2", "--accel", "5", "--port", sim.url, timeout=120)
+    r = run_cli("move", "turn", "90", "--rate", "2", "--angular-accel", "5", "--port", sim.url, timeout=120)
     turned = math.degrees(_yaw(sim) - y0)
     print(r.stdout.strip(), f"| truth {turned:.2f} deg")
     assert r.returncode == 0, r.stderr
@@ -89,7 +89,7 @@ def test_a_path_longer_than_one_board_move_is_cut_into_moves_the_board_takes(sim
                 assert sum(p[1] for p in pieces) == pytest.approx(bb) and all(p[0] == a for p in pieces)
             else:
                 assert sum(p[0] for p in pieces) == pytest.approx(a)
-            moves = [b.moves.add(kind, pa, pb, None, None) for pa, pb in pieces]
+            moves = [b.moves.piece(kind, pa, pb) for pa, pb in pieces]
             assert not any(m.done for m in moves), [m.reason for m in moves]     # none refused
             b.write(0.0, 0.0)           # a SET_VEL cancels them all
             assert all(m.reason == "cancelled" or not m.sent for m in moves)
@@ -168,11 +168,17 @@ def test_drive_script_runs_as_board_moves_and_a_killed_host_stops_the_robot(sim,
     assert r.returncode == 0, r.stderr
     assert "8 segments as board moves" in r.stderr + r.stdout and "move 8/8 arrived" in r.stdout
     states: dict[str, list[str]] = {}
+    keys: dict[str, set[str]] = {}
     with open(out, "rb") as f:
         for rec in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
                 topics=["/viperdrive/moves"]):
             st = rec.decoded_message.status[0]
-            states.setdefault(st.name, []).append({kv.key: kv.value for kv in st.values}["state"])
+            values = {kv.key: kv.value for kv in st.values}
+            states.setdefault(st.name, []).append(values["state"])
+            keys[values["kind"]] = set(values)
+    # each record names its quantities with their units, the ones its kind has
+    assert keys["straight"] == {"id", "kind", "distance_m", "speed_m_s", "accel_m_s2", "timeout_s", "state"}, keys
+    assert keys["turn"] == {"id", "kind", "angle_rad", "rate_rad_s", "accel_rad_s2", "timeout_s", "state"}, keys
     assert len(states) == 8 and all(v[-1] == "arrived" and "on the board" in v for v in states.values()), states
     assert sum("waiting for a slot" in v for v in states.values()) == 4      # the board's queue holds four
     end = math.hypot(t1["x"] - t0["x"], t1["y"] - t0["y"])

@@ -271,7 +271,7 @@ def test_board_clock_is_the_rigs_chip_time():
     from viperdrive.rigs.registry import clock_for
     require_images_or_skip(pytest.skip)
     # a blank MicroPython (the clock needs no firmware) idles and would keep real time: paced to 0.3 of it
-    with PicoRig(max_speed=0.3) as rig:
+    with PicoRig(max_time_ratio=0.3) as rig:
         clock = clock_for(rig.url)
         with Link(rig.url, clock=clock):
             w0 = time.monotonic()

@@ -656,12 +656,12 @@ class Board:
         assert self.info is not None        # set by _rejoin()
         return self.info
 
-    def reconnect(self, timeout: float = 10.0) -> BoardInfo:
-        """After the port went away (USB re-plug): reopen (waiting up to timeout for the port), re-check HELLO,
+    def reconnect(self, timeout_s: float = 10.0) -> BoardInfo:
+        """After the port went away (USB re-plug): reopen (waiting up to timeout_s for the port), re-check HELLO,
         re-sync the clock and re-read the board's state; re-activate (zero + enable, epoch + 1) if it was active.
         The caller resets its controller and odometry baseline (DriveController.reset(), Odometry.rebase())."""
         was_active = self.active
-        self._rejoin(lambda: self._io.reconnect(timeout))
+        self._rejoin(lambda: self._io.reconnect(timeout_s))
         if was_active:
             self.activate()
         else:
@@ -751,28 +751,29 @@ class Board:
         return applied
 
     # ---- moves on the board (board/moves.py): each returns a Move whose wait() renews the lease ----
-    def move_straight(self, distance_m: float, speed: float | None = None, accel: float | None = None,
-                      timeout: float = 0.0) -> Move:
-        """Drive distance_m straight (negative: backwards) at speed m/s, accelerating at accel m/s^2 (defaults:
-        half the robot file's rim limits), holding the board's heading."""
+    def move_straight(self, distance_m: float, speed_m_s: float | None = None, accel_m_s2: float | None = None,
+                      timeout_s: float = 0.0) -> Move:
+        """Drive distance_m straight (negative: backwards) at speed_m_s, accelerating at accel_m_s2 (defaults: half
+        the robot file's rim limits), holding the board's heading; timeout_s board seconds (0: twice the planned
+        time + 1 s)."""
         self._require(active=True)
         self._not_commanding()
-        return self.moves.add(P.MOVE_STRAIGHT, distance_m, 0.0, speed, accel, timeout)
+        return self.moves.straight(distance_m, speed_m_s, accel_m_s2, timeout_s)
 
-    def move_turn(self, angle_rad: float, rate: float | None = None, accel: float | None = None,
-                  timeout: float = 0.0) -> Move:
-        """Turn in place by angle_rad (REP-103: positive turns left) at rate rad/s, accel rad/s^2."""
+    def move_turn(self, angle_rad: float, rate_rad_s: float | None = None, accel_rad_s2: float | None = None,
+                  timeout_s: float = 0.0) -> Move:
+        """Turn in place by angle_rad (REP-103: positive turns left) at rate_rad_s, accelerating at accel_rad_s2."""
         self._require(active=True)
         self._not_commanding()
-        return self.moves.add(P.MOVE_TURN, angle_rad, 0.0, rate, accel, timeout)
+        return self.moves.turn(angle_rad, rate_rad_s, accel_rad_s2, timeout_s)
 
-    def move_arc(self, radius_m: float, angle_rad: float, speed: float | None = None, accel: float | None = None,
-                 timeout: float = 0.0) -> Move:
+    def move_arc(self, radius_m: float, angle_rad: float, speed_m_s: float | None = None,
+                 accel_m_s2: float | None = None, timeout_s: float = 0.0) -> Move:
         """Drive along a circle of radius_m (negative: backwards) until the heading has changed by angle_rad
-        (positive: left), at speed m/s along the path."""
+        (positive: left), at speed_m_s along the path."""
         self._require(active=True)
         self._not_commanding()
-        return self.moves.add(P.MOVE_ARC, radius_m, angle_rad, speed, accel, timeout)
+        return self.moves.arc(radius_m, angle_rad, speed_m_s, accel_m_s2, timeout_s)
 
     def link_request(self, frame: bytes, reply_cmd: int) -> bytes:
         """One request/response exchange on the board's link (services, the move queue); not for the hot loop."""

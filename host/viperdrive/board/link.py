@@ -161,19 +161,19 @@ class Link:
     def __exit__(self, *exc):
         self.close()
 
-    def reconnect(self, timeout: float = 10.0, interval: float = 0.2) -> None:
-        """Close, then reopen until the port is back (USB re-plug) or timeout: PortError naming the last reason.
+    def reconnect(self, timeout_s: float = 10.0, interval_s: float = 0.2) -> None:
+        """Close, then reopen until the port is back (USB re-plug) or timeout_s: PortError naming the last reason.
         The parser is reset and the clock model dropped (the board may have rebooted: its clock restarted)."""
         self.close()
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout_s
         while True:
             try:
                 self.open()
                 break
             except PortError as e:
                 if time.monotonic() >= deadline:
-                    raise PortError(f"{self.url} did not come back within {timeout:g} s: {e}") from None
-                time.sleep(interval)
+                    raise PortError(f"{self.url} did not come back within {timeout_s:g} s: {e}") from None
+                time.sleep(interval_s)
         self._forget_board()
         self.counts["reconnects"] += 1
 
@@ -325,7 +325,7 @@ class Link:
         line = (request_len + REPLY_SIZES.get(reply_cmd, P.MAX_FRAME)) * 10.0 / self.baud
         return 2.0 * line + self.margin + COMMAND_EXTRA_S.get(cmd, 0.0)
 
-    def request(self, frame: bytes, reply_cmd: int, timeout: float | None = None, stale: int | None = None) -> bytes:
+    def request(self, frame: bytes, reply_cmd: int, timeout_s: float | None = None, stale: int | None = None) -> bytes:
         """Send frame, return the payload of the first reply_cmd frame. NackError if the board refuses this
         command, NoReplyError on timeout (counted), LinkLost if the port goes away.
 
@@ -333,14 +333,14 @@ class Link:
         is there (the board answers in order): e.g. STATE before ZERO_ACK carries positions from before the zero.
         They are dropped (counted) instead of being kept for poll()."""
         cmd = frame[2]
-        if timeout is None:
-            timeout = self.timeout_for(len(frame), reply_cmd, cmd)
+        if timeout_s is None:
+            timeout_s = self.timeout_for(len(frame), reply_cmd, cmd)
         clock = self.clock
         with self._lock:
             self.send(frame)
             t0 = time.monotonic()
             now = clock.now()
-            deadline = now + timeout        # board time: a board the machine does not run is not late
+            deadline = now + timeout_s        # board time: a board the machine does not run is not late
             # a reply may already sit in the inbox: read together with an earlier reply (loop://, bursts)
             frames = list(self._inbox)
             self._inbox.clear()
@@ -368,7 +368,7 @@ class Link:
                     self._late[reply_cmd] += 1
                     raise NoReplyError(
                         f"no {P.COMMAND_NAMES.get(reply_cmd, hex(reply_cmd))} reply to "
-                        f"{P.COMMAND_NAMES.get(cmd, hex(cmd))} from {self.url} within {timeout * 1000:.0f} ms "
+                        f"{P.COMMAND_NAMES.get(cmd, hex(cmd))} from {self.url} within {timeout_s * 1000:.0f} ms "
                         f"(is the board running viperdrive firmware at {self.baud} baud?)")
                 self.wait_readable(min(clock.host_seconds(deadline - now), 0.002))
                 # the board's time before its bytes: a board publishes its time only after the bytes it sent by

@@ -81,15 +81,19 @@ def one_move_range_m(m_per_count: float) -> float:
 
 @dataclass
 class Move:
-    """One move: its board id, what it is, and how it ended (None while queued or running)."""
+    """One move: its board id, what it is, and how it ended (None while queued or running). Every quantity is named
+    with its unit; the ones a kind has not are None (a turn has no distance_m, a line no angle_rad)."""
     id: int
     kind: int                   # protocol.MOVE_*
-    a: float
-    b: float
-    speed: float
-    accel: float
-    timeout: float
+    timeout_s: float            # board seconds; 0: twice the planned time + 1 s
     queue: MoveQueue
+    distance_m: float | None = None     # a line: signed (negative: backwards)
+    angle_rad: float | None = None      # a turn or an arc: the heading change (REP-103: positive turns left)
+    radius_m: float | None = None       # an arc: signed (negative: backwards)
+    speed_m_s: float | None = None      # a line or an arc: along the path
+    accel_m_s2: float | None = None     # a line or an arc: along the path
+    rate_rad_s: float | None = None     # a turn
+    accel_rad_s2: float | None = None   # a turn
     end: int | None = None      # protocol.MOVE_END_*
     sent: bool = False
     progress: float = 0.0       # share of its length done, as the board last said (0 before it starts; 1 at its end)
@@ -107,18 +111,47 @@ class Move:
     def arrived(self) -> bool:
         return self.end == P.MOVE_END_ARRIVED
 
+    def frame_fields(self) -> tuple[float, float, float, float]:
+        """(a, b, speed, accel) as the MOVE frame carries them (protocol.pack_move), whose units are the kind's: a
+        line (distance_m, 0, m/s, m/s^2), a turn (angle_rad, 0, rad/s, rad/s^2), an arc (radius_m, angle_rad, m/s,
+        m/s^2)."""
+        if self.kind == P.MOVE_TURN:
+            return _f(self.angle_rad), 0.0, _f(self.rate_rad_s), _f(self.accel_rad_s2)
+        if self.kind == P.MOVE_ARC:
+            return _f(self.radius_m), _f(self.angle_rad), _f(self.speed_m_s), _f(self.accel_m_s2)
+        return _f(self.distance_m), 0.0, _f(self.speed_m_s), _f(self.accel_m_s2)
+
+    def quantities(self) -> list[tuple[str, float]]:
+        """(name, value) of the quantities this kind has, in the order a person reads them (the recording's
+        fields)."""
+        names = {P.MOVE_STRAIGHT: ("distance_m", "speed_m_s", "accel_m_s2"),
+                 P.MOVE_TURN: ("angle_rad", "rate_rad_s", "accel_rad_s2"),
+                 P.MOVE_ARC: ("radius_m", "angle_rad", "speed_m_s", "accel_m_s2")}.get(self.kind, ())
+        return [(n, getattr(self, n)) for n in names] + [("timeout_s", self.timeout_s)]
+
     def describe(self) -> str:
         if self.kind == P.MOVE_STRAIGHT:
-            return f"straight {self.a:+.3f} m at {self.speed:.2f} m/s"
+            return f"straight {_f(self.distance_m):+.3f} m at {_f(self.speed_m_s):.2f} m/s"
         if self.kind == P.MOVE_TURN:
-            return f"turn {math.degrees(self.a):+.1f} deg at {self.speed:.2f} rad/s"
-        return f"arc r={self.a:+.3f} m through {math.degrees(self.b):+.1f} deg at {self.speed:.2f} m/s"
+            return f"turn {math.degrees(_f(self.angle_rad)):+.1f} deg at {_f(self.rate_rad_s):.2f} rad/s"
+        return (f"arc r={_f(self.radius_m):+.3f} m through {math.degrees(_f(self.angle_rad)):+.1f} deg at "
+                f"{_f(self.speed_m_s):.2f} m/s")
 
-    def wait(self, timeout: float | None = None) -> str:
-        """Until the move has ended (renewing the lease meanwhile); its reason. TimeoutError after `timeout` board
+    def wait(self, timeout_s: float | None = None) -> str:
+        """Until the move has ended (renewing the lease meanwhile); its reason. TimeoutError after `timeout_s` board
         seconds (the move keeps running: cancel it, or wait again)."""
-        self.queue.wait(lambda: self.done, timeout)
+        self.queue.wait(lambda: self.done, timeout_s)
         return self.reason or ""
+
+
+def _f(x: float | None) -> float:
+    return 0.0 if x is None else x
+
+
+def _finite(*named: tuple[str, float]) -> None:
+    for name, x in named:
+        if not math.isfinite(x):
+            raise BadValue(f"a move's {name} must be a finite number, got {x}")
 
 
 class MoveQueue:
@@ -140,8 +173,35 @@ class MoveQueue:
 
     # ---- queueing ----
 
-    def add(self, kind: int, a: float, b: float, speed: float | None, accel: float | None,
-            timeout: float = 0.0) -> Move:
+    def straight(self, distance_m: float, speed_m_s: float | None = None, accel_m_s2: float | None = None,
+                 timeout_s: float = 0.0) -> Move:
+        """Queue a line of distance_m (Board.move_straight)."""
+        _finite(("distance_m", distance_m))
+        return self._add(P.MOVE_STRAIGHT, {"distance_m": distance_m}, speed_m_s, accel_m_s2, timeout_s)
+
+    def turn(self, angle_rad: float, rate_rad_s: float | None = None, accel_rad_s2: float | None = None,
+             timeout_s: float = 0.0) -> Move:
+        """Queue a turn in place by angle_rad (Board.move_turn)."""
+        _finite(("angle_rad", angle_rad))
+        return self._add(P.MOVE_TURN, {"angle_rad": angle_rad}, rate_rad_s, accel_rad_s2, timeout_s)
+
+    def arc(self, radius_m: float, angle_rad: float, speed_m_s: float | None = None,
+            accel_m_s2: float | None = None, timeout_s: float = 0.0) -> Move:
+        """Queue an arc of radius_m through angle_rad (Board.move_arc)."""
+        _finite(("radius_m", radius_m), ("angle_rad", angle_rad))
+        return self._add(P.MOVE_ARC, {"radius_m": radius_m, "angle_rad": angle_rad}, speed_m_s, accel_m_s2,
+                         timeout_s)
+
+    def piece(self, kind: int, a: float, b: float) -> Move:
+        """Queue one piece of move_pieces() (the MOVE frame's a, b for `kind`) at the default speed."""
+        if kind == P.MOVE_TURN:
+            return self.turn(a)
+        if kind == P.MOVE_ARC:
+            return self.arc(a, b)
+        return self.straight(a)
+
+    def _add(self, kind: int, path: dict, speed: float | None, accel: float | None, timeout_s: float) -> Move:
+        # speed and accel in the kind's units: m/s and m/s^2 along a line or an arc, rad/s and rad/s^2 for a turn
         c = self.board.config
         turn = kind == P.MOVE_TURN
         half = 0.5 * c.effective_separation
@@ -149,18 +209,18 @@ class MoveQueue:
             (c.max_rim_speed, c.max_rim_acceleration)
         speed = SPEED_SHARE * rim_v if speed is None else speed
         accel = SPEED_SHARE * rim_a if accel is None else accel
-        for name, x in (("distance/angle/radius", a), ("angle", b), ("speed", speed), ("accel", accel),
-                        ("timeout", timeout)):
-            if not math.isfinite(x):
-                raise BadValue(f"a move's {name} must be a finite number, got {x}")
+        sname, aname = ("rate_rad_s", "accel_rad_s2") if turn else ("speed_m_s", "accel_m_s2")
+        _finite((sname, speed), (aname, accel), ("timeout_s", timeout_s))
         if not (speed > 0 and accel > 0):
-            raise BadValue(f"a move's speed and accel must be > 0, got {speed} and {accel}")
+            raise BadValue(f"a move's {sname} and {aname} must be > 0, got {speed} and {accel}")
         speed, accel = self._limited(turn, speed, accel, rim_v, rim_a)
-        if timeout < 0:
-            raise BadValue(f"a move's timeout must be >= 0 s (0: twice the planned time + 1 s), got {timeout}")
+        if timeout_s < 0:
+            raise BadValue(f"a move's timeout_s must be >= 0 (0: twice the planned time + 1 s), got {timeout_s}")
         if self._n_ends is None:
             self.lease_s = self.board.get_param("move_lease_ms") / 1000.0
-        m = Move(self._take_id(), kind, a, b, speed, accel, timeout, self)
+        m = Move(self._take_id(), kind, timeout_s, self)
+        for name, value in (*path.items(), (sname, speed), (aname, accel)):
+            setattr(m, name, value)
         self.pending.append(m)
         self.pump()
         if not m.sent and not m.done:
@@ -191,7 +251,7 @@ class MoveQueue:
         while self.pending and self.active < MOVE_SLOTS:
             m = self.pending[0]
             try:
-                payload = self.board.link_request(P.pack_move(m.id, m.kind, m.a, m.b, m.speed, m.accel, m.timeout),
+                payload = self.board.link_request(P.pack_move(m.id, m.kind, *m.frame_fields(), m.timeout_s),
                                                   P.MOVE_STATE)
             except NackError as e:
                 self.pending.popleft()
@@ -286,20 +346,20 @@ class MoveQueue:
         self.ended.append(m)
         del self.ended[:-100]
 
-    def wait(self, cond, timeout: float | None) -> None:
-        """Poll (lease renewed) until cond() holds; TimeoutError after timeout board seconds."""
+    def wait(self, cond, timeout_s: float | None) -> None:
+        """Poll (lease renewed) until cond() holds; TimeoutError after timeout_s board seconds."""
         clock = self.board.clock
-        t_end = None if timeout is None else clock.now() + timeout
+        t_end = None if timeout_s is None else clock.now() + timeout_s
         while not cond():
             self.poll()
             if cond():
                 break
             if t_end is not None and clock.now() >= t_end:
-                raise TimeoutError(f"moves still running after {timeout:g} s")
+                raise TimeoutError(f"moves still running after {timeout_s:g} s")
             clock.sleep(min(LEASE_SHARE * self.lease_s, 0.02))
 
-    def wait_all(self, timeout: float | None = None) -> list[Move]:
+    def wait_all(self, timeout_s: float | None = None) -> list[Move]:
         """Until every queued move has ended; the moves that ended meanwhile."""
         start = len(self.ended)
-        self.wait(lambda: not self.busy, timeout)
+        self.wait(lambda: not self.busy, timeout_s)
         return self.ended[start:]

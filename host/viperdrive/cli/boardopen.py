@@ -3,7 +3,8 @@
 """Opening the board for a command, and the board's troubles in words that say what to do: open_board (port,
 baud, HELLO; the board left disabled on every way out), the latched faults with their hints (FAULT_HINTS,
 fault_message, check_no_fault, activate, explain_fault), the status byte read without commanding anything, and
-the live parameters put back when a command ends (param_guard, warn_unsaved).
+the live parameters put back when a command ends (param_guard, warn_unsaved), and the wait for the board's gyro
+heading before board moves (wait_gyro_heading).
 
 Not a command (no register/run): discovery skips it.
 """
@@ -19,8 +20,9 @@ from ..board.ports import resolve_port
 from ..board.records import fault_text
 from ..errors import BoardFault, NoReplyError, UserError
 from ..robot.config import RobotConfig
+from ..timebase import WaitTimeout, wait_until
 from .options import baud_of, load_config, port_spec
-from .output import warn
+from .output import note, warn
 from .signals import deferred_signals
 
 # what to do about each latched fault (protocol.FAULT_*), in words
@@ -190,3 +192,28 @@ def warn_unsaved(board, args) -> bool:
                "was killed before it put its test values back, or `params set` without --save); saving now stores "
                "them. `viperdrive params restore` brings back the saved values first")
     return True
+
+
+GYRO_WAIT_S = 3.0               # for the board's heading to come from its gyro (its bias: still_ms, then a window)
+
+
+def wait_gyro_heading(args, board: Board, who: str) -> None:
+    """Until the board's heading comes from its gyro, where it has one (a board without an IMU moves on its
+    encoders at once): a board move started before it runs on the encoders' heading, which a freshly started board
+    has until its gyro bias is known (the robot standing still for still_ms, then a window)."""
+    if board.diag()["imu"] == "none":
+        note(args, f"{who}: the board has no IMU: heading from the encoders")
+        return
+
+    def gyro() -> bool:
+        # held at rest meanwhile: zero commands keep the board's deadman (and its long-silence disable) quiet
+        board.write(0.0, 0.0)
+        board.read()
+        return board.odometry().heading_source == "gyro"
+
+    try:
+        wait_until(gyro, GYRO_WAIT_S, board.clock, poll=0.02)
+    except WaitTimeout:
+        raise UserError(f"{who}: the board's heading does not come from its gyro after {GYRO_WAIT_S:g} s (IMU "
+                        f"'{board.diag()['imu']}'; the robot must stand still for still_ms); --encoders moves on "
+                        f"the encoders' heading") from None

@@ -69,7 +69,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                    help="real end positions in run order (cw first, then ccw, alternating) instead of prompts")
     _common(p)
     p = sub.add_parser("feedforward", help="kS, kV, kA from ramps and steps with the wheels off the ground")
-    p.add_argument("--max-speed", type=positive(1000.0, "rad/s"), default=None, metavar="RAD_S",
+    p.add_argument("--max-wheel-speed", type=positive(1000.0, "rad/s"), default=None, metavar="RAD_S",
                    help="top of the ramps (default 80 %% of max_rim_speed, in wheel rad/s)")
     p.add_argument("--ramp-time", type=seconds(60.0), default=2.0, metavar="S", help="seconds per ramp (2)")
     _common(p)
@@ -440,10 +440,10 @@ def _smooth(x, n: int):
 
 def _feedforward(args, board, config) -> int:
     limit = min(config.wheel_speed_limits)
-    top = args.max_speed if args.max_speed is not None else 0.8 * limit
+    top = args.max_wheel_speed if args.max_wheel_speed is not None else 0.8 * limit
     if not 0 < top <= limit:
-        raise UserError(f"--max-speed {top:g} rad/s is above the robot's max_rim_speed ({config.max_rim_speed} m/s "
-                        f"= {limit:.2f} rad/s at the wheel)", exit_code=2)
+        raise UserError(f"--max-wheel-speed {top:g} rad/s is above the robot's max_rim_speed "
+                        f"({config.max_rim_speed} m/s = {limit:.2f} rad/s at the wheel)", exit_code=2)
     print("feedforward: lift the robot so the wheels turn freely. Ramps up and down both ways, then steps.")
     args.measured = None
     wait_enter(args, "wheels off the ground?")

@@ -18,7 +18,7 @@ from viperdrive.shared import protocol as P
 from ..board.moves import move_pieces, one_move_range_m
 from ..errors import BadValue, BoardFault, UserError
 from ..motion.scripts import BUILTINS, ScriptFollower, load_script
-from .boardopen import explain_fault, fault_message, open_board, warn_test_values
+from .boardopen import explain_fault, fault_message, open_board, wait_gyro_heading, warn_test_values
 from .livefilter import fused_lines, load_live_filter_config
 from .options import add_board_options, add_loop_options, load_config, script_options, seconds
 from .output import note, warn
@@ -42,6 +42,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="who closes a script's path: the board, as moves on its own heading and clock (board, "
                              "the default), or this host on its odometry at the loop rate (host); twist and wait "
                              "segments always run on the host")
+    parser.add_argument("--encoders", action="store_true",
+                        help="--follower board: do not wait for the board's gyro heading, start at once (on the "
+                             "encoders' heading until then)")
     script_options(parser)
     parser.add_argument("--record", metavar="OUT.mcap", help="record the run as MCAP (see `viperdrive log`); with "
                                                              "--ekf also the filter's inputs and odometry/filtered")
@@ -295,6 +298,8 @@ def _run_moves(args, s: DriveSession, segments) -> int:
     note(args, f"script {args.script}: {len(segments)} segments as board moves"
                + (f" ({len(planned)} moves: lines longer than one board move, {one_move_range_m(m_per_count):.2f} m "
                   f"of wheel travel, cut in pieces)" if split else ""))
+    if not args.encoders:
+        wait_gyro_heading(args, board, "drive")     # else a fresh board's moves run on the encoders' heading
     moves = []
     for _seg, kind, pa, pb, speed in planned:
         if kind == P.MOVE_STRAIGHT:

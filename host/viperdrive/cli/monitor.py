@@ -54,7 +54,7 @@ STATUS_SCHEMA = {
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rate", type=int_range(1, 1000, "Hz"), default=50, metavar="HZ",
+    parser.add_argument("--hz", type=int_range(1, 1000, "Hz"), default=50, metavar="HZ",
                         help="telemetry records per second from the board (default %(default)s)")
     parser.add_argument("--sensors", type=int_range(0, 200, "Hz"), default=10, metavar="HZ",
                         help="sensor records per second from the board (default %(default)s; 0: none)")
@@ -181,7 +181,7 @@ def run(args) -> int:
     keys = TerminalKeys()
     fox = None
     with stop_signals_as_interrupt(), open_board(args) as board:
-        granted = board.telemetry(min(args.rate, board.info.control_hz))
+        granted = board.telemetry(min(args.hz, board.info.control_hz))
         if args.sensors:
             board.sensors(args.sensors)
         m = LiveState(board.counts_per_rev, board.info.control_hz)
@@ -209,7 +209,7 @@ def run(args) -> int:
                     now = clock.now()
                     if recovery.outage is not None:
                         if recovery.poll() is not None:
-                            granted = board.telemetry(min(args.rate, board.info.control_hz))
+                            granted = board.telemetry(min(args.hz, board.info.control_hz))
                             if args.sensors:
                                 board.sensors(args.sensors)
                         elif now >= next_slow:

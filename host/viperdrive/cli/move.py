@@ -18,16 +18,14 @@ import math
 
 from viperdrive.shared import protocol as P
 
-from ..errors import BoardFault, UserError
+from ..errors import BoardFault
 from ..motion.scripts import LIMITS
-from ..timebase import WaitTimeout, wait_until
-from .boardopen import activate, open_board
+from .boardopen import activate, open_board, wait_gyro_heading
 from .options import add_board_options, finite_float, load_config, positive, seconds
 from .output import note
 from .signals import stop_signals_as_interrupt
 
 HELP = "one move run by the board: straight M, turn DEG, arc --radius M --angle DEG (board heading, gyro)"
-GYRO_WAIT_S = 3.0               # for the board's heading to come from its gyro (its bias: still_ms, then a window)
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +40,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     a = LIMITS["angle_deg"]
     p.add_argument("angle", type=finite_float(-a, a, "deg", nonzero=True), metavar="DEG")
     p.add_argument("--rate", type=positive(LIMITS["rate_rad_s"], "rad/s"), help="rad/s (from max_rim_speed)")
-    p.add_argument("--accel", type=positive(500.0, "rad/s^2"), help="rad/s^2 (from max_rim_acceleration)")
+    p.add_argument("--angular-accel", type=positive(500.0, "rad/s^2"), metavar="RAD_S2",
+                   help="rad/s^2 (from max_rim_acceleration)")
     _common(p)
     p = sub.add_parser("arc", help="along a circle: --radius M (negative: backwards) --angle DEG (positive: left)")
     # radius 0 is a turn in place (move turn), angle 0 no move at all
@@ -66,11 +65,11 @@ def run(args) -> int:
     with stop_signals_as_interrupt(), open_board(args, config) as board:
         activate(board, args)
         if not args.encoders:
-            _wait_gyro(args, board)
+            wait_gyro_heading(args, board, "move")
         if args.kind == "straight":
             m = board.move_straight(args.distance, args.speed, args.accel, args.timeout)
         elif args.kind == "turn":
-            m = board.move_turn(math.radians(args.angle), args.rate, args.accel, args.timeout)
+            m = board.move_turn(math.radians(args.angle), args.rate, args.angular_accel, args.timeout)
         else:
             m = board.move_arc(args.radius, math.radians(args.angle), args.speed, args.accel, args.timeout)
         t0 = board.clock.now()
@@ -86,24 +85,3 @@ def run(args) -> int:
         if m.end == P.MOVE_END_FAULTED:
             raise BoardFault(f"the move ended on a fault: {board.diag()['fault']}")
         return 0 if m.arrived else 1
-
-
-def _wait_gyro(args, board) -> None:
-    """Until the board's heading comes from its gyro, where it has one (a board without an IMU moves on its
-    encoders at once)."""
-    if board.diag()["imu"] == "none":
-        note(args, "move: the board has no IMU: heading from the encoders")
-        return
-
-    def gyro() -> bool:
-        # held at rest meanwhile: zero commands keep the board's deadman (and its long-silence disable) quiet
-        board.write(0.0, 0.0)
-        board.read()
-        return board.odometry().heading_source == "gyro"
-
-    try:
-        wait_until(gyro, GYRO_WAIT_S, board.clock, poll=0.02)
-    except WaitTimeout:
-        raise UserError(f"move: the board's heading does not come from its gyro after {GYRO_WAIT_S:g} s (IMU "
-                        f"'{board.diag()['imu']}'; the robot must stand still for still_ms); --encoders moves on "
-                        f"the encoders' heading") from None

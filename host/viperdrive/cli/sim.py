@@ -58,7 +58,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         metavar="R", help="the virtual board's speed: R seconds of board time per real second "
                                           "(default: VIPERDRIVE_SIM_SPEED, else 1). 0.5 shows on an idle machine what "
                                           "a busy one shows; above 1 it runs faster where the CPU keeps up")
-    pico.add_argument("--max-speed", type=positive(100.0, "chip s per wall s"), default=None, metavar="R",
+    pico.add_argument("--max-time-ratio", type=positive(100.0, "chip s per wall s"), default=None, metavar="R",
                       help="--pico: at most R chip seconds per wall second (default 1)")
 
 
@@ -177,7 +177,7 @@ def _run_pico(args) -> int:
         drive = _circuitpy_drive(board, args.flash)
         firmware = "circuitpython"
     rig = PicoRig(flash=args.flash, robot=args.robot, board=board, seed=args.seed,
-                  hold_repl_pin=args.hold_repl_pin, max_speed=args.max_speed, pty=args.pty,
+                  hold_repl_pin=args.hold_repl_pin, max_time_ratio=args.max_time_ratio, pty=args.pty,
                   listen=args.listen, control=args.control, firmware=firmware, drive=drive)
     # every stop signal (cli/signals.py, installed by the CLI's main) ends it like Ctrl-C: the rig process stops,
     # its flash is saved, its registry entry is removed

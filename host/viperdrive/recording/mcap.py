@@ -357,8 +357,7 @@ class McapRecorder:
             level = 2
         elif m.end is not None and m.end != P.MOVE_END_ARRIVED:
             level = 1
-        values = [("id", m.id), ("kind", P.MOVE_KIND_NAMES.get(m.kind, m.kind)), ("a", m.a), ("b", m.b),
-                  ("speed", m.speed), ("accel", m.accel), ("timeout_s", m.timeout), ("state", state)]
+        values = [("id", m.id), ("kind", P.MOVE_KIND_NAMES.get(m.kind, m.kind)), *m.quantities(), ("state", state)]
         self._write("/viperdrive/moves", {"header": self._header(mono, ""), "status": [{
             "level": level, "name": f"viperdrive: move {m.id}", "message": f"{m.describe()}: {state}",
             "hardware_id": "", "values": [{"key": k, "value": str(v)} for k, v in values]}]}, mono)

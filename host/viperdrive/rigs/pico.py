@@ -88,7 +88,7 @@ def node_exe() -> str:
 
 def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0", control: str = "127.0.0.1:0",
                 robot: str | os.PathLike | None = None, board: str | os.PathLike | None = None,
-                seed: int | None = None, hold_repl_pin: bool = False, max_speed: float | None = None,
+                seed: int | None = None, hold_repl_pin: bool = False, max_time_ratio: float | None = None,
                 pio: str | None = None, images: str | os.PathLike | None = None, quiet: bool = True,
                 sensors: dict[str, str] | None = None, clock: str | os.PathLike | None = None,
                 firmware: str = "micropython", fat: str | os.PathLike | None = None,
@@ -111,8 +111,8 @@ def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0",
         cmd += ["--seed", str(int(seed))]
     if hold_repl_pin:
         cmd.append("--hold-repl-pin")
-    if max_speed is not None:
-        cmd += ["--max-speed", repr(float(max_speed))]
+    if max_time_ratio is not None:
+        cmd += ["--max-speed", repr(float(max_time_ratio))]
     if pio is not None:
         cmd += ["--pio", pio]
     for name, value in (sensors or {}).items():
@@ -229,7 +229,7 @@ class PicoRig(VirtualBoard):
     folder, removed on close); a missing file starts MicroPython on a blank filesystem. robot: a robot file or
     dict (default sim/robots/pico_mdd10.json); board: the board config the rig wires (default mcu/boards/pico.json);
     hold_repl_pin: the board's repl_pin held at its active level from power-on (release: pin(..., None));
-    max_speed: chip seconds per wall second at most (default 1: never faster than a real chip); sensors: the
+    max_time_ratio: chip seconds per wall second at most (default 1: never faster than a real chip); sensors: the
     sensors' wiring (rig_command), default the board config's, else the rig's defaults (docs/pico-rig.md).
     """
 
@@ -238,7 +238,7 @@ class PicoRig(VirtualBoard):
 
     def __init__(self, flash: str | os.PathLike | None = None, robot: str | os.PathLike | dict | None = None,
                  board: str | os.PathLike | None = None, seed: int | None = None, hold_repl_pin: bool = False,
-                 max_speed: float | None = None, pio: str | None = None, pty: bool = False,
+                 max_time_ratio: float | None = None, pio: str | None = None, pty: bool = False,
                  listen: str | None = None, control: str | None = None, images: str | os.PathLike | None = None,
                  start_timeout: float = START_TIMEOUT_S, sensors: dict[str, str] | None = None,
                  firmware: str = "micropython", drive: bytes | None = None):
@@ -246,7 +246,7 @@ class PicoRig(VirtualBoard):
                          start_timeout=start_timeout)
         self.flash = flash
         self.hold_repl_pin = hold_repl_pin
-        self.max_speed = max_speed
+        self.max_time_ratio = max_time_ratio
         self.pio = pio
         self.want_pty = pty
         self.images = images
@@ -271,7 +271,7 @@ class PicoRig(VirtualBoard):
             fat.write_bytes(self.drive)
         return rig_command(flash=flash, listen=self.listen, control=self.control_address, robot=robot,
                            board=self.board, seed=self.seed, hold_repl_pin=self.hold_repl_pin,
-                           max_speed=self.max_speed, pio=self.pio, images=self.images, sensors=self.sensors,
+                           max_time_ratio=self.max_time_ratio, pio=self.pio, images=self.images, sensors=self.sensors,
                            clock=self.clock_path, firmware=self.firmware, fat=fat,
                            console="127.0.0.1:0" if self.firmware == "circuitpython" else None)
 
