@@ -2,7 +2,17 @@
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """viperdrive host package: link, board lifecycle, kinematics, drive control, odometry, estimation, CLI.
 
-SI units everywhere above Board; counts only below it (the wire protocol in viperdrive.shared).
+SI units everywhere above Board; counts only below it (the wire protocol in viperdrive.shared). The rooms, lowest
+layer first (docs/architecture.md):
+
+- errors, stats, transforms, executables, timebase, ranges, extras, tomlread: what everything uses (exit codes,
+  percentiles, quaternions and frames, finding installed tools, board time, the ranges of user-given numbers, the
+  optional parts, TOML on every Python)
+- messages/: ROS 2 messages as data; robot/: the robot file and users' files; rigs/: boards that are programs
+- board/: talking to a motor board; motion/: SI math above it; tuning/: experiments and fits
+- recording/: MCAP and plots; estimation/: robot_localization's EKF, live and offline
+- cli/, ros2/, dashboard/, demo, __main__: what users run (the `viperdrive` command, the ROS 2 bridge, the browser
+  page, `make demo`, `python -m viperdrive`)
 """
 from .shared.version import VERSION
 

@@ -8,6 +8,12 @@ finding ports and flashing firmware.
 - board.py: Board (configure, activate, read/write once per cycle, deactivate braked, cleanup), BoardDeenergized
 - ports.py: finding the board's serial port (--port auto, sim, a path or a URL)
 - flashing.py: copying the firmware to a board with mpremote and mpy-cross
+- ownership.py: whose files are on a board, what a flash may replace or delete (the manifest, backups)
+- fatimage.py: a FAT12 volume in memory, a CIRCUITPY drive as CircuitPython makes it
+- catalog.py: the board configs the package ships, with what is proven of each (`viperdrive boards`)
+- moves.py: moves the board runs itself (Move, MoveQueue, the lease)
+- recovery.py: what a long-running command does when the board goes away and comes back
+- livestate.py: what a live view of a board shows, gathered from its streams (monitor, the dashboard)
 
     from viperdrive.board import Board
     with Board("/dev/ttyACM0") as b:

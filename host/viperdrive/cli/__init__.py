@@ -6,7 +6,11 @@
     def register(parser: argparse.ArgumentParser) -> None   # add its arguments
     def run(args) -> int                                     # do it; return the exit code
 
-Modules are discovered, so a new command is one new file. Errors a user can cause are raised as
+Modules are discovered, so a new command is one new file. The commands: boards, calibrate, check_config,
+dashboard, drive, flash, fuse, info, log, monitor, move, params, ports, repl, ros2, sim, tune (tune_design: its
+--design). The helpers they share: options (argparse converters, the common options), boardopen (opening the
+board, faults in words), output (JSON and warnings), terminal (progress, keystrokes), signals (one stop policy),
+session (a drive session), livefilter (the live filter without DDS). Errors a user can cause are raised as
 viperdrive.errors.UserError (message + exit code) and printed without a traceback.
 """
 from __future__ import annotations

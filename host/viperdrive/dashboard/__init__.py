@@ -4,4 +4,5 @@
 
 core.Dashboard owns the board on one thread (the streams, the commands, the page's deadman); server.DashboardServer
 serves the page (static/: HTML, script and style written here, no library and no CDN), a Server-Sent Events stream
-and a JSON API, behind a token, a Host check and an Origin check (docs/dashboard.md)."""
+and a JSON API, behind a token, a Host check and an Origin check (docs/dashboard.md); api checks every command's
+fields, types and ranges in one place."""

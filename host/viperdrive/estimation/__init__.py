@@ -3,6 +3,12 @@
 """State estimation: robot_localization's 15-variable EKF with its YAML configuration, sensor inputs,
 and the small one-angle filters.
 
+- ekf: the filter; config: robot_localization's parameter file, read unchanged; measurements: sensor readings
+  into filter measurements
+- schedule: the filter's timing, one for live and replay; live: the filter fed while the robot drives; process:
+  the live filter in a process of its own; replay: offline fusion of an MCAP file (`viperdrive fuse`)
+- lint: the config lint; simple: one-angle filters; simruns: synthetic runs with noisy sensors
+
     from viperdrive.estimation import Ekf, EkfConfig, Measurement, SensorConfig, SensorInput, load_config
     cfg = load_config("ekf.yaml")               # robot_localization's parameter file, unchanged
     ekf = Ekf(cfg.ekf_config())

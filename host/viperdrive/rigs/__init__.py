@@ -6,6 +6,8 @@ opened like a serial board, with ground truth and fault injection on their contr
 
 - virtual.py: VirtualBoard, SimError, firmware_root, vboard_command
 - pico.py: PicoRig, the images it needs, the pty relay
+- clockfile.py: the board time a rig publishes, for the commands that open it
+- registry.py: where a running rig says who it is (its control endpoint, clock file and process)
 """
 from .virtual import SimError, VirtualBoard
 
