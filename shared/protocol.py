@@ -227,21 +227,6 @@ def encode(cmd, payload=b""):
     return bytes(buf)
 
 
-def encode_into(buf, cmd, payload_len):
-    """Frame in place: the caller wrote payload_len bytes at buf[3:]; fills SYNC, LEN, CMD, CRC.
-
-    Returns the frame length. Allocation-free: the board's reply path uses one preallocated buffer.
-    """
-    n = payload_len + 1
-    buf[0] = SYNC
-    buf[1] = n
-    buf[2] = cmd
-    crc = crc16(buf, 0xFFFF, 1, n + 2)
-    buf[n + 2] = crc & 0xFF
-    buf[n + 3] = crc >> 8
-    return n + OVERHEAD
-
-
 _COUNTER_MAX = const(0x3FFFFFFF)    # Parser counters wrap to 0 after this (see _count)
 _TICKS_MASK = const(0x3FFFFFFF)     # tick differences are taken modulo 2**30 (ticks_us wraps there on 32-bit ports)
 
@@ -808,11 +793,6 @@ def unpack_sensors_data(payload):
     """-> (seq, t_us, gx, gy, gz, ax, ay, az, bias_z, battery_mv, flags, imu_state, status): wire units
     (urad/s, mm/s^2, urad/s, mV); divide by GYRO_SCALE, ACCEL_SCALE, BATTERY_SCALE for SI."""
     return _unpack(FMT_SENSORS_DATA, payload)
-
-
-def sensor_flag_names(flags):
-    """The names of the SF_* bits set in a SENSORS_DATA flags byte."""
-    return [name for bit, name in SENSOR_FLAG_BITS if flags & bit]
 
 
 # STOP_LINK

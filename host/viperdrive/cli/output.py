@@ -8,7 +8,6 @@ Not a command (no register/run): discovery skips it.
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 
@@ -24,10 +23,6 @@ def _json_default(o):
     if isinstance(o, (set, tuple)):
         return list(o)
     return str(o)
-
-
-def finite_or_none(x):
-    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
 def warn(args, message: str) -> None:

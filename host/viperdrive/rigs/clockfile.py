@@ -185,12 +185,6 @@ class BoardTimeFile:
             # sleeping left / speed host seconds, at most 20 ms at a time, oversleeps by little when it changes
             time.sleep(min(left / max(self.speed, 1.0), 0.02))
 
-    @property
-    def alive_board(self) -> bool:
-        """False once the board process was found gone."""
-        self.board_us()
-        return self._dead_at is None
-
     # ---- lockstep: the Link's port events ----
 
     def attach(self) -> None:

@@ -657,9 +657,4 @@ def _one_line(e: Exception) -> str:
     return " ".join(str(e).split())
 
 
-def replace_config(config: RobotConfig, **changes) -> RobotConfig:
-    """dataclasses.replace without validation (tests and programmatic setups with already-checked values)."""
-    return replace(config, **changes)
-
-
 __all__ = ["RobotConfig", "Ros2Settings", "AxisLimits", "OdometryNoise", "read_robot_file", "parse_robot_file"]

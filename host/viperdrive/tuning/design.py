@@ -136,9 +136,6 @@ class Request:
         """The first-order closed loop that settles in `settle`: theta + tau_c ln(1/band) = settle."""
         return (self.settle - theta) / math.log(1.0 / self.band)
 
-    def settle_of(self, tau_c: float, theta: float) -> float:
-        return theta + tau_c * math.log(1.0 / self.band)
-
 
 @dataclass(frozen=True)
 class Limit:
