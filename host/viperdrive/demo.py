@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """`make demo` (python -m viperdrive.demo): a virtual board (the real firmware on MicroPython, simulated robot)
-driven through the host stack (DriveController ramps -> Board -> link) along a 1 m square and a figure-8.
+driven along a 1 m square and a figure-8 twice: through the host stack (DriveController ramps -> Board -> link,
+the path closed on the host's odometry), and as board moves (the board plans, chains and closes them on its
+gyro heading; the host only watches).
 Prints commanded path, ground truth, board odometry, host odometry, end-point errors, the largest cross-track
 error against the commanded path, link statistics and loop jitter, and writes a PNG of the paths to
 out/demo_paths.png.
@@ -11,7 +13,9 @@ scrub), so first a UMBmark (3 + 3 squares of 0.5 m, ground truth as the tape mea
 calibrate umbmark` computes) corrects the wheel radii and the wheelbase; the paths then carry, side by side, the
 raw host odometry (nominal geometry), the calibrated odometry (the same wheel positions, corrected geometry) and
 the live EKF (viperdrive.estimation.live) fusing the calibrated odometry with a gyro (the virtual board's true yaw rate
-+ noise, standing in for the board's IMU), each with its end error against the ground truth.
++ noise, standing in for the board's IMU), each with its end error against the ground truth. The board's gyro
+scale is calibrated the same way (turns as board moves, the ground truth as the mark) before the board moves
+run on it.
 
 The driving helpers (PathRunner) are reused by hil_tests/ for the closed-loop square.
 """
@@ -61,6 +65,7 @@ class Track:
     board: list = field(default_factory=list)       # (x, y) board odometry (GET_ODOM)
     end: dict = field(default_factory=dict)
     crossing: tuple | None = None                   # (x, y, theta) where the figure-8 changed circles
+    board_moves: bool = False                       # run as board moves (the board closes it on its gyro)
 
 
 class PathRunner:
@@ -86,7 +91,7 @@ class PathRunner:
         self._live_stop: threading.Event | None = None
         self._rng: random.Random | None = None
 
-    def start(self, track: Track) -> None:
+    def start(self, track: Track | None) -> None:
         """Activate from rest with every pose at zero (truth, board odometry via ZERO, host odometry)."""
         if self.board.active:
             self.board.deactivate()
@@ -143,7 +148,15 @@ class PathRunner:
                 angular_velocity_covariance=gc))
 
     def cycle(self, v: float, w: float) -> None:
-        st = self.board.read()
+        self._sample(self.board.read())
+        now = self.board.clock.now()
+        self.drive.command(v, w, now=now)
+        left, right = self.drive.update(now)
+        self.board.write(left, right)
+        self._pace()
+
+    def _sample(self, st) -> None:
+        """One cycle's state into the odometries, the filter and the track."""
         self.odom.update(st.position[0], st.position[1], st.velocity[0], st.velocity[1], st.stamp)
         tr = self.track
         if tr is not None:
@@ -166,11 +179,9 @@ class PathRunner:
             if self.cycles % 25 == 0:
                 bo = self.board.odometry()
                 tr.board.append((bo.x, bo.y))
+
+    def _pace(self) -> None:
         clock = self.board.clock
-        now = clock.now()
-        self.drive.command(v, w, now=now)
-        left, right = self.drive.update(now)
-        self.board.write(left, right)
         self.cycles += 1
         self._next += self.period
         now = clock.now()
@@ -182,6 +193,30 @@ class PathRunner:
             self.late_sum += late
             if late > self.period:
                 self._next = now        # a long stall (GC, loaded machine): restart the schedule
+
+    def wait_gyro(self, seconds: float = 3.0) -> str:
+        """Hold still until the board's heading comes from its gyro (its bias is known after still_ms at rest), at
+        most `seconds` of board time: board moves turn on the board's heading. Its source at the end."""
+        t_end = self.board.clock.now() + seconds
+        while self.board.odometry().heading_source != "gyro" and self.board.clock.now() < t_end:
+            self.cycle(0.0, 0.0)
+        return self.board.odometry().heading_source
+
+    def watch_moves(self, moves: list, every: tuple | None = None) -> None:
+        """While the board runs the queued moves: ask for the state (GET_STATE, which commands nothing), keep
+        the odometries, the filter and the track, renew the lease; until every move has ended. every: (n, f) calls
+        f() every n cycles. ValueError naming the first move that did not arrive."""
+        queue = self.board.moves
+        while queue.busy:
+            self.board.observe()
+            self._sample(self.board.read())
+            queue.keep()
+            if every is not None and self.cycles % every[0] == 0:
+                every[1]()
+            self._pace()
+        bad = [m for m in moves if not m.arrived]
+        if bad:
+            raise ValueError(f"a board move ended {bad[0].reason}: {bad[0].describe()}")
 
     def settle(self, seconds: float = 0.5) -> None:
         for _ in range(int(seconds / self.period)):
@@ -279,6 +314,75 @@ def square(runner: PathRunner, side: float = 1.0, v: float = 0.3, w: float = 1.5
     return tr
 
 
+def calibrate_gyro(runner: PathRunner, turns: int = 2, rate_rad_s: float = 1.5):
+    """The board's gyro scale on the virtual board: whole turns in place each way as board moves, the ground truth
+    as the mark on the floor (what `viperdrive calibrate gyro --measured` is given on a real one); the scale is set
+    live (not saved). The simulated MPU-6050 reads 0.3 % fast: a square's four corners on it end a degree off."""
+    from .tuning.calibrate import GyroRun, gyro_scale
+    b, vb = runner.board, runner.vb
+    assert vb is not None, "the ground truth is the mark: a virtual board"
+    old = {k: b.get_param(k) for k in ("gyro_scale_ccw", "gyro_scale_cw")}
+    runs = []
+    for direction in (1, -1):
+        runner.start(None)
+        runner.wait_gyro()
+        heading = [b.odometry().theta, vb.truth()["theta"]]
+        turned = [0.0, 0.0]
+
+        def follow(heading: list = heading, turned: list = turned) -> None:
+            for i, th in enumerate((b.odometry().theta, vb.truth()["theta"])):
+                turned[i] += math.remainder(th - heading[i], 2.0 * math.pi)
+                heading[i] = th
+
+        runner.watch_moves([b.move_turn(direction * 2.0 * math.pi * turns, rate_rad_s)], every=(5, follow))
+        runner.settle(0.3)
+        follow()
+        runs.append(GyroRun(turned[0], old["gyro_scale_ccw" if direction > 0 else "gyro_scale_cw"], turned[1]))
+    res = gyro_scale(runs, old["gyro_scale_ccw"], old["gyro_scale_cw"])
+    if res.ok:
+        for k in old:
+            b.set_param(k, res.scale)
+    return res
+
+
+def square_moves(runner: PathRunner, side_m: float = 1.0, speed_m_s: float = 0.3,
+                 rate_rad_s: float = 1.5) -> Track:
+    """The same square as board moves: four lines and four turns queued at once, planned, chained and closed by
+    the board on its gyro heading; the host only watches."""
+    tr = Track(f"square {side_m:g} m CCW, board moves",
+               commanded=[(0, 0), (side_m, 0), (side_m, side_m), (0, side_m), (0, 0)], board_moves=True)
+    runner.start(tr)
+    runner.wait_gyro()
+    moves = []
+    for _ in range(4):
+        moves += [runner.board.move_straight(side_m, speed_m_s), runner.board.move_turn(math.pi / 2, rate_rad_s)]
+    runner.watch_moves(moves)
+    runner.settle(0.3)
+    runner.finish()
+    return tr
+
+
+def figure8_moves(runner: PathRunner, radius_m: float = 0.35, speed_m_s: float = 0.25) -> Track:
+    """The same figure-8 as two board arcs, left then right, chained by the board without a stop."""
+    tr = Track(f"figure-8 r={radius_m} m, board moves", board_moves=True)
+    tr.commanded = figure8_path(radius_m)
+    runner.start(tr)
+    runner.wait_gyro()
+    runner.watch_moves([runner.board.move_arc(radius_m, 2.0 * math.pi, speed_m_s),
+                        runner.board.move_arc(radius_m, -2.0 * math.pi, speed_m_s)])
+    runner.settle(0.3)
+    runner.finish()
+    return tr
+
+
+def figure8_path(radius_m: float) -> list[tuple[float, float]]:
+    """The ideal figure-8: 400 chords per circle (chord error < 0.01 mm), CCW then CW from the origin."""
+    n, r = 400, radius_m
+    return [(r * math.sin(2.0 * math.pi * k / n), r * (1 - math.cos(2.0 * math.pi * k / n))) if k <= n else
+            (r * math.sin(2.0 * math.pi * k / n), -r * (1 - math.cos(2.0 * math.pi * k / n)))
+            for k in range(2 * n + 1)]
+
+
 def calibrate_umbmark(runner: PathRunner, side: float = 0.5, runs: int = 3):
     """UMBmark on the virtual board: runs clockwise and counter-clockwise squares, the ground truth as the tape
     measure (what `viperdrive calibrate umbmark --measured` is given on a real floor) -> (result, corrected
@@ -306,11 +410,7 @@ def figure8(runner: PathRunner, radius: float = 0.35, v: float = 0.25) -> Track:
     close the speeds, the heading closes each circle."""
     tr = Track(f"figure-8 r={radius} m")
     w = v / radius
-    n = 400
-    for k in range(2 * n + 1):       # the ideal path: 400 chords per circle (chord error < 0.01 mm)
-        a = 2.0 * math.pi * k / n
-        tr.commanded.append((radius * math.sin(a), radius * (1 - math.cos(a))) if k <= n else
-                            (radius * math.sin(a), -radius * (1 - math.cos(a))))
+    tr.commanded = figure8_path(radius)
     runner.start(tr)
     runner.arc(v, w, 2.0 * math.pi, stop=False)
 
@@ -350,9 +450,9 @@ def _err(a, b) -> str:
 
 def table(tracks: list[Track], board: Board, vb, runner: PathRunner) -> str:
     rows = []
-    fmt = "{:<18} {:>22} {:>22} {:>22} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}"
-    rows.append(fmt.format("path", "truth end (x,y,th)", "board odom end", "host odom end",
-                           "truth-cmd", "board-tru", "host-tru", "calib-tru", "ekf+gyro", "xtrk truth",
+    fmt = "{:<45} {:>22} {:>22} {:>22} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}"
+    rows.append(fmt.format("path (who closes it)", "truth end (x,y,th)", "board odom end", "host odom end",
+                           "truth-cmd", "th-cmd", "board-tru", "host-tru", "calib-tru", "ekf+gyro", "xtrk truth",
                            "xtrk host"))
     for tr in tracks:
         e = tr.end
@@ -367,8 +467,10 @@ def table(tracks: list[Track], board: Board, vb, runner: PathRunner) -> str:
         xt_host = f"{cross_track(tr.host, tr.commanded) * 1000:6.1f} mm"
         cal = _err(e["calibrated"], tru) if "calibrated" in e else "n/a"
         fused = _err(e["fused"], tru) if "fused" in e else "n/a"
-        rows.append(fmt.format(tr.name, p(tru), p(e["board"]), p(e["host"]), _err(tru, cmd),
-                               _err(e["board"], tru), _err(e["host"], tru), cal, fused, xt_truth, xt_host))
+        who = "board moves, gyro heading" if tr.board_moves else "host, odometry"
+        rows.append(fmt.format(f"{tr.name.split(',')[0]} ({who})", p(tru), p(e["board"]), p(e["host"]),
+                               _err(tru, cmd), f"{math.degrees(wrap_pi(tru[2])):+6.2f}°", _err(e["board"], tru),
+                               _err(e["host"], tru), cal, fused, xt_truth, xt_host))
     for tr in tracks:
         if tr.crossing is not None:
             x, y, th = tr.crossing
@@ -392,20 +494,27 @@ def table(tracks: list[Track], board: Board, vb, runner: PathRunner) -> str:
     return "\n".join(rows)
 
 
-def plot(tracks: list[Track], path: Path) -> None:
+def plot(pairs: list[tuple[Track, Track | None]], path: Path) -> None:
+    """One panel per path: the host-closed run with its odometries and filter, and beside it the same path as
+    board moves (its ground truth, thick, and the board's odometry)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(tracks), figsize=(6 * len(tracks), 6))
-    for ax, tr in zip(axes if len(tracks) > 1 else [axes], tracks, strict=False):
-        for pts, style, label in ((tr.commanded, "k--", "commanded"), (tr.truth, "g-", "ground truth"),
-                                  (tr.board, "b.", "board odometry"), (tr.host, "r-", "host odometry (raw)"),
-                                  (tr.calibrated, "-", "odometry after UMBmark"),
-                                  (tr.fused, "-", "live EKF: calibrated odometry + gyro")):
+    fig, axes = plt.subplots(1, len(pairs), figsize=(7 * len(pairs), 7))
+    for ax, (tr, moves) in zip(axes if len(pairs) > 1 else [axes], pairs, strict=False):
+        lines: list[tuple[list, str, str, float]] = [
+            (tr.commanded, "k--", "commanded", 1.0), (tr.truth, "g-", "host-closed: ground truth", 1.0),
+            (tr.board, "b.", "host-closed: board odometry", 1.0), (tr.host, "r-", "host odometry (raw)", 1.0),
+            (tr.calibrated, "-", "odometry after UMBmark", 1.0),
+            (tr.fused, "-", "live EKF: calibrated odometry + gyro", 1.0)]
+        if moves is not None:
+            lines += [(moves.truth, "m-", "board moves (gyro heading): ground truth", 2.5),
+                      (moves.board, "c.", "board moves: board odometry", 1.0)]
+        for pts, style, label, width in lines:
             if pts:
                 xs, ys = zip(*pts, strict=True)
-                ax.plot(xs, ys, style, label=label, linewidth=1, markersize=3)
-        ax.set_title(tr.name)
+                ax.plot(xs, ys, style, label=label, linewidth=width, markersize=3)
+        ax.set_title(tr.name + (" and as board moves" if moves is not None else ""))
         ax.set_aspect("equal")
         ax.set_xlabel("x (m)")
         ax.set_ylabel("y (m)")
@@ -433,21 +542,25 @@ def main(argv: list[str] | None = None) -> int:
         print("calibrating: UMBmark, 3 + 3 squares of 0.5 m (ground truth as the tape measure)...", flush=True)
         res, calibrated = calibrate_umbmark(runner)
         print(res.summary())
+        print("calibrating the board's gyro: 2 + 2 turns in place as board moves (ground truth as the mark)...",
+              flush=True)
+        print(calibrate_gyro(runner).summary())
         if calibrated is not None:
             runner.calibrated_config = calibrated
             print(f"corrected: left x{calibrated.left_wheel_radius_multiplier:.5f} right "
                   f"x{calibrated.right_wheel_radius_multiplier:.5f} wheelbase {calibrated.effective_separation:.5f} m "
                   f"(nominal {config.effective_separation:.5f} m)", flush=True)
-        tracks = []
-        print("driving a 1 m square (0.3 m/s, ramps 1 m/s^2)...", flush=True)
-        tracks.append(square(runner))
-        print("driving a figure-8 (r = 0.35 m, 0.25 m/s)...", flush=True)
-        tracks.append(figure8(runner))
+        pairs: list[tuple[Track, Track | None]] = []
+        print("driving a 1 m square (0.3 m/s, ramps 1 m/s^2), closed by the host on its odometry, then as board "
+              "moves...", flush=True)
+        pairs.append((square(runner), square_moves(runner)))
+        print("driving a figure-8 (r = 0.35 m, 0.25 m/s), closed by the host, then as two board arcs...", flush=True)
+        pairs.append((figure8(runner), figure8_moves(runner)))
         board.deactivate()
         print()
-        print(table(tracks, board, vb, runner))
+        print(table([t for pair in pairs for t in pair if t is not None], board, vb, runner))
     out = Path(args.out)
-    plot(tracks, out)
+    plot(pairs, out)
     print(f"\npaths plotted to {out}; {time.monotonic() - t0:.1f} s in all")
     return 0
 
