@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import threading
@@ -108,6 +109,13 @@ def test_page_loads_plots_every_record_and_shows_the_board(sim, dash, browser):
     assert "DEADMAN" in status or "disabled" in status
     assert "none" in page.inner_text("#status tr:nth-child(2)")      # fault: none
     assert "viperdrive-sim" in page.inner_text("#board")
+    # every plot says what its axes show, with units (declared on the canvas; the drawing writes and records them)
+    declared = page.evaluate("Object.fromEntries([...document.querySelectorAll('canvas')].map("
+                             "c => [c.id, [c.dataset.xLabel, c.dataset.yLabel]]))")
+    assert len(declared) == 7 and all(re.search(r"\(.+\)", t) for xy in declared.values() for t in xy), declared
+    drawn = page.evaluate("vdStats.axes")
+    assert {k: drawn[k] for k in ("plot-speed-left", "plot-speed-right", "plot-duty-left", "plot-duty-right")} == \
+        {k: declared[k] for k in ("plot-speed-left", "plot-speed-right", "plot-duty-left", "plot-duty-right")}
     # pause: the plot stops redrawing while the records keep coming
     page.click("#pause")
     d_p, r_p = page.evaluate("[vdStats.draws, vdStats.records]")

@@ -20,7 +20,7 @@ const S = {
 // (lastParamMs: from the request to the board's acknowledgement; lastSliderMs: from the slider's move to it)
 // (behind: records the dashboard received, by its status, that this page did not get: the stream drops none)
 window.vdStats = { records: 0, draws: 0, drawTimes: [], recordTimes: [], lastParamMs: null, lastSliderMs: null,
-                   events: 0, offset: null, behind: 0, maxBehind: 0, statuses: 0 };
+                   events: 0, offset: null, behind: 0, maxBehind: 0, statuses: 0, axes: {} };
 
 function $(id) { return document.getElementById(id); }
 function fmt(x, d = 3) { return x === null || x === undefined ? "-" : (typeof x === "number" ? x.toFixed(d) : String(x)); }
@@ -131,6 +131,17 @@ function showStatus(s) {
 }
 
 // ---- plots ----
+// Every plot's axes say what they show and in which unit: the canvas declares them (data-x-label, data-y-label in
+// index.html), and each drawing writes them on the plot; vdStats.axes keeps what was last drawn, per canvas.
+function axisLabels(canvas, g) {
+  const W = canvas.width, H = canvas.height, x = canvas.dataset.xLabel, y = canvas.dataset.yLabel;
+  g.save(); g.fillStyle = "#445"; g.font = "11px sans-serif";
+  g.textAlign = "center"; g.fillText(x, W / 2, H - 3);
+  g.textAlign = "right"; g.fillText(y, W - 4, 11);
+  g.restore();
+  vdStats.axes[canvas.id] = [x, y];
+}
+
 function drawSeries(canvas, series, fixed) {
   const g = canvas.getContext("2d");
   const W = canvas.width, H = canvas.height;
@@ -158,6 +169,7 @@ function drawSeries(canvas, series, fixed) {
     g.beginPath(); g.moveTo(0, yy); g.lineTo(W, yy); g.stroke(); g.fillText(v.toFixed(2), 2, yy - 2);
   }
   g.fillText(`${S.windowS} s`, W - 30, H - 3);
+  axisLabels(canvas, g);
   // per pixel column: min and max of the records in it (every record counts, the drawing is decimated)
   for (const [key, color] of series) {
     g.strokeStyle = color; g.lineWidth = 1.5; g.beginPath();
@@ -333,6 +345,10 @@ function drawStep() {
     }
   });
   g.setLineDash([]); g.globalAlpha = 1;
+  g.fillStyle = "#889"; g.font = "10px sans-serif";
+  g.fillText(hi.toFixed(1), 2, y(hi) + 10); g.fillText(lo.toFixed(1), 2, y(lo) - 2);
+  g.fillText("0", x(0) - 3, H - 3); g.fillText(tmax.toFixed(2), W - 30, H - 15);
+  axisLabels(c, g);
   const row = (r, label) => Object.entries(r.metrics).map(([w, m]) =>
     `<tr><td>${label}</td><td>${w}</td><td>${fmt(m.rise_s === null ? null : m.rise_s * 1e3, 1)}</td><td>${fmt(m.overshoot_pct, 2)}</td>` +
     `<td>${fmt(m.settling_s === null ? null : m.settling_s * 1e3, 1)}</td><td>${fmt(m.steady_state_error, 3)}</td>` +
@@ -394,6 +410,7 @@ function drawPad() {
   const mv = Number($("drive-max").value) || 1, mw = Number($("drive-maxw").value) || 1;
   g.fillStyle = S.armed ? "#d62728" : "#999"; g.beginPath();
   g.arc(W / 2 - S.pad.w / mw * W / 2, H / 2 - S.pad.v / mv * H / 2, 10, 0, 2 * Math.PI); g.fill();
+  axisLabels(pad, g);
 }
 setInterval(sendDrive, 100);
 async function sendDrive() {
