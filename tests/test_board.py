@@ -132,7 +132,7 @@ def test_miss_holds_values_then_link_lost(responder):
         held = [cycle(board, 1.0, 1.0) for _ in range(4)]
         assert [s.fresh for s in held] == [True, False, False, False]
         assert [s.misses for s in held[1:]] == [1, 2, 3]
-        assert held[1].counts == held[0].counts and held[1].stamp == held[0].stamp
+        assert held[1].counts == held[0].counts and held[1].sampled == held[0].sampled
         assert cycle(board, 1.0, 1.0).fresh and board.misses == 0
         assert good.fresh
         responder.drop_state = 100

@@ -37,7 +37,7 @@ def drive(loop, ctl, odom, poses, seconds, v=0.3, stamps=None):
         ctl.command(v, 0.0)
         poses.append(odom.pose)
         if stamps is not None:
-            stamps.append(state.stamp)      # host arrival time of the STATE behind this pose (held: the old one)
+            stamps.append(state.sampled)      # host arrival time of the STATE behind this pose (held: the old one)
     loop.run(duration=seconds, on_cycle=on_cycle)
 
 

@@ -133,7 +133,7 @@ class PathRunner:
     def _feed_filter(self, st, truth) -> None:
         msgs, o, live, rng = self._msgs, self.cal_odom, self.live, self._rng
         assert o is not None and live is not None and rng is not None, "_feed_filter after _start_filter"
-        stamp = msgs.time_from_s(st.stamp + (time.time() - time.monotonic()))
+        stamp = msgs.time_from_s(st.sampled + (time.time() - time.monotonic()))
         live.feed("odom", msgs.odometry(stamp, "odom", "base_link", o.pose, o.twist,
                                         [float(v) for v in o.pose_covariance.ravel()],
                                         [float(v) for v in o.twist_covariance.ravel()]))
@@ -157,7 +157,7 @@ class PathRunner:
 
     def _sample(self, st) -> None:
         """One cycle's state into the odometries, the filter and the track."""
-        self.odom.update(st.position[0], st.position[1], st.velocity[0], st.velocity[1], st.stamp)
+        self.odom.update(st.position[0], st.position[1], st.velocity[0], st.velocity[1], st.sampled)
         tr = self.track
         if tr is not None:
             # sampled between read() and write(): no STATE is in flight, so the extra request (GET_ODOM) cannot
@@ -169,7 +169,7 @@ class PathRunner:
                 tr.truth.append((t["x"], t["y"]))
             if self.cal_odom is not None:
                 o = self.cal_odom
-                o.update(st.position[0], st.position[1], st.velocity[0], st.velocity[1], st.stamp)
+                o.update(st.position[0], st.position[1], st.velocity[0], st.velocity[1], st.sampled)
                 tr.calibrated.append((o.x, o.y))
                 self._feed_filter(st, t)
                 assert self.live is not None        # started with the calibrated odometry

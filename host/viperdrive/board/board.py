@@ -379,7 +379,7 @@ class Board:
         if base is not None:
             jump = max(abs(count_delta(state.counts[0], base.counts[0])),
                        abs(count_delta(state.counts[1], base.counts[1])))
-            if jump > self._max_count_step(state.stamp - base.stamp):
+            if jump > self._max_count_step(state.sampled - base.sampled):
                 # further than the wheels can turn in that time: the encoders restarted (a reboot that came back
                 # enabled, e.g. someone else enabled it): integrating it would throw the pose back
                 return f"restarted (encoder counts jumped by {jump} since the last reading)", True
@@ -918,7 +918,7 @@ def _param(name: str) -> tuple:
 
 
 def _held(state: BoardState, misses: int) -> BoardState:
-    return BoardState(state.position, state.velocity, state.status, state.counts, state.stamp, False, misses)
+    return BoardState(state.position, state.velocity, state.status, state.counts, state.sampled, False, misses)
 
 
 def count_delta(new: int, old: int, bits: int = 32) -> int:

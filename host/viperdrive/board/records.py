@@ -47,7 +47,7 @@ class BoardState:
     velocity: tuple[float, float]       # rad/s, the board's own estimate
     status: int                         # STATE status byte (protocol.ST_*)
     counts: tuple[int, int]             # raw encoder counts
-    stamp: float                        # host time.monotonic() when the board took these values: the SET_VEL's
+    sampled: float                      # host time.monotonic() when the board took these values: the SET_VEL's
     #                                     send time plus half the link's shortest round trip, never after the
     #                                     STATE arrived (Link.sampled_at)
     fresh: bool                         # False: held from an earlier cycle (this cycle's reply was missed)
@@ -83,7 +83,7 @@ class SensorReading:
     seq: int                                # u16, wraps; a gap means records were dropped
     board_us: int                           # the board's ticks_us when it took the sample (u32, wraps)
     sampled: float | None                   # that moment on the host's monotonic clock (None: clock not synced)
-    stamp: float                            # host time.monotonic() when the frame was taken off the link
+    received: float                         # host time.monotonic() when the frame was taken off the link
     gyro: tuple[float, float, float]        # rad/s, board axes, bias NOT subtracted (0s without a working IMU)
     accel: tuple[float, float, float]       # m/s^2, board axes (+9.81 on z at rest, level)
     gyro_bias_z: float | None               # rad/s, the board's still-period estimate; None until it has one
@@ -106,8 +106,8 @@ class SensorReading:
     @property
     def host_time(self) -> float:
         """When the sample was taken, on the host's monotonic clock: `sampled` once the clock is synced, else when
-        it arrived (`stamp`)."""
-        return self.sampled if self.sampled is not None else self.stamp
+        it arrived (`received`)."""
+        return self.sampled if self.sampled is not None else self.received
 
     @property
     def yaw_rate(self) -> float:
@@ -126,13 +126,13 @@ class BoardOdometry:
     heading_source: str                     # "gyro" or "encoders"
 
 
-def sensor_reading(v: tuple, stamp: float, sampled: float | None) -> SensorReading:
+def sensor_reading(v: tuple, received: float, sampled: float | None) -> SensorReading:
     """A SensorReading from protocol.unpack_sensors_data's tuple (wire units)."""
     seq, board_us, gx, gy, gz, ax, ay, az, bias, mv, flags, imu, status = v
     g = P.GYRO_SCALE
     a = P.ACCEL_SCALE
     return SensorReading(
-        seq=seq, board_us=board_us, sampled=sampled, stamp=stamp, gyro=(gx / g, gy / g, gz / g),
+        seq=seq, board_us=board_us, sampled=sampled, received=received, gyro=(gx / g, gy / g, gz / g),
         accel=(ax / a, ay / a, az / a),
         gyro_bias_z=bias / g if flags & P.SF_BIAS_VALID else None,
         battery_v=mv / P.BATTERY_SCALE if flags & P.SF_HAS_BATTERY else None,

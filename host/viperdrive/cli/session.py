@@ -85,7 +85,7 @@ class DriveSession:
         o = self.odometry
         assert self.live is not None        # fed only with --ekf
         if self.clock is HOST_CLOCK:
-            stamp = msgs.time_from_s(state.stamp + (time.time() - time.monotonic()))     # when sampled
+            stamp = msgs.time_from_s(state.sampled + (time.time() - time.monotonic()))
         else:
             stamp = msgs.time_from_s(self.live.clock.ns(now) * 1e-9)                     # the cycle's board time
         cfg = self.config.ros2
@@ -122,8 +122,8 @@ class DriveSession:
         rec = self.recorder
         if rec is not None and state is not None:
             if state.fresh:
-                rec.joint_states(state.stamp, state.position, state.velocity)
-                rec.odometry(state.stamp, self.odometry.pose, self.odometry.twist, self.odometry.pose_covariance,
+                rec.joint_states(state.sampled, state.position, state.velocity)
+                rec.odometry(state.sampled, self.odometry.pose, self.odometry.twist, self.odometry.pose_covariance,
                              self.odometry.twist_covariance, odom=self.live is None)
             # the recording's times are the host's (its log clock); `now` is the board's, the loop's period
             rec.command(time.monotonic(), self.controller.v, self.controller.w)

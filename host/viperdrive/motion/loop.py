@@ -154,7 +154,7 @@ class DriveLoop:
                 self.odometry.rebase()
         if self.odometry is not None and state.fresh:
             self.odometry.update(state.position[0], state.position[1], state.velocity[0], state.velocity[1],
-                                 state.stamp)
+                                 state.sampled)
         left, right = self.controller.update(now)
         moves = self.board.moves
         if moves.busy:

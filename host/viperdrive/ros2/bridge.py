@@ -905,7 +905,7 @@ class Ros2Bridge:
             v, w = 0.0, 0.0
             wheel_velocity = [0.0, 0.0]
         else:
-            stamp = self._stamp(self._on_clock(state.stamp))
+            stamp = self._stamp(self._on_clock(state.sampled))
             v, w = self.odometry.twist
             wheel_velocity = [float(state.velocity[0]), float(state.velocity[1])]
         pose_cov = _covariance(self.odometry.pose_covariance, self.pose_cov_override)
@@ -989,7 +989,7 @@ class Ros2Bridge:
         if self.sensor_hz:
             latest = self.latest_sensors
             estop_now = None
-            if state is not None and (latest is None or state.stamp > latest.stamp):
+            if state is not None and (latest is None or state.sampled > latest.sampled):
                 estop_now = state.estop
             fault = diag.get("fault_code", 0) if status_bits is not None and status_bits & protocol.ST_FAULT else 0
             warn_v, cutoff_v = self.battery_thresholds
