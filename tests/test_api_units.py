@@ -95,7 +95,6 @@ viperdrive.rigs.pico: PicoRig.__init__(start_timeout)
 viperdrive.rigs.virtual: VirtualBoard.__init__(start_timeout)
 viperdrive.rigs.virtual: VirtualBoard.control(timeout)
 viperdrive.rigs.virtual: VirtualBoard.push(duration)
-viperdrive.ros2.bridge: RateLimitedWarning.__init__(interval)
 viperdrive.ros2.bridge: Ros2Bridge.__init__(sim_time)
 viperdrive.tuning.calibrate: wheel_separation_from_spin(separation)
 viperdrive.tuning.calibrate: UMBmarkResult.radius

@@ -11,14 +11,13 @@ import pytest
 
 from viperdrive.errors import BadValue
 from viperdrive.ros2 import msgs, qos
-from viperdrive.ros2.bridge import (
+from viperdrive.ros2.bridge import _covariance, frame_with_prefix
+from viperdrive.ros2.cmdvel import (
     TWIST,
     TWIST_STAMPED,
     CmdVelInput,
     PublisherFilter,
     RateLimitedWarning,
-    _covariance,
-    frame_with_prefix,
     ros_time_to_clock,
 )
 from viperdrive.ros2.node import RosNode
@@ -57,12 +56,12 @@ def nodes():
 
 
 def _quiet_warn():
-    return RateLimitedWarning(interval=1e9)
+    return RateLimitedWarning(interval_s=1e9)
 
 
 def test_rate_limited_warning_once_per_interval(caplog):
     clock = FakeClock()
-    warn = RateLimitedWarning(interval=5.0, clock=clock)
+    warn = RateLimitedWarning(interval_s=5.0, clock=clock)
     with caplog.at_level(logging.WARNING, logger="viperdrive.ros2"):
         assert warn("a", "first")
         clock.t += 4.9
@@ -113,7 +112,7 @@ def test_auto_picks_twist_stamped_and_converts_the_stamp(nodes):
 def test_fixed_type_warns_about_a_publisher_of_the_other_type(nodes, caplog):
     bridge_node, teleop = nodes
     with caplog.at_level(logging.WARNING, logger="viperdrive.ros2"):
-        cmd = CmdVelInput(bridge_node, "cmd_vel", "true", warn=RateLimitedWarning(interval=60.0))
+        cmd = CmdVelInput(bridge_node, "cmd_vel", "true", warn=RateLimitedWarning(interval_s=60.0))
         assert cmd.type_name == TWIST_STAMPED
         w = teleop.publisher("cmd_vel", msgs.Twist, qos.default_qos())
         got = poll_until(cmd, lambda g: TWIST in cmd.offered_types(), 5.0)
@@ -133,7 +132,7 @@ def test_fixed_type_warns_about_a_publisher_of_the_other_type(nodes, caplog):
 def test_no_publisher_warning_and_auto_waits(nodes, caplog):
     bridge_node, _ = nodes
     with caplog.at_level(logging.WARNING, logger="viperdrive.ros2"):
-        cmd = CmdVelInput(bridge_node, "cmd_vel", "auto", warn=RateLimitedWarning(interval=60.0))
+        cmd = CmdVelInput(bridge_node, "cmd_vel", "auto", warn=RateLimitedWarning(interval_s=60.0))
         for _ in range(3):
             assert cmd.poll(0.0) == []
     text = [r.getMessage() for r in caplog.records]
@@ -182,7 +181,7 @@ def test_auto_with_both_types_offered_reads_twist_stamped_and_warns_about_twist(
     bridge_node, teleop = nodes
     writers = [teleop.publisher("cmd_vel", t, qos.default_qos()) for t in (msgs.Twist, msgs.TwistStamped)]
     with caplog.at_level(logging.WARNING, logger="viperdrive.ros2"):
-        cmd = CmdVelInput(bridge_node, "cmd_vel", "auto", warn=RateLimitedWarning(interval=60.0))
+        cmd = CmdVelInput(bridge_node, "cmd_vel", "auto", warn=RateLimitedWarning(interval_s=60.0))
         poll_until(cmd, lambda g: cmd.offered_types() == {TWIST, TWIST_STAMPED} and cmd.matched() == 1)
     assert cmd.type_name == TWIST_STAMPED and cmd.matched() == 1 and len(writers) == 2
     warned = [r.getMessage() for r in caplog.records if "IGNORED" in r.getMessage()]

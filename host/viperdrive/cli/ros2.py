@@ -89,7 +89,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     extras.require("ros2", "viperdrive ros2")
-    from ..ros2.bridge import PublisherFilter
+    from ..ros2.cmdvel import PublisherFilter
     from ..ros2.node import Discovery, check_security, cyclone_config, resolve_domain_id
 
     discovery = Discovery.loopback_only() if args.localhost else Discovery.from_env()

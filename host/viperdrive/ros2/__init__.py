@@ -8,5 +8,6 @@ node      participant setup: domain id, discovery range (localhost / subnet / of
           USER_DATA, ros_discovery_info (the node name)
 typehash  REP-2011 RIHS01 type hashes (endpoint USER_DATA, as Iron and later)
 bridge    the robot-base node: cmd_vel in; odom, joint_states, tf, diagnostics out (docs/ros2.md)
+cmdvel    its cmd_vel input: the reader, stale and out-of-order stamps refused, the allowed publishers
 cdr       struct-built CDR for the messages the bridge publishes every cycle (the serializer's own bytes)
 """
