@@ -12,6 +12,7 @@ import pytest
 
 from viperdrive import demo
 from viperdrive.board.board import Board
+from viperdrive.errors import BoardFault
 from viperdrive.rigs.virtual import VirtualBoard
 from viperdrive.robot.config import RobotConfig
 
@@ -40,3 +41,32 @@ def test_the_board_moves_square_closes_on_the_gyro_and_the_demo_shows_it_beside_
     png = tmp_path / "paths.png"
     demo.plot([(host, moves)], png)
     assert png.stat().st_size > 20_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_board_move_that_does_not_arrive_ends_the_demo_in_one_line(monkeypatch, capsys):
+    """watch_moves names the first move that did not arrive (BoardFault); `make demo` prints it as one line and
+    returns the fault's exit code, no traceback."""
+    class Queue:
+        busy = False
+
+    class FakeBoard:
+        moves = Queue()
+
+    class Stalled:
+        arrived = False
+        reason = "stalled"
+
+        def describe(self):
+            return "straight +1.000 m at 0.30 m/s"
+
+    runner = demo.PathRunner.__new__(demo.PathRunner)
+    runner.board = FakeBoard()
+    with pytest.raises(BoardFault, match="a board move ended stalled: straight"):
+        runner.watch_moves([Stalled()])
+
+    def failing(argv):
+        runner.watch_moves([Stalled()])
+    monkeypatch.setattr(demo, "main", failing)
+    assert demo.run([]) == BoardFault("x").exit_code != 0
+    err = capsys.readouterr().err
+    assert err == "demo: a board move ended stalled: straight +1.000 m at 0.30 m/s\n"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .board.board import Board
+from .errors import BoardFault, UserError
 from .motion.drive import DriveController
 from .motion.odometry import Odometry, wrap_pi
 from .robot.config import RobotConfig
@@ -205,7 +206,7 @@ class PathRunner:
     def watch_moves(self, moves: list, every: tuple | None = None) -> None:
         """While the board runs the queued moves: ask for the state (GET_STATE, which commands nothing), keep
         the odometries, the filter and the track, renew the lease; until every move has ended. every: (n, f) calls
-        f() every n cycles. ValueError naming the first move that did not arrive."""
+        f() every n cycles. BoardFault naming the first move that did not arrive."""
         queue = self.board.moves
         while queue.busy:
             self.board.observe()
@@ -216,7 +217,7 @@ class PathRunner:
             self._pace()
         bad = [m for m in moves if not m.arrived]
         if bad:
-            raise ValueError(f"a board move ended {bad[0].reason}: {bad[0].describe()}")
+            raise BoardFault(f"a board move ended {bad[0].reason}: {bad[0].describe()}")
 
     def settle(self, seconds: float = 0.5) -> None:
         for _ in range(int(seconds / self.period)):
@@ -565,5 +566,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run(argv: list[str] | None = None) -> int:
+    """main() with what can go wrong said in one line (a move that did not arrive, a lost link, no MicroPython)."""
+    try:
+        return main(argv)
+    except UserError as e:
+        print(f"demo: {e}", file=sys.stderr)
+        return e.exit_code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())
