@@ -103,13 +103,16 @@ def test_one_exchange_per_cycle(responder):
         assert responder.set_vel_count - before == 20
         assert board.link.stats()["frames_tx"] - n_frames == 20
         # read() right after write() waits for the reply: those exchanges are timed, all fresh
-        n_rtt = board.link.stats()["rtt_n"]
+        s0 = board.link.stats()
         for _ in range(10):
             board.write(1.0, 1.0)
             assert board.read().fresh
-        # an exchange whose reply was already waiting when the host looked (the host process was descheduled for
-        # over 1 ms: a loaded machine) only bounds the round trip and is not recorded: most, never more, are timed
-        assert n_rtt + 5 <= board.link.stats()["rtt_n"] <= n_rtt + 10 and responder.set_vel_count - before == 30
+        # an exchange whose reply was already waiting when the host looked (this process was descheduled for over
+        # 1 ms: how often depends on the machine's load) only bounds the round trip: it is counted, not recorded.
+        # Every exchange is one or the other, exactly once.
+        s1 = board.link.stats()
+        timed, unmeasured = s1["rtt_n"] - s0["rtt_n"], s1["rtt_unmeasured"] - s0["rtt_unmeasured"]
+        assert timed + unmeasured == 10 and responder.set_vel_count - before == 30
 
 
 def test_write_clamps_jointly_before_converting(responder):

@@ -216,8 +216,12 @@ def test_the_vy_case_is_found_on_a_recorded_drive_and_the_fixes_hold(drive):
     assert "(line 6)" in vy and "fix: set odom0_config[7] (vy) to true" in vy
     pn = next(line for line in out.splitlines() if ": process-noise: " in line)
     a = float(pn.split("changes at up to ")[1].split(" ")[0])
-    # the drive controller ramps the rims at 1 m/s^2: a spin accelerates at 2 / 0.152 = 13.2 rad/s^2
-    assert 10.0 < a < 17.0, pn
+    # the drive controller ramps the rim command at 1 m/s^2 (a spin: 2 / 0.152 = 13.2 rad/s^2) and the wheels follow
+    # it through the board's PID: faster, in bursts, when a late host cycle hands the PID a larger step. How far
+    # above the ramp the recorded wheels go is the machine's load (14.9-15.0 idle, 15.6-17.1 beside three CPU-bound
+    # processes), not the lint's: its measure of a known ramp is test_process_noise_below_the_recorded_acceleration's.
+    # Here: the ramps are found, and the fix the lint derives from them holds (below: nothing rejected).
+    assert a > 10.0, pn
     need = float(pn.split("a^2 dt = ")[1])
     assert "2 findings in the config and" in out
 

@@ -297,10 +297,14 @@ class Board:
             now = time.monotonic()
             board_now = link.clock.now() if self._pending is not None else 0.0
             if latest is not None or self._pending is None or board_now >= self._pending[1]:
-                if latest is not None and self._pending is not None and now - last_empty < 0.001:
-                    # the reply was not there < 1 ms ago: now - sent is its round trip to within 1 ms (a reply
-                    # that waited since the last cycle only bounds it from above and is not recorded)
-                    link.record_rtt(now - self._pending[0])
+                if latest is not None and self._pending is not None:
+                    if now - last_empty < 0.001:
+                        # the reply was not there < 1 ms ago: now - sent is its round trip to within 1 ms
+                        link.record_rtt(now - self._pending[0])
+                    else:
+                        # a reply that waited since the last look only bounds the round trip from above: counted,
+                        # not recorded (how many there are is how often this process was descheduled)
+                        link.counts["rtt_unmeasured"] += 1
                 # sampled when the outstanding request reached the board (a STATE nobody asked for: on arrival)
                 sent = self._pending[0] if latest is not None and self._pending is not None else None
                 return latest, (now if sent is None else link.sampled_at(sent, now))
