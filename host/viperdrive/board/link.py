@@ -408,7 +408,8 @@ class Link:
             "resyncs": c["resyncs"], "timeouts": c["timeouts"], "nacks": c["nacks"], "io_errors": c["io_errors"],
             "reconnects": c["reconnects"], "inbox_dropped": c["inbox_dropped"], "late_replies": c["late_replies"],
             "stale_dropped": c["stale_dropped"],
-            "rtt_n": len(rtts), "rtt_unmeasured": c["rtt_unmeasured"], "rtt_p50_ms": _ms(pct(0.5)), "rtt_p90_ms": _ms(pct(0.9)),
+            "rtt_n": len(rtts), "rtt_unmeasured": c["rtt_unmeasured"],
+            "rtt_p50_ms": _ms(pct(0.5)), "rtt_p90_ms": _ms(pct(0.9)),
             "rtt_p99_ms": _ms(pct(0.99)), "rtt_max_ms": _ms(rtts[-1] if rtts else None),
             "clock_offset_s": self.clock_offset, "clock_drift_ppm": self.clock_drift_ppm,
         }
