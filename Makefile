@@ -13,7 +13,8 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 # MicroPython rp2 stubs go to their own folder: in the venv's site-packages they would shadow CPython modules.
 RP2_STUBS := micropython-rp2-stubs==1.29.0.post1 micropython-stdlib-stubs==1.29.0.post2
 
-.PHONY: all setup test check lint typecheck pytest bench demo clean debs hil-pico hil-circuitpython node-debs browser-debs dist
+.PHONY: all setup test check lint typecheck pytest bench demo clean debs hil-pico hil-circuitpython node-debs browser-debs dist \
+	uf2 uf2-if-kit arm-debs
 
 all: test
 
@@ -41,7 +42,23 @@ CHROMIUM := /usr/bin/chromium
 $(CHROMIUM):
 	@$(MAKE) --no-print-directory browser-debs
 
-setup: $(STAMP) $(STUBS_STAMP) $(NODE_STAMP) $(CHROMIUM)
+# the Pico image with the firmware frozen in (tools/build_uf2.py): offline from the MicroPython source kit
+# ($$VIPERDRIVE_MICROPYTHON_SRC, else micropython-src beside the emulated Pico's images), into build/uf2/; a run with
+# nothing changed does no work. make setup builds it when the kit is there (the Arm compiler installed first) and
+# says in one line when not; make uf2 fails without the kit.
+ARM_GCC := /usr/bin/arm-none-eabi-gcc
+$(ARM_GCC):
+	@$(MAKE) --no-print-directory arm-debs
+
+uf2: $(STAMP) $(ARM_GCC)
+	$(PY) tools/build_uf2.py
+
+uf2-if-kit: $(STAMP)
+	@if $(PY) tools/build_uf2.py --kit-present; then \
+	  test -x $(ARM_GCC) || $(MAKE) --no-print-directory arm-debs; $(PY) tools/build_uf2.py; \
+	else $(PY) tools/build_uf2.py --if-kit; fi
+
+setup: $(STAMP) $(STUBS_STAMP) $(NODE_STAMP) $(CHROMIUM) uf2-if-kit
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -128,6 +145,17 @@ browser-debs:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else \
 	  echo "make: the dashboard's browser tests need Chromium at $(CHROMIUM). Run: sudo apt-get install chromium"; exit 1; \
+	fi
+
+# the Pico image with the firmware frozen in (tools/build_uf2.py): Debian's Arm cross compiler and cmake
+arm-debs:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian packages: the Arm cross toolchain and cmake (make uf2)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-arm-none-eabi \
+	    libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi cmake build-essential; \
+	else \
+	  echo "make: make uf2 needs: sudo apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi" \
+	    "libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi cmake build-essential"; exit 1; \
 	fi
 
 node-debs:

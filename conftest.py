@@ -42,7 +42,8 @@ def pytest_addoption(parser):
 # tests that start emulated Picos of their own
 PICO_FILES = ("test_pico_rig.py", "test_pico_sensors.py", "test_pico_sensor_drivers.py")
 CIRCUITPYTHON_FILES = ("test_circuitpython_rig.py",)
-CHIP_RIGS = ("pico", "circuitpython")     # the hil `sim` parameters that are an emulated chip
+FROZEN_FILES = ("test_pico_frozen.py",)   # the Pico image with the firmware frozen in (make uf2)
+CHIP_RIGS = ("pico", "circuitpython", "pico-frozen")     # the hil `sim` parameters that are an emulated chip
 
 
 # pyproject.toml's markers: every test is in exactly one
@@ -123,6 +124,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("mp:" + str(item.path.relative_to(ROOT))))
         elif item.path.name in PICO_FILES or (cs is not None and cs.params.get("sim") == "pico"):
             item.add_marker(pytest.mark.xdist_group("pico"))
+        elif item.path.name in FROZEN_FILES or (cs is not None and cs.params.get("sim") == "pico-frozen"):
+            # the frozen image's checks: one install (frozen_pico_image) on a worker of its own
+            item.add_marker(pytest.mark.xdist_group("pico-frozen"))
         elif item.path.name in CIRCUITPYTHON_FILES or (cs is not None and cs.params.get("sim") == "circuitpython"):
             # the CircuitPython rig on a worker of its own: its boots compile the firmware from source, and the
             # MicroPython rig's chain of tests need not wait for them
@@ -186,6 +190,47 @@ def pico_image(tmp_path_factory):
             f"viperdrive flash onto the emulated Pico failed ({proc.returncode}):\n{out[-3000:]}"
         from viperdrive.board import Board
         with Board(rig.url, clock_sync=False) as b:
+            diag = b.diag()
+    return PicoImage(path, out, chip, wall, diag)
+
+
+@pytest.fixture(scope="session")
+def frozen_uf2() -> Path:
+    """The Pico image with the firmware frozen in, built by tools/build_uf2.py (make uf2; make setup built it, so
+    this finds it up to date and does no work). No source kit or no Arm compiler: skipped with one line naming it,
+    a failure under CI=true."""
+    import sys as _sys
+    proc = subprocess.run([_sys.executable, str(ROOT / "tools" / "build_uf2.py"), "--if-kit"], capture_output=True,
+                          text=True, timeout=900)
+    line = (proc.stderr.strip().splitlines() or [""])[-1]
+    if proc.returncode != 0:
+        raise AssertionError(f"tools/build_uf2.py failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    if "uf2: skipped:" in line or "not found: `make arm-debs`" in line:
+        if os.environ.get("CI", "").lower() == "true":
+            raise AssertionError(f"CI=true and {line}")
+        pytest.skip(line)
+    return Path(proc.stdout.split()[0])
+
+
+@pytest.fixture(scope="session")
+def frozen_pico_image(frozen_uf2, tmp_path_factory):
+    """A flash image of an emulated Pico installed as a user does with the frozen image: the .uf2 dragged onto a
+    blank board, then `viperdrive flash --board pico --config-only` (board.json, nothing else)."""
+    import time as _time
+
+    from viperdrive.rigs.pico import PicoRig, require_images_or_skip
+    require_images_or_skip(pytest.skip)
+    path = tmp_path_factory.mktemp("pico-frozen") / "frozen.flash"
+    exe = str(Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin" / "viperdrive")
+    with PicoRig(flash=path, uf2=frozen_uf2) as rig:
+        c0, w0 = rig.clock.now(), _time.monotonic()
+        proc = subprocess.run([exe, "flash", "--board", "pico", "--config-only", "--port", rig.url],
+                              capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        chip, wall = rig.clock.now() - c0, _time.monotonic() - w0
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, f"flash --config-only onto the emulated Pico failed ({proc.returncode}):\n{out}"
+        from viperdrive.board import Board
+        with Board(rig.url, clock_sync=False, clock=rig.clock) as b:
             diag = b.diag()
     return PicoImage(path, out, chip, wall, diag)
 

@@ -3,7 +3,8 @@
 """HIL fixtures: `--port` (registered in the repo-root conftest.py) selects a real board; without it every test
 module runs on a fresh virtual board and again on the emulated Pico (stock MicroPython rp2 on an emulated RP2040 in
 the same simulated robot, flashed once per session through `viperdrive flash --mpy`: docs/pico-rig.md). `make test`
-runs PICO_SUBSET on the emulated Pico, `make hil-pico` (--pico-all) every check. Tests that need the sim control
+runs PICO_SUBSET on the emulated Pico, and again on the Pico image with the firmware frozen in (`make uf2`, installed
+with `flash --config-only`), `make hil-pico` (--pico-all) every check on both. Tests that need the sim control
 endpoint (ground truth, faults) skip on real hardware with the reason. Times are the board's: `clock` is the
 emulated chip's clock on the Pico rig (it runs slower than real time), the host's everywhere else."""
 from __future__ import annotations
@@ -33,7 +34,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         cs = getattr(item, "callspec", None)
         rig = cs.params.get("sim") if cs is not None else None
-        if rig == "pico" and (config.getoption("--port") or not (
+        if rig in ("pico", "pico-frozen") and (config.getoption("--port") or not (
                 config.getoption("--pico-all") or item.originalname in PICO_SUBSET)):
             drop.append(item)
         elif rig == "circuitpython" and (config.getoption("--port") or not (
@@ -46,7 +47,7 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
-@pytest.fixture(scope="module", params=["vboard", "pico", "circuitpython"])
+@pytest.fixture(scope="module", params=["vboard", "pico", "pico-frozen", "circuitpython"])
 def sim(request):
     """The module's VirtualBoard or PicoRig, or None on real hardware."""
     if request.config.getoption("--port"):
@@ -57,6 +58,15 @@ def sim(request):
         image = request.getfixturevalue("pico_image")
         flash = image.copy(request.getfixturevalue("tmp_path_factory").mktemp("pico-hil") / "board.flash")
         with PicoRig(flash=flash) as rig:
+            wait_for_hello(rig.url, rig.clock)
+            yield rig
+        return
+    if request.param == "pico-frozen":
+        # the image with the firmware frozen in (make uf2), installed with board.json alone (flash --config-only)
+        from viperdrive.rigs.pico import PicoRig
+        image = request.getfixturevalue("frozen_pico_image")
+        flash = image.copy(request.getfixturevalue("tmp_path_factory").mktemp("pico-frozen-hil") / "board.flash")
+        with PicoRig(flash=flash, uf2=request.getfixturevalue("frozen_uf2")) as rig:
             wait_for_hello(rig.url, rig.clock)
             yield rig
         return

@@ -21,6 +21,37 @@ TELEMETRY_BURST = 4             # TELEMETRY_DATA frames per service pass at most
 H_REBASE = 1 << 29              # the moves' heading sample restarts at 0 beyond this (Q12 H counts; ~40 turns)
 
 
+def image_flags():
+    """GET_DIAG's image flags, found once at boot. DIAG_FROZEN: this firmware runs from a Pico image it is frozen
+    into (tools/build_uf2.py adds the module frozen_image). With it, what an earlier flash left on the filesystem,
+    which no longer runs: DIAG_UNUSED_PACKAGE (lib/viperdrive: the frozen package comes before /lib on sys.path),
+    DIAG_UNUSED_MAIN (main.py: a frozen main.py runs instead), DIAG_UNUSED_ROOT (the firmware's modules at the root,
+    where flashes before the package put them). A few os.stat calls."""
+    try:
+        from . import frozen_image  # type: ignore[attr-defined]  # only in a frozen image
+    except ImportError:
+        return 0
+    import os
+
+    def there(name):
+        try:
+            os.stat(name)
+            return True
+        except OSError:
+            return False
+
+    flags = protocol.DIAG_FROZEN
+    if there("lib/viperdrive"):
+        flags |= protocol.DIAG_UNUSED_PACKAGE
+    if there("main.py"):
+        flags |= protocol.DIAG_UNUSED_MAIN
+    for name in ["hal", "shared"] + [f for f in frozen_image.FILES if "/" not in f and f != "frozen_image.py"]:
+        if there(name) or (name.endswith(".py") and there(name[:-3] + ".mpy")):
+            flags |= protocol.DIAG_UNUSED_ROOT
+            break
+    return flags
+
+
 class App:
     def __init__(self, hal, cfg, params_path="params.json", link=True, watchdog=True):
         self.hal = hal
@@ -28,6 +59,7 @@ class App:
         self.params_path = params_path
         self.use_link = link
         self.use_watchdog = watchdog
+        self.image = image_flags()      # GET_DIAG's DIAG_FROZEN and DIAG_UNUSED_* bits
         self.params = params_store.Params()
         # never raises: a missing or corrupt file boots on defaults and sets DIAG_PARAMS_DEFAULTED
         self.params.load(params_path)
@@ -290,7 +322,7 @@ class App:
         d["uptime_ms"] = (self.hal.ticks_ms() - self._t_start) & 0x3FFFFFFF
         d["free_heap"] = min(self.hal.free_heap(), 0xFFFFFFFF)
         d["reset_cause"] = self.reset_cause
-        d["flags"] = flags
+        d["flags"] = flags | self.image
         d["imu_state"] = self.sensors.imu_state
         d["imu_errors"] = self.sensors.imu_errors
         return d

@@ -174,8 +174,16 @@ RESET_NAMES = {RESET_POWER_ON: "power on", RESET_WATCHDOG: "watchdog", RESET_SOF
 DIAG_PARAMS_DEFAULTED = const(0x01)  # the parameter file was missing or corrupt: defaults are in use
 DIAG_TIMER_SOFT = const(0x02)        # the control loop runs from a soft timer/thread, not a hard IRQ
 DIAG_PARAMS_UNSAVED = const(0x04)    # a live parameter differs from the saved one (what a reset would load)
+# the firmware runs from a Pico image it is frozen into (tools/build_uf2.py); the three after it: what an earlier
+# flash left on the filesystem, which does not run beside a frozen firmware
+DIAG_FROZEN = const(0x08)
+DIAG_UNUSED_PACKAGE = const(0x10)    # lib/viperdrive/ (the frozen package comes before /lib on sys.path)
+DIAG_UNUSED_MAIN = const(0x20)       # main.py (a frozen main.py runs instead)
+DIAG_UNUSED_ROOT = const(0x40)       # the firmware's modules at the root (flashes before the package)
 DIAG_FLAG_NAMES = ((DIAG_PARAMS_DEFAULTED, "PARAMS_DEFAULTED"), (DIAG_TIMER_SOFT, "TIMER_SOFT"),
-                   (DIAG_PARAMS_UNSAVED, "PARAMS_UNSAVED"))
+                   (DIAG_PARAMS_UNSAVED, "PARAMS_UNSAVED"), (DIAG_FROZEN, "FROZEN"),
+                   (DIAG_UNUSED_PACKAGE, "UNUSED_PACKAGE"), (DIAG_UNUSED_MAIN, "UNUSED_MAIN"),
+                   (DIAG_UNUSED_ROOT, "UNUSED_ROOT"))
 
 
 def status_names(status):

@@ -508,3 +508,77 @@ def test_a_flashed_micropython_board_imports_the_users_lib_imu_as_imu(tmp_path):
                             "from viperdrive import app, imu as fw_imu\n"
                             "print('firmware', app.FIRMWARE, fw_imu.__name__)\n")
     assert "user the user their sensors" in out and f"firmware {FIRMWARE} viperdrive.imu" in out, out
+
+
+def _frozen_standin(fs: Path) -> dict[str, bytes]:
+    """A stand-in board whose image has the firmware frozen in (viperdrive.frozen_image imports), holding what an
+    earlier flash wrote (its manifest says so) and the user's own main.py, changed since that flash."""
+    (fs / "viperdrive").mkdir(parents=True)
+    (fs / "viperdrive" / "frozen_image.py").write_text(f"VERSION = {VERSION!r}\nFILES = ('app.py',)\n")
+    ours = {"lib/viperdrive/app.py": b"# app\n", "lib/viperdrive/hal/rp2.py": b"# rp2\n",
+            "lib/viperdrive/shared/protocol.py": b"# protocol\n", "main.py": b"from viperdrive import app\n"}
+    (fs / ownership.MANIFEST).write_bytes(ownership.make_manifest(ours, FIRMWARE_PREFIX + "0.0.9"))
+    for path, data in ours.items():
+        (fs / path).parent.mkdir(parents=True, exist_ok=True)
+        (fs / path).write_bytes(data)
+    (fs / "main.py").write_bytes(b"from viperdrive import app\n# my change\n")
+    return ours
+
+
+def test_config_only_writes_board_json_and_removes_only_with_consent_never_the_users(tmp_path):
+    from mp_serial_board import SerialMicroPythonBoard
+    fs = tmp_path / "fs"
+    _frozen_standin(fs)
+    board = SerialMicroPythonBoard(fs)
+    try:
+        full = run_cli("flash", "--board", "pico", "--port", board.device, timeout=120)
+        after_full = board.files()
+        asked = run_cli("flash", "--board", "pico", "--config-only", "--port", board.device, "--verify-timeout", "1",
+                        timeout=120)
+        kept = board.files()
+        agreed = run_cli("flash", "--board", "pico", "--config-only", "--remove-unused", "--port", board.device,
+                         "--verify-timeout", "1", timeout=120)
+        files = board.files()
+    finally:
+        board.close()
+    # a full flash onto it is refused: its files would not run
+    assert full.returncode == 7 and "frozen in" in full.stderr and "Nothing was changed" in full.stderr
+    assert "board.json" not in after_full
+    # no consent (no terminal): board.json written, the earlier flash's files left and named, the manifest still
+    # knows them
+    for r in (asked, agreed):
+        assert r.returncode == 4 and "did not answer HELLO within 1 s" in r.stderr, r.stderr   # a stand-in
+        assert "Traceback" not in r.stderr
+    assert kept["board.json"] == (ROOT / "mcu" / "boards" / "pico.json").read_bytes()
+    assert "left what an earlier flash wrote, which no longer runs: lib/viperdrive/app.py" in asked.stderr
+    assert ":main.py does not run beside the frozen firmware and was not written by viperdrive" in asked.stderr
+    assert kept["lib/viperdrive/app.py"] == b"# app\n" and "deleting" not in asked.stderr
+    assert "lib/viperdrive/app.py" in json.loads(kept[ownership.MANIFEST])["files"]
+    # consent: what the earlier flash wrote is gone with its folders; the user's changed main.py stays
+    for path in ("lib/viperdrive/app.py", "lib/viperdrive/hal/rp2.py", "lib/viperdrive/shared/protocol.py"):
+        assert f"deleting :{path}" in agreed.stderr and path not in files
+    assert not (fs / "lib" / "viperdrive").exists()
+    assert files["main.py"] == b"from viperdrive import app\n# my change\n"
+    assert set(json.loads(files[ownership.MANIFEST])["files"]) == {"board.json", "main.py"}
+    assert not [p for p in files if p.endswith(ownership.TEMP_SUFFIX)]
+
+
+def test_config_only_on_a_stock_image_and_its_option_refusals(tmp_path):
+    from mp_serial_board import SerialMicroPythonBoard
+    board = SerialMicroPythonBoard(tmp_path / "fs")
+    try:
+        before = board.files()
+        r = run_cli("flash", "--board", "pico", "--config-only", "--port", board.device, timeout=120)
+        after = board.files()
+    finally:
+        board.close()
+    assert r.returncode == 7 and "no viperdrive firmware frozen in (a stock image)" in r.stderr, r.stderr
+    assert "Nothing was changed" in r.stderr and after == before
+    for args, words in ((["--config-only", "--mpy"], "--config-only writes the board config"),
+                        (["--config-only", "--drive", str(tmp_path)], "--config-only writes the board config"),
+                        (["--config-only", "--check"], "--config-only writes the board config"),
+                        (["--remove-unused"], "--remove-unused goes with --config-only")):
+        r = run_cli("flash", "--board", "pico", "--port", PORT, *args)
+        assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+    r = run_cli("flash", "--keep-board-config", "--backend", "rp2", "--config-only", "--port", PORT)
+    assert r.returncode == 2 and "--config-only writes the board config" in r.stderr

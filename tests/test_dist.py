@@ -7,6 +7,7 @@ when CHANGELOG.md's heading for the version is undated (without --snapshot) or n
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,9 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
 DIST = [sys.executable, str(ROOT / "tools" / "dist.py")]
+# the Pico image (tools/build_uf2.py) is in a snapshot where the MicroPython source kit is, and must be under CI
+KIT = subprocess.run([sys.executable, str(ROOT / "tools" / "build_uf2.py"), "--kit-present"]).returncode == 0 \
+    or os.environ.get("CI", "").lower() == "true"
 
 
 def _files(zip_path: Path) -> dict[str, bytes]:
@@ -41,7 +45,8 @@ def test_every_artifact_is_in_the_checksums_and_they_check(built):
     names = sorted(p.name for p in built.iterdir())
     assert names == sorted([f"viperdrive-{VERSION}.tar.gz", f"viperdrive-{VERSION}-py3-none-any.whl",
                             *(f"viperdrive-{VERSION}-firmware-{b}.zip" for b in ("rp2", "esp32", "stm32")),
-                            f"viperdrive-{VERSION}-circuitpy.zip", "SHA256SUMS"])
+                            f"viperdrive-{VERSION}-circuitpy.zip", "SHA256SUMS",
+                            *([f"viperdrive-{VERSION}-RPI_PICO.uf2"] if KIT else [])])
     listed = [ln.split("  ", 1)[1] for ln in (built / "SHA256SUMS").read_text().splitlines()]
     assert sorted(listed) == [n for n in names if n != "SHA256SUMS"]
     if shutil.which("sha256sum"):

@@ -320,3 +320,61 @@ def test_a_board_move_runs_on_the_emulated_pico(pico_image, tmp_path):
           f"{d['exec_max_us']} us worst since boot at 500 Hz")
     assert [m.reason for m in (turn, line)] == ["arrived", "arrived"]
     assert abs(turned - 180.0) < 2.0 and d["overruns"] == 0 and d["fault_code"] == 0
+
+
+def test_the_frozen_image_over_an_earlier_flash_names_what_no_longer_runs(pico_image, frozen_uf2, tmp_path):
+    """The frozen .uf2 dragged onto a Pico flashed earlier with `flash --mpy` (the drag writes the firmware region,
+    the filesystem keeps lib/viperdrive/ and main.py): the frozen firmware runs (its package comes before /lib), says
+    in GET_DIAG what no longer runs, `info` names it, a full flash is refused (its files would not run), and `flash
+    --config-only` removes what the earlier flash wrote only when asked to, never the user's edited main.py."""
+    from viperdrive.board import Board, wait_for_hello
+    from viperdrive.executables import require
+    from viperdrive.rigs.pico import PicoRig
+    flash = pico_image.copy(tmp_path / "over.flash")
+    with PicoRig(flash=flash, uf2=frozen_uf2, hold_repl_pin=True) as rig:
+        rig.clock.sleep(1.5)            # the frozen main.py sees the repl pin: the REPL
+        r = subprocess.run([require("mpremote"), "connect", rig.url, "exec",
+                            "f = open('main.py', 'a'); f.write('# my change\\n'); f.close()"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+    with PicoRig(flash=flash, uf2=frozen_uf2) as rig:
+        wait_for_hello(rig.url, rig.clock)
+        with Board(rig.url, clock_sync=False, clock=rig.clock) as b:
+            flags = b.diag()["flag_names"]
+        assert [n for n in flags if n == "FROZEN" or n.startswith("UNUSED")] == \
+            ["FROZEN", "UNUSED_PACKAGE", "UNUSED_MAIN"], flags
+        r = _cli("info", "--port", rig.url)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+        assert "(frozen into the board's MicroPython image)" in r.stdout
+        assert "does not run beside it: lib/viperdrive/, main.py" in r.stderr, r.stderr
+        r = _cli("flash", "--board", "pico", "--port", rig.url)
+        assert r.returncode == 7 and "frozen in" in r.stderr and "Nothing was changed" in r.stderr, r.stderr
+        # no consent (no terminal, no --remove-unused): board.json written, the earlier flash's files left
+        r = _cli("flash", "--board", "pico", "--config-only", "--port", rig.url)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "left what an earlier flash wrote, which no longer runs: lib/viperdrive/" in r.stderr, r.stderr
+        assert ":main.py does not run beside the frozen firmware and was not written by viperdrive" in r.stderr
+        assert "deleting" not in r.stdout + r.stderr
+        # with consent: what the earlier flash wrote goes, the user's main.py stays
+        r = _cli("flash", "--board", "pico", "--config-only", "--remove-unused", "--port", rig.url)
+        assert r.returncode == 0, r.stdout + r.stderr
+        deleted = [ln for ln in r.stderr.splitlines() + r.stdout.splitlines() if "deleting :" in ln]
+        assert len(deleted) >= 20 and all(":lib/viperdrive/" in ln for ln in deleted), deleted
+        assert f"runs '{FIRMWARE_PREFIX}{VERSION}'" in r.stdout, r.stdout
+        r = _cli("info", "--port", rig.url, "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)["unused_files"] == ["main.py"], r.stdout + r.stderr
+
+
+def test_flash_check_on_a_flashed_pico_lists_its_files_within_its_memory(pico_image, tmp_path):
+    """`flash --check` on a Pico flashed with --mpy: every file current. The board's list of its files came back as
+    one repr of ~30 KB (every file's first 400 bytes in hex), and the manifest was read with read(262144): both were
+    a MemoryError on the Pico, so neither a check nor a second flash worked there; the list is now a line a file."""
+    from viperdrive.board import wait_for_hello
+    from viperdrive.rigs.pico import PicoRig
+    flash = pico_image.copy(tmp_path / "check.flash")
+    with PicoRig(flash=flash) as rig:
+        wait_for_hello(rig.url, rig.clock)
+        r = _cli("flash", "--board", "pico", "--mpy", "--check", "--port", rig.url)
+    assert r.returncode == 0 and "MemoryError" not in r.stderr, r.stdout + r.stderr
+    n = len([ln for ln in r.stdout.splitlines() if ln.endswith("files current")])
+    assert n == 1 and "26 of 26 files current" in r.stdout, r.stdout

@@ -10,6 +10,9 @@
     viperdrive-VERSION-circuitpy.zip                  a CIRCUITPY drive's files as `flash --drive` writes them
                                                       (code.py, boot.py, the firmware, circuitpython_pico.json as
                                                       board.json), with the manifest
+    viperdrive-VERSION-RPI_PICO.uf2                   MicroPython for the Pico with the firmware frozen in
+                                                      (tools/build_uf2.py, `make uf2`): drag it onto the Pico's
+                                                      RPI-RP2 drive, then `viperdrive flash --config-only`
     SHA256SUMS                                        `sha256sum -c SHA256SUMS` checks them all
 
     python tools/dist.py OUT_DIR [--snapshot] [--root CHECKOUT]
@@ -17,12 +20,15 @@
 Refused (exit 1, nothing written) when the versions disagree: shared/version.py (the package's version and the
 firmware's, which the firmware's HELLO says), the version the built wheel carries, and CHANGELOG.md's heading for
 that version, which must carry the release date (`## 0.1.0 (2026-12-07)`); `(unreleased)` is accepted only with
---snapshot, for a build that is not a release. The zip files are reproducible: sorted, fixed timestamps, and the
+--snapshot, for a build that is not a release. A release needs the MicroPython source kit the Pico image is built
+from (tools/build_uf2.py says where it is looked for); a --snapshot without it leaves the image out and says so.
+The zip files are reproducible: sorted, fixed timestamps, and the
 manifests dated with the release (or "snapshot")."""
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -129,6 +135,24 @@ def firmware_bundles(root: Path, version: str, when: str, out: Path) -> list[Pat
     return made
 
 
+def pico_image(root: Path, snapshot: bool) -> Path | None:
+    """The Pico image with the firmware frozen in, built (or found up to date) in root/build/uf2; None for a
+    snapshot on a machine without the source kit."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import build_uf2
+    try:
+        image, _ = build_uf2.build(root / "build" / "uf2", build_uf2.default_kit().resolve(), os.cpu_count() or 2,
+                                   root=root)
+    except FileNotFoundError as e:
+        if not snapshot:
+            raise DistError(f"a release includes the Pico image, and {e}") from None
+        print(f"dist: the Pico image is left out of this snapshot: {e}", file=sys.stderr)
+        return None
+    except build_uf2.BuildError as e:
+        raise DistError(f"the Pico image: {e}") from None
+    return image
+
+
 def sha256sums(paths: list[Path], out: Path) -> Path:
     lines = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n" for p in sorted(paths)]
     target = out / "SHA256SUMS"
@@ -147,6 +171,9 @@ def dist(out: Path, snapshot: bool = False, root: Path = ROOT) -> list[Path]:
         if built != version:
             raise DistError(f"the wheel says version {built}, shared/version.py {version}: they must agree")
         made = packages + firmware_bundles(root, version, when, staging)
+        image = pico_image(root, snapshot)
+        if image is not None:
+            made.append(image)
         out.mkdir(parents=True, exist_ok=True)
         for p in made:
             shutil.copy2(p, out / p.name)

@@ -6,7 +6,11 @@
 //   node sim/pico/rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT] [--control HOST:PORT]
 //                         [--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-speed S]
 //                         [--pio lazy|every|timer] [--physics-hz N] [--imu PARTS] [--i2c BUS:SDA:SCL]
-//                         [--battery-adc PIN:DIVIDER] [--estop PIN[:LEVEL]] [--clock FILE] [--quiet]
+//                         [--battery-adc PIN:DIVIDER] [--estop PIN[:LEVEL]] [--clock FILE] [--uf2 FILE] [--quiet]
+//
+// --uf2 FILE: a MicroPython image written over the flash at start, as a user drags a .uf2 onto the board's RPI-RP2
+// drive: its blocks only (the firmware region), so a --flash file's filesystem stays as it was. Used for the image
+// with the viperdrive firmware frozen in (tools/build_uf2.py) in place of the stock one.
 //
 // --clock FILE: the clock file (host/viperdrive/rigs/clockfile.py has the layout) gets the chip's time after every
 // slice, and the link client's generation; while a client whose host writes grants is connected, the chip does not
@@ -40,7 +44,7 @@ export const BOOTROM_NAME = 'rp2040-bootrom-b1.bin';
 const USAGE = 'usage: rig.mjs [--images DIR] [--flash FILE] [--listen HOST:PORT] [--control HOST:PORT] ' +
   '[--robot FILE] [--board FILE] [--seed N] [--hold-repl-pin] [--max-speed S] [--pio lazy|every|timer] ' +
   '[--physics-hz N] [--imu PART[@ADDR],...|none] [--i2c BUS:SDA:SCL] [--battery-adc PIN:DIVIDER|none] ' +
-  '[--estop PIN[:CLOSED_LEVEL]|none] [--clock FILE] [--quiet]';
+  '[--estop PIN[:CLOSED_LEVEL]|none] [--clock FILE] [--uf2 FILE] [--quiet]';
 const FAULT_KINDS = ['cut_link', 'corrupt', 'garbage', 'stall', 'lift', 'encoder_drop', 'battery', 'freeze_control',
   'estop', 'imu'];
 // the sensors' wiring when neither the board config nor the command line says: both IMU parts at their default
@@ -64,12 +68,12 @@ function parseArgs(argv) {
     robot: path.join(ROOT, 'sim', 'robots', 'pico_mdd10.json'), board: null,
     seed: null, holdReplPin: false, maxSpeed: 1.0, pio: 'lazy', physicsHz: 4000, quiet: false,
     imu: null, i2c: null, batteryAdc: null, estop: null, clock: null, firmware: 'micropython', fat: null,
-    console: null,
+    console: null, uf2: null,
   };
   const names = { '--images': 'images', '--flash': 'flash', '--listen': 'listen', '--control': 'control',
     '--robot': 'robot', '--board': 'board', '--seed': 'seed', '--max-speed': 'maxSpeed', '--pio': 'pio',
     '--physics-hz': 'physicsHz', '--imu': 'imu', '--i2c': 'i2c', '--battery-adc': 'batteryAdc', '--estop': 'estop',
-    '--clock': 'clock', '--firmware': 'firmware', '--fat': 'fat', '--console': 'console' };
+    '--clock': 'clock', '--firmware': 'firmware', '--fat': 'fat', '--console': 'console', '--uf2': 'uf2' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '-h' || a === '--help') throw new UsageError(USAGE);
@@ -93,6 +97,8 @@ function parseArgs(argv) {
   // the robot's wiring as each firmware names it
   if (o.board === null) o.board = path.join(ROOT, 'mcu', 'boards', o.firmware === 'circuitpython' ? 'circuitpython_pico.json' : 'pico.json');
   if (o.fat && o.firmware !== 'circuitpython') throw new UsageError('--fat is the CIRCUITPY drive: --firmware circuitpython');
+  if (o.uf2 && o.firmware !== 'micropython') throw new UsageError('--uf2 is a MicroPython image: --firmware micropython');
+  if (o.uf2 && !existsSync(o.uf2)) throw new UsageError(`--uf2 ${o.uf2}: no such file`);
   return o;
 }
 
@@ -326,6 +332,16 @@ class Rig {
         if (fat.length > FLASH_SIZE - CIRCUITPY_OFFSET) throw new UsageError(`--fat ${o.fat}: ${fat.length} bytes, more than the drive's ${FLASH_SIZE - CIRCUITPY_OFFSET}`);
         this.flash.set(fat, CIRCUITPY_OFFSET);
       }
+      this.flashDirty = !!o.flash;
+    }
+    if (o.uf2) {
+      // dragged onto the RPI-RP2 drive: the image's blocks over what the flash holds, the filesystem left as it was
+      try {
+        loadUf2(readFileSync(o.uf2), this.flash);
+      } catch (e) {
+        throw new UsageError(`--uf2 ${o.uf2}: ${e.message}`);
+      }
+      this.flashFrom = o.uf2;
       this.flashDirty = !!o.flash;
     }
     this.cfg = loadBoardConfig(o.board, o.firmware);

@@ -520,9 +520,11 @@ class FlashPlan:
     def prepare_code(self) -> str:
         """MicroPython run on the board before the copy: make the folders; with --force, move the user's files in
         the way into the backup folder (ownership.decide, from the board's inventory)."""
-        code = ("import os\n"
-                f"for d in {_tuple(BOARD_DIRS)}:\n"
-                "    try:\n        os.mkdir(d)\n    except OSError:\n        pass\n")
+        dirs = tuple(d for d in BOARD_DIRS if any(f.dest.startswith(d + "/") for f in self.files))
+        code = "import os\n"
+        if dirs:        # none for a board.json alone (flash --config-only)
+            code += (f"for d in {_tuple(dirs)}:\n"
+                     "    try:\n        os.mkdir(d)\n    except OSError:\n        pass\n")
         if self.decision is not None and self.backup is not None and self.decision.users_in_the_way:
             moves = [(p.rstrip("/"), f"{self.backup}/{p.rstrip('/')}") for p in self.decision.users_in_the_way]
             folders = sorted({"/".join(b.split("/")[:i]) for _, b in moves for i in range(1, b.count("/") + 1)},
@@ -547,8 +549,11 @@ class FlashPlan:
         if delete:
             code += (f"for f in {_tuple(delete)}:\n"
                      "    try:\n        os.remove(f)\n    except OSError:\n        pass\n")
-            emptied = tuple(d for d in LEGACY_DIRS if any(p.startswith(d + "/") for p in delete))
-            if emptied:     # an older flash's folders: removed when nothing of yours is left in them
+            # an earlier flash's folders, deepest first: removed when nothing of yours is left in them
+            folders = tuple(reversed(BOARD_DIRS[1:])) + LEGACY_DIRS
+            emptied = tuple(d for d in folders if any(p.startswith(d + "/") for p in delete)
+                            and not any(f.dest.startswith(d + "/") for f in self.files))
+            if emptied:
                 code += (f"for d in {_tuple(emptied)}:\n"
                          "    try:\n        os.rmdir(d)\n    except OSError:\n        pass\n")
         return code + self.FINISH_CODE
@@ -637,7 +642,10 @@ def _pairs(pairs) -> str:
 
 
 # MicroPython run on the board before a flash: what it has at the paths that matter (size, SHA-256 where the port
-# has hashlib, the first bytes, folder or file), its manifest, its free bytes; printed as one Python literal
+# has hashlib, the first bytes, folder or file), its manifest, its free bytes; a line each (VD_F per path, VD_M the
+# manifest, VD_INV the free bytes, last). Line by line because one repr of it all (~30 KB for a flashed Pico: every
+# file's first 400 bytes in hex) was a MemoryError on a Pico. The manifest is read whole when it is at most 256 KiB
+# (larger: not ours, unread): MicroPython's read(n) allocates n bytes at once, and read(262144) failed the same way.
 INVENTORY_CODE = """import os
 try:
     import hashlib, binascii
@@ -664,8 +672,9 @@ def info(p):
     return (p, st[6], binascii.hexlify(h.digest()).decode() if h else None, binascii.hexlify(head).decode(), 0)
 man = None
 try:
-    with open("MANIFEST") as f:
-        man = f.read(262144)
+    if os.stat("MANIFEST")[6] <= 262144:
+        with open("MANIFEST") as f:
+            man = f.read()
 except OSError:
     pass
 paths = list(PATHS)
@@ -675,13 +684,56 @@ if man:
         paths += list(json.loads(man)["files"])
     except Exception:
         man = None
-out = [i for i in (info(p) for p in paths) if i]
+for p in paths:
+    i = info(p)
+    if i:
+        print("VD_F", repr(i))
+print("VD_M", repr(man))
 try:
     v = os.statvfs(".")
 except OSError:
     v = os.statvfs("/")
-print("VD_INV", repr((out, man, v[0] * v[4])))
+print("VD_INV", v[0] * v[4])
 """
+
+
+# A Pico image with the firmware frozen in (tools/build_uf2.py) has the module viperdrive.frozen_image; the frozen
+# package comes before /lib on sys.path, so a flashed lib/viperdrive/ never runs on such a board
+FROZEN_PROBE = """
+try:
+    from viperdrive import frozen_image
+    print("VD_FROZEN", repr(frozen_image.VERSION))
+except Exception:
+    print("VD_FROZEN None")
+"""
+
+
+def parse_frozen(text: str) -> str | None:
+    """The version of the firmware frozen into the board's image, from its answer to FROZEN_PROBE (None: a stock
+    image)."""
+    import ast
+    m = re.search(r"VD_FROZEN (.*)", text)
+    if not m:
+        raise UserError(f"the board did not say whether its image has the firmware frozen in: "
+                        f"{text.strip()[-300:]!r}")
+    try:
+        value = ast.literal_eval(m.group(1).strip())
+    except (ValueError, SyntaxError):
+        value = None
+    return value if isinstance(value, str) and value else None
+
+
+def firmware_paths(backend: str) -> list[str]:
+    """Every path a flash for this backend may have written the firmware to, in either form (.py, .mpy), and where
+    flashes before the package put it: what no longer runs on a board whose image has the firmware frozen in."""
+    paths = {"main.py"}
+    for f in firmware_files(backend):
+        paths.add(f.dest)
+        if f.dest not in SOURCE_ONLY:
+            paths.add(f.dest[:-3] + ".mpy")
+    paths.update(legacy_paths())
+    paths.discard("boot.py")        # the frozen image has none: the filesystem's still runs, harmless
+    return sorted(paths)
 
 
 def inventory_code(paths) -> str:
@@ -702,17 +754,22 @@ def inventory_firmware(text: str) -> str | None:
 
 def _inventory(text: str) -> tuple[dict[str, ownership.Existing], str | None, int]:
     import ast
-    m = re.search(r"VD_INV (.*)", text)
-    if not m:
+    end = re.search(r"^VD_INV (\d+)\s*$", text, re.M)
+    if not end:
         raise UserError(f"the board did not list its files: {text.strip()[-300:]!r}")
+    existing = {}
+    manifest_text = None
+    line = ""
     try:
-        found, manifest_text, free = ast.literal_eval(m.group(1).strip())
-        existing = {}
-        for path, size, digest, head, folder in found:
-            existing[str(path)] = ownership.Existing(int(size), digest, bytes.fromhex(head), folder=bool(folder))
+        for line in text[:end.start()].splitlines():
+            if line.startswith("VD_F "):
+                path, size, digest, head, folder = ast.literal_eval(line[5:].strip())
+                existing[str(path)] = ownership.Existing(int(size), digest, bytes.fromhex(head), folder=bool(folder))
+            elif line.startswith("VD_M "):
+                manifest_text = ast.literal_eval(line[5:].strip())
     except (ValueError, SyntaxError, TypeError):
-        raise UserError(f"the board's list of its files cannot be read: {m.group(1)[:200]!r}") from None
-    return existing, manifest_text if isinstance(manifest_text, str) else None, int(free)
+        raise UserError(f"the board's list of its files cannot be read: {line[:200]!r}") from None
+    return existing, manifest_text if isinstance(manifest_text, str) else None, int(end.group(1))
 
 
 def _tuple(names) -> str:

@@ -60,6 +60,14 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "write (each file's SHA-256, and the manifest an earlier flash left there); exit 0 when "
                              "the board holds exactly this host's firmware, 5 when a file is stale (an older "
                              "flash), changed on the board or missing. A board in link mode is put back in it")
+    parser.add_argument("--config-only", action="store_true",
+                        help="a Pico whose MicroPython image has the firmware frozen in (viperdrive-VERSION-"
+                             "RPI_PICO.uf2, dragged onto its RPI-RP2 drive): write the board config and nothing "
+                             "else. What an earlier flash left (lib/viperdrive/, main.py: they no longer run) is "
+                             "listed, and removed when you agree (asked on a terminal, or --remove-unused)")
+    parser.add_argument("--remove-unused", action="store_true",
+                        help="with --config-only: remove, without asking, the files an earlier flash wrote that "
+                             "no longer run (only those unchanged since; never a file of yours)")
     parser.add_argument("--no-verify", action="store_true", help="skip the HELLO check after the reset")
     parser.add_argument("--mpremote-timeout", type=seconds(600.0), default=20.0, metavar="S",
                         help="give up when mpremote has said nothing for this long (default %(default)s s)")
@@ -92,6 +100,14 @@ def run(args) -> int:
         raise UserError("--check and --dry-run exclude each other (--check copies nothing either)", exit_code=2)
     if args.check and args.force:
         raise UserError("--check copies nothing: --force has nothing to do there", exit_code=2)
+    if args.remove_unused and not args.config_only:
+        raise UserError("--remove-unused goes with --config-only", exit_code=2)
+    if args.config_only:
+        if args.board is None or args.drive is not None or mpy or args.check:
+            raise UserError("--config-only writes the board config given by --board onto a board through its "
+                            "serial port: it goes without --keep-board-config, --drive, --mpy, --arch and --check",
+                            exit_code=2)
+        return _config_only(args)
     if args.drive is not None:
         return _to_drive(args, mpy)
     if args.board is not None:
@@ -180,6 +196,102 @@ def _to_drive(args, mpy: bool) -> int:
     return 0
 
 
+def _config_only(args) -> int:
+    """flash --config-only: board.json (and the manifest) onto a board whose image has the firmware frozen in;
+    what an earlier flash left that no longer runs removed with the user's consent, the user's own files never."""
+    port = _port_for_mpremote(args)
+    cfg_path, cfg = flashing.load_board_config(args.board)
+    backend = cfg.get("backend", "rp2")
+    unused_paths = flashing.firmware_paths(backend)
+    if args.dry_run:
+        plan = flashing.FlashPlan(port, cfg_path, [], None, flashing.STAGE_PLACEHOLDER)
+        display = flashing.PathDisplay()
+        lines = [f"# first: if {port} answers HELLO (viperdrive link mode), send STOP_LINK (Board.stop_link())",
+                 "# the board is asked whether its image has the firmware frozen in (refused if not) and lists "
+                 "its files: what an earlier flash wrote is removed only with your consent",
+                 *(flashing.shell_line(c) for c in plan.commands(display)[-2:])]
+        print("\n".join(display.preamble() + lines))
+        return 0
+    stopped = _stop_link(port, args)
+    with flashing.private_stage() as stage:
+        plan = flashing.FlashPlan(port, cfg_path, [], None, stage)
+        paths = set(unused_paths) | {"board.json", "repl_mode"}
+        try:
+            out = _mpremote_exec(plan, flashing.inventory_code(sorted(paths)) + flashing.FROZEN_PROBE, args)
+            frozen = flashing.parse_frozen(out)
+            if frozen is None:
+                raise UserError(f"{port}: the board's MicroPython image has no viperdrive firmware frozen in (a stock "
+                                f"image): drag viperdrive-{_host_version().split()[-1]}-RPI_PICO.uf2 onto its "
+                                f"RPI-RP2 drive first (hold BOOTSEL while plugging it in; `make uf2` builds the "
+                                f"image), or flash the firmware's files: viperdrive flash --board {args.board}. "
+                                f"Nothing was changed", exit_code=7)
+            existing, manifest, _free = flashing.parse_inventory(out)
+            existing.pop("repl_mode", None)
+            targets = {"board.json": cfg_path.read_bytes()}
+            decision = ownership.decide(targets, existing, manifest, legacy=unused_paths)
+            ownership.check(decision, port, args.force)
+        except UserError:
+            if stopped:
+                _mpremote_exec(plan, "import os\n" + plan.FINISH_CODE, args)   # link mode again at the next reset
+                _reset(plan, args)
+            raise
+        if frozen != _host_version().split()[-1]:
+            warn(args, f"the board's image has viperdrive {frozen} frozen in, this host is {_host_version()}: "
+                       f"drag this host's viperdrive-{_host_version().split()[-1]}-RPI_PICO.uf2 onto it")
+        # only what no longer runs: an earlier flash's boot.py still runs (the image has none) and stays
+        decision.delete = [p for p in decision.delete if p in unused_paths]
+        ours = list(decision.delete)
+        for path in decision.left:
+            warn(args, f":{path} does not run beside the frozen firmware and was not written by viperdrive (or "
+                       f"changed since): left as it is")
+        if ours:
+            names = ", ".join(ours)
+            agreed = args.remove_unused or _confirm(
+                f"{len(ours)} files an earlier flash wrote no longer run (the firmware is frozen into the image): "
+                f"{names}. Remove them?")
+            if not agreed:
+                warn(args, f"left what an earlier flash wrote, which no longer runs: {names} (remove them with "
+                           f"--remove-unused, or answer y on a terminal)")
+                decision.delete = []
+        kept = {p: e for p, e in manifest.items() if p not in decision.delete and p in existing and p != "board.json"}
+        manifest_bytes = _merged_manifest(targets, kept)
+        plan.decision = decision
+        plan.backup = ownership.backup_folder() if args.force and decision.users_in_the_way else None
+        plan.manifest = stage / ownership.MANIFEST
+        plan.manifest.write_bytes(manifest_bytes)
+        for path in decision.delete:
+            note(args, f"deleting :{path} (an earlier flash wrote it, unchanged since; it no longer runs)")
+        _copy(plan, args)
+        for path in decision.users_in_the_way if args.force else ():
+            warn(args, f"{path} was not written by viperdrive: kept as :{plan.backup}/{path.rstrip('/')} on the "
+                       f"board")
+    _reset(plan, args)
+    if args.no_verify:
+        return 0
+    return _verify(port, args)
+
+
+def _merged_manifest(targets: dict[str, bytes], kept: dict[str, dict]) -> bytes:
+    """This flash's manifest, plus the earlier flash's entries for files left on the board (so a later flash still
+    knows them as its own)."""
+    import json
+    data = json.loads(ownership.make_manifest(targets, _host_version()))
+    data["files"] = dict(sorted({**kept, **data["files"]}.items()))
+    return (json.dumps(data, indent=1) + "\n").encode()
+
+
+def _confirm(question: str) -> bool:
+    """y on a terminal; anything else, or no terminal, is no."""
+    import sys
+    if not sys.stdin.isatty():
+        return False
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
 def _check_board(plan: flashing.FlashPlan, args, stopped_link: bool) -> int:
     """flash --check through mpremote: the board lists its files (flashing.inventory_code), nothing is written; a
     board taken out of link mode for it is put back (its repl_mode file removed, reset)."""
@@ -233,11 +345,18 @@ def _own_files(plan: flashing.FlashPlan, args, stage: Path, stopped_link: bool) 
     targets = plan.targets()
     legacy = flashing.legacy_paths()
     paths = set(targets) | {t for p in targets if (t := ownership.twin(p))} | {"repl_mode"} | set(legacy)
-    out = _mpremote_exec(plan, flashing.inventory_code(sorted(paths)), args)
+    out = _mpremote_exec(plan, flashing.inventory_code(sorted(paths)) + flashing.FROZEN_PROBE, args)
     existing, manifest, free = flashing.parse_inventory(out)
     existing.pop("repl_mode", None)
     decision = ownership.decide(targets, existing, manifest, legacy=legacy)
     try:
+        frozen = flashing.parse_frozen(out)
+        if frozen is not None:
+            raise UserError(f"{plan.port}: the board's MicroPython image has viperdrive {frozen} frozen in, and the "
+                            f"frozen firmware runs whatever files are copied (its package comes first on sys.path, "
+                            f"its main.py runs instead of the filesystem's). Nothing was changed. Write only the "
+                            f"board config: viperdrive flash --board NAME --config-only; or put a stock MicroPython "
+                            f"image on the board first to run the firmware from files", exit_code=7)
         ownership.check(decision, plan.port, args.force)
         manifest_bytes = ownership.make_manifest(targets, _host_version())
         need = sum(len(b) for b in targets.values()) + len(manifest_bytes) + flashing.DRIVE_SPARE

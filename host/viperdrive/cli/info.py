@@ -42,6 +42,7 @@ def collect(board) -> dict:
         "board": info.board, "firmware": info.firmware, "protocol_version": info.protocol_version,
         "firmware_version": info.firmware_version, "host_version": __version__,
         "versions_match": info.firmware_version == __version__,
+        "frozen": "FROZEN" in diag["flag_names"], "unused_files": unused_files(diag["flag_names"]),
         "schema_hash": f"{info.schema_hash:08x}", "control_hz": info.control_hz,
         "counts_per_rev": info.counts_per_rev, "url": board.link.url, "baud": board.baud,
         "status": status, "status_names": P.status_names(status),
@@ -87,6 +88,8 @@ def run(args) -> int:
             return 0
         if not args.quiet:
             print_info(d)
+        if d["unused_files"]:
+            warn(args, unused_warning(d["unused_files"], args.port))
         if "PARAMS_UNSAVED" in d["flags"]:
             # the trace a killed tune/calibrate leaves (its test values, e.g. max_accel 5000, are still live)
             warn(args, "live parameters differ from the saved ones (flag PARAMS_UNSAVED: a command killed before it "
@@ -99,13 +102,31 @@ def run(args) -> int:
     return 0
 
 
+UNUSED = (("UNUSED_PACKAGE", "lib/viperdrive/"), ("UNUSED_MAIN", "main.py"),
+          ("UNUSED_ROOT", "the firmware's modules at the root (app.py, hal/, shared/, ...)"))
+
+
+def unused_files(flag_names) -> list[str]:
+    """What a frozen firmware found on its filesystem (GET_DIAG's UNUSED_* flags) that an earlier flash left."""
+    return [what for flag, what in UNUSED if flag in flag_names]
+
+
+def unused_warning(names, port) -> str:
+    shown = ", ".join(names)
+    where = f" --port {port}" if port else ""
+    return (f"the board's firmware is frozen into its MicroPython image, and its filesystem still holds what an "
+            f"earlier flash wrote, which does not run beside it: {shown}. `viperdrive flash --board NAME "
+            f"--config-only{where}` lists them and removes those a flash wrote when you agree")
+
+
 def print_info(d: dict) -> None:
     g = d["diag"]
     h = d["host_link"]
     status = " ".join(d["status_names"]) or "disabled, idle"
     print(f"board       {d['board']}  (firmware {d['firmware']!r}, protocol v{d['protocol_version']}, "
           f"parameter schema {d['schema_hash']})")
-    print(f"versions    firmware {d['firmware_version'] or 'unknown'}, host {d['host_version']}"
+    print(f"versions    firmware {d['firmware_version'] or 'unknown'}"
+          + (" (frozen into the board's MicroPython image)" if d["frozen"] else "") + f", host {d['host_version']}"
           + ("" if d["versions_match"] else "  (DIFFERENT: see the warning above)"))
     print(f"port        {d['url']} at {d['baud']} baud")
     print(f"control     {d['control_hz']} Hz, {d['counts_per_rev']} counts per wheel revolution")

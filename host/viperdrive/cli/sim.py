@@ -51,6 +51,10 @@ def register(parser: argparse.ArgumentParser) -> None:
                            "channel (listening on), the REPL the console (console on)")
     pico.add_argument("--flash", default=None, metavar="FILE",
                       help="--pico: the chip's flash image (kept across runs; default: a temporary blank one)")
+    pico.add_argument("--uf2", default=None, metavar="FILE",
+                      help="--pico: a MicroPython image written over the flash at start, as a drag onto the Pico's "
+                           "RPI-RP2 drive (the filesystem stays): viperdrive-VERSION-RPI_PICO.uf2 from `make uf2` "
+                           "runs the firmware frozen in; then `viperdrive flash --board pico --config-only`")
     pico.add_argument("--pty", action="store_true", help="--pico: also relay the USB CDC port to a pseudo-terminal")
     pico.add_argument("--hold-repl-pin", action="store_true",
                       help="--pico: hold the board config's repl_pin at its active level (boots into REPL mode)")
@@ -171,6 +175,8 @@ def _run_pico(args) -> int:
                         "parameters in its flash (--flash) and gives its REPL on the port (`viperdrive repl`)",
                         exit_code=2)
     firmware, drive, board = "micropython", None, args.board
+    if args.uf2 is not None and args.circuitpython:
+        raise UserError("--uf2 is a MicroPython image: it goes without --circuitpython", exit_code=2)
     if args.circuitpython:
         from ..board import flashing
         board = args.board or str(flashing.load_board_config("circuitpython_pico")[0])
@@ -178,7 +184,7 @@ def _run_pico(args) -> int:
         firmware = "circuitpython"
     rig = PicoRig(flash=args.flash, robot=args.robot, board=board, seed=args.seed,
                   hold_repl_pin=args.hold_repl_pin, max_time_ratio=args.max_time_ratio, pty=args.pty,
-                  listen=args.listen, control=args.control, firmware=firmware, drive=drive)
+                  listen=args.listen, control=args.control, firmware=firmware, drive=drive, uf2=args.uf2)
     # every stop signal (cli/signals.py, installed by the CLI's main) ends it like Ctrl-C: the rig process stops,
     # its flash is saved, its registry entry is removed
     with rig:

@@ -92,7 +92,7 @@ def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0",
                 pio: str | None = None, images: str | os.PathLike | None = None, quiet: bool = True,
                 sensors: dict[str, str] | None = None, clock: str | os.PathLike | None = None,
                 firmware: str = "micropython", fat: str | os.PathLike | None = None,
-                console: str | None = None) -> list[str]:
+                console: str | None = None, uf2: str | os.PathLike | None = None) -> list[str]:
     """The node command line of the rig (sim/pico/rig.mjs) with these options. sensors: the rig's sensor wiring
     options by name without the dashes ({"imu": "mpu6050@0x68", "i2c": "0:16:17", "battery-adc": "26:4.03",
     "estop": "22"}; docs/pico-rig.md, "Sensors")."""
@@ -127,6 +127,8 @@ def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0",
         cmd += ["--fat", str(Path(fat).resolve())]
     if console is not None:
         cmd += ["--console", console]
+    if uf2 is not None:
+        cmd += ["--uf2", str(Path(uf2).resolve())]
     if quiet:
         cmd.append("--quiet")
     return cmd
@@ -241,7 +243,7 @@ class PicoRig(VirtualBoard):
                  max_time_ratio: float | None = None, pio: str | None = None, pty: bool = False,
                  listen: str | None = None, control: str | None = None, images: str | os.PathLike | None = None,
                  start_timeout: float = START_TIMEOUT_S, sensors: dict[str, str] | None = None,
-                 firmware: str = "micropython", drive: bytes | None = None):
+                 firmware: str = "micropython", drive: bytes | None = None, uf2: str | os.PathLike | None = None):
         super().__init__(robot=robot, listen=listen, control=control, board=board, seed=seed,
                          start_timeout=start_timeout)
         self.flash = flash
@@ -257,6 +259,11 @@ class PicoRig(VirtualBoard):
         # CIRCUITPY drive's image (board.fatimage) a fresh flash starts with, as a user's copy left it
         self.firmware = firmware
         self.drive = drive
+        # a MicroPython image written over the flash at every start, as a drag onto the RPI-RP2 drive writes it
+        # (the filesystem stays): the image with the firmware frozen in (tools/build_uf2.py)
+        self.uf2 = uf2
+        if uf2 is not None and not Path(uf2).is_file():
+            raise ImagesMissing(f"the image {uf2} is not there (make uf2 builds viperdrive's)")
         find_images(images, firmware)   # a missing image is an error before anything starts
         if flash is not None:
             check_flash_path(flash)     # the rig saves the chip's flash there: refused before anything starts
@@ -273,7 +280,7 @@ class PicoRig(VirtualBoard):
                            board=self.board, seed=self.seed, hold_repl_pin=self.hold_repl_pin,
                            max_time_ratio=self.max_time_ratio, pio=self.pio, images=self.images, sensors=self.sensors,
                            clock=self.clock_path, firmware=self.firmware, fat=fat,
-                           console="127.0.0.1:0" if self.firmware == "circuitpython" else None)
+                           console="127.0.0.1:0" if self.firmware == "circuitpython" else None, uf2=self.uf2)
 
     KIND = "pico"
 
