@@ -21,4 +21,4 @@ built = gc.mem_free()
 print("import_us", time.ticks_diff(t1, t0))
 print("free_imported", imported)
 print("free_app_built", built)
-print("frozen", 1 if "frozen" in a.firmware else 0)
+print("frozen", 1 if a.image & 0x08 else 0)      # GET_DIAG DIAG_FROZEN
