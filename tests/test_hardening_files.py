@@ -107,3 +107,22 @@ def test_a_schema_without_its_nested_types_is_said_in_words_by_fuse(tmp_path):
     text = r.stdout + r.stderr
     assert "{ftype" not in text, text
     assert "the recording's schema does not define the type of field" in text, text
+
+
+def test_sim_pico_uf2_that_is_not_an_image_is_refused_with_one_line(tmp_path):
+    """`sim --pico --uf2`: a missing file, /dev/zero, a FIFO, a text file, a folder: a clear error, no rig left."""
+    from viperdrive.rigs.pico import require_images_or_skip
+    require_images_or_skip(pytest.skip)
+    fifo = tmp_path / "fifo.uf2"
+    os.mkfifo(fifo)
+    text = tmp_path / "text.uf2"
+    text.write_text("not an image\n" * 100)
+    for bad, words in ((tmp_path / "missing.uf2", "is not there"), ("/dev/zero", "is not a regular file"),
+                       (fifo, "is not a regular file"), (tmp_path, "is not a regular file"),
+                       (text, "not a UF2 file")):
+        r = run_cli("sim", "--pico", "--uf2", bad, timeout=60)
+        no_traceback(r)
+        assert r.returncode in (2, 7) and words in r.stderr, (bad, r.returncode, r.stderr)
+        assert "listening on" not in r.stdout
+    r = run_cli("sim", "--pico", "--circuitpython", "--uf2", text, timeout=30)
+    assert r.returncode == 2 and "--uf2 is a MicroPython image" in r.stderr, r.stderr

@@ -263,7 +263,8 @@ class PicoRig(VirtualBoard):
         # (the filesystem stays): the image with the firmware frozen in (tools/build_uf2.py)
         self.uf2 = uf2
         if uf2 is not None and not Path(uf2).is_file():
-            raise ImagesMissing(f"the image {uf2} is not there (make uf2 builds viperdrive's)")
+            what = "is not a regular file" if os.path.exists(uf2) else "is not there"
+            raise ImagesMissing(f"the image {uf2} {what} (make uf2 builds viperdrive's)")
         find_images(images, firmware)   # a missing image is an error before anything starts
         if flash is not None:
             check_flash_path(flash)     # the rig saves the chip's flash there: refused before anything starts
