@@ -16,11 +16,12 @@ except ImportError:  # CPython
     def const(x):  # type: ignore[misc]  # mypy (make typecheck) sees the stubs' generic const
         return x
 
-PROTOCOL_VERSION = const(5)     # 2: STOP_LINK / STOP_LINK_ACK; 3: FAULT_ENCODER_*, NACK_BUSY, DIAG frame_timeouts,
+PROTOCOL_VERSION = const(6)     # 2: STOP_LINK / STOP_LINK_ACK; 3: FAULT_ENCODER_*, NACK_BUSY, DIAG frame_timeouts,
 #                                 LOAD_PARAMS / LOAD_ACK, DIAG_PARAMS_UNSAVED; 4: board sensors (SENSORS /
 #                                 SENSORS_ACK / SENSORS_DATA, ST_BATTERY_LOW, ST_ESTOP, FAULT_ESTOP,
 #                                 FAULT_BATTERY_LOW, ODOM's encoder heading, DIAG imu_state / imu_errors);
-#                                 5: moves on the board (MOVE / MOVE_LEASE / MOVE_STATE, GET_STATE)
+#                                 5: moves on the board (MOVE / MOVE_LEASE / MOVE_STATE, GET_STATE);
+#                                 6: the DIAG flags DIAG_FROZEN and DIAG_UNUSED_PACKAGE / _MAIN / _ROOT
 
 SYNC = const(0xAA)
 MAX_LEN = const(64)             # LEN upper bound: CMD + PAYLOAD

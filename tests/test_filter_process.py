@@ -6,7 +6,6 @@ produced; a child that fails or dies is reported, never raised into the loop; th
 Inputs: the simulated run of tests/test_live_ekf.py (wheel odometry 50 Hz, gyro 100 Hz, a 1 Hz pose fix 0.35 s
 late, a dropout and a kidnap)."""
 import csv
-import math
 import os
 import signal
 import subprocess
@@ -30,23 +29,6 @@ from viperdrive.timebase import wait_until
 pytestmark = pytest.mark.unit
 
 
-def pumped(proc: FilterProcess, clock: SetClock, events, until: float) -> None:
-    """replay() for a FilterProcess: its pump at each period boundary (+ margin), each message at its arrival."""
-    period = proc.period
-    next_step = (math.floor(events[0][0] / period) + 1) * period + MARGIN_S
-    for arrival, topic, msg in events:
-        while next_step <= arrival:
-            clock.t = next_step
-            proc.pump()
-            next_step += period
-        clock.t = arrival
-        proc.feed(topic, msg)
-    while next_step <= until:
-        clock.t = next_step
-        proc.pump()
-        next_step += period
-
-
 def test_the_process_gives_the_in_process_filters_estimates_exactly():
     run, events = scenario(duration=30.0)
     msgs = [(arrival, topic, as_message(body)) for arrival, topic, _typ, body in events]
@@ -58,7 +40,7 @@ def test_the_process_gives_the_in_process_filters_estimates_exactly():
     clock = SetClock()
     proc = FilterProcess(cfg, clock=clock, on_estimate=there.append)
     proc.start()
-    pumped(proc, clock, msgs, until=run.t[-1] + 0.5)
+    replay(proc, msgs, until=run.t[-1] + 0.5, margin_s=MARGIN_S)
     proc.finish()
     assert proc.error is None
     print(f"{len(there)} estimates from the process, {len(here)} in process; {proc.steps} steps, cost "
@@ -128,7 +110,7 @@ def test_a_failing_child_is_a_reported_error_and_a_killed_one_too():
     proc.start()
     proc.feed("/odom", Undecodable())           # (a bad message is only counted: the filter's own rule)
     clock.t = 1000.1
-    proc.pump()
+    proc.step()
     proc.finish()
     assert proc.error is not None and proc.error.startswith("ValueError: invalid literal"), proc.error
     with pytest.raises(RuntimeError, match="has not finished"):

@@ -43,6 +43,9 @@ def test_the_image_is_cached_by_its_inputs_and_its_viper_code_is_word_aligned(fr
     assert frozen_uf2.name == f"viperdrive-{VERSION}-RPI_PICO.uf2"
     digest = (frozen_uf2.parent / (frozen_uf2.name + ".sha256")).read_text().split()[0]
     assert digest == tool.sha256_file(frozen_uf2)
+    # the banner is MicroPython's own version and the firmware's date, not this checkout's git commit
+    date = time.strftime("%Y-%m-%d", time.gmtime(tool.firmware_date(ROOT)))
+    assert f"MicroPython v1.28.0 on {date}\0".encode() in _payload(frozen_uf2), date
     # a second run with nothing changed does no work
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "build_uf2.py")], capture_output=True, text=True,
@@ -59,6 +62,13 @@ def test_the_image_is_cached_by_its_inputs_and_its_viper_code_is_word_aligned(fr
                         check=True).stdout
     addr = {p[2]: int(p[0], 16) for p in (ln.split() for ln in nm.splitlines()) if len(p) == 3}
     assert all(addr[n] % 4 == 0 for n in names), {n: hex(addr[n]) for n in names}
+
+
+def _payload(uf2: Path) -> bytes:
+    """The image's bytes without the UF2 block headers (a string may cross a 256-byte block)."""
+    data = uf2.read_bytes()
+    return b"".join(data[o + 32:o + 32 + int.from_bytes(data[o + 16:o + 20], "little")]
+                    for o in range(0, len(data), 512))
 
 
 def test_a_tree_without_the_alignment_fix_is_refused(frozen_uf2, tmp_path):

@@ -213,7 +213,8 @@ def test_check_config_reads_a_robot_localization_file_once(tmp_path, capsys, mon
 
 
 def test_calibrate_parses_the_robot_file_once_and_writes_it(sim, tmp_path, capsys, monkeypatch):
-    # before: load_config parsed the file, then update_values read it and parsed it again before editing it
+    # before: the CLI's robot_config (then named load_config) parsed the file, then update_values read it and parsed
+    # it again before editing it
     # (3 opens, 2 parses). Now: one parse when the command starts; the edit reads the text as it is then (1 open;
     # a file edited during the spins keeps the edit) and the edited copy is parsed before it replaces the file.
     robot = tmp_path / "robot.yaml"

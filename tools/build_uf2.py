@@ -18,7 +18,8 @@ package `viperdrive` (lib/viperdrive/ on a flashed board) and main.py, plus one 
 viperdrive/frozen_image.py, by which the firmware knows it runs from the image (GET_DIAG's FROZEN flag). boot.py
 is left out: it does nothing on MicroPython. The port's own frozen modules (asyncio, rp2, onewire, ...) stay.
 
-Refused, saying why, when the kit's tools/mpy-tool.py places frozen ARMv6-M native code at 2-byte alignment.
+Refused, saying why, when the kit's mpy-tool.py (in MicroPython's tools folder) places frozen ARMv6-M native code
+at 2-byte alignment.
 MicroPython v1.28.0 does: its Cortex-M0+ code generator loads 32-bit constants with `ldr rX, [pc, #0]` from literals
 it word-aligns relative to the start of the function, so a viper function that starts at an address 2 mod 4 reads
 half an instruction as its constant and jumps into garbage. Whether one does depends on the link layout, so an
@@ -107,7 +108,7 @@ module("main.py", base_path="fw")
 
 
 def fix_present(mpy_tool: Path) -> bool:
-    """True when tools/mpy-tool.py word-aligns frozen ARMv6-M native code: MP_NATIVE_ARCH_ARMV6M is in the
+    """True when MicroPython's mpy-tool.py word-aligns frozen ARMv6-M native code: MP_NATIVE_ARCH_ARMV6M is in the
     tuple of architectures whose code gets `aligned (4)`."""
     text = mpy_tool.read_text()
     m = re.search(r"if config\.native_arch in \(([^)]*)\):\s*\n(?:\s*#[^\n]*\n)*\s*self\.fun_data_attributes \+= "
@@ -221,8 +222,11 @@ def build(out: Path, kit: Path, jobs: int, root: Path = ROOT) -> tuple[Path, boo
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data)
     (fw / "manifest.py").write_text(MANIFEST)
+    # GIT_CEILING_DIRECTORIES: MicroPython's version header asks git, which found this checkout's repository above
+    # build/ and put its commit into the banner ("v1.28.0-...-g9cef6fe588-dirty"); without a repository it is
+    # MicroPython's own "v1.28.0"
     env = dict(os.environ, picotool_DIR=str(tool_dir / "lib" / "cmake" / "picotool"),
-               SOURCE_DATE_EPOCH=str(epoch))
+               SOURCE_DATE_EPOCH=str(epoch), GIT_CEILING_DIRECTORIES=str(work))
     log = out / "build.log"
     log.write_text("")
     port = tree / "ports" / "rp2"

@@ -21,7 +21,7 @@ from ..board.records import fault_text
 from ..errors import BoardFault, NoReplyError, UserError
 from ..robot.config import RobotConfig
 from ..timebase import WaitTimeout, wait_until
-from .options import baud_of, load_config, port_spec
+from .options import baud_of, port_spec, robot_config
 from .output import note, warn
 from .signals import deferred_signals
 
@@ -58,7 +58,7 @@ FAULT_HINTS = {
 def open_board(args, config: RobotConfig | None = None, clock_sync: bool = True):
     """Resolve --port, open, HELLO (protocol and schema checked). Yields a configured Board; on the way out the
     board is always left disabled (also on Ctrl-C and errors) and a private virtual board is stopped."""
-    config = config if config is not None else load_config(args)
+    config = config if config is not None else robot_config(args)
     baud = baud_of(args, config)
     spec = port_spec(args, config)
     port = resolve_port(spec, baud)

@@ -33,7 +33,7 @@ from ..timebase import WaitTimeout, wait_until
 from ..tuning import calibrate as cal
 from ..tuning import steptest
 from .boardopen import activate, explain_fault, fault_message, open_board, param_guard, warn_unsaved
-from .options import add_board_options, int_range, load_config, positive, seconds
+from .options import add_board_options, int_range, positive, robot_config, seconds
 from .output import note, warn
 from .session import DriveSession
 from .signals import stop_signals_as_interrupt
@@ -176,7 +176,7 @@ def _run(args, s: DriveSession, bar: Progress, on_cycle) -> None:
 # ------------------------------------------------------------------------------------------ the calibrations
 
 def run(args) -> int:
-    config = load_config(args)
+    config = robot_config(args)
     # the measurements are checked before the port is opened: a typo costs nothing
     args.measured_values = _measurements(args)
     with stop_signals_as_interrupt(), open_board(args, config) as board:

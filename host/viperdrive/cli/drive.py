@@ -20,7 +20,7 @@ from ..errors import BadValue, BoardFault, UserError
 from ..motion.scripts import BUILTINS, ScriptFollower, load_script
 from .boardopen import explain_fault, fault_message, open_board, wait_gyro_heading, warn_test_values
 from .livefilter import fused_lines, load_live_filter_config
-from .options import add_board_options, add_loop_options, load_config, script_options, seconds
+from .options import add_board_options, add_loop_options, robot_config, script_options, seconds
 from .output import note, warn
 from .session import DriveSession
 from .signals import stop_signals_as_interrupt
@@ -93,7 +93,7 @@ def _prepare_loop(args) -> None:
 
 
 def run(args) -> int:
-    config = load_config(args)
+    config = robot_config(args)
     ekf = load_live_filter_config(args)
     segments = None
     if args.script:

@@ -25,7 +25,7 @@ from ..board.ports import choose_auto, is_url, list_serial_ports, resolve_port
 from ..errors import EXIT_NO_REPLY, EXIT_VERSION, LinkError, NoReplyError, PortError, UserError, VersionMismatch
 from ..rigs.registry import clock_for
 from ..timebase import Clock
-from .options import add_board_options, baud_of, load_config, port_spec, seconds
+from .options import add_board_options, baud_of, port_spec, robot_config, seconds
 from .output import note, warn
 from .signals import deferred_signals
 from .terminal import Progress
@@ -77,7 +77,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def _port_for_mpremote(args) -> str:
-    spec = port_spec(args, load_config(args))
+    spec = port_spec(args, robot_config(args))
     if spec == "sim":
         raise UserError("the virtual board runs the firmware straight from this checkout (mcu/, shared/): there is "
                         "nothing to flash. Use a real port (`viperdrive ports`); --dry-run shows the commands for "
@@ -123,7 +123,8 @@ def run(args) -> int:
     if args.dry_run:
         # paths as a reader can run them from here (flashing.PathDisplay), not this machine's absolute ones
         display = flashing.PathDisplay()
-        lines = [f"# first: if {port} answers HELLO at {baud_of(args, load_config(args))} baud (viperdrive link mode), "
+        baud = baud_of(args, robot_config(args))
+        lines = [f"# first: if {port} answers HELLO at {baud} baud (viperdrive link mode), "
                  f"send STOP_LINK and wait for the board's reset into REPL mode (Board.stop_link())"]
         if mpy and arch is None:
             lines.append("# ask the board for its .mpy architecture (sys.implementation._mpy >> 10), then use it "
@@ -139,7 +140,7 @@ def run(args) -> int:
         for cmd in plan.commands(display):
             lines.append(flashing.shell_line(cmd))
         if not args.no_verify:
-            lines.append(f"# then: HELLO on {port} at {baud_of(args, load_config(args))} baud must answer protocol "
+            lines.append(f"# then: HELLO on {port} at {baud} baud must answer protocol "
                          f"v{_protocol_version()} (viperdrive info --port {port})")
         print("\n".join(display.preamble() + lines))
         return 0
@@ -420,7 +421,7 @@ def _stop_link(port: str, args) -> bool:
     """A board that answers HELLO runs the viperdrive link, which keeps Ctrl-C off: mpremote would wait forever. Send
     it STOP_LINK and wait until it has reset into REPL mode (True). Nothing answering: mpremote's turn (a REPL
     already: False)."""
-    config = load_config(args)
+    config = robot_config(args)
     baud = baud_of(args, config)
     board = Board(port, baud, config=config, clock_sync=False, margin=0.2, clock=_clock(port))
     try:
@@ -549,7 +550,7 @@ def _reset(plan: flashing.FlashPlan, args) -> None:
 
 
 def _verify(port: str, args) -> int:
-    config = load_config(args)
+    config = robot_config(args)
     baud = baud_of(args, config)
     # --verify-timeout is board time: an emulated chip (its boot compiles the .py files) slower than real time takes
     # longer in wall time

@@ -15,7 +15,7 @@ from ..motion.scripts import BUILTINS, ScriptFollower, load_script
 from ..recording.mcap import McapRecorder, read_mcap, read_mcap_partial
 from ..recording.plot import plot_mcap
 from .boardopen import explain_fault, open_board
-from .options import add_board_options, add_output_options, int_range, load_config, script_options, seconds
+from .options import add_board_options, add_output_options, int_range, robot_config, script_options, seconds
 from .output import note, print_json, warn
 from .session import DriveSession
 from .signals import stop_signals_as_interrupt
@@ -65,7 +65,7 @@ def run(args) -> int:
 
 
 def _record(args) -> int:
-    config = load_config(args)
+    config = robot_config(args)
     segments = load_script(args.script, args.side, args.speed, args.turn_rate) if args.script else None
     if segments is None and args.duration is None:
         note(args, "recording until Ctrl-C")

@@ -21,7 +21,7 @@ from viperdrive.shared import protocol as P
 from ..errors import BoardFault
 from ..motion.scripts import LIMITS
 from .boardopen import activate, open_board, wait_gyro_heading
-from .options import add_board_options, finite_float, load_config, positive, seconds
+from .options import add_board_options, finite_float, positive, robot_config, seconds
 from .output import note
 from .signals import stop_signals_as_interrupt
 
@@ -61,7 +61,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    config = load_config(args)
+    config = robot_config(args)
     with stop_signals_as_interrupt(), open_board(args, config) as board:
         activate(board, args)
         if not args.encoders:

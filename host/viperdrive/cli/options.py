@@ -2,7 +2,7 @@
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """The command line's plumbing: typed argparse converters for every numeric option, the options every board
 command shares (--port, --baud, --config/--node/--strict, --quiet, --json) and what they resolve to (the port, the
-baud rate, the robot file: read once per command, load_config).
+baud rate, the robot file: read once per command, robot_config).
 
 Every numeric option's converter gives a finite number inside its range, or argparse's usage error (exit 2)
 naming the option, e.g.
@@ -181,7 +181,7 @@ def add_robot_file_options(parser, help_text: str | None = None) -> None:
                              "note)")
 
 
-def load_config(args) -> RobotConfig:
+def robot_config(args) -> RobotConfig:
     """The robot file of --config (--node, --strict). Anything wrong with it (missing, unreadable, not UTF-8,
     invalid YAML/TOML, a duplicate key, a bad value) is a BadValue naming file, node, key and reason (exit code 7):
     driving on the built-in defaults instead of the file's limits is worse than stopping."""

@@ -16,7 +16,7 @@ import tempfile
 from ..board.flashing import mpremote_exe
 from ..board.ports import choose_auto, list_serial_ports, resolve_port
 from ..errors import UserError
-from .options import add_board_options, load_config, port_spec
+from .options import add_board_options, port_spec, robot_config
 from .output import note
 
 HELP = "open the board's MicroPython REPL (mpremote); --port sim: the virtual board's REPL"
@@ -28,7 +28,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def command(args, workdir: str) -> list[str]:
-    spec = port_spec(args, load_config(args))
+    spec = port_spec(args, robot_config(args))
     if spec == "sim":
         from ..rigs.virtual import vboard_command
         # the virtual board's parameter file lives in a private folder, gone with the command

@@ -14,9 +14,9 @@ from .options import (
     add_robot_file_options,
     baud_of,
     int_range,
-    load_config,
     port_spec,
     positive,
+    robot_config,
     seconds,
 )
 from .signals import handled_signals, reason
@@ -113,7 +113,7 @@ def run(args) -> int:
     from ..board.ports import resolve_port
     from ..ros2.bridge import Ros2Bridge
 
-    config = load_config(args)
+    config = robot_config(args)
     ekf = None
     if args.ekf is not None:
         from ..estimation import load_config as load_ekf

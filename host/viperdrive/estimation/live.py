@@ -30,6 +30,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -44,9 +45,20 @@ GROWTH_WINDOW_S = 5.0      # the 1-sigma growth rate is taken over the last 5 s 
 FIRST_INTERVAL_S = 5.0     # a source with one message so far is stale after this long (its rate is not known)
 
 
-def replay(live: LiveFilter, events, until: float, margin_s: float = 0.0005) -> None:
-    """Feed (arrival s, topic, message) events to `live` at their arrival times on its SetClock and step it just
-    after each period boundary, as `run` does in real time, up to `until`."""
+class Stepped(Protocol):
+    """What replay() drives: a LiveFilter, or a FilterProcess (the filter in a child process)."""
+    clock: LogClock
+    period: float
+
+    def feed(self, topic: str, msg) -> bool: ...
+
+    def step(self) -> None: ...
+
+
+def replay(live: Stepped, events, until: float, margin_s: float = 0.0005) -> None:
+    """Feed (arrival s, topic, message) events to `live` (a LiveFilter, or a FilterProcess: the same feed and step)
+    at their arrival times on its SetClock and step it just after each period boundary, as `run` does in real time,
+    up to `until`."""
     clock, period = live.clock, live.period
     assert isinstance(clock, SetClock), "replay() steps a filter made with clock=SetClock()"
     first = events[0][0] if events else until

@@ -77,7 +77,7 @@ class FilterProcess:
         self._conn: _Duplex | None = None
         self._receiver: threading.Thread | None = None
         self._sender: threading.Thread | None = None
-        self._outbox: queue.SimpleQueue = queue.SimpleQueue()     # (inputs, time) per pump; None: the end
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()     # (inputs, time) per step; None: the end
         self._finished = False
 
     # ---- inputs (the loop's thread) ----
@@ -98,7 +98,7 @@ class FilterProcess:
 
     # ---- the feeder (the caller's filter thread) ----
     def run(self, stop: threading.Event) -> None:
-        """start(), then pump() at each period boundary until stop is set (or the child fails), then finish().
+        """start(), then step() at each period boundary until stop is set (or the child fails), then finish().
         RuntimeError with the child's reason when it failed."""
         self.start()
         try:
@@ -107,8 +107,8 @@ class FilterProcess:
                 boundary = (math.floor(now / self.period) + 1) * self.period
                 if stop.wait(max(0.0, boundary - now + MARGIN_S)):
                     break
-                self.pump()
-            self.pump()     # the end, as LiveFilter.run's: every input fed so far is stepped
+                self.step()
+            self.step()     # the end, as LiveFilter.run's: every input fed so far is stepped
         finally:
             self.finish()
         if self.error is not None:
@@ -126,10 +126,11 @@ class FilterProcess:
                                         daemon=True)
         self._sender.start()
 
-    def pump(self) -> None:
-        """Take what the pollers have now (each input stamped with its arrival here and now), then hand what
-        arrived since the last pump and the time to the sender. Never blocks: a child that lags (the pipe full)
-        holds up the sender only, so the arrival times stay those of the arrivals."""
+    def step(self) -> None:
+        """The filter's period, as LiveFilter.step (one verb for both): take what the pollers have now (each input
+        stamped with its arrival here and now), then hand what arrived since the last step and the time to the
+        sender. Never blocks: a child that lags (the pipe full) holds up the sender only, so the arrival times stay
+        those of the arrivals."""
         assert self._conn is not None, "start() first"
         if self.error is not None:
             return
@@ -185,7 +186,7 @@ class FilterProcess:
         return conn, child
 
     def _send(self, conn) -> None:
-        """The sender thread: each pump's inputs, then its time, down the pipe (blocking while the child lags);
+        """The sender thread: each step's inputs, then its time, down the pipe (blocking while the child lags);
         at the end the request for the summary."""
         try:
             while True:
