@@ -34,10 +34,11 @@ BOARD_FREE = ["tests/test_arm.py", "tests/test_calibrate.py", "tests/test_config
               "tests/test_ekf_example_config.py", "tests/test_ekf_inputs.py", "tests/test_rosfiles.py",
               "tests/test_sensormsgs.py", "tests/test_tuning_design.py", "tests/test_stats.py",
               "tests/test_cli_units.py", "tests/test_hardening_files.py", "tests/test_boards_cli.py"]
-# not run there: one needs the [plot] extra, two need the emulated Pico's firmware images (a checkout's)
+# not run there: one needs the [plot] extra, three need the emulated Pico's firmware images (a checkout's)
 NOT_THERE = ["test_a_file_that_is_not_mcap_is_exit_7_from_fuse_and_log_plot",
              "test_an_unusable_flash_path_is_refused_before_any_port_is_announced",
-             "test_a_random_flash_image_is_refused_naming_what_it_lacks"]
+             "test_a_random_flash_image_is_refused_naming_what_it_lacks",
+             "test_sim_pico_uf2_that_is_not_an_image_is_refused_with_one_line"]
 
 
 def _up_to_pin(name: str) -> str:
