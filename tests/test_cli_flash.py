@@ -582,3 +582,12 @@ def test_config_only_on_a_stock_image_and_its_option_refusals(tmp_path):
         assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
     r = run_cli("flash", "--keep-board-config", "--backend", "rp2", "--config-only", "--port", PORT)
     assert r.returncode == 2 and "--config-only writes the board config" in r.stderr
+
+
+def test_config_only_dry_run_copies_the_board_config_and_nothing_else():
+    r = run_cli("flash", "--board", "pico", "--config-only", "--port", PORT, "--dry-run")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    copies = [ln for ln in r.stdout.splitlines() if "fs cp " in ln]
+    assert len(copies) == 1 and copies[0].rstrip(" \\").endswith(":board.json.vdtmp"), copies
+    assert "lib/viperdrive" not in r.stdout and "mkdir" not in r.stdout
+    assert "whether its image has the firmware frozen in" in r.stdout and f"connect {PORT} reset" in r.stdout
