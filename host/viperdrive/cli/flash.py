@@ -26,7 +26,7 @@ from ..errors import EXIT_NO_REPLY, EXIT_VERSION, LinkError, NoReplyError, PortE
 from ..rigs.registry import clock_for
 from ..timebase import Clock
 from .options import add_board_options, baud_of, port_spec, robot_config, seconds
-from .output import note, warn
+from .output import confirm, note, warn
 from .signals import deferred_signals
 from .terminal import Progress
 
@@ -157,9 +157,16 @@ def run(args) -> int:
             return _check_board(plan, args, stopped)
         _own_files(plan, args, stage, stopped)
         _copy(plan, args)
-        for path in plan.decision.users_in_the_way if plan.decision is not None and args.force else ():
-            warn(args, f"{path} was not written by viperdrive: kept as :{plan.backup}/{path.rstrip('/')} on the "
-                       f"board")
+        _say_backups(plan, args)
+    return _reset_and_verify(plan, port, args)
+
+
+def _say_backups(plan: flashing.FlashPlan, args) -> None:
+    for path in plan.decision.users_in_the_way if plan.decision is not None and args.force else ():
+        warn(args, f"{path} was not written by viperdrive: kept as :{plan.backup}/{path.rstrip('/')} on the board")
+
+
+def _reset_and_verify(plan: flashing.FlashPlan, port: str, args) -> int:
     _reset(plan, args)
     if args.no_verify:
         return 0
@@ -247,7 +254,7 @@ def _config_only(args) -> int:
                        f"changed since): left as it is")
         if ours:
             names = ", ".join(ours)
-            agreed = args.remove_unused or _confirm(
+            agreed = args.remove_unused or confirm(
                 f"{len(ours)} files an earlier flash wrote no longer run (the firmware is frozen into the image): "
                 f"{names}. Remove them?")
             if not agreed:
@@ -256,20 +263,10 @@ def _config_only(args) -> int:
                 decision.delete = []
         kept = {p: e for p, e in manifest.items() if p not in decision.delete and p in existing and p != "board.json"}
         manifest_bytes = _merged_manifest(targets, kept)
-        plan.decision = decision
-        plan.backup = ownership.backup_folder() if args.force and decision.users_in_the_way else None
-        plan.manifest = stage / ownership.MANIFEST
-        plan.manifest.write_bytes(manifest_bytes)
-        for path in decision.delete:
-            note(args, f"deleting :{path} (an earlier flash wrote it, unchanged since; it no longer runs)")
+        _settle(plan, decision, manifest_bytes, stage, args, "it no longer runs")
         _copy(plan, args)
-        for path in decision.users_in_the_way if args.force else ():
-            warn(args, f"{path} was not written by viperdrive: kept as :{plan.backup}/{path.rstrip('/')} on the "
-                       f"board")
-    _reset(plan, args)
-    if args.no_verify:
-        return 0
-    return _verify(port, args)
+        _say_backups(plan, args)
+    return _reset_and_verify(plan, port, args)
 
 
 def _merged_manifest(targets: dict[str, bytes], kept: dict[str, dict]) -> bytes:
@@ -279,18 +276,6 @@ def _merged_manifest(targets: dict[str, bytes], kept: dict[str, dict]) -> bytes:
     data = json.loads(ownership.make_manifest(targets, _host_version()))
     data["files"] = dict(sorted({**kept, **data["files"]}.items()))
     return (json.dumps(data, indent=1) + "\n").encode()
-
-
-def _confirm(question: str) -> bool:
-    """y on a terminal; anything else, or no terminal, is no."""
-    import sys
-    if not sys.stdin.isatty():
-        return False
-    try:
-        answer = input(f"{question} [y/N] ")
-    except EOFError:
-        return False
-    return answer.strip().lower() in ("y", "yes")
 
 
 def _check_board(plan: flashing.FlashPlan, args, stopped_link: bool) -> int:
@@ -369,12 +354,19 @@ def _own_files(plan: flashing.FlashPlan, args, stage: Path, stopped_link: bool) 
             _mpremote_exec(plan, "import os\n" + plan.FINISH_CODE, args)      # link mode again at the next reset
             _reset(plan, args)
         raise
+    _settle(plan, decision, manifest_bytes, stage, args, "no longer used")
+
+
+def _settle(plan: flashing.FlashPlan, decision: ownership.Decision, manifest_bytes: bytes, stage: Path, args,
+            gone: str) -> None:
+    """The plan takes its decisions, the backup folder (--force with the user's files in the way) and the manifest
+    to write; each file it will delete is said."""
     plan.decision = decision
     plan.backup = ownership.backup_folder() if args.force and decision.users_in_the_way else None
     plan.manifest = stage / ownership.MANIFEST
     plan.manifest.write_bytes(manifest_bytes)
     for path in decision.delete:
-        note(args, f"deleting :{path} (an earlier flash wrote it, unchanged since; no longer used)")
+        note(args, f"deleting :{path} (an earlier flash wrote it, unchanged since; {gone})")
 
 
 def _mpremote_exec(plan: flashing.FlashPlan, code: str, args) -> str:

@@ -34,3 +34,15 @@ def note(args, message: str) -> None:
     """Chatter on stderr, silenced by --quiet."""
     if not getattr(args, "quiet", False):
         print(message, file=sys.stderr, flush=True)
+
+
+def confirm(question: str) -> bool:
+    """A question the user answers on a terminal: True for y or yes; anything else, or no terminal (a script, a
+    pipe, CI), is no."""
+    if not sys.stdin.isatty():
+        return False
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")

@@ -18,7 +18,7 @@ from ..tuning.calibrate import RULES, relay_autotune
 from . import tune_design
 from .boardopen import check_no_fault, open_board, param_guard, warn_unsaved
 from .options import add_board_options, finite_float, from_range, parse_assignments, seconds
-from .output import note, print_json
+from .output import confirm, note, print_json
 from .terminal import Progress
 
 HELP = ("step-test the wheel speed loop (rise, overshoot, settling, error, PNG); --set/--save gains; --autotune; "
@@ -158,7 +158,7 @@ def _autotune(args, board, guard, wheel: str, rate: int) -> dict:
     if not args.json:
         print(f"before: kp {before['kp']:.5g} ki {before['ki']:.5g} kd {before['kd']:.5g}")
         print(f"after:  kp {res.kp:.5g} ki {res.ki:.5g} kd {res.kd:.5g}")
-    if args.yes or _confirm("apply these gains now?"):
+    if args.yes or confirm("apply these gains now?"):
         for name, value in (("kp", res.kp), ("ki", res.ki), ("kd", res.kd)):
             guard.set(name, _clip(name, value), keep=True)
         out["applied"] = True
@@ -170,14 +170,3 @@ def _clip(name: str, value: float) -> float:
     from viperdrive.shared import params as PARAMS
     p = PARAMS.by_name(name)
     return min(max(value, p[PARAMS.MIN]), p[PARAMS.MAX])
-
-
-def _confirm(question: str) -> bool:
-    import sys
-    if not sys.stdin.isatty():
-        return False
-    try:
-        answer = input(f"{question} [y/N] ")
-    except EOFError:
-        return False
-    return answer.strip().lower() in ("y", "yes")
