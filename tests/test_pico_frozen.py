@@ -95,6 +95,12 @@ def test_a_tree_without_the_alignment_fix_is_refused(frozen_uf2, tmp_path):
     assert "places frozen ARMv6-M native code at 2-byte alignment" in r.stderr and "Nothing was built" in r.stderr
     assert "Traceback" not in r.stderr
     assert not list(out.glob("*.uf2")) and not (out / "inputs.sha256").exists()
+    # a kit whose source archive is damaged (a copy cut short): one line, nothing built
+    (kit / tool.SRC_TARBALL).write_bytes((kit / tool.SRC_TARBALL).read_bytes()[:100])
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "build_uf2.py"), "--kit", str(kit), "--out", str(out),
+                        "--jobs", "10" + "0" * 400], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "cannot be unpacked" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not list(out.glob("*.uf2"))
 
 
 def test_installed_with_board_json_alone_it_boots_frozen_and_answers_at_once(frozen_pico_image, frozen_uf2,

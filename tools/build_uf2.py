@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import lzma
 import os
 import re
 import shutil
@@ -152,8 +153,11 @@ def unpack(tarball: Path, into: Path, top: str) -> Path:
         return into / top
     shutil.rmtree(into / top, ignore_errors=True)
     into.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(tarball) as t:
-        t.extractall(into, filter="data")
+    try:
+        with tarfile.open(tarball) as t:
+            t.extractall(into, filter="data")      # "data": no link or path out of `into`
+    except (tarfile.TarError, lzma.LZMAError, EOFError) as e:
+        raise BuildError(f"{tarball} cannot be unpacked ({e}): a damaged or unfinished copy of the kit?") from None
     if not (into / top).is_dir():
         raise BuildError(f"{tarball} did not unpack to {top}/")
     stamp.write_text(digest)
@@ -267,7 +271,7 @@ def main(argv=None) -> int:
             return 3
     t0 = time.monotonic()
     try:
-        image, made = build(args.out.resolve(), kit.resolve(), max(1, args.jobs))
+        image, made = build(args.out.resolve(), kit.resolve(), max(1, min(args.jobs, 64)))
     except FileNotFoundError as e:
         print(f"uf2: {'skipped' if args.if_kit else 'error'}: {e}"
               + ("; the frozen image's tests skip" if args.if_kit else ""), file=sys.stderr)
