@@ -154,6 +154,7 @@ class Driver:
         self.v = 0.0
         self.w = 0.0
         self.answers: list[int] = []
+        self.refusals: list[tuple[float, int, str]] = []     # (board time, status, why) of every answer not 200
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -166,6 +167,10 @@ class Driver:
         """Arm and keep sending (v, w)."""
         self.v, self.w = v, w
         self.arm(True)
+        self.send_again()
+
+    def send_again(self) -> None:
+        """Go on sending (v, w) after stop_sending(), without arming."""
         self._stop.clear()
         self._thread = threading.Thread(target=self._send, daemon=True)
         self._thread.start()
@@ -174,10 +179,13 @@ class Driver:
         clock = self.sim.clock
         while not self._stop.is_set():
             try:
-                status, _ = self.dash.post("/api/drive", {"v": self.v, "w": self.w}, self.session, timeout=10)
-            except OSError:
-                status = -1
+                status, out = self.dash.post("/api/drive", {"v": self.v, "w": self.w}, self.session, timeout=10)
+                why = str(out.get("error", "")) if isinstance(out, dict) else repr(out)
+            except OSError as e:
+                status, why = -1, f"{type(e).__name__}: {e}"
             self.answers.append(status)
+            if status != 200:
+                self.refusals.append((clock.now(), status, why))
             clock.sleep(DRIVE_EVERY_S)
 
     def stop_sending(self) -> None:

@@ -109,6 +109,12 @@ def test_page_loads_plots_every_record_and_shows_the_board(sim, dash, browser):
     assert "DEADMAN" in status or "disabled" in status
     assert "none" in page.inner_text("#status tr:nth-child(2)")      # fault: none
     assert "viperdrive-sim" in page.inner_text("#board")
+    # the tabs stay where they are whatever the board's line says (a click aimed as it arrives lands on its tab)
+    boxes = "[...document.querySelectorAll('nav button')].map(b => JSON.stringify(b.getBoundingClientRect()))"
+    before = page.evaluate(boxes)
+    page.evaluate("document.getElementById('board').textContent = 'connecting...'; "
+                  "document.getElementById('role').textContent = ''")
+    assert page.evaluate(boxes) == before
     # every plot says what its axes show, with units (declared on the canvas; the drawing writes and records them)
     declared = page.evaluate("Object.fromEntries([...document.querySelectorAll('canvas')].map("
                              "c => [c.id, [c.dataset.xLabel, c.dataset.yLabel]]))")

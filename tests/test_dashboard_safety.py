@@ -16,6 +16,7 @@ import json
 import signal
 import socket
 import threading
+import time
 
 import pytest
 from cli_helpers import run_cli
@@ -106,7 +107,7 @@ def test_twenty_watchers_reading_the_table_never_disturb_a_driving_page(sim, das
     assert last["deadman_trips"] == trips0
     assert lowest >= 0.95 * speed
     assert last["param_reads"] == len(answers[0][1]["params"])     # the table read once: a watcher costs nothing
-    assert all(s == 200 for s in driver.answers), driver.answers
+    assert all(s == 200 for s in driver.answers), driver.refusals
     assert dash.alive()
     events.close()
 
@@ -133,6 +134,29 @@ def test_wheels_at_rest_stay_at_rest_when_the_page_stops_sending_behind_a_busy_w
     assert took < DRIVE_TIMEOUT_S + 0.5
     assert top < REST_RAD_S
     assert status == 409 and "arm" in out["error"]
+
+
+def test_a_page_the_machine_did_not_run_for_a_moment_is_not_taken_for_a_stalled_page(sim, dash):
+    """On a lockstep board the page is a commander of its own (dashboard/core.py, PAGE_HOLD_S): 0.7 s of host time
+    without a command (a busy machine not running the page) holds the board inside the page's deadman; the drive
+    goes on, nothing refused, no dip. A page silent on purpose still disarms (the test above), in board time."""
+    driver = Driver(dash, sim)
+    speed = _steady(sim, driver)
+    driver.stop_sending()
+    t0 = sim.clock.now()
+    time.sleep(0.7)                 # host time: the page does not run
+    ran = sim.clock.now() - t0
+    driver.send_again()
+    seen = _sample(sim, 0.5)
+    driver.stop_sending()
+    lowest = min(min(t["w_left"], t["w_right"]) for t in seen)
+    print(f"the page did not run for 0.7 s of host time: the board ran {ran * 1e3:.0f} ms of its time (the page's "
+          f"deadman {DRIVE_TIMEOUT_S * 1e3:.0f} ms); lowest wheel after {lowest:.2f} of {speed:.2f} rad/s; "
+          f"refused {driver.refusals}")
+    assert ran < DRIVE_TIMEOUT_S        # without the page's hold: about 0.7 s, and a disarm
+    assert driver.refusals == []
+    assert lowest >= 0.95 * speed
+    assert not any("disarmed" in line for line in dash.log), dash.log
 
 
 def test_a_dashboard_stopped_for_a_second_never_restarts_the_wheels(sim):

@@ -44,7 +44,7 @@ class Clock(Protocol):
 
     def detach(self) -> None: ...
 
-    def commanding(self, hold_s: float | None) -> None: ...
+    def commanding(self, hold_s: float | None, source: str = "link") -> None: ...
 
 
 class HostClock:
@@ -72,7 +72,7 @@ class HostClock:
     def detach(self) -> None:
         pass
 
-    def commanding(self, hold_s: float | None) -> None:
+    def commanding(self, hold_s: float | None, source: str = "link") -> None:
         pass
 
 

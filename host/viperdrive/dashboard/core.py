@@ -13,6 +13,10 @@ The control model (docs/dashboard.md, "Who may drive"):
   server's thread at once (not queued behind the board thread's work); one that waited longer than DRIVE_TIMEOUT_S
   to be applied is dropped, and once DRIVE_TIMEOUT_S passed without a command the board is disarmed (braked,
   disabled) and a later command is refused: the page must arm again. Nothing restarts the wheels but a new arm.
+  On a board that keeps its time in step with its host (a virtual board, "lockstep"), the page is a commander
+  of its own: from the arm and every command, the board does not run more than PAGE_HOLD_S past it until the
+  page's next command (let go after a second of host time), so a page the machine did not run for a moment is
+  not taken for a page that stopped sending; one that stops on purpose still is, in board time.
 - A step test (the one long request) is cancelled within one of its periods by a stop signal, the controlling page
   closing, or the controlling page's disarm: the wheels are braked and the lifted ramp put back.
 - A latched fault while armed disarms and is shown (status, its words, the Clear button); it does not end the
@@ -41,6 +45,7 @@ from ..tuning import steptest
 # the page's own deadman: no drive command for this long (board time, from its arrival) -> braked stop, disabled
 # (the pad sends every 100 ms; a hidden or closed page disarms at once, so this is for a page that stalls)
 DRIVE_TIMEOUT_S = 0.5
+PAGE_HOLD_S = DRIVE_TIMEOUT_S - 0.05     # how far a lockstep board may run past the page's last command
 CYCLE_S = 0.02                  # the board thread's cycle (board time): SET_VEL/STATE while armed, streams read
 PAGE_BUDGET_S = 0.008           # board time per cycle for the pages' requests while armed (a request started
 #                                 inside it finishes: at most two round trips of ~4 ms at 115200 baud)
@@ -204,6 +209,7 @@ class Dashboard:
                 self.armed = True
                 self.arm_epoch += 1
                 self.last_drive = self.clock.now()     # the deadman counts from the board enabled: zero commanded
+                self.clock.commanding(PAGE_HOLD_S, source="page")
             self.say("armed from the page")
         elif not on and self.armed:
             self._disarm(why)
@@ -228,6 +234,7 @@ class Dashboard:
             if arrived >= self.last_drive:      # an older command overtaken by a newer one never replaces it
                 self.drive.command(v, w, now=arrived)
                 self.last_drive = arrived
+                self.clock.commanding(PAGE_HOLD_S - (now - arrived), source="page")
         return {"armed": True}
 
     def set_param(self, name: str, value: float) -> dict:
@@ -356,6 +363,7 @@ class Dashboard:
             if was:
                 self.arm_epoch += 1
             self.drive.reset()
+        self.clock.commanding(None, source="page")
         if was:
             self.say(f"disarmed: {why}")
             self._publish("disarmed", {"why": why, "arm_epoch": self.arm_epoch})
@@ -369,6 +377,7 @@ class Dashboard:
             self.armed = False
             self.arm_epoch += 1
             self.drive.reset()
+        self.clock.commanding(None, source="page")
         self.faults += 1
         self.say(f"disarmed: {e}")
         self._publish("disarmed", {"why": str(e), "fault": True, "arm_epoch": self.arm_epoch})

@@ -34,6 +34,12 @@ runs more than hold_s past the board time of the last command, hold_s inside the
 waits for the host's next command. A host that stops commanding on purpose (a test of the deadman itself) is let
 go after HOLD_RELEASE_S of host time with no command, and the deadman trips in board time as it would on a real
 board, only later in wall time.
+
+A host may follow a commander of its own with a deadman of its own: the dashboard drives from a page's commands
+and stops the wheels when the page falls silent for 0.5 s of board time. Its hold has its own source name
+(commanding(hold_s, source="page")), the grant honours the earliest of the holds in force, and each is let go
+after HOLD_RELEASE_S of host time on its own: a page the machine did not run for a moment does not find the
+dashboard's deadman run out, and a page that stops sending on purpose still does, in board time.
 """
 from __future__ import annotations
 
@@ -125,7 +131,9 @@ class BoardTimeFile:
         self._lease: threading.Thread | None = None
         self._lease_stop = threading.Event()
         self._attached = False
-        self._hold: tuple[int, float] | None = None     # (board us the grant may not pass, host time it was set)
+        # source -> (board us the grant may not pass, host time it was set): "link" for the host's own wheel
+        # commands, other names for commanders of its own (the dashboard's page)
+        self._holds: dict[str, tuple[int, float]] = {}
         self.grants = 0                 # renewals written (diagnostics)
         self.held = 0                   # renewals the commanding hold cut short (diagnostics)
 
@@ -202,20 +210,24 @@ class BoardTimeFile:
     def detach(self) -> None:
         """The port closed: the lease stops before this returns (a later client is never held by our grant)."""
         self._attached = False
-        self._hold = None
+        self._holds = {}
         lease, self._lease = self._lease, None
         if lease is not None:
             self._lease_stop.set()
             lease.join(timeout=2.0)
 
-    def commanding(self, hold_s: float | None) -> None:
+    def commanding(self, hold_s: float | None, source: str = "link") -> None:
         """The host sent a wheel command the board's deadman counts from: until the next one, the grant does not
         let the board run more than hold_s past now (hold_s inside the deadman). None: the host stopped
-        commanding (it disabled, or a board move drives the wheels): no hold."""
+        commanding (it disabled, or a board move drives the wheels): no hold. source: whose deadman the hold
+        keeps ("link": the board's own; another name: a commander the host follows, with a deadman of its own);
+        each source's hold is set, replaced and let go on its own."""
+        holds = dict(self._holds)           # replaced whole: the lease thread reads it without a lock
         if hold_s is None:
-            self._hold = None
+            holds.pop(source, None)
         elif self.lockstep:
-            self._hold = (self.board_us() + int(hold_s * 1e6), time.monotonic())
+            holds[source] = (self.board_us() + int(max(0.0, hold_s) * 1e6), time.monotonic())
+        self._holds = holds
 
     def _renew(self) -> None:
         fd = self._file()
@@ -227,9 +239,10 @@ class BoardTimeFile:
             return
         while not self._lease_stop.is_set():
             until = self.board_us() + int(LEASE_AHEAD_S * 1e6)
-            hold = self._hold
-            if hold is not None and hold[0] < until and time.monotonic() - hold[1] < HOLD_RELEASE_S:
-                until = hold[0]         # the host's next command is due: the board waits for it
+            host = time.monotonic()
+            held = [us for us, at in self._holds.values() if us < until and host - at < HOLD_RELEASE_S]
+            if held:
+                until = min(held)       # a commander's next command is due: the board waits for it
                 self.held += 1
             try:
                 write_grant(fd, gen, until)
