@@ -361,6 +361,29 @@ def test_tune_autotune_on_a_private_board(tmp_path):
     assert m["settling_time"] is not None and abs(m["steady_state_error_pct"]) < 5
 
 
+def test_autotune_on_a_stalled_wheel_refuses_says_what_the_wheel_did_and_changes_nothing(sim):
+    """A stalled wheel does not oscillate: the refusal (exit 7, after its repeats) says what the wheel did, not only
+    the count of cycles; the gains and the experiment's parameters are what they were, no fault latched."""
+    names = ["kp", "ki", "max_accel", "max_duty", "vel_edges", "stall_speed"]
+    get = ["params", "get", *names, "--port", sim.url, "--json"]
+    before = json.loads(run_cli(*get).stdout)["params"]
+    sim.control({"cmd": "fault", "kind": "stall", "wheel": "right", "on": True})
+    try:
+        r = run_cli("tune", "--port", sim.url, "--autotune", "--yes", "--wheel", "right", "--json", timeout=90)
+    finally:
+        sim.control({"cmd": "fault", "kind": "stall", "wheel": "right", "on": False})
+    after = json.loads(run_cli(*get).stdout)["params"]
+    print(f"autotune on a stalled wheel: exit {r.returncode}: {r.stderr.strip()}")
+    assert r.returncode == 7 and "autotune refused" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    span = re.search(r"right wheel's speed spanned (\S+) \.\. (\S+) rad/s over (\S+) s of board time \((\d+) records\)",
+                     r.stderr)
+    assert span, r.stderr
+    lo, hi, seconds, n = float(span[1]), float(span[2]), float(span[3]), int(span[4])
+    assert -0.5 < lo <= hi < 0.5 and seconds > 1.0 and n > 100       # a wheel that barely moved, seen throughout
+    assert after == before
+    assert json.loads(run_cli("info", "--port", sim.url, "--json").stdout)["fault_code"] == P.FAULT_NONE
+
+
 def test_calibrate_wheelbase_guided_with_ground_truth(sim, tmp_path):
     robot = tmp_path / "robot.yaml"
     robot.write_text("# test robot\nwheel_separation: 0.152  # nominal\n")

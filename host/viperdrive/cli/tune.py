@@ -153,7 +153,14 @@ def _autotune(args, board, guard, wheel: str, rate: int) -> dict:
     if not args.json:
         print(res.summary())
     if not res.ok:
-        raise UserError("autotune refused: " + "; ".join(res.problems) + ". The gains are unchanged", exit_code=7)
+        check_no_fault(board, args)         # a fault latched during the run is the reason: say that (exit 6)
+        w = rec.measured[wheel][steady]
+        seen = (f"the {wheel} wheel's speed spanned {float(w.min()):.3g} .. {float(w.max()):.3g} rad/s over "
+                f"{float(rec.t[steady][-1] - rec.t[steady][0]):.2f} s of board time ({len(w)} records) after the "
+                f"transient" if len(w) else "no telemetry record after the transient")
+        out["seen"] = seen
+        raise UserError("autotune refused: " + "; ".join(res.problems) + f" ({seen}). The gains are unchanged",
+                        exit_code=7)
     before = {g: board.get_param(g) for g in GAINS}
     if not args.json:
         print(f"before: kp {before['kp']:.5g} ki {before['ki']:.5g} kd {before['kd']:.5g}")
