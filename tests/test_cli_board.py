@@ -361,7 +361,7 @@ def test_tune_autotune_on_a_private_board(tmp_path):
     assert m["settling_time"] is not None and abs(m["steady_state_error_pct"]) < 5
 
 
-def test_autotune_on_a_stalled_wheel_refuses_says_what_the_wheel_did_and_changes_nothing(sim):
+def test_autotune_on_a_stalled_wheel_refuses_says_what_the_wheel_did_and_changes_nothing(sim, tmp_path):
     """A stalled wheel does not oscillate: the refusal (exit 7, after its repeats) says what the wheel did, not only
     the count of cycles; the gains and the experiment's parameters are what they were, no fault latched."""
     names = ["kp", "ki", "max_accel", "max_duty", "vel_edges", "stall_speed"]
@@ -369,7 +369,8 @@ def test_autotune_on_a_stalled_wheel_refuses_says_what_the_wheel_did_and_changes
     before = json.loads(run_cli(*get).stdout)["params"]
     sim.control({"cmd": "fault", "kind": "stall", "wheel": "right", "on": True})
     try:
-        r = run_cli("tune", "--port", sim.url, "--autotune", "--yes", "--wheel", "right", "--json", timeout=90)
+        r = run_cli("tune", "--port", sim.url, "--autotune", "--yes", "--wheel", "right", "--json",
+                    "--png", tmp_path / "a.png", timeout=90)
     finally:
         sim.control({"cmd": "fault", "kind": "stall", "wheel": "right", "on": False})
     after = json.loads(run_cli(*get).stdout)["params"]
