@@ -96,7 +96,7 @@ def main() -> int:
         d = json.loads(r.stdout)
         left = d["wheels"]["left"]
         print(f"cli_tune telemetry_hz={d['telemetry_hz']} samples={d['samples']} "
-              f"rise_ms={left['rise_time'] * 1000:.1f} settling_ms={left['settling_time'] * 1000:.1f} "
+              f"rise_ms={left['rise_time_s'] * 1000:.1f} settling_ms={left['settling_time_s'] * 1000:.1f} "
               f"overshoot_pct={left['overshoot']:.2f}")
 
         r = run_cli("monitor", "--port", sim.url, "--duration", "3", timeout=60)

@@ -71,8 +71,8 @@ def _run_filterpy(two_d, cfg, ms):
     rix = np.ix_([0, 1, 5], [0, 1, 5])
     t0 = time.perf_counter()
     for m in ms:
-        step = m.time - t_prev
-        t_prev = m.time
+        step = m.time_s - t_prev
+        t_prev = m.time_s
         fp.next_x, fp.F = model(fp.x, step)
         fp.Q = Q * step
         fp.predict()
@@ -94,7 +94,7 @@ def bench_pair(two_d: bool, repeats: int = 5):
 
 def bench_fuse(tmp: Path, total=100_000):
     duration = total / 155.0 + 1.0          # odometry 50 Hz + IMU 100 Hz + pose 5 Hz
-    run = simulate_run(duration=duration, dt=0.005, odom_rate=50, imu_rate=100, pose_rate=5)
+    run = simulate_run(duration_s=duration, dt=0.005, odom_hz=50, imu_hz=100, pose_hz=5)
     msgs = run.messages[:total]
     rec = tmp / "bench.mcap"
     write_mcap(rec, msgs)
@@ -130,7 +130,7 @@ def bench_lint_observer(tmp: Path, total=30_000, rounds=4):
     from viperdrive.estimation.lint import RecordingScan
     from viperdrive.estimation.replay import fuse
 
-    run = simulate_run(duration=total / 155.0 + 1.0, dt=0.005, odom_rate=50, imu_rate=100, pose_rate=5)
+    run = simulate_run(duration_s=total / 155.0 + 1.0, dt=0.005, odom_hz=50, imu_hz=100, pose_hz=5)
     rec = tmp / "lint.mcap"
     write_mcap(rec, run.messages[:total])
     vec = lambda on: [i in on for i in range(15)]   # noqa: E731

@@ -55,7 +55,7 @@ def cost() -> None:
         "imu0": "imu", "imu0_config": f6 + [False] * 5 + [True] + [False] * 3,
         "pose0": "pose", "pose0_config": [True, True] + [False] * 13, "pose0_rejection_threshold": 3.0,
         "pose0_reacquire_after": 3}}})
-    run = simulate_run(duration=60.0, seed=5, odom_rate=50, imu_rate=100, pose_rate=1, pose_sigma=0.05, t0=1000.0)
+    run = simulate_run(duration_s=60.0, seed=5, odom_hz=50, imu_hz=100, pose_hz=1, pose_sigma=0.05, t0=1000.0)
     events = []
     for topic, _typ, stamp, _log, body in run.messages:
         events.append((stamp + (0.35 if topic == "/pose" else 0.002), topic, as_message(body)))

@@ -111,7 +111,7 @@ def test_normal_driving_ramps_pushes_and_slip_trip_no_fault(board, need_sim, clo
     loop(board, 1.0, 0.5 / R, 0.5 / R, clock=clock)
     loop(board, 1.5, -0.5 / R, -0.5 / R, clock=clock)
     loop(board, 1.0, (0.4 - 3.0 * 0.076) / R, (0.4 + 3.0 * 0.076) / R, clock=clock)
-    need_sim.push("left", -0.3, duration=0.4)
+    need_sim.push("left", -0.3, duration_s=0.4)
     loop(board, 1.5, 0.2 / R, 0.2 / R, clock=clock)
     board.set_param("max_accel", 5000.0)
     slip = need_sim.truth()["slip_distance"]

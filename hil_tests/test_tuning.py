@@ -55,14 +55,14 @@ def test_default_gains_step_overshoot_and_settling(board):
         m = steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, 10.0)
         m2 = steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, 10.0, band=0.02)
         which = "designed" if gains else "default"
-        print(f"{which} gains, 10 rad/s step, ramp lifted, {w}: rise {m.rise_time * 1e3:.0f} ms, overshoot "
-              f"{m.overshoot:.1f} % (spec {SPEC_OVERSHOOT_PCT:g}), settling 5 % {m.settling_time * 1e3:.0f} ms "
+        print(f"{which} gains, 10 rad/s step, ramp lifted, {w}: rise {m.rise_time_s * 1e3:.0f} ms, overshoot "
+              f"{m.overshoot:.1f} % (spec {SPEC_OVERSHOOT_PCT:g}), settling 5 % {m.settling_time_s * 1e3:.0f} ms "
               f"(spec {settle_spec * 1e3:.0f}), 2 % "
-              + ("never" if m2.settling_time is None else f"{m2.settling_time * 1e3:.0f} ms")
+              + ("never" if m2.settling_time_s is None else f"{m2.settling_time_s * 1e3:.0f} ms")
               + f", steady-state error {m.steady_state_error:+.3f} rad/s")
         # measured on the virtual board (docs/tuning.md): overshoot 2.0-2.4 %, settling 18-22 ms
         assert m.overshoot <= SPEC_OVERSHOOT_PCT
-        assert m.settling_time is not None and m.settling_time <= settle_spec
+        assert m.settling_time_s is not None and m.settling_time_s <= settle_spec
         assert abs(m.steady_state_error) < 0.02 * 10.0
 
 
@@ -103,7 +103,7 @@ def test_default_gains_leave_saturation_quickly_after_a_10_s_stall(board, need_s
     # and back at the setpoint: into the 5 % band for good, counted from the first motion
     # (up to the last record still commanding 10 rad/s: the braked stop at the end is not part of the test)
     t_end = rec.t[np.nonzero(rec.setpoint["left"] > 9.99)[0][-1]]
-    back = [steptest.step_metrics(rec.t, rec.measured[w], rec.t[i0], t_end, 10.0).settling_time
+    back = [steptest.step_metrics(rec.t, rec.measured[w], rec.t[i0], t_end, 10.0).settling_time_s
             for w in ("left", "right")]
     ki, windup_tau = board.get_param("ki"), board.get_param("windup_tau")
     print(f"after {hold:g} s stalled at 10 rad/s (ki {ki:g}, windup_tau {windup_tau:g} s): output left saturation "

@@ -38,7 +38,7 @@ def drive(loop, ctl, odom, poses, seconds, v=0.3, stamps=None):
         poses.append(odom.pose)
         if stamps is not None:
             stamps.append(state.sampled)      # host arrival time of the STATE behind this pose (held: the old one)
-    loop.run(duration=seconds, on_cycle=on_cycle)
+    loop.run(duration_s=seconds, on_cycle=on_cycle)
 
 
 def max_step(poses):

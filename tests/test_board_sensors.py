@@ -23,11 +23,11 @@ def test_sensor_reading_decodes_the_wire_units():
                                                   P.IMU_OK, P.ST_ENABLED)[3:-2])
     r = sensor_reading(v, 12.0, None)
     assert isinstance(r, SensorReading)
-    assert r.gyro == (0.001, -0.002, 0.5) and r.accel == (0.15, -0.3, 9.81)
-    assert r.gyro_bias_z == -0.001234 and math.isclose(r.yaw_rate, 0.501234)
-    assert r.battery_v == 7.4 and r.estop_open is None and r.imu_ok and r.gyro_heading and not r.still
+    assert r.gyro_rad_s == (0.001, -0.002, 0.5) and r.accel_m_s2 == (0.15, -0.3, 9.81)
+    assert r.gyro_bias_z_rad_s == -0.001234 and math.isclose(r.yaw_rate_rad_s, 0.501234)
+    assert r.battery_v == 7.4 and r.estop_open is None and r.imu_ok and r.heading_from_gyro and not r.still
     r = sensor_reading(v[:9] + (0, P.SF_HAS_ESTOP | P.SF_ESTOP_OPEN, P.IMU_NO_ANSWER, 0), 12.0, None)
-    assert r.battery_v is None and r.gyro_bias_z is None and r.estop_open is True
+    assert r.battery_v is None and r.gyro_bias_z_rad_s is None and r.estop_open is True
     assert r.imu_state_name == "no answer" and not r.imu_ok
 
 
@@ -70,12 +70,12 @@ def test_sensors_stream_estop_battery_and_imu_loss_on_the_virtual_board():
         last = r[-1]
         truth = vb.truth()
         # the emulated MPU-6050's bias on z (0.6 deg/s in the robot file, drifting) is what the board estimated
-        assert last.imu_ok and last.gyro_bias_z is not None
-        assert abs(last.gyro_bias_z - truth["gyro_bias_z"]) < 5e-4, (last.gyro_bias_z, truth["gyro_bias_z"])
+        assert last.imu_ok and last.gyro_bias_z_rad_s is not None
+        assert abs(last.gyro_bias_z_rad_s - truth["gyro_bias_z"]) < 5e-4, (last.gyro_bias_z_rad_s, truth["gyro_bias_z"])
         # at rest: g on z (the mean: one sample has ~0.03 m/s^2 of noise, 0.4 mg/sqrt(Hz) over 50 Hz)
-        az = sum(x.accel[2] for x in r if x.imu_ok) / len([x for x in r if x.imu_ok])
+        az = sum(x.accel_m_s2[2] for x in r if x.imu_ok) / len([x for x in r if x.imu_ok])
         assert abs(az - 9.81) < 0.01 and abs(last.battery_v - 7.4) < 0.02, (az, last.battery_v)
-        assert last.estop_open is False and last.still and last.gyro_heading
+        assert last.estop_open is False and last.still and last.heading_from_gyro
         seqs = [x.seq for x in r]
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "records lost on an idle link"
 
@@ -112,7 +112,7 @@ def test_sensors_stream_estop_battery_and_imu_loss_on_the_virtual_board():
         assert d and d["imu_errors"] >= 1 and d["imu"] == "no answer", d
         assert _until(lambda: b.odometry().heading_source == "encoders", b)
         rec = _wait(lambda s: not s.imu_ok, b)
-        assert rec.imu_state == P.IMU_NO_ANSWER and rec.gyro == (0.0, 0.0, 0.0) and not rec.gyro_heading
+        assert rec.imu_state == P.IMU_NO_ANSWER and rec.gyro_rad_s == (0.0, 0.0, 0.0) and not rec.heading_from_gyro
         vb.fault("imu", answer=True)
         assert _until(lambda: b.diag()["imu_state"] == P.IMU_OK, b)    # retried once a second, re-initialized
 
@@ -149,7 +149,7 @@ def test_without_edge_timing_the_gyro_catches_one_half_dead_encoder_at_a_crawl(w
     with VirtualBoard() as vb, Board(vb.url) as b:
         b.set_param("vel_edges", 0)
         assert b.sensors(50) == 50
-        _wait(lambda s: s.imu_ok and s.gyro_bias_z is not None, b)      # at rest: the bias is estimated
+        _wait(lambda s: s.imu_ok and s.gyro_bias_z_rad_s is not None, b)      # at rest: the bias is estimated
         b.activate()
 
         _drive(b, 1.0, cmd, cmd)
@@ -173,7 +173,7 @@ def test_normal_driving_with_the_gyro_and_both_witnesses_trips_no_fault():
     r = 0.0325
     with VirtualBoard() as vb, Board(vb.url) as b:
         assert b.sensors(50) == 50
-        _wait(lambda s: s.imu_ok and s.gyro_bias_z is not None, b)
+        _wait(lambda s: s.imu_ok and s.gyro_bias_z_rad_s is not None, b)
         b.activate()
 
         for v in (0.03, 0.09, 0.3, 0.5):
@@ -181,7 +181,7 @@ def test_normal_driving_with_the_gyro_and_both_witnesses_trips_no_fault():
         _drive(b, 1.5, -0.5 / r, -0.5 / r)
         _drive(b, 1.0, (0.4 - 3.0 * 0.076) / r, (0.4 + 3.0 * 0.076) / r)
         _drive(b, 1.0, -2.0, 2.0)                                   # a slow turn in place
-        vb.push("left", -0.3, duration=0.4)
+        vb.push("left", -0.3, duration_s=0.4)
         _drive(b, 1.5, 0.2 / r, 0.2 / r)
         b.set_param("max_accel", 5000.0)
         slip = vb.truth()["slip_distance"]

@@ -330,8 +330,8 @@ def test_tune_step_test_metrics_json_and_png(sim, tmp_path):
     d = json.loads(r.stdout)
     m = d["wheels"]["left"]
     assert d["gains"]["kp"] == pytest.approx(0.05, rel=1e-6) and list(d["wheels"]) == ["left"] and d["saved"]
-    assert 0.005 < m["rise_time"] < 0.4 and m["overshoot"] >= 0.0
-    assert m["settling_time"] is not None and m["settling_time"] < 0.8
+    assert 0.005 < m["rise_time_s"] < 0.4 and m["overshoot"] >= 0.0
+    assert m["settling_time_s"] is not None and m["settling_time_s"] < 0.8
     assert abs(m["steady_state_error"]) < 0.4 and m["peak"] >= 8 * 0.95
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = run_cli("params", "get", "kp", "max_accel", "--port", sim.url, "--json")
@@ -358,7 +358,7 @@ def test_tune_autotune_on_a_private_board(tmp_path):
     assert d["gains"]["kp"] == pytest.approx(a["kp"], rel=1e-5)
     assert d["gains"]["ki"] == pytest.approx(a["ki"], rel=1e-5)
     m = d["wheels"]["right"]
-    assert m["settling_time"] is not None and abs(m["steady_state_error_pct"]) < 5
+    assert m["settling_time_s"] is not None and abs(m["steady_state_error_pct"]) < 5
 
 
 def test_autotune_on_a_stalled_wheel_refuses_says_what_the_wheel_did_and_changes_nothing(sim, tmp_path):

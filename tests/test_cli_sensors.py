@@ -63,8 +63,8 @@ def test_monitor_json_lines_carry_yaw_rate_battery_estop_and_imu_state():
     assert len(lines) >= 5                          # four a second
     last = lines[-1]
     assert last["imu_state"] == "ok" and last["imu_errors"] == 0
-    assert abs(last["gyro_bias_z"] - truth["gyro_bias_z"]) < 5e-4
-    assert abs(last["yaw_rate"]) < 3e-3 and abs(last["gyro_z"] - truth["gyro_bias_z"]) < 3e-3    # at rest
+    assert abs(last["gyro_bias_z_rad_s"] - truth["gyro_bias_z"]) < 5e-4
+    assert abs(last["yaw_rate_rad_s"]) < 3e-3 and abs(last["gyro_z_rad_s"] - truth["gyro_bias_z"]) < 3e-3    # at rest
     assert last["battery_v"] == pytest.approx(6.9, abs=0.02) and last["battery_low"] is True
     assert last["estop_open"] is False
-    assert 15 <= last["sensor_rate"] <= 21, last["sensor_rate"]
+    assert 15 <= last["sensor_hz"] <= 21, last["sensor_hz"]

@@ -71,13 +71,13 @@ def test_calibrate_then_design_meets_the_request_and_saves(sim, tmp_path):
     assert d["meets"] and d["saved"]
     for w in ("left", "right"):
         b = d["b"][w]
-        print(f"{w}: A rise {d['a'][w]['rise_time'] * 1e3:.0f} ms overshoot {d['a'][w]['overshoot']:.1f} % "
-              f"settling {d['a'][w]['settling_time'] * 1e3:.0f} ms | B rise {b['rise_time'] * 1e3:.0f} ms "
-              f"overshoot {b['overshoot']:.1f} % settling {b['settling_time'] * 1e3:.0f} ms "
+        print(f"{w}: A rise {d['a'][w]['rise_time_s'] * 1e3:.0f} ms overshoot {d['a'][w]['overshoot']:.1f} % "
+              f"settling {d['a'][w]['settling_time_s'] * 1e3:.0f} ms | B rise {b['rise_time_s'] * 1e3:.0f} ms "
+              f"overshoot {b['overshoot']:.1f} % settling {b['settling_time_s'] * 1e3:.0f} ms "
               f"(predicted {design['predicted']['overshoot_pct']:.1f} %, "
               f"{design['predicted']['settling_s'] * 1e3:.0f} ms)")
         # the request within 20 %: settling <= 180 ms, overshoot <= 6 %
-        assert b["settling_time"] is not None and b["settling_time"] <= 0.150 * 1.2
+        assert b["settling_time_s"] is not None and b["settling_time_s"] <= 0.150 * 1.2
         assert b["overshoot"] <= 5.0 * 1.2
     after = params(sim)
     for name in DESIGNED:

@@ -221,7 +221,7 @@ def test_robot_file_edit_refuses_what_it_cannot_place_and_writes_nothing(tmp_pat
 
 def test_script_parser_reads_every_segment_and_names_bad_lines():
     segs = paths.parse_script("# demo\nforward 0.5\nturn -90 2\narc 0.3 180 0.1\ntwist 0.1 0.5 2\nwait 1\n",
-                              speed=0.2, turn_rate=1.0)
+                              speed_m_s=0.2, turn_rate_rad_s=1.0)
     assert [s.kind for s in segs] == ["forward", "turn", "arc", "twist", "wait"]
     assert segs[0].b == 0.2 and math.isclose(segs[1].a, -math.pi / 2) and segs[1].b == 2
     assert math.isclose(segs[2].a, math.pi) and segs[2].b == 0.3 and segs[2].c == 0.1
@@ -239,7 +239,7 @@ def test_script_parser_reads_every_segment_and_names_bad_lines():
         with pytest.raises(BadValue, match="line 1: .*" + what):
             paths.parse_script(line + "\n")
     with pytest.raises(BadValue, match=r"script square .*the distance nan m"):
-        paths.builtin("square", side=float("nan"))
+        paths.builtin("square", side_m=float("nan"))
     with pytest.raises(BadValue, match="twist takes 3 numbers"):
         paths.parse_script("twist 1 2\n")
     with pytest.raises(BadValue, match="no segments"):
@@ -248,8 +248,8 @@ def test_script_parser_reads_every_segment_and_names_bad_lines():
 
 def test_follower_closes_a_square_on_an_ideal_robot():
     """The follower against a perfect unicycle integrated at 100 Hz: the square closes within its tolerances."""
-    segs = paths.builtin("square", side=0.5, speed=0.3, turn_rate=1.5)
-    f = paths.ScriptFollower(segs, max_accel=1.0, wheel_separation=0.152)
+    segs = paths.builtin("square", side_m=0.5, speed_m_s=0.3, turn_rate_rad_s=1.5)
+    f = paths.ScriptFollower(segs, max_accel_m_s2=1.0, wheel_separation=0.152)
     x = y = th = 0.0
     v_out = w_out = 0.0
     dt = 0.01
@@ -282,8 +282,8 @@ def test_step_metrics_of_a_first_order_response():
     y = np.where(t < t_step, 0.0, a * (1 - np.exp(-(t - t_step) / tau)))
     y[t > t_end] = 0.0
     m = steptest.step_metrics(t, y, t_step, t_end, a, band=0.05)
-    assert math.isclose(m.rise_time, tau * math.log(9), rel_tol=0.01)        # 10 % -> 90 %
-    assert math.isclose(m.settling_time, tau * math.log(20), rel_tol=0.01)   # into the 5 % band
+    assert math.isclose(m.rise_time_s, tau * math.log(9), rel_tol=0.01)        # 10 % -> 90 %
+    assert math.isclose(m.settling_time_s, tau * math.log(20), rel_tol=0.01)   # into the 5 % band
     assert m.overshoot == 0.0
     assert abs(m.steady_state_error) < 1e-6
 
@@ -296,9 +296,9 @@ def test_step_metrics_of_an_underdamped_response_and_a_negative_step():
     m = steptest.step_metrics(t, y + 0.0, 0.0, 0.99, a)
     assert math.isclose(m.overshoot, 100 * math.exp(-zeta * math.pi / math.sqrt(1 - zeta ** 2)), rel_tol=0.01)
     assert m.peak < a                           # negative step: the peak is below it
-    assert m.settling_time is not None and 0.1 < m.settling_time < 0.4
+    assert m.settling_time_s is not None and 0.1 < m.settling_time_s < 0.4
     off = steptest.step_metrics(t, y * 0.9, 0.0, 0.99, a)    # settles 10 % short: never within 5 %
-    assert off.settling_time is None
+    assert off.settling_time_s is None
     assert math.isclose(off.steady_state_error_pct, 10.0, abs_tol=0.5)
     with pytest.raises(UserError, match="telemetry samples"):
         steptest.step_metrics(t[:3], y[:3], 0.0, 0.001, a)

@@ -156,9 +156,9 @@ def test_a_step_from_the_page_gives_the_shared_definitions_metrics_and_tunes(sim
         m = step_metrics(t, np.array(step[f"measured_{w}"]), step["t_step"], step["t_end"], 10.0)
         got = step["metrics"][w]
         # the page's figures are the shared definition's on the record the page received
-        assert got["rise_s"] == pytest.approx(m.rise_time, rel=1e-9)
+        assert got["rise_s"] == pytest.approx(m.rise_time_s, rel=1e-9)
         assert got["overshoot_pct"] == pytest.approx(m.overshoot, rel=1e-9)
-        assert got["settling_s"] == pytest.approx(m.settling_time, rel=1e-9)
+        assert got["settling_s"] == pytest.approx(m.settling_time_s, rel=1e-9)
         assert f"{m.overshoot:.2f}" in shown
     # and `viperdrive tune` on the same board measures the same loop (another run: within the run-to-run spread)
     r = run_cli("tune", "--port", sim.url, "--step", "10", "--json", "-q", timeout=120, cwd=tmp_path)
@@ -166,7 +166,7 @@ def test_a_step_from_the_page_gives_the_shared_definitions_metrics_and_tunes(sim
     tune = json.loads(r.stdout)["wheels"]
     print(f"page: {step['metrics']}; tune: {tune}")
     for w in ("left", "right"):
-        assert step["metrics"][w]["rise_s"] == pytest.approx(tune[w]["rise_time"], abs=0.004)
+        assert step["metrics"][w]["rise_s"] == pytest.approx(tune[w]["rise_time_s"], abs=0.004)
         assert step["metrics"][w]["overshoot_pct"] == pytest.approx(tune[w]["overshoot"], abs=1.5)
 
 

@@ -82,7 +82,7 @@ def test_linear_subproblem_matches_filterpy_to_1e9():
         else:
             z, r, H = 0.5 + rng.normal(0, 0.05), 0.0025, np.array([[0.0, 1.0, 0.0]])
             m = meas(t, "v", {VX: z}, {VX: r}, part="twist")
-        dt = t - ekf.time
+        dt = t - ekf.time_s
         F = np.array([[1, dt, 0.5 * dt * dt], [0, 1, dt], [0, 0, 1]])
         kf.predict(F=F, Q=q[np.ix_(chain, chain)] * dt)
         kf.update(np.array([z]), R=np.array([[r]]), H=H)
@@ -98,7 +98,7 @@ def test_full_state_update_algebra_matches_filterpy():
     rng = np.random.default_rng(11)
     cfg = EkfConfig(initial_covariance=np.eye(15) * 0.3, initial_state=rng.normal(size=15) * 0.2)
     ekf = Ekf(cfg)
-    ekf.initialized, ekf.time = True, 0.0
+    ekf.initialized, ekf.time_s = True, 0.0
     kf = KalmanFilter(dim_x=15, dim_z=6)
     kf.x, kf.P = ekf.x.copy(), ekf.P.copy()
     t = 0.0
@@ -134,7 +134,7 @@ def _simulate_consistent_run(seed, steps=150, dt=0.02):
     init = np.zeros(15)
     init[list(PLANAR)] = x0
     ekf = Ekf(EkfConfig(process_noise=cfgQ, initial_covariance=P0full, initial_state=init, two_d_mode=True))
-    ekf.initialized, ekf.time = True, 0.0
+    ekf.initialized, ekf.time_s = True, 0.0
     L = np.linalg.cholesky(Q * dt)
     nees = []
     r_pose = np.array([0.02 ** 2, 0.02 ** 2, 0.03 ** 2])
@@ -184,14 +184,14 @@ def test_lagged_measurement_rewind_equals_in_order_processing():
     cfg = EkfConfig(two_d_mode=True, smooth_lagged_data=True, history_length=1.0, initial_covariance=np.eye(15))
     stream = _stream()
     in_order = Ekf(cfg)
-    for m in sorted(stream, key=lambda m: m.time):
+    for m in sorted(stream, key=lambda m: m.time_s):
         in_order.process(m)
     lagged = Ekf(cfg)
     # every pose reading arrives 0.1 s late, i.e. after five newer odometry readings
-    arrival = sorted(stream, key=lambda m: m.time + (0.1 if m.sensor == "pose" else 0.0))
+    arrival = sorted(stream, key=lambda m: m.time_s + (0.1 if m.sensor == "pose" else 0.0))
     outcomes = [lagged.process(m) for m in arrival]
     assert outcomes.count(TOO_LATE) == 0
-    assert lagged.time == in_order.time
+    assert lagged.time_s == in_order.time_s
     assert np.allclose(lagged.state, in_order.state, atol=1e-12, rtol=0)
     assert np.allclose(lagged.covariance, in_order.covariance, atol=1e-12, rtol=0)
     # without smoothing the same arrival order gives a different (worse-informed) answer
@@ -207,10 +207,10 @@ def test_measurement_older_than_history_is_counted_and_logged(caplog):
     for m in _stream()[:60]:
         ekf.process(m)
     before = ekf.state.copy()
-    old = meas(ekf.time - 0.5, "pose", {X: 3.0}, {X: 0.01})
+    old = meas(ekf.time_s - 0.5, "pose", {X: 3.0}, {X: 0.01})
     with caplog.at_level(logging.WARNING, logger="viperdrive.estimation"):
         assert ekf.process(old) == TOO_LATE
-        assert ekf.process(meas(ekf.time - 0.6, "pose", {X: 3.0}, {X: 0.01})) == TOO_LATE
+        assert ekf.process(meas(ekf.time_s - 0.6, "pose", {X: 3.0}, {X: 0.01})) == TOO_LATE
     assert ekf.sensors["pose"].too_late == 2 and ekf.too_late_total == 2
     assert "older than the history" in caplog.text
     assert np.array_equal(ekf.state, before)
@@ -279,7 +279,7 @@ def test_too_low_a_threshold_rejects_real_data():
 
 def test_dropout_grows_covariance_and_recovers():
     ekf = Ekf(EkfConfig(two_d_mode=True, initial_covariance=np.eye(15) * 1e-6, sensor_timeout=0.1))
-    ekf.register_sensor("pose", timeout=0.15)
+    ekf.register_sensor("pose", timeout_s=0.15)
     rng = np.random.default_rng(9)
     var_x = {}
     status = {}
@@ -368,7 +368,7 @@ def test_a_batch_is_processed_in_timestamp_order():
     cfg = EkfConfig(two_d_mode=True, initial_covariance=np.eye(15))
     stream = _stream()[:40]
     in_order = Ekf(cfg)
-    for m in sorted(stream, key=lambda m: m.time):
+    for m in sorted(stream, key=lambda m: m.time_s):
         in_order.process(m)
     shuffled = list(stream)
     np.random.default_rng(3).shuffle(shuffled)

@@ -227,7 +227,7 @@ def test_imu_lowpass_prefilter_reduces_vibration_noise():
 
 def test_kalman1d_estimates_gyro_bias():
     rng = np.random.default_rng(0)
-    kf = Kalman1D(q_angle=1e-4, q_bias=1e-6, r_angle=0.05 ** 2)
+    kf = Kalman1D(q_angle_rad2_s=1e-4, q_bias_rad2_s3=1e-6, r_angle_rad2=0.05 ** 2)
     angle, bias, dt = 0.0, 0.05, 0.01
     for k in range(6000):
         rate = 0.2 * math.sin(0.5 * k * dt)
@@ -238,7 +238,7 @@ def test_kalman1d_estimates_gyro_bias():
     assert abs(kf.bias - bias) < 0.005
     assert abs(kf.angle - angle) < 0.03
     # the covariance follows F = [[1, -dt], [0, 1]] with Q dt
-    kf2 = Kalman1D(q_angle=0.1, q_bias=0.2, p0=((1.0, 0.0), (0.0, 2.0)))
+    kf2 = Kalman1D(q_angle_rad2_s=0.1, q_bias_rad2_s3=0.2, p0=((1.0, 0.0), (0.0, 2.0)))
     kf2.predict(0.0, 0.5)
     F = np.array([[1, -0.5], [0, 1]])
     assert np.allclose(kf2.P, F @ np.diag([1.0, 2.0]) @ F.T + np.diag([0.1, 0.2]) * 0.5)
@@ -252,7 +252,7 @@ def test_complementary_filter():
     for _ in range(20000):
         cf.update(0.02, 0.0, 0.001)
     assert cf.angle == pytest.approx(0.02 * 0.5, rel=0.01)
-    wrapped = ComplementaryFilter(tau=0.1, angle=math.pi - 0.05, wrap_angle=True)
+    wrapped = ComplementaryFilter(tau=0.1, angle_rad=math.pi - 0.05, wrap_angle=True)
     seen = [abs(wrapped.update(0.0, -math.pi + 0.05, 0.001)) for _ in range(2000)]
     assert min(seen) > math.pi - 0.051        # goes the short way through +-pi, never via 0
     assert wrapped.angle == pytest.approx(-math.pi + 0.05, abs=1e-3)

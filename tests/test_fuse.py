@@ -51,7 +51,7 @@ def run_fuse(*args):
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory):
     d = tmp_path_factory.mktemp("fuse")
-    run = simulate_run(duration=20.0, seed=1, odom_rate=50, imu_rate=100, pose_rate=5)
+    run = simulate_run(duration_s=20.0, seed=1, odom_hz=50, imu_hz=100, pose_hz=5)
     msgs = list(run.messages)
     # one pose fix jumps 5 m (a multipath/relocalization glitch)
     i = [k for k, m in enumerate(msgs) if m[0] == "/pose"][40]
@@ -188,7 +188,7 @@ def test_bad_input_is_a_message_and_an_exit_code(recording, case):
 def gap_recording(tmp_path_factory):
     """Every sensor silent from t0+8 s to t0+11 s (a cable pulled), recorded in small chunks."""
     d = tmp_path_factory.mktemp("gap")
-    run = simulate_run(duration=16.0, seed=2, odom_rate=50, imu_rate=100, pose_rate=5)
+    run = simulate_run(duration_s=16.0, seed=2, odom_hz=50, imu_hz=100, pose_hz=5)
     msgs = [m for m in run.messages if not (108.0 <= m[2] < 111.0)]
     path = d / "gap.mcap"
     write_mcap(path, msgs)
@@ -317,7 +317,7 @@ def test_rosmsg_definitions_are_the_rosbag2_concatenated_form_and_round_trip(tmp
 
 def _upside_down_imu_recording(path, with_tf_static):
     """Odometry gives only vx (no yaw rate); the yaw rate comes from an IMU mounted upside down in imu_link."""
-    run = simulate_run(duration=12.0, seed=4, odom_rate=50, imu_rate=100, pose_rate=0)
+    run = simulate_run(duration_s=12.0, seed=4, odom_hz=50, imu_hz=100, pose_hz=0)
     msgs = []
     for topic, typ, st, lg, body in run.messages:
         if topic == "/imu":

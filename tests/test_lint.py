@@ -102,7 +102,7 @@ def spin_recording(path, alpha=13.0, w_max=2.0):
         if k < 2.5 + up:
             return w_max - alpha * (k - 2.5)
         return 0.0
-    run = simulate_run(duration=12.0, seed=3, odom_rate=100, imu_rate=100, pose_rate=0, odom_sigma_w=0.005,
+    run = simulate_run(duration_s=12.0, seed=3, odom_hz=100, imu_hz=100, pose_hz=0, odom_sigma_w=0.005,
                        v_of_t=lambda t: 0.0, w_of_t=w_of_t)
     write_mcap(path, run.messages)
 
@@ -140,7 +140,7 @@ def test_frames_and_topics_that_do_not_match_the_recording(spin, tmp_path):
             in str(found["base_link_frame"]))
     assert found["base_link_frame"].fix.startswith("set base_link_frame: base_link")
     # a static transform base_footprint -> base_link in the recording makes it right
-    run = [m for m in simulate_run(duration=3.0, seed=3, odom_rate=100, imu_rate=100).messages]
+    run = [m for m in simulate_run(duration_s=3.0, seed=3, odom_hz=100, imu_hz=100).messages]
     tf = {"transforms": [{"header": {"stamp": {"sec": 100, "nanosec": 0}, "frame_id": "base_footprint"},
                           "child_frame_id": "base_link",
                           "transform": {"translation": {"x": 0.0, "y": 0.0, "z": 0.05},
@@ -153,7 +153,7 @@ def test_frames_and_topics_that_do_not_match_the_recording(spin, tmp_path):
 
 
 def test_a_holonomic_base_is_not_told_to_fuse_vy(tmp_path):
-    run = simulate_run(duration=3.0, seed=5, odom_rate=50, imu_rate=50)
+    run = simulate_run(duration_s=3.0, seed=5, odom_hz=50, imu_hz=50)
     msgs = []
     for topic, typ, st, lg, body in run.messages:
         if topic == "/odom":

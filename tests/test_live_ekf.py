@@ -38,7 +38,7 @@ def ekf_yaml(reacquire_after=3):
 
 
 def scenario(duration=60.0, **motion):
-    run = simulate_run(duration=duration, seed=3, odom_rate=50, imu_rate=100, pose_rate=1, pose_sigma=0.05,
+    run = simulate_run(duration_s=duration, seed=3, odom_hz=50, imu_hz=100, pose_hz=1, pose_sigma=0.05,
                        t0=1000.0, **motion)
     t0 = run.t[0]
     events = []

@@ -131,11 +131,11 @@ def test_stream_rate_in_chip_time_imu_ok_and_battery_volts(board, rig):
     assert len(recs) >= 0.9 * 50 * chip
     assert all(r.imu_ok for r in recs) and recs[-1].estop_open is False
     # at rest, level: +g on z; the gyro reads the part's turn-on bias (the rig's truth for it)
-    az = sum(r.accel[2] for r in recs) / len(recs)
+    az = sum(r.accel_m_s2[2] for r in recs) / len(recs)
     bias = truth["imu"][0]["gyro_bias_rad_s"][2]
-    gz = sum(r.gyro[2] for r in recs) / len(recs)
+    gz = sum(r.gyro_rad_s[2] for r in recs) / len(recs)
     print(f"at rest: accel z {az:.3f} m/s^2, gyro z {gz:.5f} rad/s (rig's bias {bias:.5f}), "
-          f"board bias estimate {recs[-1].gyro_bias_z}")
+          f"board bias estimate {recs[-1].gyro_bias_z_rad_s}")
     assert abs(az - 9.80665) < 0.05 and abs(gz - bias) < 0.003, (az, gz, bias)
     # battery: the firmware's ADC reading through the divider against the pack's terminal voltage
     for volts in (7.4, 6.9):
@@ -172,12 +172,12 @@ def test_gyro_z_follows_the_true_yaw_rate_in_a_turn(board, rig):
           f"({(len(recs) - 1) / span_s:.1f} Hz), {lost} seq gaps")
     assert lost == 0 and len(recs) - 1 >= 100 * span_s - 4, (len(recs), span_s)
     w = sum(truths) / len(truths)
-    gz = sum(r.gyro[2] for r in recs) / len(recs)
-    yaw = sum(r.yaw_rate for r in recs) / len(recs)
+    gz = sum(r.gyro_rad_s[2] for r in recs) / len(recs)
+    yaw = sum(r.yaw_rate_rad_s for r in recs) / len(recs)
     print(f"turn: true yaw rate {min(truths):.3f}..{max(truths):.3f} rad/s (mean {w:.3f}); board gyro z {gz:.4f}, "
           f"minus its bias estimate {yaw:.4f} rad/s over {len(recs)} records; ratio {yaw / w:.4f}")
     assert w > 0.5 and max(truths) - min(truths) < 0.05 * w
-    assert all(r.imu_ok for r in recs) and all(r.gyro[2] > 0 for r in recs)
+    assert all(r.imu_ok for r in recs) and all(r.gyro_rad_s[2] > 0 for r in recs)
     # +1 % scale error of the part, the bias (removed by the board's estimate), noise
     assert abs(yaw - 1.01 * w) < 0.02 * w, (yaw, w)
 
@@ -242,7 +242,7 @@ def test_an_imu_that_stops_answering_is_no_answer_without_a_hang(board, rig):
     rig.fault("imu", answer=False)
     try:
         rec = _wait_record(board, rig, lambda s: not s.imu_ok)
-        assert rec.imu_state == P.IMU_NO_ANSWER and rec.gyro == (0.0, 0.0, 0.0), rec
+        assert rec.imu_state == P.IMU_NO_ANSWER and rec.gyro_rad_s == (0.0, 0.0, 0.0), rec
         d = board.diag()
         assert d["imu_state"] == P.IMU_NO_ANSWER and d["imu_errors"] >= 1, d
         # the stream goes on at its rate while the part is dead (retried once a second, no hang)

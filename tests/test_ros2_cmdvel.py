@@ -259,4 +259,4 @@ def test_sim_time_is_refused_for_a_board_that_keeps_real_time():
     from viperdrive.robot.config import RobotConfig
     from viperdrive.ros2.bridge import Ros2Bridge
     with pytest.raises(BadValue, match="keeps real time"):
-        Ros2Bridge(Board("loop://", config=RobotConfig.from_dict({})), RobotConfig.from_dict({}), sim_time=True)
+        Ros2Bridge(Board("loop://", config=RobotConfig.from_dict({})), RobotConfig.from_dict({}), use_sim_time=True)

@@ -223,15 +223,15 @@ class PathRunner:
         for _ in range(int(seconds / self.period)):
             self.cycle(0.0, 0.0)
 
-    def straight(self, distance: float, v: float, heading: float | None = None) -> None:
-        """Drive distance (m) forward, closed on the host odometry, braking at the ramp's deceleration, holding
-        heading (rad, absolute; None: the present one)."""
+    def straight(self, distance_m: float, v: float, heading_rad: float | None = None) -> None:
+        """Drive distance_m forward at up to v (m/s), closed on the host odometry, braking at the ramp's
+        deceleration, holding heading_rad (absolute; None: the present one)."""
         x0, y0 = self.odom.x, self.odom.y
-        hold = self.odom.theta if heading is None else heading
+        hold = self.odom.theta if heading_rad is None else heading_rad
         a = self.config.max_rim_acceleration
         while True:
             done = math.hypot(self.odom.x - x0, self.odom.y - y0)
-            left = distance - done
+            left = distance_m - done
             # stop commanding when what the robot still travels while the chain (board ramp, PID, one link
             # exchange) catches up would reach the goal: ~LAG_S at the present speed
             if left <= 0.002 + abs(self.odom.v) * LAG_S:
@@ -241,23 +241,23 @@ class PathRunner:
             self.cycle(min(v, max(0.03, math.sqrt(a * left))), HEADING_GAIN * wrap_pi(hold - self.odom.theta))
         self.settle(0.3)
 
-    def turn_to(self, heading: float, w: float) -> None:
-        """Turn in place to an absolute heading (rad), closed on the host odometry (an overshoot of one corner
-        is taken out by the next instead of adding up)."""
+    def turn_to(self, heading_rad: float, w: float) -> None:
+        """Turn in place to an absolute heading at up to w (rad/s), closed on the host odometry (an overshoot of
+        one corner is taken out by the next instead of adding up)."""
         alpha = 2.0 * self.config.max_rim_acceleration / self.config.effective_separation
         while True:
-            err = wrap_pi(heading - self.odom.theta)
+            err = wrap_pi(heading_rad - self.odom.theta)
             left = abs(err)
             if left <= 0.003 + abs(self.odom.w) * LAG_S:
                 break
             self.cycle(0.0, math.copysign(min(w, max(0.15, math.sqrt(alpha * left))), err))
         self.settle(0.3)
 
-    def arc(self, v: float, w: float, angle: float, stop: bool, on_reversed=None) -> None:
-        """Drive at (v, w) until the host odometry's heading has changed by angle (rad, the sign of w), as a
-        path follower closes a circle: on the heading turned, not on time. The command changes where the ramp
-        that follows is centred on the goal heading: for the reversal into the next arc (stop=False) half of the
-        w reversal's heading, w**2 / (2 alpha); for a stop, half of the joint ramp down. Plus ~LAG_S of motion.
+    def arc(self, v: float, w: float, angle_rad: float, stop: bool, on_reversed=None) -> None:
+        """Drive at (v, w) (m/s, rad/s) until the host odometry's heading has changed by angle_rad (the sign of
+        w), as a path follower closes a circle: on the heading turned, not on time. The command changes where the
+        ramp that follows is centred on the goal heading: for the reversal into the next arc (stop=False) half of
+        the w reversal's heading, w**2 / (2 alpha); for a stop, half of the joint ramp down. Plus ~LAG_S of motion.
         on_reversed(): called once, when the measured turn rate first has the sign of w (a reversal's midpoint)."""
         sep = self.config.effective_separation
         a = self.config.max_rim_acceleration
@@ -276,7 +276,7 @@ class PathRunner:
             if on_reversed is not None and self.odom.w * w > 0.0:
                 on_reversed()
                 on_reversed = None
-            if abs(angle) - math.copysign(1.0, angle) * turned <= lead:
+            if abs(angle_rad) - math.copysign(1.0, angle_rad) * turned <= lead:
                 break
             self.cycle(v, w)
 
@@ -309,7 +309,7 @@ def square(runner: PathRunner, side: float = 1.0, v: float = 0.3, w: float = 1.5
                commanded=[(0, 0), (side, 0), (side, sign * side), (0, sign * side), (0, 0)])
     runner.start(tr)
     for k in range(4):
-        runner.straight(side, v, heading=wrap_pi(sign * k * math.pi / 2))
+        runner.straight(side, v, heading_rad=wrap_pi(sign * k * math.pi / 2))
         runner.turn_to(wrap_pi(sign * (k + 1) * math.pi / 2), w)
     runner.finish()
     return tr
@@ -406,12 +406,12 @@ def calibrate_umbmark(runner: PathRunner, side: float = 0.5, runs: int = 3):
                                 wheel_separation=res.wheelbase / cfg.wheel_separation_multiplier)
 
 
-def figure8(runner: PathRunner, radius: float = 0.35, v: float = 0.25) -> Track:
+def figure8(runner: PathRunner, radius_m: float = 0.35, v: float = 0.25) -> Track:
     """Two circles, CCW then CW, each closed on the host odometry's heading (turn through 2 pi); the wheel loops
     close the speeds, the heading closes each circle."""
-    tr = Track(f"figure-8 r={radius} m")
-    w = v / radius
-    tr.commanded = figure8_path(radius)
+    tr = Track(f"figure-8 r={radius_m} m")
+    w = v / radius_m
+    tr.commanded = figure8_path(radius_m)
     runner.start(tr)
     runner.arc(v, w, 2.0 * math.pi, stop=False)
 

@@ -30,7 +30,7 @@ class LiveState:
         self.sensors = None         # the newest SensorReading
         self.sensor_records = 0
         self._sensor_window: list[float] = []
-        self.sensor_rate = 0.0
+        self.sensor_hz = 0.0
 
     def add_sensors(self, readings: list, now: float) -> None:
         if readings:
@@ -61,7 +61,7 @@ class LiveState:
         self._window = [t for t in self._window if now - t <= 1.0]
         self.rate = float(len(self._window))
         self._sensor_window = [t for t in self._sensor_window if now - t <= 1.0]
-        self.sensor_rate = float(len(self._sensor_window))
+        self.sensor_hz = float(len(self._sensor_window))
 
     def summary(self) -> dict:
         d = self.diag
@@ -71,13 +71,14 @@ class LiveState:
         x, y, th = self.pose
         host = d.get("host_link", {})
         r = self.sensors
-        sensors = {"gyro_z": r.gyro[2] if r else None, "yaw_rate": r.yaw_rate if r else None,
-                   "gyro_bias_z": r.gyro_bias_z if r else None, "battery_v": r.battery_v if r else None,
+        sensors = {"gyro_z_rad_s": r.gyro_rad_s[2] if r else None,
+                   "yaw_rate_rad_s": r.yaw_rate_rad_s if r else None,
+                   "gyro_bias_z_rad_s": r.gyro_bias_z_rad_s if r else None, "battery_v": r.battery_v if r else None,
                    "battery_low": r.battery_low if r else None, "estop_open": r.estop_open if r else None,
                    "imu_state": r.imu_state_name if r else d.get("imu", "?"), "imu_errors": d.get("imu_errors", 0),
-                   "sensor_rate": self.sensor_rate}
+                   "sensor_hz": self.sensor_hz}
         return {**sensors, "status": P.status_names(status), "fault": d.get("fault", "?"), "x": x, "y": y, "theta": th,
                 "period_min_us": d.get("period_min_us", 0), "period_max_us": d.get("period_max_us", 0),
                 "jitter_us": jitter, "exec_max_us": d.get("exec_max_us", 0), "overruns": d.get("overruns", 0),
-                "crc_errors": d.get("crc_errors", 0), "telemetry_rate": self.rate, "telemetry_lost": self.lost,
+                "crc_errors": d.get("crc_errors", 0), "telemetry_hz": self.rate, "telemetry_lost": self.lost,
                 "rtt_p50_ms": host.get("rtt_p50_ms") or 0.0}

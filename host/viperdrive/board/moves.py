@@ -53,7 +53,8 @@ MOVE_COUNTS_MAX = 131072        # one move's change on its primary axis (wheel t
 #                                 board's engine range (mcu/moves.py DELTA_MAX in Q12; tests/test_moves.py checks)
 
 
-def move_pieces(kind: int, a: float, b: float, m_per_count: float, half_separation: float) -> list[tuple[float, float]]:
+def move_pieces(kind: int, a: float, b: float, m_per_count: float,
+                half_separation_m: float) -> list[tuple[float, float]]:
     """One path (a MOVE's kind, a, b: protocol.MOVE_*) as the moves the board can run: the board runs a move whose
     primary axis (wheel travel: the distance, or the heading change times half the wheel separation) changes by
     less than MOVE_COUNTS_MAX counts (6.5 m at the default wheel), so a longer one is cut into equal
@@ -62,9 +63,9 @@ def move_pieces(kind: int, a: float, b: float, m_per_count: float, half_separati
     if kind == P.MOVE_STRAIGHT:
         length = abs(a)
     elif kind == P.MOVE_TURN:
-        length = abs(a) * half_separation
+        length = abs(a) * half_separation_m
     else:
-        length = max(abs(a * b), abs(b) * half_separation)
+        length = max(abs(a * b), abs(b) * half_separation_m)
     if not length > 0:
         raise BadValue(f"a {P.MOVE_KIND_NAMES.get(kind, 'move')} of no length: the board runs no such move")
     limit = SPLIT_SHARE * MOVE_COUNTS_MAX * m_per_count

@@ -84,14 +84,14 @@ class SensorReading:
     board_us: int                           # the board's ticks_us when it took the sample (u32, wraps)
     sampled: float | None                   # that moment on the host's monotonic clock (None: clock not synced)
     received: float                         # host time.monotonic() when the frame was taken off the link
-    gyro: tuple[float, float, float]        # rad/s, board axes, bias NOT subtracted (0s without a working IMU)
-    accel: tuple[float, float, float]       # m/s^2, board axes (+9.81 on z at rest, level)
-    gyro_bias_z: float | None               # rad/s, the board's still-period estimate; None until it has one
+    gyro_rad_s: tuple[float, float, float]  # rad/s, board axes, bias NOT subtracted (0s without a working IMU)
+    accel_m_s2: tuple[float, float, float]  # m/s^2, board axes (+9.81 on z at rest, level)
+    gyro_bias_z_rad_s: float | None         # rad/s, the board's still-period estimate; None until it has one
     battery_v: float | None                 # V; None when the board config has no battery input
     battery_low: bool                       # below battery_warn_v
     estop_open: bool | None                 # the e-stop input is open now; None when the board has no e-stop input
     imu_state: int                          # protocol.IMU_*
-    gyro_heading: bool                      # the board odometry's heading comes from the gyro now
+    heading_from_gyro: bool                 # the board odometry's heading comes from the gyro now
     still: bool                             # the encoders say the robot is still (bias being estimated)
     status: int                             # the STATE status byte at the sample
 
@@ -110,9 +110,9 @@ class SensorReading:
         return self.sampled if self.sampled is not None else self.received
 
     @property
-    def yaw_rate(self) -> float:
+    def yaw_rate_rad_s(self) -> float:
         """gyro z minus the board's bias estimate (rad/s): the rate the board's heading integrates."""
-        return self.gyro[2] - (self.gyro_bias_z or 0.0)
+        return self.gyro_rad_s[2] - (self.gyro_bias_z_rad_s or 0.0)
 
 
 @dataclass(frozen=True)
@@ -132,13 +132,13 @@ def sensor_reading(v: tuple, received: float, sampled: float | None) -> SensorRe
     g = P.GYRO_SCALE
     a = P.ACCEL_SCALE
     return SensorReading(
-        seq=seq, board_us=board_us, sampled=sampled, received=received, gyro=(gx / g, gy / g, gz / g),
-        accel=(ax / a, ay / a, az / a),
-        gyro_bias_z=bias / g if flags & P.SF_BIAS_VALID else None,
+        seq=seq, board_us=board_us, sampled=sampled, received=received, gyro_rad_s=(gx / g, gy / g, gz / g),
+        accel_m_s2=(ax / a, ay / a, az / a),
+        gyro_bias_z_rad_s=bias / g if flags & P.SF_BIAS_VALID else None,
         battery_v=mv / P.BATTERY_SCALE if flags & P.SF_HAS_BATTERY else None,
         battery_low=bool(flags & P.SF_BATTERY_LOW),
         estop_open=bool(flags & P.SF_ESTOP_OPEN) if flags & P.SF_HAS_ESTOP else None,
-        imu_state=imu, gyro_heading=bool(flags & P.SF_GYRO_HEADING), still=bool(flags & P.SF_STILL),
+        imu_state=imu, heading_from_gyro=bool(flags & P.SF_GYRO_HEADING), still=bool(flags & P.SF_STILL),
         status=status)
 
 

@@ -51,7 +51,7 @@ class Outage:
     since: float                            # host monotonic s the board went away
     fault_code: int = 0
     attempts: int = 0
-    delay: float = RETRY_FIRST_S
+    retry_delay_s: float = RETRY_FIRST_S
     next_try: float = 0.0
     last_failure: str = ""
 
@@ -117,7 +117,7 @@ class Recovery:
             o.kind = RESTART
             o.fault_code = 0
             o.next_try = self.clock()
-            o.delay = RETRY_FIRST_S
+            o.retry_delay_s = RETRY_FIRST_S
             self.log.info("fault cleared on request: taking the board back")
 
     # ---- coming back ----
@@ -165,8 +165,8 @@ class Recovery:
         return rec
 
     def _retry_later(self, o: Outage, now: float, failure: str) -> None:
-        o.next_try = now + o.delay
-        o.delay = min(o.delay * 2.0, RETRY_MAX_S)
+        o.next_try = now + o.retry_delay_s
+        o.retry_delay_s = min(o.retry_delay_s * 2.0, RETRY_MAX_S)
         if failure != o.last_failure:
             o.last_failure = failure
             self.log.warning("board still down: %s (next try in %.1f s)", failure, o.next_try - now)

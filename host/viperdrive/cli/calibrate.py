@@ -473,7 +473,7 @@ def _feedforward(args, board, config) -> int:
     with steptest.TemporaryParams(board, dict(steptest.LIFTED), shield=guard.shield, warn=guard.warn):
         with bar:       # "done" only when the run got there: an interrupted one says "stopped", then "interrupted"
             records = steptest.run_experiment(board, rate, total, setpoints, progress=bar,
-                                              period=steptest.HOST_PERIOD / 2, activate=lambda: activate(board, args))
+                                              period_s=steptest.HOST_PERIOD / 2, activate=lambda: activate(board, args))
     rec = steptest.to_recording(records, k)
     fits = {}
     for side in ("left", "right"):

@@ -66,9 +66,9 @@ def sensors_info(r, diag: dict, params: dict, config) -> dict:
            "estop": {"configured": None, "open": None}}
     if r is None:
         return out
-    imu.update(state=r.imu_state_name, gyro_rad_s=list(r.gyro), accel_m_s2=list(r.accel),
-               gyro_bias_z_rad_s=r.gyro_bias_z, yaw_rate_rad_s=r.yaw_rate,
-               heading_source="gyro" if r.gyro_heading else "encoders", still=r.still)
+    imu.update(state=r.imu_state_name, gyro_rad_s=list(r.gyro_rad_s), accel_m_s2=list(r.accel_m_s2),
+               gyro_bias_z_rad_s=r.gyro_bias_z_rad_s, yaw_rate_rad_s=r.yaw_rate_rad_s,
+               heading_source="gyro" if r.heading_from_gyro else "encoders", still=r.still)
     out["battery"].update(volts=r.battery_v, low=r.battery_low)
     out["estop"].update(configured=r.estop_open is not None, open=r.estop_open)
     return out

@@ -44,12 +44,13 @@ STATUS_SCHEMA = {
                    "period_min_us": {"type": "number"}, "period_max_us": {"type": "number"},
                    "jitter_us": {"type": "number"}, "exec_max_us": {"type": "number"},
                    "overruns": {"type": "number"}, "crc_errors": {"type": "number"},
-                   "telemetry_rate": {"type": "number"}, "telemetry_lost": {"type": "number"},
+                   "telemetry_hz": {"type": "number"}, "telemetry_lost": {"type": "number"},
                    "rtt_p50_ms": {"type": "number"},
-                   "gyro_z": {"type": "number"}, "yaw_rate": {"type": "number"}, "gyro_bias_z": {"type": "number"},
+                   "gyro_z_rad_s": {"type": "number"}, "yaw_rate_rad_s": {"type": "number"},
+                   "gyro_bias_z_rad_s": {"type": "number"},
                    "battery_v": {"type": "number"}, "battery_low": {"type": "boolean"},
                    "estop_open": {"type": "boolean"}, "imu_state": {"type": "string"},
-                   "sensor_rate": {"type": "number"}},
+                   "sensor_hz": {"type": "number"}},
 }
 
 
@@ -131,7 +132,7 @@ def view_lines(m: LiveState, d: dict, url: str, paused: bool, fox: str | None) -
         f"link      board: frames {diag.get('frames_ok', 0)}, CRC {d['crc_errors']}, NACK {diag.get('nacks', 0)}, "
         f"deadman trips {diag.get('deadman_trips', 0)} | host: rx {host.get('frames_rx', 0)} tx "
         f"{host.get('frames_tx', 0)}, rtt {d['rtt_p50_ms']:.1f} ms",
-        f"telemetry {d['telemetry_rate']:.0f} records/s, {m.received} received, {m.lost} lost",
+        f"telemetry {d['telemetry_hz']:.0f} records/s, {m.received} received, {m.lost} lost",
         sensor_line(d),
     ]
     if m.live is not None:
@@ -163,15 +164,15 @@ def _odom_input(board, m: LiveState):
 
 
 def sensor_line(d: dict) -> str:
-    if d["yaw_rate"] is None:
+    if d["yaw_rate_rad_s"] is None:
         return f"sensors   no record yet (IMU {d['imu_state']})"
-    bias = d["gyro_bias_z"]
+    bias = d["gyro_bias_z_rad_s"]
     battery = "no input" if d["battery_v"] is None else f"{d['battery_v']:.2f} V{' LOW' if d['battery_low'] else ''}"
     estop = {None: "no input", True: "OPEN", False: "closed"}[d["estop_open"]]
-    return (f"sensors   yaw rate {d['yaw_rate']:+.4f} rad/s (gyro z {d['gyro_z']:+.4f}, bias "
+    return (f"sensors   yaw rate {d['yaw_rate_rad_s']:+.4f} rad/s (gyro z {d['gyro_z_rad_s']:+.4f}, bias "
             + (f"{bias:+.5f})" if bias is not None else "not estimated)")
             + f"  battery {battery}  e-stop {estop}  IMU {d['imu_state']} ({d['imu_errors']} errors)"
-            + f"  {d['sensor_rate']:.0f} records/s")
+            + f"  {d['sensor_hz']:.0f} records/s")
 
 
 def run(args) -> int:

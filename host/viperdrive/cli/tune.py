@@ -118,8 +118,8 @@ def run(args) -> int:
           f"kd {gains['kd']:.5g}; {result['samples']} telemetry samples at {rate} Hz")
     print(f"{'wheel':<6} {'rise 10-90%':>12} {'overshoot':>10} {'settling':>10} {'steady-state error':>20}")
     for w, m in metrics.items():
-        rise = "n/a" if m.rise_time is None else f"{m.rise_time * 1000:.0f} ms"
-        settle = f"never ({args.band:g}%)" if m.settling_time is None else f"{m.settling_time * 1000:.0f} ms"
+        rise = "n/a" if m.rise_time_s is None else f"{m.rise_time_s * 1000:.0f} ms"
+        settle = f"never ({args.band:g}%)" if m.settling_time_s is None else f"{m.settling_time_s * 1000:.0f} ms"
         print(f"{w:<6} {rise:>12} {m.overshoot:>9.1f}% {settle:>10} {m.steady_state_error:>+11.3f} rad/s "
               f"({m.steady_state_error_pct:+.1f}%)")
     if args.png is not None:

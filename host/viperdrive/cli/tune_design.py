@@ -72,14 +72,14 @@ def _step(args, board, wheels, rate: int, label: str) -> dict:
         metrics[w] = steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, args.step,
                                            band=args.band / 100)
         m2 = steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, args.step, band=SECOND_BAND)
-        out[w] = dict(metrics[w].to_dict(), settling_time_2pct=m2.settling_time)
+        out[w] = dict(metrics[w].to_dict(), settling_time_2pct_s=m2.settling_time_s)
     return {"wheels": out, "metrics": metrics, "recording": rec}
 
 
 def _meets(m: dict, req: tuning_design.Request) -> list[str]:
     """What a measured step misses of the request (empty: it meets it within TOLERANCE)."""
     misses = []
-    s = m["settling_time"]
+    s = m["settling_time_s"]
     if s is None or s > req.settle * (1 + TOLERANCE):
         misses.append(f"settling {'never' if s is None else f'{s * 1e3:.0f} ms'} > "
                       f"{req.settle * 1e3 * (1 + TOLERANCE):.0f} ms")
@@ -181,6 +181,6 @@ def _print_table(args, d, a: dict, b: dict, old: dict, new: dict) -> None:
           f"{_ms(d.predicted_2pct):>11} {'':>10}")
     for label, res in (("A", a), ("B", b)):
         for w, m in res.items():
-            print(f"{label + ' ' + w:<20} {_ms(m['rise_time']):>12} {m['overshoot']:>9.1f}% "
-                  f"{_ms(m['settling_time']):>12} {_ms(m['settling_time_2pct']):>11} "
+            print(f"{label + ' ' + w:<20} {_ms(m['rise_time_s']):>12} {m['overshoot']:>9.1f}% "
+                  f"{_ms(m['settling_time_s']):>12} {_ms(m['settling_time_2pct_s']):>11} "
                   f"{m['steady_state_error']:>+7.3f} r/s")

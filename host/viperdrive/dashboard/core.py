@@ -191,14 +191,15 @@ class Dashboard:
 
     # ---- calls from the server ----
 
-    def call(self, fn: Callable, *args, timeout: float = 30.0):
-        """Run fn(*args) on the board thread; its result, or its exception raised here."""
+    def call(self, fn: Callable, *args, timeout_s: float = 30.0):
+        """Run fn(*args) on the board thread; its result, or its exception raised here (TimeoutError after
+        timeout_s of host time)."""
         if self.ended.is_set():
             raise LinkLost(f"the dashboard has stopped: {self.stop_reason or 'ended'}")
         fut: Future = Future()
         self.jobs.put((fn, args, fut))
         self.wake.set()
-        return fut.result(timeout=timeout)
+        return fut.result(timeout=timeout_s)
 
     def arm(self, on: bool, why: str = "disarmed from the page") -> dict:
         if on and not self.armed:
@@ -245,11 +246,11 @@ class Dashboard:
             self.unsaved.add(name)
         return {"name": name, "value": got}
 
-    def read_params(self, timeout: float = 30.0) -> dict:
+    def read_params(self, timeout_s: float = 30.0) -> dict:
         """The table from what this dashboard knows (read once, kept up to date by its own sets), on the caller's
         thread: nothing reaches the board. Waits while names are still to be read (the board thread reads a few
         per cycle)."""
-        if not self.table_ready.wait(timeout):
+        if not self.table_ready.wait(timeout_s):
             raise TimeoutError("the parameter table is still being read")
         rows = []
         with self.lock:
@@ -315,7 +316,7 @@ class Dashboard:
                      "t": [float(x) for x in rec.t], "metrics": {}, "gains": self._gains()}
         for w in wheels:
             m = steptest.step_metrics(rec.t, rec.measured[w], rec.t_step, rec.t_end, size)
-            out["metrics"][w] = {"rise_s": m.rise_time, "overshoot_pct": m.overshoot, "settling_s": m.settling_time,
+            out["metrics"][w] = {"rise_s": m.rise_time_s, "overshoot_pct": m.overshoot, "settling_s": m.settling_time_s,
                                  "steady_state_error": m.steady_state_error}
             out[f"measured_{w}"] = [float(x) for x in rec.measured[w]]
             out[f"setpoint_{w}"] = [float(x) for x in rec.setpoint[w]]

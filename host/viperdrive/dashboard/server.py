@@ -317,7 +317,7 @@ class Handler(BaseHTTPRequestHandler):
                 dash.cancel(why)        # a step test running now stops at its next period, not after its end
             return dash.call(dash.arm, on, why)
         if name == "step":
-            return dash.call(dash.step, *args, dash.cancel_generation, timeout=60.0)
+            return dash.call(dash.step, *args, dash.cancel_generation, timeout_s=60.0)
         if name == "param":
             return dash.call(dash.set_param, *args)
         if name == "clear_fault":

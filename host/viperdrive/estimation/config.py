@@ -394,4 +394,4 @@ def _sensor(name, kind, keys, p: Params, cfg, report) -> SensorConfig:
                         relative=relative and not differential, differential_covariance=diff_cov,
                         pose_threshold=pose_thr, twist_threshold=twist_thr,
                         accel_threshold=accel_thr, remove_gravity=remove_g, gravity=cfg.gravitational_acceleration,
-                        lowpass_tau=lowpass_tau, timeout=timeout, reacquire_after=int(reacquire))
+                        lowpass_tau=lowpass_tau, timeout_s=timeout, reacquire_after=int(reacquire))

@@ -50,7 +50,7 @@ REACQUIRED = "reacquired"        # rejected by the gate, but the re-acquisition 
 class Measurement:
     """One sensor reading in full-state order. `mask` is the update vector (which variables it measures); values
     that are NaN are skipped even when selected. `part` names the rejection threshold in use (pose/twist/accel)."""
-    time: float
+    time_s: float
     sensor: str
     values: np.ndarray
     covariance: np.ndarray
@@ -63,13 +63,13 @@ class Measurement:
 @dataclass
 class SensorStatus:
     name: str
-    timeout: float
+    timeout_s: float
     used: int = 0
     rejected: int = 0
     too_late: int = 0
     late_fused: int = 0
     consecutive_rejected: int = 0
-    last_time: float | None = None
+    last_time_s: float | None = None
     reacquire_after: int = 0          # 0: robot_localization's gate, never opened (the lock-out stays)
     reacquired: int = 0
     last_reacquired: float | None = None     # measurement time of the last re-acquisition
@@ -77,10 +77,10 @@ class SensorStatus:
     rejected_innovations: list = field(default_factory=list)
 
     def state(self, now: float) -> str:
-        """waiting (nothing yet), active (a measurement within `timeout`), stale (silent longer than that)."""
-        if self.last_time is None:
+        """waiting (nothing yet), active (a measurement within `timeout_s`), stale (silent longer than that)."""
+        if self.last_time_s is None:
             return "waiting"
-        return "active" if now - self.last_time <= self.timeout else "stale"
+        return "active" if now - self.last_time_s <= self.timeout_s else "stale"
 
 
 @dataclass
@@ -118,7 +118,7 @@ class Ekf:
         self.x = np.array(cfg.initial_state, dtype=float)[self._idx]
         self.P = np.array(cfg.initial_covariance, dtype=float)[ix]
         self._eye = np.eye(self.n)
-        self.time: float | None = None          # time of the last processed measurement (or prediction)
+        self.time_s: float | None = None          # time of the last processed measurement (or prediction)
         self.initialized = False
         self.sensors: dict[str, SensorStatus] = {}
         self.too_late_total = 0
@@ -147,20 +147,21 @@ class Ekf:
         full[np.ix_(self._idx, self._idx)] = P
         return full
 
-    def register_sensor(self, name: str, timeout: float | None = None,
+    def register_sensor(self, name: str, timeout_s: float | None = None,
                         reacquire_after: int | None = None) -> SensorStatus:
         st = self.sensors.get(name)
         if st is None:
-            st = self.sensors[name] = SensorStatus(name, self.config.sensor_timeout if timeout is None else timeout)
-        elif timeout is not None:
-            st.timeout = timeout
+            st = self.sensors[name] = SensorStatus(name, self.config.sensor_timeout if timeout_s is None
+                                                   else timeout_s)
+        elif timeout_s is not None:
+            st.timeout_s = timeout_s
         if reacquire_after is not None:
             st.reacquire_after = int(reacquire_after)
         return st
 
     def status(self, now: float | None = None) -> list[tuple[str, str, SensorStatus]]:
         """[(sensor, waiting|active|stale, counters)] at time `now` (default: the filter time)."""
-        now = self.time if now is None else now
+        now = self.time_s if now is None else now
         return [(name, st.state(now if now is not None else -math.inf), st) for name, st in self.sensors.items()]
 
     def dead_reckoning(self, now: float) -> bool:
@@ -198,8 +199,8 @@ class Ekf:
     def predicted(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """(state, covariance), both full size, predicted to time t without changing the filter."""
         x, P = self.x, self.P
-        if self.time is not None and t > self.time:
-            dt = t - self.time
+        if self.time_s is not None and t > self.time_s:
+            dt = t - self.time_s
             x, F = self.transition(x, dt)
             P = F @ P @ F.T + self._process_noise(x, dt)
         full = np.zeros(STATE_SIZE)
@@ -208,10 +209,10 @@ class Ekf:
 
     def predict_to(self, t: float) -> None:
         """Advance the filter to time t with no measurement (robot_localization does this after sensor_timeout)."""
-        if self.time is None or t <= self.time:
+        if self.time_s is None or t <= self.time_s:
             return
-        self._predict(t - self.time)
-        self.time = t
+        self._predict(t - self.time_s)
+        self.time_s = t
         self._remember(None)
 
     def time_until_uncertain(self, limit_m: float, step: float = 0.1, horizon: float = 600.0) -> float:
@@ -362,17 +363,17 @@ class Ekf:
         if len(self._angle_internal):
             self.x[self._angle_internal] = wrap_angle(self.x[self._angle_internal])
         self.initialized = True
-        self.time = m.time
+        self.time_s = m.time_s
         return USED
 
     def _step(self, m: Measurement) -> str:
         if not self.initialized:
             return self._initialize(m)
-        assert self.time is not None        # set with initialized
-        dt = m.time - self.time
+        assert self.time_s is not None        # set with initialized
+        dt = m.time_s - self.time_s
         if dt > 0.0:
             self._predict(dt)
-            self.time = m.time
+            self.time_s = m.time_s
         return self._correct(m)
 
     # ------------------------------------------------------------------------------------------------ history
@@ -380,31 +381,31 @@ class Ekf:
     def _remember(self, m: Measurement | None) -> None:
         if not self.config.smooth_lagged_data:
             return
-        assert self.time is not None        # called after a prediction or a processed measurement
-        self._states.append((self.time, self.x.copy(), self.P.copy(), self.initialized))
+        assert self.time_s is not None        # called after a prediction or a processed measurement
+        self._states.append((self.time_s, self.x.copy(), self.P.copy(), self.initialized))
         if m is not None:
             self._measurements.append(m)
         # keep history_length seconds, plus the newest state older than that so a rewind has somewhere to land
-        horizon = self.time - self.config.history_length
+        horizon = self.time_s - self.config.history_length
         while len(self._states) > 1 and self._states[1][0] < horizon:
             self._states.popleft()
-        while self._measurements and self._measurements[0].time < self._states[0][0]:
+        while self._measurements and self._measurements[0].time_s < self._states[0][0]:
             self._measurements.popleft()
 
     def _rewind_and_replay(self, m: Measurement) -> str | None:
-        """Restore the last state strictly before m.time, then replay m and every later measurement in order.
+        """Restore the last state strictly before m.time_s, then replay m and every later measurement in order.
         None when the history does not reach back that far."""
-        assert self.time is not None        # only for a filter that is initialized (process())
-        if not self._states or self._states[0][0] >= m.time or m.time < self.time - self.config.history_length:
+        assert self.time_s is not None        # only for a filter that is initialized (process())
+        if not self._states or self._states[0][0] >= m.time_s or m.time_s < self.time_s - self.config.history_length:
             return None
-        while self._states and self._states[-1][0] >= m.time:
+        while self._states and self._states[-1][0] >= m.time_s:
             self._states.pop()
         t, x, P, init = self._states[-1]
-        self.time, self.x, self.P, self.initialized = (t if init else None), x.copy(), P.copy(), init
-        later = sorted((mm for mm in self._measurements if mm.time >= m.time), key=lambda mm: mm.time)
-        self._measurements = deque(mm for mm in self._measurements if mm.time < m.time)
+        self.time_s, self.x, self.P, self.initialized = (t if init else None), x.copy(), P.copy(), init
+        later = sorted((mm for mm in self._measurements if mm.time_s >= m.time_s), key=lambda mm: mm.time_s)
+        self._measurements = deque(mm for mm in self._measurements if mm.time_s < m.time_s)
         outcome = None
-        pending = sorted(later + [m], key=lambda mm: mm.time)
+        pending = sorted(later + [m], key=lambda mm: mm.time_s)
         for mm in pending:
             r = self._step(mm)
             self._remember(mm)
@@ -428,7 +429,7 @@ class Ekf:
         if self.config.smooth_lagged_data and not self._states:
             # the state before any measurement, so a reading older than the first one can still be replayed
             self._states.append((-math.inf, self.x.copy(), self.P.copy(), False))
-        if self.initialized and self.time is not None and m.time < self.time:
+        if self.initialized and self.time_s is not None and m.time_s < self.time_s:
             if self.config.smooth_lagged_data:
                 outcome = self._rewind_and_replay(m)
                 if outcome is None:
@@ -445,7 +446,7 @@ class Ekf:
             self.too_late_total += 1
             st.too_late += 1
             log.warning("%s: measurement at t=%.6f is older than the history (filter at t=%.6f, history %.3f s): "
-                        "dropped (%d so far)", m.sensor, m.time, self.time, self.config.history_length, st.too_late)
+                        "dropped (%d so far)", m.sensor, m.time_s, self.time_s, self.config.history_length, st.too_late)
             return outcome
         if outcome == REJECTED:
             st.rejected += 1
@@ -455,20 +456,20 @@ class Ekf:
             st.rejected_innovations.clear()
             if outcome == REACQUIRED:
                 st.reacquired += 1
-                st.last_reacquired = m.time
-                log.warning("%s: re-acquired at t=%.3f after %d consistent rejections in a row", m.sensor, m.time,
+                st.last_reacquired = m.time_s
+                log.warning("%s: re-acquired at t=%.3f after %d consistent rejections in a row", m.sensor, m.time_s,
                             st.reacquire_after)
             if outcome == LATE_FUSED:
                 st.late_fused += 1
             else:
                 st.used += 1
-        if st.last_time is None or m.time > st.last_time:
-            st.last_time = m.time
+        if st.last_time_s is None or m.time_s > st.last_time_s:
+            st.last_time_s = m.time_s
         return outcome
 
     def process_batch(self, measurements) -> list[str]:
         """Fuse several measurements in timestamp order (robot_localization's per-cycle queue)."""
-        return [self.process(m) for m in sorted(measurements, key=lambda mm: mm.time)]
+        return [self.process(m) for m in sorted(measurements, key=lambda mm: mm.time_s)]
 
 
 def _repaired_covariance(m: Measurement, block: np.ndarray, k: int) -> np.ndarray:

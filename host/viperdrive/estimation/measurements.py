@@ -44,7 +44,7 @@ class SensorConfig:
     # robot_localization computes (not a variance of a velocity, but what existing tunings were made against).
     differential_covariance: str = "statistical"
     lowpass_tau: float = 0.0          # viperdrive extension: IMU one-pole prefilter time constant, s (0 = off)
-    timeout: float | None = None      # viperdrive extension: per-sensor stale timeout, s (None = sensor_timeout)
+    timeout_s: float | None = None    # viperdrive extension: per-sensor stale timeout, s (None = sensor_timeout)
     reacquire_after: int = 0          # viperdrive extension: N consistent gated readings in a row open the gate
 
     def __post_init__(self):
@@ -145,11 +145,13 @@ class SensorInput:
     def twist(self, t, linear, angular, cov6) -> list[Measurement]:
         return self._twist(t, linear, angular, cov6)
 
-    def imu(self, t, q=None, q_cov3=None, gyro=None, gyro_cov3=None, accel=None, accel_cov3=None) -> list[Measurement]:
-        """sensor_msgs/Imu. Pass None for a part the IMU does not provide (ROS: covariance[0] == -1)."""
+    def imu(self, t, q=None, q_cov3=None, gyro_rad_s=None, gyro_cov3=None, accel_m_s2=None,
+            accel_cov3=None) -> list[Measurement]:
+        """sensor_msgs/Imu: orientation q (x, y, z, w), angular velocity (rad/s) and linear acceleration (m/s^2),
+        each with its 3x3 covariance. Pass None for a part the IMU does not provide (ROS: covariance[0] == -1)."""
         out: list[Measurement] = []
-        gyro = None if gyro is None else np.asarray(gyro, dtype=float)
-        accel = None if accel is None else np.asarray(accel, dtype=float)
+        gyro = None if gyro_rad_s is None else np.asarray(gyro_rad_s, dtype=float)
+        accel = None if accel_m_s2 is None else np.asarray(accel_m_s2, dtype=float)
         if self.cfg.lowpass_tau > 0.0:
             gyro, accel = self._lowpass(t, gyro, accel)
         if q is not None and self.mask[3:6].any():

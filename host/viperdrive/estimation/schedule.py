@@ -134,13 +134,13 @@ class FilterSchedule:
         self.last_arrival: dict[str, float] = {}     # log time of each sensor's last message
         for s in config.sensors:
             result.sensors.setdefault(s.name, SensorTally(s.name, s.kind, norm_topic(s.topic)))
-            result.sensors[s.name].outcomes = self.ekf.register_sensor(s.name, s.timeout, s.reacquire_after)
+            result.sensors[s.name].outcomes = self.ekf.register_sensor(s.name, s.timeout_s, s.reacquire_after)
 
     def add_input(self, s) -> None:
         """Read sensor `s` (a SensorConfig of the filter's config)."""
         self.inputs[s.name] = SensorInput(s)
-        self.timeouts[s.name] = s.timeout if s.timeout is not None else self.config.sensor_timeout
-        if s.timeout is None:
+        self.timeouts[s.name] = s.timeout_s if s.timeout_s is not None else self.config.sensor_timeout
+        if s.timeout_s is None:
             self.intervals[s.name] = []
 
     def arrive(self, log_t: float) -> None:
@@ -235,32 +235,32 @@ class FilterSchedule:
     def _cycle(self, cycle: int):
         """One filter period: integrate what arrived (in stamp order), predict after silence, emit a row."""
         ekf, result = self.ekf, self.result
-        self.batch.sort(key=lambda m: m.time)
+        self.batch.sort(key=lambda m: m.time_s)
         for m in self.batch:
             ekf.process(m)          # counted per sensor by the filter (SensorTally.outcomes)
         self.batch.clear()
         if not ekf.initialized:
             return
         now = (cycle + 1) * self.period - self.offset       # end of this cycle on the stamp clock
-        assert ekf.time is not None         # an initialized filter has a time
+        assert ekf.time_s is not None         # an initialized filter has a time
         dead = False
-        if now - ekf.time > self.config.sensor_timeout:
+        if now - ekf.time_s > self.config.sensor_timeout:
             # nothing for longer than sensor_timeout: predict forward as robot_localization does
             ekf.predict_to(now)
             dead = ekf.dead_reckoning(now)
-        if self.last_row_t is None or ekf.time > self.last_row_t:
+        if self.last_row_t is None or ekf.time_s > self.last_row_t:
             if self.on_row is not None:
-                self.on_row(ekf.time, ekf.state, ekf.covariance, dead)
+                self.on_row(ekf.time_s, ekf.state, ekf.covariance, dead)
             result.rows += 1
             result.dead_reckoning_rows += dead
-            self.last_row_t = ekf.time
+            self.last_row_t = ekf.time_s
 
 
 def finish_summary(result: FuseSummary, sched: FilterSchedule) -> None:
     """The end of a run (offline or live): final estimate, dead-reckoning horizon, the warnings per sensor."""
     ekf, config = sched.ekf, sched.config
     if ekf.initialized:
-        result.end = ekf.time
+        result.end = ekf.time_s
         result.final_state = ekf.state
         result.final_covariance = ekf.covariance
         result.time_to_limit = ekf.time_until_uncertain(result.uncertainty_limit)

@@ -45,8 +45,8 @@ def _quat_dict(yaw):
     return {"x": qx, "y": qy, "z": qz, "w": qw}
 
 
-def simulate_run(duration: float = 20.0, seed: int = 0, dt: float = 0.001, odom_rate: float = 50.0,
-                 imu_rate: float = 100.0, pose_rate: float = 0.0, odom_sigma_v: float = 0.02,
+def simulate_run(duration_s: float = 20.0, seed: int = 0, dt: float = 0.001, odom_hz: float = 50.0,
+                 imu_hz: float = 100.0, pose_hz: float = 0.0, odom_sigma_v: float = 0.02,
                  odom_sigma_w: float = 0.03, gyro_sigma: float = 0.01, pose_sigma: float = 0.1, t0: float = 100.0,
                  v_of_t=None, w_of_t=None, odom_topic="/odom", imu_topic="/imu", pose_topic="/pose") -> SimRun:
     """Integrate a unicycle (exact at step dt) and sample sensors: wheel odometry (nav_msgs/Odometry, twist noisy,
@@ -55,7 +55,7 @@ def simulate_run(duration: float = 20.0, seed: int = 0, dt: float = 0.001, odom_
     rng = np.random.default_rng(seed)
     v_of_t = v_of_t or (lambda t: 0.3 + 0.1 * math.sin(0.2 * t))
     w_of_t = w_of_t or (lambda t: 0.5 * math.sin(0.15 * t))
-    n = int(round(duration / dt)) + 1
+    n = int(round(duration_s / dt)) + 1
     ts = t0 + np.arange(n) * dt
     v = np.array([v_of_t(t - t0) for t in ts])
     w = np.array([w_of_t(t - t0) for t in ts])
@@ -79,7 +79,7 @@ def simulate_run(duration: float = 20.0, seed: int = 0, dt: float = 0.001, odom_
 
     ox = oy = oth = 0.0
     last = None
-    for i in every(odom_rate):
+    for i in every(odom_hz):
         vm = v[i] + rng.normal(0, odom_sigma_v)
         wm = w[i] + rng.normal(0, odom_sigma_w)
         if last is not None:
@@ -94,7 +94,7 @@ def simulate_run(duration: float = 20.0, seed: int = 0, dt: float = 0.001, odom_
                      "covariance": _cov6([0.01, 0.01, 1e6, 1e6, 1e6, 0.03])},
             "twist": {"twist": {"linear": {"x": vm, "y": 0.0, "z": 0.0}, "angular": {"x": 0.0, "y": 0.0, "z": wm}},
                       "covariance": _cov6([odom_sigma_v ** 2, 1e-4, 1e6, 1e6, 1e6, odom_sigma_w ** 2])}}))
-    for i in every(imu_rate):
+    for i in every(imu_hz):
         g = w[i] + rng.normal(0, gyro_sigma)
         gc = [0.0] * 9
         gc[0] = gc[4] = 1e-4
@@ -106,7 +106,7 @@ def simulate_run(duration: float = 20.0, seed: int = 0, dt: float = 0.001, odom_
             "angular_velocity": {"x": 0.0, "y": 0.0, "z": g}, "angular_velocity_covariance": gc,
             "linear_acceleration": {"x": 0.0, "y": 0.0, "z": 9.80665},
             "linear_acceleration_covariance": [-1.0] + [0.0] * 8}))
-    for i in every(pose_rate):
+    for i in every(pose_hz):
         msgs.append((pose_topic, rosmsg_defs.POSE_WITH_COVARIANCE_STAMPED, ts[i], ts[i], {
             "header": _header(ts[i], "odom"),
             "pose": {"pose": {"position": {"x": x[i] + rng.normal(0, pose_sigma), "y": y[i] + rng.normal(0, pose_sigma),

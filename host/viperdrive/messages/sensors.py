@@ -10,7 +10,7 @@ structs with `viperdrive.ros2.msgs`.
 Imu (REP-145, sensor_msgs/Imu's comments):
   orientation: not measured -> identity quaternion with orientation_covariance[0] = -1.
   angular_velocity: board axes (REP-103: x forward, y left, z up; z > 0 = counter-clockwise from above), rad/s.
-      z has the board's still-period bias estimate subtracted (SensorReading.yaw_rate: the rate the board's own
+      z has the board's still-period bias estimate subtracted (SensorReading.yaw_rate_rad_s: the rate the board's own
       heading integrates); x and y are raw (the board estimates no bias for them).
   linear_acceleration: m/s^2 as measured (gravity included: +9.81 on z at rest, level).
   covariances: diagonal, per axis sigma^2 = (noise density x sqrt(noise bandwidth))^2 from the part's datasheet
@@ -82,13 +82,13 @@ def diagonal3(v: float) -> list[float]:
 
 def imu_msg(r, stamp: dict, frame_id: str, noise: ImuNoise) -> dict:
     """sensor_msgs/Imu fields of one SensorReading (stamp: builtin_interfaces/Time as a dict)."""
-    gx, gy, _ = r.gyro
-    ax, ay, az = r.accel
+    gx, gy, _ = r.gyro_rad_s
+    ax, ay, az = r.accel_m_s2
     return {
         "header": {"stamp": stamp, "frame_id": frame_id},
         "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0},
         "orientation_covariance": [-1.0] + [0.0] * 8,
-        "angular_velocity": {"x": float(gx), "y": float(gy), "z": float(r.yaw_rate)},
+        "angular_velocity": {"x": float(gx), "y": float(gy), "z": float(r.yaw_rate_rad_s)},
         "angular_velocity_covariance": diagonal3(noise.gyro_variance),
         "linear_acceleration": {"x": float(ax), "y": float(ay), "z": float(az)},
         "linear_acceleration_covariance": diagonal3(noise.accel_variance),
@@ -153,10 +153,10 @@ def sensor_statuses(r, fault_code: int, warn_v: float | None, cutoff_v: float | 
         out.append(("imu", WARN, "no sensor record received", []))
     else:
         values = [("state", r.imu_state_name),
-                  ("gyro_bias_z_rad_s", f"{r.gyro_bias_z:.6g}" if r.gyro_bias_z is not None else "-"),
-                  ("yaw_rate_rad_s", f"{r.yaw_rate:.6g}"), ("heading_source", "gyro" if r.gyro_heading
+                  ("gyro_bias_z_rad_s", f"{r.gyro_bias_z_rad_s:.6g}" if r.gyro_bias_z_rad_s is not None else "-"),
+                  ("yaw_rate_rad_s", f"{r.yaw_rate_rad_s:.6g}"), ("heading_source", "gyro" if r.heading_from_gyro
                                                              else "encoders"),
-                  ("still", str(r.still)), ("gyro_z_raw_rad_s", f"{r.gyro[2]:.6g}")]
+                  ("still", str(r.still)), ("gyro_z_raw_rad_s", f"{r.gyro_rad_s[2]:.6g}")]
         if imu_errors is not None:
             values.append(("imu_errors", str(imu_errors)))
         level = {P.IMU_OK: OK, P.IMU_NONE: OK, P.IMU_STARTING: WARN}.get(r.imu_state, ERROR)

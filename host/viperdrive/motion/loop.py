@@ -60,9 +60,9 @@ class FixedRateLoop:
             elif self.spin:
                 self.sleep(0)       # yield while spinning the last fraction of a millisecond
 
-    def run(self, step: Callable[[float, int], Any], cycles: int | None = None, duration: float | None = None,
+    def run(self, step: Callable[[float, int], Any], cycles: int | None = None, duration_s: float | None = None,
             stop: threading.Event | None = None) -> dict:
-        """Call step(now, k) at each deadline until cycles/duration are done, stop (a threading.Event) is set or
+        """Call step(now, k) at each deadline until cycles/duration_s are done, stop (a threading.Event) is set or
         step returns False. Returns stats()."""
         period = self.period
         t0 = self.clock()
@@ -72,7 +72,7 @@ class FixedRateLoop:
         while True:
             if cycles is not None and done >= cycles:
                 break
-            if duration is not None and deadline - t0 >= duration:
+            if duration_s is not None and deadline - t0 >= duration_s:
                 break
             if stop is not None and stop.is_set():
                 break
@@ -166,7 +166,7 @@ class DriveLoop:
         self.state = state
         return state
 
-    def run(self, cycles: int | None = None, duration: float | None = None, stop: threading.Event | None = None,
+    def run(self, cycles: int | None = None, duration_s: float | None = None, stop: threading.Event | None = None,
             on_cycle: Callable[[BoardState, int], Any] | None = None) -> dict:
         """Run the cycle on absolute deadlines; on_cycle(state, k) after each (return False to stop)."""
         def step(now: float, k: int) -> Any:
@@ -174,7 +174,7 @@ class DriveLoop:
             if on_cycle is not None:
                 return on_cycle(state, k)
             return None
-        return self.loop.run(step, cycles=cycles, duration=duration, stop=stop)
+        return self.loop.run(step, cycles=cycles, duration_s=duration_s, stop=stop)
 
 
 REALTIME_PRIORITY_RANGE = (1, 99)     # SCHED_FIFO's priorities on Linux

@@ -69,13 +69,13 @@ class Segment:
         return self.a
 
 
-def builtin(name: str, side: float = 0.5, speed: float = 0.2, turn_rate: float = 1.0) -> list[Segment]:
-    segments = _builtin(name, side, speed, turn_rate)
+def builtin(name: str, side_m: float = 0.5, speed_m_s: float = 0.2, turn_rate_rad_s: float = 1.0) -> list[Segment]:
+    segments = _builtin(name, side_m, speed_m_s, turn_rate_rad_s)
     for seg in segments:
         problem = _out_of_range(seg)
         if problem:
-            raise BadValue(f"script {name} (side {side:g} m, speed {speed:g} m/s, turn rate {turn_rate:g} rad/s): "
-                           f"{problem}")
+            raise BadValue(f"script {name} (side {side_m:g} m, speed {speed_m_s:g} m/s, turn rate "
+                           f"{turn_rate_rad_s:g} rad/s): {problem}")
     return segments
 
 
@@ -92,8 +92,10 @@ def _builtin(name: str, side: float, speed: float, turn_rate: float) -> list[Seg
     raise BadValue(f"unknown built-in script {name!r}; built-ins: {', '.join(BUILTINS)}, or a script file")
 
 
-def parse_script(text: str, speed: float = 0.2, turn_rate: float = 1.0, source: str = "script") -> list[Segment]:
-    """Segments from script text; BadValue naming the line for anything wrong."""
+def parse_script(text: str, speed_m_s: float = 0.2, turn_rate_rad_s: float = 1.0,
+                 source: str = "script") -> list[Segment]:
+    """Segments from script text (speed_m_s and turn_rate_rad_s: a segment's speed when its line gives none);
+    BadValue naming the line for anything wrong."""
     out = []
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -115,11 +117,11 @@ def parse_script(text: str, speed: float = 0.2, turn_rate: float = 1.0, source: 
         if not lo <= len(nums) <= hi:
             raise BadValue(f"{where}: {kind} takes {lo if lo == hi else f'{lo} or {hi}'} numbers")
         if kind == "forward":
-            s = Segment("forward", nums[0], nums[1] if len(nums) > 1 else speed)
+            s = Segment("forward", nums[0], nums[1] if len(nums) > 1 else speed_m_s)
         elif kind == "turn":
-            s = Segment("turn", math.radians(nums[0]), nums[1] if len(nums) > 1 else turn_rate)
+            s = Segment("turn", math.radians(nums[0]), nums[1] if len(nums) > 1 else turn_rate_rad_s)
         elif kind == "arc":
-            s = Segment("arc", math.radians(nums[1]), nums[0], nums[2] if len(nums) > 2 else speed)
+            s = Segment("arc", math.radians(nums[1]), nums[0], nums[2] if len(nums) > 2 else speed_m_s)
         elif kind == "twist":
             s = Segment("twist", nums[0], nums[1], nums[2])
         else:
@@ -160,15 +162,15 @@ def _out_of_range(s: Segment) -> str | None:
     return None
 
 
-def load_script(spec: str, side: float, speed: float, turn_rate: float) -> list[Segment]:
+def load_script(spec: str, side_m: float, speed_m_s: float, turn_rate_rad_s: float) -> list[Segment]:
     if spec in BUILTINS:
-        return builtin(spec, side, speed, turn_rate)
+        return builtin(spec, side_m, speed_m_s, turn_rate_rad_s)
     if not os.path.lexists(spec):
         raise BadValue(f"--script {spec!r}: no such file and not a built-in ({', '.join(BUILTINS)})")
     # the one bounded reader of a user's file: a regular file of at most files.MAX_BYTES, UTF-8; a FIFO, a device
     # (/dev/zero) or a directory is refused at once
     text = read_text(spec, "--script file")
-    return parse_script(text, speed, turn_rate, source=spec)
+    return parse_script(text, speed_m_s, turn_rate_rad_s, source=spec)
 
 
 class ScriptFollower:
@@ -181,10 +183,10 @@ class ScriptFollower:
     LINEAR_TOL = 0.002      # m
     ANGLE_TOL = math.radians(0.5)
 
-    def __init__(self, segments: list[Segment], max_accel: float, wheel_separation: float):
+    def __init__(self, segments: list[Segment], max_accel_m_s2: float, wheel_separation: float):
         self.segments = list(segments)
-        self.accel = 0.8 * max_accel                          # m/s^2 at the wheels
-        self.alpha = 0.8 * 2.0 * max_accel / wheel_separation  # rad/s^2 turning in place
+        self.accel = 0.8 * max_accel_m_s2                          # m/s^2 at the wheels
+        self.alpha = 0.8 * 2.0 * max_accel_m_s2 / wheel_separation  # rad/s^2 turning in place
         self.index = 0
         self._start: tuple[float, float, float] | None = None   # (t, travelled, turned) at the start of the segment
         self.travelled = 0.0    # along-path distance, m (signed per segment)

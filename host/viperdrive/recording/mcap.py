@@ -112,13 +112,13 @@ class BoardLogClock(LogClock):
     stamped in board time, and the periods it fuses them in agree when the machine stalls the board (on a real
     board the board's time is the host's and this is LogClock).
 
-    sim_time: no wall-clock epoch: ns(t) is the board time itself (ROS sim time, as a simulator's /clock starts at
+    use_sim_time: no wall-clock epoch: ns(t) is the board time itself (ROS sim time, as a simulator's /clock starts at
     0), so every process that reads the board's clock agrees on the time of an instant (`viperdrive ros2
     --sim-time`)."""
 
-    def __init__(self, clock, sim_time: bool = False):
+    def __init__(self, clock, use_sim_time: bool = False):
         self.board = clock
-        if sim_time:
+        if use_sim_time:
             super().__init__(0, 0.0)
         else:
             super().__init__(mono0=clock.now())

@@ -157,11 +157,12 @@ def check_flash_path(flash: str | os.PathLike) -> Path:
     return p
 
 
-def control_request(address: str, request: dict, timeout: float = 2.0) -> dict:
-    """One JSON-lines request to a rig's (or virtual board's) control endpoint at HOST:PORT."""
+def control_request(address: str, request: dict, timeout_s: float = 2.0) -> dict:
+    """One JSON-lines request to a rig's (or virtual board's) control endpoint at HOST:PORT (timeout_s: host
+    seconds to connect and for the reply)."""
     import json
     host, _, port = address.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+    with socket.create_connection((host, int(port)), timeout=timeout_s) as s:
         s.sendall((json.dumps(request) + "\n").encode())
         f = s.makefile("rb")
         line = f.readline()
@@ -242,10 +243,10 @@ class PicoRig(VirtualBoard):
                  board: str | os.PathLike | None = None, seed: int | None = None, hold_repl_pin: bool = False,
                  max_time_ratio: float | None = None, pio: str | None = None, pty: bool = False,
                  listen: str | None = None, control: str | None = None, images: str | os.PathLike | None = None,
-                 start_timeout: float = START_TIMEOUT_S, sensors: dict[str, str] | None = None,
+                 start_timeout_s: float = START_TIMEOUT_S, sensors: dict[str, str] | None = None,
                  firmware: str = "micropython", drive: bytes | None = None, uf2: str | os.PathLike | None = None):
         super().__init__(robot=robot, listen=listen, control=control, board=board, seed=seed,
-                         start_timeout=start_timeout)
+                         start_timeout_s=start_timeout_s)
         self.flash = flash
         self.hold_repl_pin = hold_repl_pin
         self.max_time_ratio = max_time_ratio

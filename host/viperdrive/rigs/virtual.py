@@ -145,7 +145,7 @@ class VirtualBoard:
     def __init__(self, baud: int = 115200, robot: str | os.PathLike | dict | None = None, listen: str | None = None,
                  control: str | None = None, board: str | os.PathLike | None = None,
                  params: str | os.PathLike | None = None, seed: int | None = None,
-                 start_timeout: float = START_TIMEOUT_S):
+                 start_timeout_s: float = START_TIMEOUT_S):
         self.baud = int(baud)
         self.robot = robot
         self.listen = listen or "127.0.0.1:0"
@@ -153,7 +153,7 @@ class VirtualBoard:
         self.board = board
         self.params = params
         self.seed = seed
-        self.start_timeout = start_timeout
+        self.start_timeout_s = start_timeout_s
         self.proc: subprocess.Popen | None = None
         self.url: str | None = None
         self.console_url: str | None = None     # a rig whose REPL has a port of its own (CircuitPython's console)
@@ -234,11 +234,11 @@ class VirtualBoard:
             del self.stderr_lines[:-200]
 
     def _wait_listening(self):
-        deadline = time.monotonic() + self.start_timeout
+        deadline = time.monotonic() + self.start_timeout_s
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise SimError(f"virtual board did not start within {self.start_timeout:.0f} s"
+                raise SimError(f"virtual board did not start within {self.start_timeout_s:.0f} s"
                                + ("; stderr:\n" + "\n".join(self.stderr_lines[-10:]) if self.stderr_lines else ""))
             try:
                 line = self._stdout.get(timeout=min(left, 0.5))
@@ -309,9 +309,9 @@ class VirtualBoard:
         self._sock = s
         self._rfile = s.makefile("rb")
 
-    def control(self, request: dict, timeout: float = 10.0) -> dict:
+    def control(self, request: dict, timeout_s: float = 10.0) -> dict:
         """Send one request to the control endpoint; the reply dict (with "ok": true, or "ok": false and
-        "error"). SimError when the virtual board is gone."""
+        "error"). SimError when the virtual board is gone. timeout_s: host seconds for the reply."""
         data = (json.dumps(request) + "\n").encode()
         with self._lock:
             for attempt in (1, 2):
@@ -320,7 +320,7 @@ class VirtualBoard:
                         self._connect()
                     sock, rfile = self._sock, self._rfile
                     assert sock is not None and rfile is not None      # made by _connect()
-                    sock.settimeout(timeout)
+                    sock.settimeout(timeout_s)
                     sock.sendall(data)
                     line = rfile.readline()
                     if not line:
@@ -350,11 +350,12 @@ class VirtualBoard:
         stall(wheel, on), lift(on), encoder_drop(rate, wheel="both"), battery(volts), freeze_control(on)."""
         return self._ok({"cmd": "fault", "kind": kind, **kw})
 
-    def push(self, wheel: str, torque: float, duration: float | None = None) -> dict:
-        """An external torque (N m, + = forward) on 'left', 'right' or 'both' wheels (a hand turning them)."""
+    def push(self, wheel: str, torque: float, duration_s: float | None = None) -> dict:
+        """An external torque (N m, + = forward) on 'left', 'right' or 'both' wheels (a hand turning them), for
+        duration_s of board time (None: until the next push)."""
         req = {"cmd": "push", "wheel": wheel, "torque": torque}
-        if duration is not None:
-            req["duration"] = duration
+        if duration_s is not None:
+            req["duration"] = duration_s
         return self._ok(req)
 
     def stats(self) -> dict:

@@ -105,19 +105,19 @@ class Ros2Bridge:
                  discovery=None, env=None, drive=None, odometry_factory=None, allow_publishers=None,
                  ekf=None, record=None, uncertainty_limit: float = 1.0, recover: str = "never",
                  filter_process: bool = True, prepare_loop: bool = False, realtime: int | None = None,
-                 sim_time: bool = False):
+                 use_sim_time: bool = False):
         self.board = board
-        # the graph's time. Wall time (the host's clock) by default. sim_time: the board's own time (a virtual
+        # the graph's time. Wall time (the host's clock) by default. use_sim_time: the board's own time (a virtual
         # board's or an emulated chip's, which a busy machine slows below real time) is the graph's: published on
         # /clock from 0 as a simulator does, every stamp in it, the loop and the live filter counting it, so the
         # rates in the messages (m/s, rad/s of board time) agree with the time between their stamps
-        self.sim_time = sim_time
+        self.use_sim_time = use_sim_time
         board_clock = getattr(board, "clock", HOST_CLOCK)
-        if sim_time and board_clock is HOST_CLOCK:
+        if use_sim_time and board_clock is HOST_CLOCK:
             raise BadValue(f"--sim-time: the board on {getattr(board, 'port', '?')} keeps real time (only a virtual "
                            f"board or an emulated chip has a time of its own); leave --sim-time off")
-        self.clock: Clock = board_clock if sim_time else HOST_CLOCK
-        self.w_clock: Any = None            # the /clock writer (sim_time)
+        self.clock: Clock = board_clock if use_sim_time else HOST_CLOCK
+        self.w_clock: Any = None            # the /clock writer (use_sim_time)
         self.config = config
         ros = config.ros2                   # config.Ros2Settings: the robot file's ros2 section, its defaults
         self.params = ros
@@ -193,7 +193,7 @@ class Ros2Bridge:
             if record is not None:
                 from ..recording.mcap import McapRecorder
                 self.recorder = McapRecorder(record, self.odom_frame, self.base_frame)
-                if sim_time:
+                if use_sim_time:
                     self.recorder.clock = self._log_clock()
             self._create_endpoints()
         except BaseException:
@@ -214,7 +214,7 @@ class Ros2Bridge:
         self.w_tf = n.publisher("/tf", msgs.TFMessage, qos.tf_qos()) if self.enable_odom_tf or self.filter_tf \
             else None
         self.w_diag = n.publisher("/diagnostics", msgs.DiagnosticArray, qos.default_qos())
-        if self.sim_time:
+        if self.use_sim_time:
             self.w_clock = n.publisher("/clock", msgs.Clock, qos.clock_qos())
             self.published["clock"] = 0
         self.w_imu = self.w_battery = None
@@ -272,13 +272,13 @@ class Ros2Bridge:
                          cfg.world_frame, cfg.base_link_frame)
 
     def _log_clock(self):
-        """The live filter's and the recording's clock: the host's on the wall epoch, or the board's (sim_time)."""
+        """The live filter's and the recording's clock: the host's on the wall epoch, or the board's (use_sim_time)."""
         from ..recording.mcap import BoardLogClock, LogClock
-        return BoardLogClock(self.clock, sim_time=True) if self.sim_time else LogClock()
+        return BoardLogClock(self.clock, use_sim_time=True) if self.use_sim_time else LogClock()
 
     def _ros_minus_clock(self) -> float:
         """ROS time minus the loop's clock now: the wall minus the host's monotonic clock; 0 on sim time."""
-        return 0.0 if self.sim_time else time.time() - time.monotonic()
+        return 0.0 if self.use_sim_time else time.time() - time.monotonic()
 
     def _warn_unpublished_sources(self, now: float) -> None:
         """A source of the live filter that nobody publishes, SOURCE_SILENT_S after the bridge started: a WARNING
@@ -445,7 +445,7 @@ class Ros2Bridge:
                 applied, text = prepare_loop_thread(self.realtime)
                 if text is not None:
                     (log.info if applied else log.warning)("%s", text)
-            self.drive_loop.loop.run(self._step, duration=duration_s, stop=self._stop)
+            self.drive_loop.loop.run(self._step, duration_s=duration_s, stop=self._stop)
             if not self._stop.is_set():
                 self.stop_reason = f"ran for {duration_s} s"
         except KeyboardInterrupt:
@@ -634,7 +634,7 @@ class Ros2Bridge:
 
     def _on_clock(self, mono: float) -> float:
         """A host monotonic sample time on the loop's clock."""
-        return self.board.on_clock(mono) if self.sim_time else mono
+        return self.board.on_clock(mono) if self.use_sim_time else mono
 
     def publish_sensors(self) -> None:
         """Every SENSORS_DATA record received since the last tick: imu/data_raw while the IMU works, battery_state

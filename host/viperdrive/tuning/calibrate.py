@@ -63,8 +63,8 @@ class SpinResult(_Checked):
         return self._verdict(head)
 
 
-def wheel_separation_from_spin(separation: float, runs) -> SpinResult:
-    """Effective wheel separation from spin tests in both directions.
+def wheel_separation_from_spin(separation_m: float, runs) -> SpinResult:
+    """Effective wheel separation (m) from spin tests in both directions, from the one the runs used.
 
     The wheels turn in place by +-s = commanded * b_old / 2; the robot really turns 2 s / b_true, so
     b_true = b_old * commanded / measured. (The usual textbook form, b_new = b_old * turned / commanded, is this
@@ -74,8 +74,8 @@ def wheel_separation_from_spin(separation: float, runs) -> SpinResult:
     the change is small (usually two iterations)."""
     runs = [r if isinstance(r, SpinRun) else SpinRun(*r) for r in runs]
     problems = []
-    if separation <= 0:
-        raise ValueError("separation must be > 0")
+    if separation_m <= 0:
+        raise ValueError("separation_m must be > 0")
     est: dict[int, list[float]] = {1: [], -1: []}
     for i, r in enumerate(runs):
         if r.commanded == 0 or r.measured == 0:
@@ -89,14 +89,14 @@ def wheel_separation_from_spin(separation: float, runs) -> SpinResult:
         ratio = r.commanded / r.measured
         if not 0.5 < ratio < 2.0:
             problems.append(f"run {i}: commanded/measured = {ratio:.3f} is implausible (check units and sign)")
-        est[1 if r.commanded > 0 else -1].append(separation * ratio)
+        est[1 if r.commanded > 0 else -1].append(separation_m * ratio)
     for d, name in ((1, "counter-clockwise"), (-1, "clockwise")):
         if not est[d]:
             problems.append(f"no valid {name} run: spin both directions")
     ccw = float(np.mean(est[1])) if est[1] else math.nan
     cw = float(np.mean(est[-1])) if est[-1] else math.nan
     new = (ccw + cw) / 2 if est[1] and est[-1] else math.nan
-    return SpinResult(tuple(problems), separation, new, ccw, cw)
+    return SpinResult(tuple(problems), separation_m, new, ccw, cw)
 
 
 # ------------------------------------------------------------------------------------------ gyro scale
@@ -179,7 +179,7 @@ def gyro_scale(runs, old_ccw: float = 1.0, old_cw: float = 1.0) -> GyroScaleResu
 class UMBmarkResult(_Checked):
     alpha: float = math.nan            # rad: turn error per 90-degree corner (wheelbase error, type A)
     beta: float = math.nan             # rad: heading change per straight leg (unequal wheel diameters, type B)
-    radius: float = math.nan           # m: curvature radius of a "straight" leg
+    radius_m: float = math.nan         # m: curvature radius of a "straight" leg
     diameter_ratio: float = math.nan   # Ed = D_right / D_left (actual)
     wheelbase_factor: float = math.nan     # Eb = b_actual / b_nominal
     wheelbase: float = math.nan        # corrected effective wheelbase, m
@@ -307,15 +307,15 @@ def simulate_feedforward(t, u, ks: float, kv: float, ka: float, w0: float = 0.0)
     return w
 
 
-def fit_feedforward(segments, min_speed: float = 0.5, min_samples: int = 100, min_r2: float = 0.9,
+def fit_feedforward(segments, min_speed_rad_s: float = 0.5, min_samples: int = 100, min_r2: float = 0.9,
                     max_relative_error: float = 0.2, max_speed_error: float = 0.12) -> FeedforwardFit:
     """kS, kV, kA of u = kS sign(w) + kV w + kA dw/dt by ordinary least squares on dw/dt = a w + b u + c sign(w):
     kS = -c/b, kV = -a/b, kA = 1/b.
 
     segments: recordings (t, u, w) -- time s, command (duty or volts), wheel speed rad/s -- each one continuous run:
     quasistatic ramps and dynamic steps, both directions. dw/dt is differentiated inside each segment (never across
-    a boundary). Samples slower than `min_speed` are left out: at standstill static friction holds the wheel and the
-    model does not apply. Refused (ok False) when: too few samples, one direction missing, a gain not determined
+    a boundary). Samples slower than `min_speed_rad_s` are left out: at standstill static friction holds the wheel
+    and the model does not apply. Refused (ok False) when: too few samples, one direction missing, a gain not determined
     (relative standard error above `max_relative_error`, e.g. ramps only and no steps for kA), poor R^2, or a
     gain with the wrong sign (an inverted motor or encoder), or a model that, run on the recorded commands
     (simulate_feedforward, each segment from its first speed), misses the recorded speed by more than
@@ -334,7 +334,7 @@ def fit_feedforward(segments, min_speed: float = 0.5, min_samples: int = 100, mi
             raise ValueError("segment times must increase")
         checked.append((t, u, w))
         acc = np.gradient(w, t)
-        keep = np.abs(w) > min_speed
+        keep = np.abs(w) > min_speed_rad_s
         rows_w.append(w[keep])
         rows_u.append(u[keep])
         rows_a.append(acc[keep])
@@ -344,7 +344,7 @@ def fit_feedforward(segments, min_speed: float = 0.5, min_samples: int = 100, mi
     n, fwd, bwd = len(w), int(np.sum(w > 0)), int(np.sum(w < 0))
     problems = []
     if n < min_samples:
-        problems.append(f"{n} samples above {min_speed} rad/s; need at least {min_samples}")
+        problems.append(f"{n} samples above {min_speed_rad_s} rad/s; need at least {min_samples}")
     if fwd < min_samples // 4:
         problems.append(f"no excitation in the forward direction ({fwd} samples): run ramps and steps both ways")
     if bwd < min_samples // 4:

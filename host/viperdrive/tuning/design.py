@@ -258,13 +258,14 @@ def _clamp(x: float, lim: float) -> float:
     return lim if x > lim else (-lim if x < -lim else x)
 
 
-def predict(m: MotorModel, gains: dict, step: float, seconds: float = 0.6, accel: float = LIFTED_ACCEL,
+def predict(m: MotorModel, gains: dict, step: float, seconds: float = 0.6, accel_rad_s2: float = LIFTED_ACCEL,
             ka_ff: float = 0.0, substeps: int = 8) -> tuple[list, list]:
     """The step response of the model under the board's law (docs/firmware.md, "The law"): feedforward
     kS sign + kV sp + ka_ff dsp/dt, P on the error, D on the filtered measurement, per-term and output clamps,
     back-calculation min(1, dt/windup_tau), the one-pole speed filter, the count-difference speed, the held duty.
     The motor: kA dw/dt = u - kS sign(w) - kV w, held by static friction while |u| <= kS at rest, integrated
     exactly over `substeps` pieces of each period. No quantization, noise or wheel slip.
+    step: rad/s; the setpoint ramps at accel_rad_s2 (the board's max_accel, lifted for a step test).
     -> (t, estimated speed) at the control rate, t = 0 at the step."""
     T = m.period
     h = T / substeps
@@ -273,7 +274,7 @@ def predict(m: MotorModel, gains: dict, step: float, seconds: float = 0.6, accel
     aw = min(1.0, T / windup_tau)
     alpha = T / (m.vel_tau + T)
     alpha_d = T / (gains.get("kd_tau", 0.01) + T)
-    dsp_max = accel * T
+    dsp_max = accel_rad_s2 * T
     decay = math.exp(-h / m.tau_motor)
     w = pos = prev_pos = v = v_prev = df = integ = sp = out = 0.0
     ts, ys = [], []

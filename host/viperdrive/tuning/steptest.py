@@ -68,9 +68,9 @@ def experiment_values_left(board) -> dict:
 @dataclass(frozen=True)
 class StepMetrics:
     step: float                         # rad/s commanded
-    rise_time: float | None             # s, 10 % -> 90 % of the step
+    rise_time_s: float | None           # s, 10 % -> 90 % of the step
     overshoot: float                    # % of the step above it (0 when it never passes the step)
-    settling_time: float | None         # s from the step until it stays within the band
+    settling_time_s: float | None       # s from the step until it stays within the band
     steady_state_error: float           # rad/s, step minus the mean of the last 20 % of the step window
     steady_state_error_pct: float
     peak: float                         # rad/s
@@ -204,10 +204,10 @@ class TemporaryParams(ParamGuard):
         return self
 
 
-def run_experiment(board, rate_hz: int, duration: float, setpoints, progress=None, tail: float = 0.0,
-                   period: float = HOST_PERIOD, activate=None) -> list:
+def run_experiment(board, rate_hz: int, duration_s: float, setpoints, progress=None, tail: float = 0.0,
+                   period_s: float = HOST_PERIOD, activate=None) -> list:
     """Stream telemetry at rate_hz, enable the board (activate(), default board.activate), send setpoints(t) =
-    (left, right) rad/s every `period` s for `duration` s, disable; return the raw telemetry records. `tail` s
+    (left, right) rad/s every `period_s` s for `duration_s` s, disable; return the raw telemetry records. `tail` s
     more are read after the disable (the step test's return to zero). Times are the board's (board.clock).
     Ended by an exception (Ctrl-C, SIGTERM, a lost link), the board is disabled first, then the telemetry switched
     off; the exception goes on."""
@@ -219,14 +219,14 @@ def run_experiment(board, rate_hz: int, duration: float, setpoints, progress=Non
         t0 = clock.now()
         while True:
             now = clock.now() - t0
-            if now >= duration:
+            if now >= duration_s:
                 break
             board.write(*setpoints(now))
             board.read()
             records.extend(board.telemetry_frames())
             if progress is not None:
                 progress.update(now)
-            clock.sleep(period)
+            clock.sleep(period_s)
         board.deactivate()
         if tail:
             clock.sleep(tail)
@@ -263,9 +263,9 @@ def to_recording(records: list, k: float) -> Recording:
     return rec
 
 
-def run_step(board, wheels, step: float, duration: float, rate_hz: int, pre: float = 0.3, post: float = 0.4,
+def run_step(board, wheels, step: float, duration_s: float, rate_hz: int, pre: float = 0.3, post: float = 0.4,
              keep_ramp: bool = False, progress=None, shield=None, warn=None) -> Recording:
-    """Hold zero for `pre` s, step the wheels to `step` rad/s for `duration` s, back to zero for `post` s.
+    """Hold zero for `pre` s, step the wheels to `step` rad/s for `duration_s` s, back to zero for `post` s.
     The board's acceleration ramp (and with it the kA feedforward, see LIFTED) is lifted for the test (restored
     after, whatever happens: ParamGuard, with shield and warn) unless keep_ramp: a ramped setpoint measures the
     ramp, not the loop."""
@@ -273,11 +273,11 @@ def run_step(board, wheels, step: float, duration: float, rate_hz: int, pre: flo
     changes = {} if keep_ramp else dict(LIFTED)
 
     def setpoints(now):
-        on = pre <= now < pre + duration
+        on = pre <= now < pre + duration_s
         return (step if on and "left" in wheels else 0.0, step if on and "right" in wheels else 0.0)
 
     with TemporaryParams(board, changes, shield=shield, warn=warn):
-        records = run_experiment(board, rate_hz, pre + duration + post, setpoints, progress, tail=0.05)
+        records = run_experiment(board, rate_hz, pre + duration_s + post, setpoints, progress, tail=0.05)
     rec = to_recording(records, k)
     # the step instant on the board's clock: the first record whose setpoint is nonzero
     w0 = wheels[0]
@@ -293,7 +293,7 @@ def run_step(board, wheels, step: float, duration: float, rate_hz: int, pre: flo
     return rec
 
 
-def run_relay(board, wheel: str, amplitude: float, duration: float, rate_hz: int, progress=None, shield=None,
+def run_relay(board, wheel: str, amplitude: float, duration_s: float, rate_hz: int, progress=None, shield=None,
               warn=None) -> Recording:
     """Relay experiment on one wheel, on the board itself (the oscillation is too fast for the host): a pure P
     controller at the highest gain, clamped at +-amplitude duty, IS a relay (its linear band, amplitude/kp, is the
@@ -313,7 +313,7 @@ def run_relay(board, wheel: str, amplitude: float, duration: float, rate_hz: int
         return (kick if wheel == "left" else 0.0, kick if wheel == "right" else 0.0)
 
     with TemporaryParams(board, changes, shield=shield, warn=warn):
-        records = run_experiment(board, rate_hz, duration, setpoints, progress)
+        records = run_experiment(board, rate_hz, duration_s, setpoints, progress)
     return to_recording(records, k)
 
 
@@ -331,8 +331,8 @@ def plot_step(rec: Recording, wheels, metrics: dict, path, title: str = "") -> N
         ax.grid(True)
         m = metrics.get(side)
         if m is not None:
-            rise = "n/a" if m.rise_time is None else f"{m.rise_time * 1000:.0f} ms"
-            settle = "never" if m.settling_time is None else f"{m.settling_time * 1000:.0f} ms"
+            rise = "n/a" if m.rise_time_s is None else f"{m.rise_time_s * 1000:.0f} ms"
+            settle = "never" if m.settling_time_s is None else f"{m.settling_time_s * 1000:.0f} ms"
             ax.set_title(f"{side}: rise {rise}, overshoot {m.overshoot:.1f} %, settling {settle}, "
                          f"steady-state error {m.steady_state_error:+.3f} rad/s", fontsize=9)
         ax2 = ax.twinx()
