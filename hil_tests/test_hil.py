@@ -122,7 +122,7 @@ def test_wheel_turned_by_hand_while_disabled_moves_positions_and_energizes_nothi
     need_sim.fault("lift", on=True)
     try:
         p0 = P.unpack_state(board.link.request(P.pack_set_vel(0, 0), P.STATE))
-        need_sim.push("left", 0.3, duration=0.4)
+        need_sim.push("left", 0.3, duration_s=0.4)
         clock.sleep(0.8)
         p1 = P.unpack_state(board.link.request(P.pack_set_vel(0, 0), P.STATE))
         truth = need_sim.truth()
@@ -137,7 +137,7 @@ def test_wheel_turned_by_hand_while_disabled_moves_positions_and_energizes_nothi
 def test_no_jump_at_enable(board, need_sim, clock):
     # a stale command sent before ENABLE must not be executed; ZERO makes the encoders read zero
     board.link.send(P.pack_set_vel(20000, 20000))
-    need_sim.push("both", 0.3, duration=0.2)     # the encoders moved before enabling
+    need_sim.push("both", 0.3, duration_s=0.2)     # the encoders moved before enabling
     clock.sleep(0.4)
     counts = board.activate().counts             # the state activate() returns is the board's after ZERO
     a0 = need_sim.truth()

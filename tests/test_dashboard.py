@@ -84,7 +84,11 @@ def _set_gain(page, name, value):
     page.wait_for_function(f"S.params.{name} !== undefined && S.control === true", timeout=20000)
     page.fill(f"#field-{name}", str(value))
     page.dispatch_event(f"#field-{name}", "change")
-    page.wait_for_function(f"Math.abs(S.params.{name} - {value}) < 1e-6", timeout=20000)
+    # acknowledged, or refused with the reason on the banner (shown when it fails)
+    page.wait_for_function(f"Math.abs(S.params.{name} - {value}) < 1e-6 || "
+                           "document.getElementById('banner').classList.contains('bad')", timeout=20000)
+    assert abs(page.evaluate(f"S.params.{name}") - value) < 1e-6, \
+        (page.inner_text("#banner"), page.input_value(f"#field-{name}"), page.inner_text(f"#ack-{name}"))
 
 
 def _param(sim, name):

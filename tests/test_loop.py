@@ -52,7 +52,7 @@ def test_stop_by_return_value_and_duration():
     assert loop.run(lambda now, k: k < 3)["cycles"] == 4
     clock2 = SimClock()
     assert FixedRateLoop(50.0, spin=0.0, clock=clock2, sleep=clock2.sleep).run(lambda n, k: None,
-                                                                             duration=1.0)["cycles"] == 50
+                                                                             duration_s=1.0)["cycles"] == 50
     with pytest.raises(ValueError):
         FixedRateLoop(0.0)
 
