@@ -269,6 +269,18 @@ def ddsls(domain, runtime=1.5, path=None):
         return json.loads(out.read_text())
 
 
+def _stopped(pid: int) -> bool:
+    """Every thread of the process is stopped (state T in /proc/PID/task/TID/stat)."""
+    try:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+    except OSError:
+        return False
+    return bool(states) and all(st == "T" for st in states)
+
+
 def test_wait_for_acks_reports_a_reader_that_does_not_acknowledge():
     """The bridge's last diagnostics wait for acknowledgements; a reader in a stopped process (SIGSTOP: its DDS
     threads run no more) never acknowledges. cyclonedds 11.0.1 raises AttributeError from its own timeout branch;
@@ -302,6 +314,8 @@ def test_wait_for_acks_reports_a_reader_that_does_not_acknowledge():
         w.write(msgs.Vector3(1.0, 2.0, 3.0))
         assert wait_for_acks(w, 2000) is True
         reader.send_signal(signal.SIGSTOP)
+        # the stop is asynchronous: its DDS threads could still acknowledge a write sent before it took hold
+        assert wait_for(lambda: _stopped(reader.pid)), "the reader never stopped"
         w.write(msgs.Vector3(4.0, 5.0, 6.0))
         t0 = time.monotonic()
         assert wait_for_acks(w, 200) is False
