@@ -35,11 +35,13 @@ def tracked() -> list[Path]:
 
 
 def python_prose(text: str) -> list[tuple[int, str]]:
-    """(line, text) of every comment and docstring of a Python file."""
+    """(line, text) of every comment that names a path, and every docstring, of a Python file. (Tokenizing is
+    what costs: a file without a path in a line that has a '#' has no comment to check.)"""
     out = []
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type == tokenize.COMMENT:
-            out.append((tok.start[0], tok.string))
+    if any("#" in line and PATH.search(line) for line in text.splitlines()):
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                out.append((tok.start[0], tok.string))
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node, clean=False)
@@ -70,7 +72,7 @@ def prose_of(path: Path) -> list[tuple[int, str]]:
     if path.suffix == ".md":
         return list(enumerate(text.splitlines(), 1))
     if path.suffix == ".py":
-        return python_prose(text)
+        return python_prose(text) if PATH.search(text) else []
     if path.suffix == ".mjs":
         return js_comments(text)
     if path.suffix in (".toml", ".in") or path.name == "Makefile":
