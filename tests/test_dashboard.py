@@ -312,6 +312,24 @@ def test_a_page_sent_to_the_background_stops_the_robot(sim, dash, browser):
     page.close()
 
 
+def test_the_controls_wait_for_the_pages_role(dash, browser):
+    """Until the dashboard has said whether this page controls the board, nothing can be pressed: an Arm clicked
+    then was refused ("only watches") and the page never drove (the page's hello is held back here)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900}, bypass_csp=True)
+    held: list = []
+    page.route("**/api/hello", lambda route: held.append(route))
+    page.goto(dash.url)
+    page.wait_for_function("document.readyState === 'complete'")
+    wait_until(lambda: held or page.evaluate("0"), 20.0, what="the page's hello")
+    assert page.evaluate("S.session") is None
+    enabled = page.evaluate("[...document.querySelectorAll('.ctl')].filter(e => !e.disabled).map(e => e.id)")
+    assert enabled == [], enabled
+    held[0].continue_()
+    page.wait_for_function("S.control === true", timeout=20000)
+    assert not page.is_disabled("#arm")
+    page.close()
+
+
 def test_a_second_page_only_watches(sim, dash, browser):
     first = _open(browser, dash.url)
     first.wait_for_function("S.session !== null && S.control === true", timeout=20000)

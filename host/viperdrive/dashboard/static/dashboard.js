@@ -438,6 +438,7 @@ function applyRole() {
 }
 
 async function main() {
+  applyRole();      // nothing to press before the dashboard says whether this page controls (an early Arm was refused)
   if (!TOKEN) { banner("no token in this page's address: open the URL `viperdrive dashboard` printed", true); return; }
   try {
     const hello = await api("hello");
