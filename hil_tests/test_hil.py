@@ -308,12 +308,21 @@ def test_100hz_set_vel_state_for_60_s_zero_lost_frames(board, clock):
     ok0 = board.diag()["frames_ok"]
     ls0 = board.link.stats()
     samples = run(board, seconds, wheels=(6.0, -6.0), clock=clock)
-    clock.sleep(0.1)
-    # replies that came after read()'s deadline are late, not lost: collect them before counting
-    late = sum(1 for c, _ in board.link.poll() if c == P.STATE)
+    sent = board.link.stats()["frames_tx"] - ls0["frames_tx"]
+    # replies that came after read()'s deadline are late, not lost: collect them (until every one is in, or a
+    # second of board time passed) before counting
+    late = 0
+
+    def all_in() -> bool:
+        nonlocal late
+        late += sum(1 for c, _ in board.link.poll() if c == P.STATE)
+        return board.link.stats()["frames_rx"] - ls0["frames_rx"] >= sent
+    try:
+        wait_until(all_in, 1.0, clock, what="every reply")
+    except WaitTimeout:
+        pass                        # counted below
     ls1 = board.link.stats()
     board_got = board.diag()["frames_ok"] - ok0 - 1          # minus this GET_DIAG
-    sent = ls1["frames_tx"] - ls0["frames_tx"]
     received = ls1["frames_rx"] - ls0["frames_rx"]
     misses = board.total_misses
     print(f"{len(samples)} exchanges in {seconds:.0f} s at 100 Hz: host sent {sent}, board received {board_got}; "

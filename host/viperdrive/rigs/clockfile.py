@@ -134,6 +134,7 @@ class BoardTimeFile:
         # source -> (board us the grant may not pass, host time it was set): "link" for the host's own wheel
         # commands, other names for commanders of its own (the dashboard's page)
         self._holds: dict[str, tuple[int, float]] = {}
+        self._holds_lock = threading.Lock()     # writers (the host's threads); the lease thread reads without it
         self.grants = 0                 # renewals written (diagnostics)
         self.held = 0                   # renewals the commanding hold cut short (diagnostics)
 
@@ -210,7 +211,8 @@ class BoardTimeFile:
     def detach(self) -> None:
         """The port closed: the lease stops before this returns (a later client is never held by our grant)."""
         self._attached = False
-        self._holds = {}
+        with self._holds_lock:
+            self._holds = {}
         lease, self._lease = self._lease, None
         if lease is not None:
             self._lease_stop.set()
@@ -222,12 +224,16 @@ class BoardTimeFile:
         commanding (it disabled, or a board move drives the wheels): no hold. source: whose deadman the hold
         keeps ("link": the board's own; another name: a commander the host follows, with a deadman of its own);
         each source's hold is set, replaced and let go on its own."""
-        holds = dict(self._holds)           # replaced whole: the lease thread reads it without a lock
-        if hold_s is None:
-            holds.pop(source, None)
-        elif self.lockstep:
-            holds[source] = (self.board_us() + int(max(0.0, hold_s) * 1e6), time.monotonic())
-        self._holds = holds
+        if hold_s is not None and not self.lockstep:
+            return
+        entry = None if hold_s is None else (self.board_us() + int(max(0.0, hold_s) * 1e6), time.monotonic())
+        with self._holds_lock:
+            holds = dict(self._holds)       # replaced whole: the lease thread reads it without the lock
+            if entry is None:
+                holds.pop(source, None)
+            else:
+                holds[source] = entry
+            self._holds = holds
 
     def _renew(self) -> None:
         fd = self._file()
