@@ -199,9 +199,14 @@ def drive(tmp_path_factory):
     return d, rec
 
 
-def last_row(path):
+def median_sigma(path, column: str) -> float:
+    """The median 1-sigma of `column` (a variance) over the second half of a fused run: what the filter held while
+    the drive went on, not the one last row (which a recording that ends after a late host cycle leaves dead
+    reckoned for a moment, its variance grown by how late that cycle was)."""
     rows = list(csv.reader(open(path)))
-    return dict(zip(rows[0], map(float, rows[-1]), strict=True))
+    i = rows[0].index(column)
+    values = sorted(float(r[i]) for r in rows[1 + (len(rows) - 1) // 2:])
+    return math.sqrt(values[len(values) // 2])
 
 
 def test_the_vy_case_is_found_on_a_recorded_drive_and_the_fixes_hold(drive):
@@ -232,7 +237,7 @@ def test_the_vy_case_is_found_on_a_recorded_drive_and_the_fixes_hold(drive):
     odom_line = next(line for line in proc.stdout.splitlines() if line.startswith("odom0"))
     rejected_bad = int(odom_line.split()[4])
     assert rejected_bad > 50                       # the gate threw away real twists while the spins ramped
-    sigma_vy_bad = math.sqrt(last_row(d / "bad.csv")["var_vy"])
+    sigma_vy_bad = median_sigma(d / "bad.csv", "var_vy")
 
     # the two fixes, as the findings give them: vy fused, vyaw's process noise raised
     good = d / "good.yaml"
@@ -246,7 +251,8 @@ def test_the_vy_case_is_found_on_a_recorded_drive_and_the_fixes_hold(drive):
     assert proc.returncode == 0 and "config lint" not in proc.stdout, proc.stdout
     odom_line = next(line for line in proc.stdout.splitlines() if line.startswith("odom0"))
     assert int(odom_line.split()[4]) == 0          # nothing rejected
-    sigma_vy_good = math.sqrt(last_row(d / "good.csv")["var_vy"])
+    sigma_vy_good = median_sigma(d / "good.csv", "var_vy")
+    print(f"vy 1-sigma, median of the second half: {sigma_vy_bad:.4g} m/s unobserved, {sigma_vy_good:.4g} m/s fused")
     assert sigma_vy_good < sigma_vy_bad / 100      # vy observed: its 1-sigma stays at the odometry's
 
 
