@@ -60,6 +60,7 @@ def one_run(mode: str, seconds: float, domain: int, env: dict, tmp: Path) -> dic
     from viperdrive.rigs.virtual import VirtualBoard
     from viperdrive.robot.config import RobotConfig
     from viperdrive.ros2.bridge import Ros2Bridge
+    from viperdrive.ros2.options import BridgeOptions
 
     (tmp / "robot.yaml").write_text(ROBOT)
     (tmp / "ekf.yaml").write_text(ekf_yaml())
@@ -67,9 +68,9 @@ def one_run(mode: str, seconds: float, domain: int, env: dict, tmp: Path) -> dic
     ekf = None if mode == "none" else load_config(tmp / "ekf.yaml")
     ns = f"lat_{mode}"
     with VirtualBoard() as vb:
-        bridge = Ros2Bridge(Board(vb.url, config=config), config, namespace=ns, domain_id=domain,
-                            env={"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}, ekf=ekf,
-                            filter_process=(mode == "process"), prepare_loop=True)
+        options = BridgeOptions(namespace=ns, domain_id=domain, env={"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"},
+                                ekf=ekf, filter_process=(mode == "process"), prepare_loop=True)
+        bridge = Ros2Bridge(Board(vb.url, config=config), config, options)
         peer_env = {k: v for k, v in os.environ.items()
                     if k not in ("ROS_LOCALHOST_ONLY", "CYCLONEDDS_URI", "ROS_STATIC_PEERS", "ROS_DISTRO")}
         peer_env.update(env, ROS_DOMAIN_ID=str(domain))

@@ -43,6 +43,7 @@ def main() -> int:
     from viperdrive.board import Board
     from viperdrive.robot.config import RobotConfig
     from viperdrive.ros2.bridge import Ros2Bridge
+    from viperdrive.ros2.options import BridgeOptions
 
     domain = random.SystemRandom().randint(120, 220)
     env = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
@@ -51,7 +52,7 @@ def main() -> int:
         robot.write_text(f"update_rate: {UPDATE_RATE}\ncmd_vel_timeout: 0.5\nros2:\n  publish_rate: {PUBLISH_RATE}\n")
         config = RobotConfig.load(robot)
     board = Board("sim", config=config)
-    bridge = Ros2Bridge(board, config, namespace="/bench", stamped="true", domain_id=domain, env=env)
+    bridge = Ros2Bridge(board, config, BridgeOptions(namespace="/bench", stamped="true", domain_id=domain, env=env))
 
     # instrumentation: the stamp of the newest command, and the write that first carries it
     latencies = []

@@ -10,7 +10,7 @@ import random
 import time
 
 from viperdrive.ros2 import msgs, qos
-from viperdrive.ros2.bridge import CLEAR_FAULT_SERVICE
+from viperdrive.ros2.clearfault import CLEAR_FAULT_SERVICE
 from viperdrive.ros2.node import RosNode, take_valid
 from viperdrive.timebase import wait_until
 

@@ -37,6 +37,7 @@ from ros2_graph import LOCAL_ENV, Graph
 from viperdrive.board import Board
 from viperdrive.robot.config import RobotConfig
 from viperdrive.ros2.bridge import Ros2Bridge
+from viperdrive.ros2.options import BridgeOptions
 from viperdrive.timebase import WaitTimeout, wait_until
 
 DRIVE_V = 0.2                   # m/s commanded by the peer
@@ -139,8 +140,8 @@ class Soak:
         kinds.insert(self.rng.randrange(len(kinds) + 1), "estop")
         self._start_board()
         cfg = config()
-        self.bridge = Ros2Bridge(Board(self.vb.url, config=cfg), cfg, namespace=self.namespace,
-                                 domain_id=self.domain, env=LOCAL_ENV, recover="auto")
+        self.bridge = Ros2Bridge(Board(self.vb.url, config=cfg), cfg,
+            BridgeOptions(namespace=self.namespace, domain_id=self.domain, env=LOCAL_ENV, recover="auto"))
         self.graph = Graph(self.namespace, self.domain)
         self.runner = threading.Thread(target=self.bridge.run, daemon=True)
         self.runner.start()

@@ -18,6 +18,7 @@ from viperdrive.board import Board
 from viperdrive.robot.config import RobotConfig
 from viperdrive.ros2 import msgs
 from viperdrive.ros2.bridge import Ros2Bridge
+from viperdrive.ros2.options import BridgeOptions
 from viperdrive.timebase import wait_until
 
 pytestmark = [pytest.mark.ros2, pytest.mark.slow]
@@ -38,7 +39,8 @@ def test_watchdog_reset_board_down_error_diagnostics_odom_continuous_commands_ig
     cfg = config()
     with VirtualBoard() as vb:
         # the default miss budget (5 cycles of board time): the restart takes no board time on the virtual board
-        bridge = Ros2Bridge(Board(vb.url, config=cfg), cfg, namespace="rdown", domain_id=DOMAIN, env=LOCAL_ENV)
+        bridge = Ros2Bridge(Board(vb.url, config=cfg), cfg,
+                            BridgeOptions(namespace="rdown", domain_id=DOMAIN, env=LOCAL_ENV))
         graph = Graph("rdown", DOMAIN)
         runner = threading.Thread(target=bridge.run, daemon=True)
         try:
@@ -103,7 +105,8 @@ def test_shutdown_over_a_cut_link_says_not_confirmed_disabled(caplog):
 
     cfg = config()
     with VirtualBoard() as vb:
-        bridge = Ros2Bridge(Board(vb.url, config=cfg), cfg, namespace="rcut", domain_id=DOMAIN, env=LOCAL_ENV)
+        bridge = Ros2Bridge(Board(vb.url, config=cfg), cfg,
+                            BridgeOptions(namespace="rcut", domain_id=DOMAIN, env=LOCAL_ENV))
         graph = Graph("rcut", DOMAIN)
         try:
             bridge.start()

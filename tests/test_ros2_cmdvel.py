@@ -11,7 +11,6 @@ import pytest
 
 from viperdrive.errors import BadValue
 from viperdrive.ros2 import msgs, qos
-from viperdrive.ros2.bridge import _covariance, frame_with_prefix
 from viperdrive.ros2.cmdvel import (
     TWIST,
     TWIST_STAMPED,
@@ -21,6 +20,7 @@ from viperdrive.ros2.cmdvel import (
     ros_time_to_clock,
 )
 from viperdrive.ros2.node import RosNode
+from viperdrive.ros2.topics import covariance, frame_with_prefix
 
 pytestmark = pytest.mark.ros2
 
@@ -171,9 +171,9 @@ def test_helpers():
     assert frame_with_prefix("/robot1/", "base_link") == "robot1/base_link"
     assert ros_time_to_clock(msgs.Time(0, 0), 123.0) is None
     assert ros_time_to_clock(msgs.Time(1000, 500_000_000), 900.0) == pytest.approx(100.5)
-    cov = _covariance([[i * 6 + j for j in range(6)] for i in range(6)], None)
+    cov = covariance([[i * 6 + j for j in range(6)] for i in range(6)], None)
     assert cov[7] == 7.0 and cov[35] == 35.0 and len(cov) == 36
-    diag = _covariance(None, [1, 2, 3, 4, 5, 6])
+    diag = covariance(None, [1, 2, 3, 4, 5, 6])
     assert [diag[i * 7] for i in range(6)] == [1, 2, 3, 4, 5, 6] and sum(diag) == 21
 
 
@@ -194,22 +194,27 @@ def test_bridge_parameters_from_the_robot_file():
     from viperdrive.board import Board
     from viperdrive.robot.config import RobotConfig
     from viperdrive.ros2.bridge import Ros2Bridge
+    from viperdrive.ros2.options import BridgeOptions
     config = RobotConfig.from_dict({"ros2": {"use_stamped_vel": False, "tf_frame_prefix": "robot9",
                                              "odom_frame_id": "odom_wheels", "enable_odom_tf": False,
                                              "pose_covariance_diagonal": [1, 1, 1e3, 1e3, 1e3, 0.5]}})
-    bridge = Ros2Bridge(Board("sim", config=config), config, namespace="robot9", domain_id=DOMAIN, env=LOCAL_ENV)
+    bridge = Ros2Bridge(Board("sim", config=config), config,
+                        BridgeOptions(namespace="robot9", domain_id=DOMAIN, env=LOCAL_ENV))
     try:
         assert bridge.stamped == "false" and bridge.cmd.type_name == TWIST
-        assert (bridge.odom_frame, bridge.base_frame) == ("robot9/odom_wheels", "robot9/base_link")
-        assert bridge.w_tf is None
-        assert bridge.pose_cov_override == (1.0, 1.0, 1e3, 1e3, 1e3, 0.5) and bridge.twist_cov_override is None
+        assert (bridge.topics.odom_frame, bridge.topics.base_frame) == ("robot9/odom_wheels", "robot9/base_link")
+        assert bridge.topics.tf is None
+        assert bridge.topics.pose_cov_override == (1.0, 1.0, 1e3, 1e3, 1e3, 0.5)
+        assert bridge.topics.twist_cov_override is None
         assert bridge.cmd.ros_name == "/robot9/cmd_vel"
         # the command line wins over the file; a bad choice is refused before anything is opened
-        other = Ros2Bridge(Board("sim", config=config), config, stamped="true", domain_id=DOMAIN, env=LOCAL_ENV)
+        other = Ros2Bridge(Board("sim", config=config), config,
+                           BridgeOptions(stamped="true", domain_id=DOMAIN, env=LOCAL_ENV))
         assert other.cmd.type_name == TWIST_STAMPED
         other.shutdown()
         with pytest.raises(BadValue):
-            Ros2Bridge(Board("sim", config=config), config, stamped="maybe", domain_id=DOMAIN, env=LOCAL_ENV)
+            Ros2Bridge(Board("sim", config=config), config,
+                       BridgeOptions(stamped="maybe", domain_id=DOMAIN, env=LOCAL_ENV))
     finally:
         bridge.shutdown()       # never started: nothing to disable, the participant is closed
     assert bridge.node._closed
@@ -258,5 +263,7 @@ def test_sim_time_is_refused_for_a_board_that_keeps_real_time():
     from viperdrive.board import Board
     from viperdrive.robot.config import RobotConfig
     from viperdrive.ros2.bridge import Ros2Bridge
+    from viperdrive.ros2.options import BridgeOptions
     with pytest.raises(BadValue, match="keeps real time"):
-        Ros2Bridge(Board("loop://", config=RobotConfig.from_dict({})), RobotConfig.from_dict({}), use_sim_time=True)
+        Ros2Bridge(Board("loop://", config=RobotConfig.from_dict({})), RobotConfig.from_dict({}),
+                   BridgeOptions(use_sim_time=True))

@@ -284,13 +284,13 @@ def _stopped(pid: int) -> bool:
 def test_wait_for_acks_reports_a_reader_that_does_not_acknowledge():
     """The bridge's last diagnostics wait for acknowledgements; a reader in a stopped process (SIGSTOP: its DDS
     threads run no more) never acknowledges. cyclonedds 11.0.1 raises AttributeError from its own timeout branch;
-    viperdrive.ros2.bridge.wait_for_acks turns that into False, and True once the reader is back."""
+    viperdrive.ros2.node.wait_for_acks turns that into False, and True once the reader is back."""
     import signal
 
     from cyclonedds.pub import DataWriter
     from cyclonedds.topic import Topic
 
-    from viperdrive.ros2.bridge import wait_for_acks
+    from viperdrive.ros2.node import wait_for_acks
 
     domain = random.SystemRandom().randint(221, 231)
     reader = subprocess.Popen(

@@ -31,6 +31,7 @@ from viperdrive.board import recovery as R
 from viperdrive.errors import NoReplyError, PortError, VersionMismatch
 from viperdrive.robot.config import RobotConfig
 from viperdrive.ros2.bridge import Ros2Bridge
+from viperdrive.ros2.options import BridgeOptions
 from viperdrive.shared import protocol as P
 from viperdrive.timebase import wait_until
 
@@ -74,8 +75,8 @@ def test_a_watchdog_reset_is_taken_back_and_a_command_stamped_before_the_recover
     lag = 2.0           # the peer's stamps: this far in the past (within cmd_vel_timeout, so driven before)
     cfg = _config(use_stamped_vel=True)
     with VirtualBoard() as vb:
-        bridge = Ros2Bridge(Board(vb.url, config=cfg), cfg, namespace="rwdt", domain_id=DOMAIN, env=LOCAL_ENV,
-                            recover="auto")
+        bridge = Ros2Bridge(Board(vb.url, config=cfg), cfg,
+                            BridgeOptions(namespace="rwdt", domain_id=DOMAIN, env=LOCAL_ENV, recover="auto"))
         graph = Graph("rwdt", DOMAIN, stamp_lag=lag)
         runner = threading.Thread(target=bridge.run, daemon=True)
 

@@ -134,10 +134,11 @@ def run(args) -> int:
 
 
 def _serve(args, board, config, Ros2Bridge, discovery, ekf=None) -> int:
-    bridge = Ros2Bridge(board, config, namespace=args.namespace, stamped=args.stamped, domain_id=args.domain_id,
-                        discovery=discovery, allow_publishers=args.allow_publisher, ekf=ekf, record=args.record,
-                        uncertainty_limit=args.uncertainty_limit, recover=args.recover, prepare_loop=True,
-                        realtime=args.realtime, use_sim_time=args.sim_time)
+    from ..ros2.options import BridgeOptions
+    bridge = Ros2Bridge(board, config, BridgeOptions(
+        namespace=args.namespace, stamped=args.stamped, domain_id=args.domain_id, discovery=discovery,
+        allow_publishers=args.allow_publisher, ekf=ekf, record=args.record, uncertainty_limit=args.uncertainty_limit,
+        recover=args.recover, prepare_loop=True, realtime=args.realtime, use_sim_time=args.sim_time))
 
     # every stop signal (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT: cli/signals.py) ends the loop; shutdown() disables
     with handled_signals(lambda signum: bridge.stop("interrupted (Ctrl-C)" if signum == signal.SIGINT

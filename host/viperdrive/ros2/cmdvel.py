@@ -13,7 +13,7 @@ from cyclonedds.sub import DataReader
 
 from ..errors import BadValue
 from . import msgs, qos
-from .node import RosNode, dds_topic_name, delete_entity, take_valid
+from .node import RANGE_OFF, RosNode, dds_topic_name, delete_entity, take_valid
 
 log = logging.getLogger("viperdrive.ros2")
 
@@ -248,3 +248,28 @@ class CmdVelInput:
             d["refused_samples"] = self.refused
             d["refused_from"] = "; ".join(f"{who}: {n}" for who, n in self.refused_from.items()) or "-"
         return d
+
+
+def stamped_choice(stamped: str | None, use_stamped_vel: bool | None) -> str:
+    """The cmd_vel type to read: --stamped ("auto" | "true" | "false"), else the robot file's ros2.use_stamped_vel
+    (None there: "auto")."""
+    if stamped is None:
+        stamped = "auto" if use_stamped_vel is None else ("true" if use_stamped_vel else "false")
+    if stamped not in STAMPED_CHOICES:
+        raise BadValue(f"--stamped must be one of {', '.join(STAMPED_CHOICES)}, not {stamped!r}")
+    return stamped
+
+
+def exposure(node: RosNode, allow: "PublisherFilter | None") -> tuple[bool, str]:
+    """(reachable by others, the sentence): who can reach the node and who may drive the robot through its
+    cmd_vel (allow: the publishers obeyed, None: any)."""
+    where = node.discovery.exposure(node.domain_id)
+    local = node.discovery.loopback or node.discovery.humble_localhost_only or node.discovery.range == RANGE_OFF
+    if allow is None:
+        who = f"it obeys {node.topic_name('cmd_vel')} from ANY participant that can reach it"
+        if not local:
+            who += " (--allow-publisher limits that)"
+    else:
+        who = (f"{node.topic_name('cmd_vel')} is taken only from {allow.describe()} (declared by the "
+               f"publishers themselves, not authenticated)")
+    return (not local and allow is None), f"{where}; {who}"

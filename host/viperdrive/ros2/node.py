@@ -22,6 +22,7 @@ from cyclonedds.internal import InvalidSample
 from cyclonedds.pub import DataWriter, Publisher
 from cyclonedds.sub import DataReader, Subscriber
 from cyclonedds.topic import Topic
+from cyclonedds.util import duration
 
 from ..errors import BadValue
 from . import msgs
@@ -245,6 +246,16 @@ def _release_domain(domain_id: int) -> None:
             del _domains[domain_id]
             if entry[0] is not None:
                 delete_entity(entry[0])
+
+
+def wait_for_acks(writer, ms: int) -> bool:
+    """DataWriter.wait_for_acks -> False on a timeout. cyclonedds 11.0.1's own timeout branch reads
+    `Exception.DDS_RETCODE_TIMEOUT` (pub.py) and so raises AttributeError instead of returning False: that
+    AttributeError is the timeout."""
+    try:
+        return bool(writer.wait_for_acks(duration(milliseconds=ms)))
+    except AttributeError:
+        return False
 
 
 def take_valid(reader, n: int = 64) -> list:
