@@ -242,7 +242,7 @@ def circuitpython_drive(tmp_path_factory) -> bytes:
     """The CIRCUITPY drive of the CircuitPython rig, flashed as a user does it: `viperdrive flash --board
     circuitpython_pico --drive PATH` onto a folder that looks like a mounted drive, then the FAT image that copy
     leaves on the flash (the rig has no USB mass storage host)."""
-    from viperdrive.board.flashing import CIRCUITPY_MARK, folder_image
+    from viperdrive.deploy.circuitpy import CIRCUITPY_MARK, folder_image
     from viperdrive.rigs.pico import require_images_or_skip
     require_images_or_skip(pytest.skip, firmware="circuitpython")
     drive = tmp_path_factory.mktemp("circuitpy") / "CIRCUITPY"

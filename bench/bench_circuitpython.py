@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from viperdrive.board import Board, flashing, wait_for_hello
+from viperdrive.board import Board, wait_for_hello
+from viperdrive.deploy import circuitpy
 from viperdrive.rigs.pico import ImagesMissing, PicoRig, find_images
 from viperdrive.robot.config import RobotConfig
 from viperdrive.timebase import WaitTimeout, wait_until
@@ -41,9 +42,9 @@ def drive_image(tmp: Path, hz: int) -> tuple[bytes, Path]:
     board.write_text(json.dumps(cfg))
     drive = tmp / f"drive_{hz}"
     drive.mkdir()
-    (drive / flashing.CIRCUITPY_MARK).write_text("Adafruit CircuitPython 10.2.1\n")
-    flashing.copy_to_drive(board, drive)
-    return flashing.folder_image(drive), board
+    (drive / circuitpy.CIRCUITPY_MARK).write_text("Adafruit CircuitPython 10.2.1\n")
+    circuitpy.copy_to_drive(board, drive)
+    return circuitpy.folder_image(drive), board
 
 
 def periods(rig: PicoRig, hz: int, seconds: float) -> dict:

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from viperdrive.rigs.registry import clock_for
+from viperdrive.boardtime.registry import clock_for
 from viperdrive.timebase import wait_until
 
 VIPERDRIVE = str(Path(sys.executable).parent / "viperdrive")

@@ -2,7 +2,7 @@
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """ROS 2 bridge against the virtual board: cmd_vel (DDS) -> wheel command (serial) latency, and the odom rate.
 
-Setup: the bridge (Ros2Bridge, Board("sim"): the real firmware on the MicroPython unix port behind a TCP serial
+Setup: the bridge (Ros2Bridge, open_board("sim"): the real firmware on the MicroPython unix port behind a TCP serial
 link) runs in this process at update_rate 100 Hz, publish_rate 50 Hz; a separate process (tests/ros2_peer.py,
 its own DDS participant) publishes TwistStamped at ~20 Hz with random extra delay (so the send phase is
 uncorrelated with the bridge's tick) and records every odom it receives. Localhost-only discovery, a random
@@ -40,7 +40,7 @@ def pct(values, q):
 
 
 def main() -> int:
-    from viperdrive.board import Board
+    from viperdrive.ports import open_board
     from viperdrive.robot.config import RobotConfig
     from viperdrive.ros2.bridge import Ros2Bridge
     from viperdrive.ros2.options import BridgeOptions
@@ -51,7 +51,7 @@ def main() -> int:
         robot = Path(tmp) / "robot.yaml"
         robot.write_text(f"update_rate: {UPDATE_RATE}\ncmd_vel_timeout: 0.5\nros2:\n  publish_rate: {PUBLISH_RATE}\n")
         config = RobotConfig.load(robot)
-    board = Board("sim", config=config)
+    board = open_board("sim", config=config)
     bridge = Ros2Bridge(board, config, BridgeOptions(namespace="/bench", stamped="true", domain_id=domain, env=env))
 
     # instrumentation: the stamp of the newest command, and the write that first carries it

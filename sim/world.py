@@ -18,7 +18,7 @@
 # thread, so the slow loop never falls behind the control period in board time), or by its own thread (REPL mode,
 # where the REPL owns the main thread).
 #
-# The clock file (the host's viperdrive.rigs.clockfile documents the layout) publishes board time every period and
+# The clock file (the host's viperdrive.boardtime.clockfile documents the layout) publishes board time every period and
 # carries the host's grant back: while a link client that writes grants is connected, no period starts past the
 # grant's time, so a host the machine stops does not see a deadman that its pause, not its code, tripped.
 import _thread

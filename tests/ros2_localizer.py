@@ -25,7 +25,7 @@ import socket
 import sys
 import time
 
-from viperdrive.rigs.registry import clock_for
+from viperdrive.boardtime.registry import clock_for
 from viperdrive.ros2 import msgs, qos
 from viperdrive.ros2.node import RosNode, take_valid
 

@@ -345,9 +345,15 @@ def test_sim_cut_link_counts_misses_then_link_lost_and_recovers():
 
 
 def test_board_sim_port_starts_private_virtual_board():
-    with Board("sim", config=CFG) as board:
-        sim = board._sim
-        assert sim.alive and board.link.url == sim.url
+    """open_board("sim") starts a virtual board the Board owns (its clock too) and stops it with the Board; Board
+    itself takes only ports, and says where a port name goes."""
+    from viperdrive.ports import open_board
+    with open_board("sim", config=CFG) as board:
+        sim = board.options["owns"].virtual_board
+        assert sim.alive and board.link.url == sim.url and board.clock is sim.clock
         board.activate()
         assert board.read().enabled
     assert not sim.alive
+    for name in ("sim", "auto"):
+        with pytest.raises(BadValue, match=rf"open_board\('{name}'"):
+            Board(name, config=CFG).configure()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import no_traceback, run_cli
 
-from viperdrive.board import catalog
+from viperdrive.deploy import catalog
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""A CircuitPython board's drive: the FAT12 image of a CIRCUITPY drive (board.fatimage) and `viperdrive flash
+"""A CircuitPython board's drive: the FAT12 image of a CIRCUITPY drive (deploy.fatimage) and `viperdrive flash
 --drive`, which copies the firmware onto a mounted one, and its refusals. The chip side is
 tests/test_circuitpython_rig.py."""
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 from cli_helpers import board_imports
 from test_circuitpython_rig import ROOT, mounted_drive, viperdrive
 
-from viperdrive.board import flashing, ownership
-from viperdrive.board.fatimage import FatError, FatVolume, read_files
+from viperdrive.deploy import circuitpy, ownership
+from viperdrive.deploy.fatimage import FatError, FatVolume, read_files
 
 pytestmark = pytest.mark.unit
 
@@ -56,7 +56,7 @@ def test_flash_drive_copies_what_circuitpython_runs_and_removes_stale_twins(tmp_
     r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
     assert r.returncode == 0, r.stderr
     on_drive = {p.relative_to(drive).as_posix() for p in drive.rglob("*") if p.is_file()}
-    expected = {dest for dest, _ in flashing.drive_files("circuitpython_pico")}
+    expected = {dest for dest, _ in circuitpy.drive_files("circuitpython_pico")}
     assert expected <= on_drive and "code.py" in expected and "boot.py" in expected and "board.json" in expected
     assert on_drive == expected | {"boot_out.txt", ownership.MANIFEST}       # no temporary file left
     assert "lib/viperdrive/hal/circuitpython.py" in expected and "lib/viperdrive/hal/rp2.py" not in expected
@@ -217,7 +217,7 @@ def test_flash_check_on_a_drive_says_current_stale_changed_and_missing_and_copie
     r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
     assert r.returncode == 0, r.stderr
     r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive, "--check")
-    n = len(flashing.drive_files("circuitpython_pico"))
+    n = len(circuitpy.drive_files("circuitpython_pico"))
     assert r.returncode == 0 and f"{n} of {n} files current" in r.stdout, (r.stdout, r.stderr)
     assert f"written by viperdrive {viperdrive_version()}" in r.stdout
     # stale: an older flash wrote control.py (the manifest records it) and this host's differs

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import ROOT, VIPERDRIVE, PtyProcess, board_imports, run_cli
 
-from viperdrive.board import ownership
+from viperdrive.deploy import ownership
 from viperdrive.shared import protocol as P
 from viperdrive.shared.version import FIRMWARE_PREFIX, VERSION
 from viperdrive.timebase import wait_until
@@ -201,7 +201,7 @@ def test_dry_run_lines_run_as_printed(tmp_path, where, mpy):
 
 def test_compiled_files_build_for_a_board_arch(tmp_path):
     """The mpy-cross commands of a plan run as printed (the firmware compiles for RP2040)."""
-    from viperdrive.board import flashing
+    from viperdrive.deploy import flashing
     plan = flashing.flash_plan(PORT, "pico", arch="armv6m", stage=tmp_path)
     import subprocess
     for cmd in plan.compile_commands():

@@ -13,12 +13,12 @@ import pty
 import numpy as np
 import pytest
 
-from viperdrive.board import flashing
-from viperdrive.board.ports import SerialPortInfo, choose_auto, resolve_port
 from viperdrive.cli.terminal import Progress, TerminalKeys
+from viperdrive.deploy import flashing
 from viperdrive.errors import BadValue, PortError, UserError
 from viperdrive.messages import definitions as rosmsg_defs
 from viperdrive.motion import scripts as paths
+from viperdrive.ports import SerialPortInfo, choose_auto, resolve_port
 from viperdrive.robot import editing as robotfile
 from viperdrive.robot.config import RobotConfig
 from viperdrive.timebase import wait_until

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from viperdrive.board import flashing, ownership
+from viperdrive.deploy import circuitpy, flashing, ownership
 from viperdrive.shared.version import FIRMWARE_PREFIX, VERSION
 
 pytestmark = pytest.mark.unit
@@ -70,7 +70,7 @@ def test_a_firmware_bundle_holds_what_flash_copies_and_its_manifest(built, backe
 def test_the_circuitpy_bundle_holds_what_flash_drive_writes(built):
     files = _files(built / f"viperdrive-{VERSION}-circuitpy.zip")
     manifest = json.loads(files.pop(ownership.MANIFEST))
-    assert files == {d: s.read_bytes() for d, s in flashing.drive_files("circuitpython_pico")}
+    assert files == {d: s.read_bytes() for d, s in circuitpy.drive_files("circuitpython_pico")}
     assert "code.py" in files and "boot.py" in files and "board.json" in files
     assert set(manifest["files"]) == set(files)
 

@@ -24,10 +24,13 @@ HOST_PKG = ROOT / "host" / "viperdrive"
 # Lowest first. A name is a module or subpackage directly under viperdrive (viperdrive.estimation.ekf is "estimation").
 LAYERS: list[tuple[str, set[str]]] = [
     ("base", {"shared", "errors", "ranges", "stats", "transforms", "executables", "extras", "timebase", "messages",
-              "tomlread"}),
+              "tomlread", "boardtime"}),
     ("robot", {"robot"}),
-    ("rigs", {"rigs"}),
+    ("deploy", {"deploy"}),
     ("board", {"board"}),
+    # above board: a rig is a program that serves a port, and Board never learns that such boards exist
+    ("rigs", {"rigs"}),
+    ("ports", {"ports"}),
     ("motion", {"motion"}),
     ("tuning", {"tuning"}),
     ("recording", {"recording"}),
@@ -130,6 +133,35 @@ def test_host_imports_never_run_up_a_layer():
                 upward.append(f"{path.relative_to(ROOT)}:{imp.line}: {dotted} ({LAYERS[mine][0]}) imports "
                               f"{imp.module} ({LAYERS[theirs][0]})")
     assert not upward, "\n".join(upward)
+
+
+MODULE_LINES_MAX = 700         # a module past this is more than one concern: split it by what it does
+ROOM_LINES_MAX = {"ros2": 500}
+
+
+def test_no_module_is_more_than_one_concern_long():
+    """A module's length is the cheapest sign of a second concern moving in (ros2/bridge.py grew to 1,197 lines with
+    the cmd_vel input, the diagnostics and the filter's wiring inside it): none over MODULE_LINES_MAX, none in ros2/
+    over its bar."""
+    too_long = []
+    for dotted, path in host_modules().items():
+        bar = ROOM_LINES_MAX.get(layer_key(dotted), MODULE_LINES_MAX)
+        n = len(path.read_text().splitlines())
+        if n > bar:
+            too_long.append(f"{path.relative_to(ROOT)}: {n} lines (at most {bar})")
+    assert not too_long, "\n".join(too_long)
+
+
+def test_board_knows_nothing_of_rigs_ports_or_deploy():
+    """Board is handed a port and a clock (viperdrive.ports turns a port name into one; a rig serves a port; a flash
+    is deploy/'s): the layer order forbids board/ importing any of them, and this names that order so a reshuffle
+    of LAYERS cannot quietly allow it."""
+    assert RANK["board"] < RANK["rigs"] < RANK["ports"]
+    assert RANK["deploy"] < RANK["rigs"] and RANK["boardtime"] < RANK["board"]
+    board_imports = {imp.module for dotted, path in host_modules().items() if layer_key(dotted) == "board"
+                     for imp in imports_of(path, dotted if path.name == "__init__.py" else dotted.rpartition(".")[0])}
+    assert not {m for m in board_imports if m.startswith(("viperdrive.rigs", "viperdrive.ports", "viperdrive.deploy"))}
+    assert "viperdrive.boardtime.registry" in board_imports     # the check reads board/'s imports
 
 
 def micropython_sources() -> list[Path]:

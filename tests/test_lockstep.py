@@ -12,7 +12,7 @@ import time
 import pytest
 
 from viperdrive.board import Board
-from viperdrive.rigs.clockfile import HOLD_RELEASE_S
+from viperdrive.boardtime.clockfile import HOLD_RELEASE_S
 from viperdrive.timebase import wait_until
 
 pytestmark = pytest.mark.board

@@ -134,8 +134,8 @@ PUBLIC = {
     "recording.plot": {"plot_mcap"},
     "rigs": {"VirtualBoard", "SimError"},
     "rigs.pico": {"PicoRig"},
-    "rigs.registry": {"clock_for", "register", "unregister", "lookup"},
-    "rigs.clockfile": {"BoardTimeFile"},
+    "boardtime.registry": {"clock_for", "register", "unregister", "lookup"},
+    "boardtime.clockfile": {"BoardTimeFile"},
 }
 
 

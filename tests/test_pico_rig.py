@@ -255,20 +255,21 @@ def test_pico_rig_is_not_run_without_node_modules_quietly():
 
 
 def test_an_unregistered_port_keeps_the_hosts_clock():
-    from viperdrive.rigs.registry import clock_for
+    from viperdrive.boardtime.registry import clock_for
     from viperdrive.timebase import HOST_CLOCK
     assert clock_for("/dev/ttyACM7") is HOST_CLOCK and clock_for("socket://127.0.0.1:1") is HOST_CLOCK
     assert os.environ.get("VIPERDRIVE_TIME_SCALE") is None      # no global knob: only a registered rig has its own
 
 
 def test_board_clock_is_the_rigs_chip_time():
-    """The rig's clock file (rigs.clockfile): a Board or Link on its URL (found by the registry) waits in chip time.
+    """The rig's clock file (boardtime.clockfile): a Board or Link on its URL (found by the registry) waits in chip
+    time.
     The chip paced to at most 0.3 of real time: the host's clock reads the chip's own time (the control endpoint's),
     not a speed estimate, and clock.sleep(0.05) is at least 50 ms of chip time however slow the chip runs. Order,
     not speed, decides: the file is never ahead of the chip, and catches up within one 1 ms slice."""
     from viperdrive.board.link import Link
+    from viperdrive.boardtime.registry import clock_for
     from viperdrive.rigs.pico import PicoRig, require_images_or_skip
-    from viperdrive.rigs.registry import clock_for
     require_images_or_skip(pytest.skip)
     # a blank MicroPython (the clock needs no firmware) idles and would keep real time: paced to 0.3 of it
     with PicoRig(max_time_ratio=0.3) as rig:

@@ -191,14 +191,14 @@ def test_auto_with_both_types_offered_reads_twist_stamped_and_warns_about_twist(
 def test_bridge_parameters_from_the_robot_file():
     """diff_drive_controller-style keys: use_stamped_vel fixes the cmd_vel type, tf_frame_prefix prefixes both
     frames, enable_odom_tf false means no /tf writer, a covariance diagonal replaces the propagated matrix."""
-    from viperdrive.board import Board
+    from viperdrive.ports import open_board
     from viperdrive.robot.config import RobotConfig
     from viperdrive.ros2.bridge import Ros2Bridge
     from viperdrive.ros2.options import BridgeOptions
     config = RobotConfig.from_dict({"ros2": {"use_stamped_vel": False, "tf_frame_prefix": "robot9",
                                              "odom_frame_id": "odom_wheels", "enable_odom_tf": False,
                                              "pose_covariance_diagonal": [1, 1, 1e3, 1e3, 1e3, 0.5]}})
-    bridge = Ros2Bridge(Board("sim", config=config), config,
+    bridge = Ros2Bridge(open_board("sim", config=config), config,
                         BridgeOptions(namespace="robot9", domain_id=DOMAIN, env=LOCAL_ENV))
     try:
         assert bridge.stamped == "false" and bridge.cmd.type_name == TWIST
@@ -208,12 +208,12 @@ def test_bridge_parameters_from_the_robot_file():
         assert bridge.topics.twist_cov_override is None
         assert bridge.cmd.ros_name == "/robot9/cmd_vel"
         # the command line wins over the file; a bad choice is refused before anything is opened
-        other = Ros2Bridge(Board("sim", config=config), config,
+        other = Ros2Bridge(open_board("sim", config=config), config,
                            BridgeOptions(stamped="true", domain_id=DOMAIN, env=LOCAL_ENV))
         assert other.cmd.type_name == TWIST_STAMPED
         other.shutdown()
         with pytest.raises(BadValue):
-            Ros2Bridge(Board("sim", config=config), config,
+            Ros2Bridge(open_board("sim", config=config), config,
                        BridgeOptions(stamped="maybe", domain_id=DOMAIN, env=LOCAL_ENV))
     finally:
         bridge.shutdown()       # never started: nothing to disable, the participant is closed

@@ -13,7 +13,7 @@ submodules (micropython-v1.28.0-rp2-src.tar.xz) and a picotool built without USB
 pico-sdk 2.x makes the .uf2 with; without it the build tries to download one). The compiler is Debian's
 arm-none-eabi gcc (`make arm-debs`).
 
-What is frozen is what `viperdrive flash --board pico` copies (board.flashing.firmware_files, the rp2 backend): the
+What is frozen is what `viperdrive flash --board pico` copies (deploy.flashing.firmware_files, the rp2 backend): the
 package `viperdrive` (lib/viperdrive/ on a flashed board) and main.py, plus one generated module,
 viperdrive/frozen_image.py, by which the firmware knows it runs from the image (GET_DIAG's FROZEN flag). boot.py
 is left out: it does nothing on MicroPython. The port's own frozen modules (asyncio, rp2, onewire, ...) stay.
@@ -82,7 +82,7 @@ def kit_files(kit: Path) -> tuple[Path, Path]:
 def frozen_files(root: Path, version: str) -> dict[str, bytes]:
     """{path under the manifest's folder: content}: the firmware as `flash --board pico` lays it out, lib/
     dropped (the frozen package is found on sys.path's .frozen), plus the generated frozen_image.py."""
-    from viperdrive.board import flashing
+    from viperdrive.deploy import flashing
     files = {}
     for f in flashing.firmware_files("rp2", root=root):
         if f.dest == "boot.py":

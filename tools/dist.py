@@ -117,7 +117,7 @@ def write_zip(path: Path, files: dict[str, bytes]) -> None:
 
 
 def firmware_bundles(root: Path, version: str, when: str, out: Path) -> list[Path]:
-    from viperdrive.board import flashing, ownership
+    from viperdrive.deploy import circuitpy, flashing, ownership
     from viperdrive.shared.version import FIRMWARE_PREFIX
     made = []
     for backend in MICROPYTHON_BACKENDS:
@@ -126,7 +126,7 @@ def firmware_bundles(root: Path, version: str, when: str, out: Path) -> list[Pat
         path = out / f"viperdrive-{version}-firmware-{backend}.zip"
         write_zip(path, files)
         made.append(path)
-    drive = {dest: src.read_bytes() for dest, src in flashing.drive_files(root / "mcu" / "boards" /
+    drive = {dest: src.read_bytes() for dest, src in circuitpy.drive_files(root / "mcu" / "boards" /
                                                                           f"{CIRCUITPY_BOARD}.json")}
     drive[ownership.MANIFEST] = ownership.make_manifest(drive, FIRMWARE_PREFIX + version, written=when)
     path = out / f"viperdrive-{version}-circuitpy.zip"

@@ -8,8 +8,10 @@ layer first (docs/architecture.md):
 - errors, stats, transforms, executables, timebase, ranges, extras, tomlread: what everything uses (exit codes,
   percentiles, quaternions and frames, finding installed tools, board time, the ranges of user-given numbers, the
   optional parts, TOML on every Python)
-- messages/: ROS 2 messages as data; robot/: the robot file and users' files; rigs/: boards that are programs
-- board/: talking to a motor board; motion/: SI math above it; tuning/: experiments and fits
+- boardtime/: a board's own time as the host reads it (real, or published by a board that is a program)
+- messages/: ROS 2 messages as data; robot/: the robot file and users' files; deploy/: putting the firmware on a board
+- board/: talking to a motor board; rigs/: boards that are programs; ports: what --port means, open_board()
+- motion/: SI math above the board; tuning/: experiments and fits
 - recording/: MCAP and plots; estimation/: robot_localization's EKF, live and offline
 - cli/, ros2/, dashboard/, demo, __main__: what users run (the `viperdrive` command, the ROS 2 bridge, the browser
   page, `make demo`, `python -m viperdrive`)

@@ -7,7 +7,7 @@ the miss budget, a braking bound, an experiment's length, a test waiting for the
 time is the host's own (HostClock, time.monotonic: it runs whatever the host does). A board that is a program keeps
 its own time: the virtual board counts whole control periods and simply stops while the machine does not run it,
 the emulated Pico counts its chip's cycles at about half real speed. Both publish their time in a clock file
-(viperdrive.rigs.clockfile.BoardTimeFile reads it), so a host waiting on them waits for the board, not for a wall
+(viperdrive.boardtime.clockfile.BoardTimeFile reads it), so a host waiting on them waits for the board, not for a wall
 clock the board does not follow.
 
 A clock has now() (board seconds, monotonic), sleep(seconds) (until that much board time has passed),
@@ -28,7 +28,7 @@ T = TypeVar("T")
 
 
 class Clock(Protocol):
-    """What host code needs of a board's time (HostClock, rigs.clockfile.BoardTimeFile)."""
+    """What host code needs of a board's time (HostClock, boardtime.clockfile.BoardTimeFile)."""
 
     speed: float
 

@@ -12,7 +12,7 @@
 // drive: its blocks only (the firmware region), so a --flash file's filesystem stays as it was. Used for the image
 // with the viperdrive firmware frozen in (tools/build_uf2.py) in place of the stock one.
 //
-// --clock FILE: the clock file (host/viperdrive/rigs/clockfile.py has the layout) gets the chip's time after every
+// --clock FILE: the clock file (host/viperdrive/boardtime/clockfile.py has the layout) gets the chip's time after every
 // slice, and the link client's generation; while a client whose host writes grants is connected, the chip does not
 // run past the grant (the host the machine stops does not find the chip's deadman tripped by its pause).
 //
@@ -251,7 +251,7 @@ export function boot2Valid(flash) {
   return crc === want;
 }
 
-/** The chip's side of the clock file (layout: host/viperdrive/rigs/clockfile.py). */
+/** The chip's side of the clock file (layout: host/viperdrive/boardtime/clockfile.py). */
 class ClockFile {
   constructor(file) {
     this.fd = openSync(file, 'r+');
@@ -327,7 +327,7 @@ class Rig {
       loadUf2(readFileSync(img.uf2), this.flash);
       this.flashFrom = img.uf2;
       if (o.fat) {
-        // the CIRCUITPY drive as a user's copy left it (host/viperdrive/board/fatimage.py makes one)
+        // the CIRCUITPY drive as a user's copy left it (host/viperdrive/deploy/fatimage.py makes one)
         const fat = readFileSync(o.fat);
         if (fat.length > FLASH_SIZE - CIRCUITPY_OFFSET) throw new UsageError(`--fat ${o.fat}: ${fat.length} bytes, more than the drive's ${FLASH_SIZE - CIRCUITPY_OFFSET}`);
         this.flash.set(fat, CIRCUITPY_OFFSET);

@@ -1,16 +1,14 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""Talking to a motor board: the serial link, the Board (SI units above it, counts below), what it reports,
-finding ports and flashing firmware.
+"""Talking to a motor board: the serial link, the Board (SI units above it, counts below), what it reports. Which
+port to open is viperdrive.ports' question (a device, a URL, auto, a private virtual board); putting the firmware on
+a board is viperdrive.deploy's.
 
 - link.py: Link (any pyserial URL; framing, request/response, counters, clock sync), NackError
 - records.py: what a board reports, in SI units (BoardInfo, BoardState, SensorReading, BoardOdometry)
 - board.py: Board (configure, activate, read/write once per cycle, deactivate braked, cleanup), BoardDeenergized
-- ports.py: finding the board's serial port (--port auto, sim, a path or a URL)
-- flashing.py: copying the firmware to a board with mpremote and mpy-cross
-- ownership.py: whose files are on a board, what a flash may replace or delete (the manifest, backups)
-- fatimage.py: a FAT12 volume in memory, a CIRCUITPY drive as CircuitPython makes it
-- catalog.py: the board configs the package ships, with what is proven of each (`viperdrive boards`)
+- services.py: what a Board asks besides the cycle (parameters, diagnostics, faults, streams), Board's base
+- braking.py: how a Board stops (braked, then disabled, bounded in board time), Board's base
 - moves.py: moves the board runs itself (Move, MoveQueue, the lease)
 - recovery.py: what a long-running command does when the board goes away and comes back
 - livestate.py: what a live view of a board shows, gathered from its streams (monitor, the dashboard)

@@ -29,26 +29,23 @@ vanished and reopened inside the miss budget is treated the same way: HELLO agai
 from __future__ import annotations
 
 import collections
-import difflib
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from viperdrive.shared import params as PARAMS
 from viperdrive.shared import protocol as P
 
+from ..boardtime.registry import clock_for
 from ..errors import BadValue, BoardFault, LinkError, LinkLost, NoReplyError, PortError, UserError, VersionMismatch
-from ..rigs.registry import clock_for
 from ..robot.config import RobotConfig
 from ..timebase import HOST_CLOCK, Clock
+from .braking import Braking, table_ramp
 from .link import Link, NackError
 from .moves import Move, MoveQueue
-from .records import BoardInfo, BoardOdometry, BoardState, SensorReading, fault_text, sensor_reading
-
-if TYPE_CHECKING:
-    from ..rigs.virtual import VirtualBoard
-
+from .records import BoardInfo, BoardState, SensorReading, fault_text, sensor_reading
+from .services import HOLD_MARGIN_S
 
 TWO_PI = 2.0 * math.pi
 INT32_MAX = 2**31 - 1
@@ -76,25 +73,21 @@ class BoardDeenergized(BoardFault):
         self.state = state
 
 
-_OPTIONS = {"counts_per_rev", "max_misses", "margin", "clock_sync", "sim", "link", "telemetry_queue",
+_OPTIONS = {"counts_per_rev", "max_misses", "margin", "clock_sync", "owns", "link", "telemetry_queue",
             "sensor_queue", "clock"}
 
-REST_SPEED = 0.25           # rad/s: both wheels below this (the board's estimate, twice in a row) are at rest
 EARLY_SHARE = 0.8           # read() sleeps this share of the shortest round trip before it polls for the reply
-HOLD_MARGIN_S = 0.01        # a board that follows its host is held this far inside its deadman (clock.commanding)
-BRAKE_MARGIN_S = 0.25       # on top of the board's braking time max_wheel_speed / max_accel (its parameters,
-#                             rad/s and rad/s^2): filter lag, round trips
 
 
-class Board:
-    """Board(port, baud=115200, config=None, **options). port: any pyserial URL or "sim" (a private virtual
-    board for this Board's lifetime); None takes config.port.
+class Board(Braking):
+    """Board(port, baud=115200, config=None, **options). port: a device path or any pyserial URL; None takes
+    config.port. A port name such as "auto" or "sim" (a private virtual board) is viperdrive.ports.open_board's.
 
     options: counts_per_rev (override HELLO's), max_misses (5), margin (s, reply-timeout margin, 0.05),
-    clock_sync (True: sync the board clock on configure), sim (dict of VirtualBoard keyword arguments),
-    clock (the board's time, viperdrive.timebase: every wait, timeout and miss is counted in it; default: the clock
-    of a virtual board or emulated Pico registered at that port (rigs.registry.clock_for), else the host's clock,
-    which is every real board's),
+    clock_sync (True: sync the board clock on configure), owns (something with close(), closed with this Board:
+    what open_board started for it), clock (the board's time, viperdrive.timebase: every wait, timeout and miss is
+    counted in it; default: the clock of a board that is a program registered at that port
+    (boardtime.registry.clock_for), else the host's clock, which is every real board's),
     link (an already-open Link to use instead of opening port), telemetry_queue (frames kept, 10000),
     sensor_queue (SENSORS_DATA records kept until sensor_readings() drains them, 10000).
     """
@@ -111,7 +104,7 @@ class Board:
         self.options = options
         self.max_misses = int(options.get("max_misses", 5))
         self.link: Link | None = options.get("link")
-        self._sim: VirtualBoard | None = None
+        self._owned = options.get("owns")   # closed with this Board (cleanup)
         self.info: BoardInfo | None = None
         self.active = False
         self.configured = False
@@ -139,7 +132,7 @@ class Board:
         self._sent = 0.0                    # host time the last SET_VEL went out (its reply's sample time)
         self._clock_pair: tuple[float, float] | None = None     # (host time, board time) just after that send
         self._undelivered = False           # a state from activate()/reconnect() not yet returned by read()
-        self._hold_s = _table_ramp()[2] - HOLD_MARGIN_S      # the commanding hold (write()): inside the deadman
+        self._hold_s = table_ramp()[2] - HOLD_MARGIN_S      # the commanding hold (write()): inside the deadman
         self._ramp: tuple[float, float, float] | None = None    # the board's max_wheel_speed (rad/s), max_accel
         #                                                           (rad/s^2), deadman_ms (s): the braking bound
         self._unwrap: tuple[int, int, int, int, int] | None = None  # (epoch, raw l, raw r, continued l, continued
@@ -153,13 +146,9 @@ class Board:
         """Open the port and check HELLO. VersionMismatch when the board speaks another protocol or table."""
         if self.link is None:
             url = self.port
-            if self.port == "sim":
-                from ..rigs.virtual import VirtualBoard  # lazily: the sim needs the MicroPython executable
-                self._sim = VirtualBoard(baud=self.baud, **self.options.get("sim", {}))
-                self._sim.__enter__()
-                assert self._sim.url is not None    # __enter__ returns once the board listens
-                url = self._sim.url
-                self.options.setdefault("clock", self._sim.clock)
+            if url in ("sim", "auto"):
+                raise BadValue(f"Board({url!r}): a port name, not a port; open it with "
+                               f"viperdrive.ports.open_board({url!r}, ...)")
             if self.options.get("clock") is None:
                 # a board that is a program says so in the registry (a re-plug may bring a new one: recover())
                 self._clock_from_registry = True
@@ -508,59 +497,6 @@ class Board:
             return now
         return min(pair[1] + max(0.0, mono - pair[0]), now)
 
-    def deactivate(self) -> None:
-        """Stop braked, then disable: command zero and let the board's acceleration ramp bring the wheels to rest
-        (both STATE velocities below REST_SPEED twice in a row) before cutting the outputs, so a robot stopped at
-        speed (Ctrl-C, an error, a lost link) is braked along its path instead of coasting or skidding on locked
-        wheels. Bounded (braking_bound()): the board's deadman_ms + max_wheel_speed / max_accel + BRAKE_MARGIN_S,
-        then disable anyway. While replies are missing (a failing link) it keeps commanding zero until the bound:
-        the board's own deadman ramps the same way once SET_VELs stop reaching it, and a disable that got through
-        before that ramp is done would cut it short. An exception
-        during the stop (a second Ctrl-C) disables at once. Raises LinkLost if the board never acknowledged the
-        disable. last_stop tells how it went."""
-        problems = []
-        self.last_stop = None
-        self.moves.forget()         # the brake's SET_VEL ends every move on the board
-        try:
-            if self.link is not None and self.link.is_open:
-                try:
-                    self.last_stop = self._brake()
-                except UserError as e:
-                    problems.append(str(e))
-            else:
-                problems.append("the port is closed")
-        finally:
-            # also on KeyboardInterrupt/SystemExit inside the stop: the outputs go off now
-            if self.link is not None and self.link.is_open:
-                try:
-                    self._io.request(P.pack_enable(False), P.ENABLE_ACK)
-                    problems = []   # disabled: that is what matters
-                except UserError as e:
-                    problems.append(str(e))
-            self._not_commanding()
-            self.active = False
-            self._pending = None
-        if problems:
-            raise LinkLost("could not confirm the board is disabled: " + "; ".join(problems)
-                           + " (its deadman stops the motors on its own)")
-
-    def braking_bound(self) -> float:
-        """Seconds deactivate() waits at most for the wheels to come to rest: the board's deadman delay (when the
-        host's zero commands do not reach it, its deadman starts the ramp that late) plus its ramp from the top
-        speed, plus BRAKE_MARGIN_S."""
-        top, acc, deadman = self._ramp if self._ramp is not None else _table_ramp()
-        return deadman + top / acc + BRAKE_MARGIN_S
-
-    def _read_ramp(self) -> None:
-        # the board's own top speed, ramp and deadman, for the braking bound (the table's defaults if it does not
-        # answer)
-        try:
-            self._ramp = (float(self.get_param("max_wheel_speed")), float(self.get_param("max_accel")),
-                          self.get_param("deadman_ms") / 1000.0)
-            self._hold_s = max(self._ramp[2] - HOLD_MARGIN_S, HOLD_MARGIN_S)
-        except UserError:
-            self._ramp = None
-
     @property
     def clock(self) -> Clock:
         """The board's time for host waits (viperdrive.timebase): the host's clock for a real board, the board time
@@ -569,54 +505,12 @@ class Board:
             return self.link.clock
         return self.options.get("clock") or HOST_CLOCK
 
-    def _brake(self) -> dict:
-        """SET_VEL 0 once per loop period until both wheels are at rest or the bound passed (the board's time).
-        -> last_stop."""
-        clock = self.clock
-        t0 = clock.now()
-        bound = self.braking_bound()
-        period = min(self.config.period, 0.02)
-        speed0 = None
-        rest = 0
-        replies = 0
-        while True:
-            try:
-                payload = self._io.request(P.pack_set_vel(0, 0), P.STATE)
-                clock.commanding(self._hold_s)
-            except NoReplyError:
-                payload = None      # keep commanding zero: the board brakes on its deadman anyway
-            except NackError:
-                payload = None
-            now = clock.now()
-            if payload is not None:
-                replies += 1
-                state = self._accept_state(payload, time.monotonic(), check=False)
-                fastest = max(abs(state.velocity[0]), abs(state.velocity[1]))
-                if speed0 is None:
-                    speed0 = fastest
-                if not state.status & P.ST_ENABLED:
-                    return self._stopped(t0, now, speed0, replies, "the board had turned its outputs off")
-                rest = rest + 1 if fastest < REST_SPEED else 0
-                if rest >= 2:
-                    return self._stopped(t0, now, speed0, replies, "at rest")
-            else:
-                rest = 0
-            if now - t0 >= bound:
-                return self._stopped(t0, now, speed0, replies, f"not confirmed at rest within {bound:.2f} s")
-            clock.sleep(period - (clock.now() - now))
-
-    def _stopped(self, t0: float, now: float, speed0: float | None, replies: int, how: str) -> dict:
-        self._pending = None
-        return {"seconds": now - t0, "braked": how == "at rest", "how": how, "speed_rad_s": speed0,
-                "replies": replies}
-
     def cleanup(self) -> None:
         if self.link is not None:
             self._io.close()
-        if self._sim is not None:
-            sim, self._sim = self._sim, None
-            sim.__exit__(None, None, None)
-            self.link = None    # a new configure() starts a new virtual board with a new URL
+        if self._owned is not None:
+            owned, self._owned = self._owned, None
+            owned.close()       # what open_board started for this Board (a private virtual board) ends with it
         self.configured = False
         self.active = False
 
@@ -716,44 +610,6 @@ class Board:
         if configured and not self.configured:
             raise RuntimeError("Board.configure() first")
 
-    # ---- services (request/response; not for the hot loop) ----
-    def get_param(self, name: str) -> float:
-        p = _param(name)
-        self._require(configured=True)
-        pid, value = P.unpack_param_value(self._io.request(P.pack_get_param(p[PARAMS.ID]), P.PARAM))
-        return value
-
-    def set_param(self, name: str, value: float) -> float:
-        """Set a parameter (in the table's units); returns the value the board applied (float32)."""
-        p = _param(name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadValue(f"{name}={value!r} must be a number in [{p[PARAMS.MIN]}, {p[PARAMS.MAX]}] {p[PARAMS.UNIT]}")
-        reason = PARAMS.check(p[PARAMS.ID], value)
-        if reason is not None:
-            raise BadValue(reason)
-        self._require(configured=True)
-        try:
-            payload = self._io.request(P.pack_set_param(p[PARAMS.ID], value), P.PARAM_SET)
-        except NackError as e:
-            if e.code == P.NACK_OUT_OF_RANGE:
-                raise BadValue(f"the board rejected {name}={value}: allowed [{p[PARAMS.MIN]}, {p[PARAMS.MAX]}] "
-                               f"{p[PARAMS.UNIT]}") from None
-            raise
-        applied = P.unpack_param_value(payload)[1]
-        if name in ("max_wheel_speed", "max_accel", "deadman_ms") and self._ramp is not None:
-            # the braking bound of deactivate() follows the board's ramp and deadman
-            top, acc, deadman = self._ramp
-            if name == "max_wheel_speed":
-                top = float(applied)
-            elif name == "max_accel":
-                acc = float(applied)
-            else:
-                deadman = applied / 1000.0
-            self._ramp = (top, acc, deadman)
-        if name == "deadman_ms":
-            self._hold_s = max(applied / 1000.0 - HOLD_MARGIN_S, HOLD_MARGIN_S)
-        return applied
-
     # ---- moves on the board (board/moves.py): each returns a Move whose wait() renews the lease ----
     def move_straight(self, distance_m: float, speed_m_s: float | None = None, accel_m_s2: float | None = None,
                       timeout_s: float = 0.0) -> Move:
@@ -778,147 +634,6 @@ class Board:
         self._require(active=True)
         self._not_commanding()
         return self.moves.arc(radius_m, angle_rad, speed_m_s, accel_m_s2, timeout_s)
-
-    def link_request(self, frame: bytes, reply_cmd: int) -> bytes:
-        """One request/response exchange on the board's link (services, the move queue); not for the hot loop."""
-        self._require(configured=True)
-        return self._io.request(frame, reply_cmd)
-
-    def save_params(self) -> None:
-        self._require(configured=True)
-        self._io.request(P.pack_save_params(), P.SAVE_ACK)
-
-    def load_params(self) -> bool:
-        """LOAD_PARAMS: every live parameter back to the saved one (what a reset would load), applied at once.
-        Returns True when the board had a saved value for each, False when defaults stood in."""
-        self._require(configured=True)
-        return P.unpack_load_ack(self._io.request(P.pack_load_params(), P.LOAD_ACK))
-
-    def diag(self) -> dict:
-        """GET_DIAG decoded, plus fault/reset/flag names and this side's link counters."""
-        self._require(configured=True)
-        d = P.unpack_diag(self._io.request(P.pack_get_diag(), P.DIAG))
-        d["fault"] = fault_text(d["fault_code"])
-        d["reset"] = P.RESET_NAMES.get(d["reset_cause"], f"unknown ({d['reset_cause']})")
-        d["flag_names"] = [name for bit, name in P.DIAG_FLAG_NAMES if d["flags"] & bit]
-        d["imu"] = P.IMU_NAMES.get(d["imu_state"], f"unknown ({d['imu_state']})")
-        d["host_link"] = self._io.stats()
-        d["host_misses"] = self.total_misses
-        return d
-
-    def stop_link(self) -> float:
-        """Hand the board back to its MicroPython REPL (STOP_LINK), e.g. so mpremote can reflash it.
-
-        The board answers STOP_LINK_ACK, cuts its outputs, stops its control loop and link, writes its repl_mode
-        boot switch and lets its watchdog reset it into REPL mode; it speaks no protocol after that, so this
-        closes the port. It stays in REPL mode until its repl_mode file is removed (`viperdrive flash` does that
-        last). Returns the seconds within which the board resets (0.0: its REPL is there already). A USB board
-        re-enumerates in that reset: wait for its port to come back before opening it again."""
-        self._require(configured=True)
-        payload = self._io.request(P.pack_stop_link(), P.STOP_LINK_ACK, stale=P.STATE)
-        reset_s = P.unpack_stop_link_ack(payload) / 1000.0
-        self._not_commanding()
-        self.active = False
-        self._pending = None
-        self.cleanup()
-        return reset_s
-
-    def _fault_code(self) -> int:
-        try:
-            return P.unpack_diag(self._io.request(P.pack_get_diag(), P.DIAG))["fault_code"]
-        except UserError:
-            return -1
-
-    def clear_fault(self) -> int:
-        """Clear a latched fault; returns the code that was latched (0: none)."""
-        self._require(configured=True)
-        return P.unpack_fault_cleared(self._io.request(P.pack_clear_fault(), P.FAULT_CLEARED))
-
-    def odometry(self) -> BoardOdometry:
-        """The board's own odometry (GET_ODOM) with both headings: the pose's (gyro when present) and the encoders'."""
-        self._require(configured=True)
-        t_us, x, y, th, th_enc, src = P.unpack_odom(self._io.request(P.pack_get_odom(), P.ODOM))
-        return BoardOdometry(self._io.board_to_host(t_us), x / P.ODOM_LENGTH_SCALE, y / P.ODOM_LENGTH_SCALE,
-                             th / P.ODOM_ANGLE_SCALE, th_enc / P.ODOM_ANGLE_SCALE,
-                             "gyro" if src == P.ODOM_HEADING_GYRO else "encoders")
-
-    def sensors(self, rate_hz: int) -> int:
-        """Ask for SENSORS_DATA at rate_hz (0 stops); returns the rate the board granted (its sensor rate divided
-        by a whole number). The records arrive alongside read()/write(): sensor_readings() drains them."""
-        if not (isinstance(rate_hz, int) and not isinstance(rate_hz, bool) and 0 <= rate_hz <= 65535):
-            raise BadValue(f"sensor rate {rate_hz!r} must be a whole number of Hz in [0, 65535]")
-        self._require(configured=True)
-        try:
-            return P.unpack_sensors_ack(self._io.request(P.pack_sensors(rate_hz), P.SENSORS_ACK))
-        except NackError as e:
-            if e.code == P.NACK_OUT_OF_RANGE:
-                raise BadValue(f"sensor rate {rate_hz} Hz is above the board's sensor rate") from None
-            raise
-
-    def sensor_readings(self) -> list[SensorReading]:
-        """SENSORS_DATA records received so far (drained, oldest first); latest_sensors keeps the newest."""
-        self._poll_other()
-        out = list(self._sensors)
-        self._sensors.clear()
-        return out
-
-    def _poll_other(self) -> None:
-        if self.link is not None and self.link.is_open:
-            try:
-                for cmd, payload in self._io.poll():
-                    if cmd == P.STATE:
-                        # a STATE outside read(): keep it for the next read() rather than lose it
-                        self._io.push_back([(cmd, payload)])
-                    else:
-                        self._other_frame(cmd, payload)
-            except LinkLost:
-                pass
-
-    def telemetry(self, rate_hz: int) -> int:
-        """Ask for TELEMETRY_DATA at rate_hz (0 stops); returns the rate the board granted."""
-        if not (isinstance(rate_hz, int) and 0 <= rate_hz <= 65535):
-            raise BadValue(f"telemetry rate {rate_hz!r} must be a whole number of Hz in [0, 65535]")
-        self._require(configured=True)
-        return P.unpack_telemetry_ack(self._io.request(P.pack_telemetry(rate_hz), P.TELEMETRY_ACK))
-
-    def telemetry_frames(self) -> list[dict]:
-        """TELEMETRY_DATA received so far (drained), each a dict with "handled" (host time it was taken off the
-        link) and, when the clock is synced, "t": the board's stamp on the host clock (use that one)."""
-        self._poll_other()
-        out = []
-        while self._telemetry:
-            arrived, v = self._telemetry.popleft()
-            rec = dict(zip(("seq", "t_us", "setpoint_l", "measured_l", "output_l", "integrator_l", "setpoint_r",
-                            "measured_r", "output_r", "integrator_r", "status"), v, strict=True))
-            rec["handled"] = arrived
-            rec["t"] = self.link.board_to_host(rec["t_us"]) if self.link is not None else None
-            out.append(rec)
-        return out
-
-    def sync_clock(self, samples: int = 5) -> dict:
-        """Another TIME burst (Link.sync_clock): call every few seconds so drift is tracked."""
-        self._require(configured=True)
-        return self._io.sync_clock(samples)
-
-    def stats(self) -> dict:
-        return {"cycles": self.cycles, "misses": self.misses, "total_misses": self.total_misses,
-                "late_replies": self.late_replies,
-                "epoch": self.epoch, "link": self._io.stats() if self.link else None}
-
-
-def _table_ramp() -> tuple[float, float, float]:
-    d = PARAMS.defaults()
-    return float(d["max_wheel_speed"]), float(d["max_accel"]), d["deadman_ms"] / 1000.0
-
-
-def _param(name: str) -> tuple:
-    p = PARAMS.by_name(name)
-    if p is None:
-        names = [q[PARAMS.NAME] for q in PARAMS.TABLE]
-        close = difflib.get_close_matches(name, names, n=1)
-        raise BadValue(f"unknown parameter {name!r}{f' (did you mean {close[0]!r}?)' if close else ''}; "
-                       f"known: {', '.join(names)}")
-    return p
 
 
 def _held(state: BoardState, misses: int) -> BoardState:

@@ -372,7 +372,7 @@ class Link:
                         f"(is the board running viperdrive firmware at {self.baud} baud?)")
                 self.wait_readable(min(clock.host_seconds(deadline - now), 0.002))
                 # the board's time before its bytes: a board publishes its time only after the bytes it sent by
-                # then are on the line (rigs.clockfile), so a reply sent before `now` is in what is read next
+                # then are on the line (boardtime.clockfile), so a reply sent before `now` is in what is read next
                 now = clock.now()
                 frames = self._read_available()
 

@@ -6,7 +6,7 @@ has one). The host queues them and holds a lease: the board stops, braked, when 
 move_lease_ms (0.5 s by default), so a host that stalls for less changes nothing and a host that dies stops the
 robot.
 
-    with Board("sim") as b:
+    with open_board("sim") as b:        # viperdrive.ports
         b.activate()
         b.move_straight(0.5)
         turn = b.move_turn(math.radians(90))

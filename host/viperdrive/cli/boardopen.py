@@ -16,9 +16,9 @@ import sys
 from viperdrive.shared import protocol as P
 
 from ..board.board import Board
-from ..board.ports import resolve_port
 from ..board.records import fault_text
 from ..errors import BoardFault, NoReplyError, UserError
+from ..ports import resolve_port
 from ..robot.config import RobotConfig
 from ..timebase import WaitTimeout, wait_until
 from .options import baud_of, port_spec, robot_config

@@ -26,7 +26,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from ..board import catalog
+    from ..deploy import catalog
     if args.action == "show":
         sys.stdout.write(catalog.config_text(args.name))
         return 0
@@ -49,7 +49,7 @@ def run(args) -> int:
 
 
 def _check(args) -> int:
-    from ..board import flashing
+    from ..deploy import flashing
     path, cfg = flashing.load_board_config(args.file)
     if getattr(args, "json", False):
         from .output import print_json

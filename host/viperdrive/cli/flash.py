@@ -18,12 +18,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..board import flashing, ownership
 from ..board.board import Board
 from ..board.link import Link, NackError
-from ..board.ports import choose_auto, is_url, list_serial_ports, resolve_port
+from ..boardtime.registry import clock_for
+from ..deploy import circuitpy, flashing, ownership
 from ..errors import EXIT_NO_REPLY, EXIT_VERSION, LinkError, NoReplyError, PortError, UserError, VersionMismatch
-from ..rigs.registry import clock_for
+from ..ports import choose_auto, is_url, list_serial_ports, resolve_port
 from ..timebase import Clock
 from .options import add_board_options, baud_of, port_spec, robot_config, seconds
 from .output import confirm, note, warn
@@ -178,20 +178,20 @@ def _to_drive(args, mpy: bool) -> int:
     if args.keep_board_config:
         raise UserError("--drive copies the board config too: give --board, not --keep-board-config", exit_code=2)
     if mpy:
-        raise UserError(flashing.CIRCUITPY_MPY_REFUSED, exit_code=2)
+        raise UserError(circuitpy.CIRCUITPY_MPY_REFUSED, exit_code=2)
     if args.check:
-        job = flashing.plan_drive(args.board, args.drive)
+        job = circuitpy.plan_drive(args.board, args.drive)
         return _report_check(args, f"--drive {job.root}", ownership.compare(job.targets, job.found, job.manifest),
                              job.manifest_firmware)
     if args.dry_run:
-        job = flashing.plan_drive(args.board, args.drive)
+        job = circuitpy.plan_drive(args.board, args.drive)
         print("\n".join(job.lines()))
         if job.decision.links or (job.decision.users_in_the_way and not args.force):
             print("# as it is, this flash would be refused: " + (
                 "a symbolic link is in the way" if job.decision.links else
                 "files viperdrive did not write are in the way (--force keeps each as a backup)"))
         return 0
-    job = flashing.copy_to_drive(args.board, args.drive, force=args.force, firmware=_host_version(),
+    job = circuitpy.copy_to_drive(args.board, args.drive, force=args.force, firmware=_host_version(),
                                  shield=deferred_signals)
     for path, kept in job.backups:
         warn(args, f"{path} was not written by viperdrive: kept as {Path(args.drive) / kept}")
@@ -324,10 +324,10 @@ def _host_version() -> str:
 
 def _own_files(plan: flashing.FlashPlan, args, stage: Path, stopped_link: bool) -> None:
     """Ask the board what it holds where the firmware goes (flashing.inventory_code), decide whose each file is
-    (board.ownership), and refuse before anything is written when a link or, without --force, a file of the
+    (deploy.ownership), and refuse before anything is written when a link or, without --force, a file of the
     user's is in the way; else give the plan its decisions, the backup folder and the manifest to write. A
     refused flash puts a board it took out of link mode (stopped_link: STOP_LINK switched it to REPL mode) back."""
-    from ..board import ownership
+    from ..deploy import ownership
     targets = plan.targets()
     legacy = flashing.legacy_paths()
     paths = set(targets) | {t for p in targets if (t := ownership.twin(p))} | {"repl_mode"} | set(legacy)
@@ -345,7 +345,7 @@ def _own_files(plan: flashing.FlashPlan, args, stage: Path, stopped_link: bool) 
                             f"image on the board first to run the firmware from files", exit_code=7)
         ownership.check(decision, plan.port, args.force)
         manifest_bytes = ownership.make_manifest(targets, _host_version())
-        need = sum(len(b) for b in targets.values()) + len(manifest_bytes) + flashing.DRIVE_SPARE
+        need = sum(len(b) for b in targets.values()) + len(manifest_bytes) + circuitpy.DRIVE_SPARE
         if free < need:
             raise UserError(f"{plan.port}: the board has {free:,} bytes free, the firmware needs {need:,}: nothing "
                             f"was changed (its old firmware is as it was); make room on its filesystem")

@@ -26,9 +26,9 @@ import os
 from viperdrive.shared import params as PARAMS
 
 from .. import ranges
-from ..board.ports import check_url, is_url
 from ..errors import BadValue, UserError
 from ..motion.scripts import LIMITS
+from ..ports import check_url, is_url
 from ..robot.config import RobotConfig
 from ..robot.files import shorten
 from .output import note

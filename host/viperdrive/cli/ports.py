@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..board.ports import choose_auto, list_serial_ports
 from ..errors import PortError
+from ..ports import choose_auto, list_serial_ports
 from .options import add_output_options
 from .output import print_json
 

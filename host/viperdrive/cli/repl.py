@@ -13,9 +13,9 @@ import signal
 import subprocess
 import tempfile
 
-from ..board.flashing import mpremote_exe
-from ..board.ports import choose_auto, list_serial_ports, resolve_port
+from ..deploy.flashing import mpremote_exe
 from ..errors import UserError
+from ..ports import choose_auto, list_serial_ports, resolve_port
 from .options import add_board_options, port_spec, robot_config
 from .output import note
 

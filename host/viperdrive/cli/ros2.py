@@ -110,7 +110,7 @@ def run(args) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from ..board.board import Board
-    from ..board.ports import resolve_port
+    from ..ports import resolve_port
     from ..ros2.bridge import Ros2Bridge
 
     config = robot_config(args)

@@ -13,8 +13,8 @@ import threading
 import time
 from typing import Any
 
+from ..boardtime import clockfile, registry
 from ..errors import UserError
-from ..rigs import clockfile, registry
 from ..rigs.virtual import die_with_parent, startup_error, vboard_command
 from .options import finite_float, int_range, positive
 
@@ -74,7 +74,7 @@ def run(args) -> int:
     import tempfile
     tmp = tempfile.TemporaryDirectory(prefix="viperdrive-sim-")
     params = args.params if args.params is not None else f"{tmp.name}/params.json"
-    # its board time, published for the commands that open it (rigs.registry: they find it by the URL)
+    # its board time, published for the commands that open it (boardtime.registry: they find it by the URL)
     clock = clockfile.create(f"{tmp.name}/board.clock")
     cmd = vboard_command(listen=args.listen, control=args.control, baud=args.baud, robot=args.robot,
                          board=args.board, params=params, seed=args.seed, repl=args.repl, clock=clock,
@@ -159,13 +159,13 @@ def _circuitpy_drive(board: str, flash: str | None) -> bytes | None:
     import tempfile
     from pathlib import Path
 
-    from ..board import flashing
+    from ..deploy import circuitpy
     if flash is not None and os.path.exists(flash):
         return None
     with tempfile.TemporaryDirectory(prefix="viperdrive-circuitpy-") as d:
-        (Path(d) / flashing.CIRCUITPY_MARK).write_text("CircuitPython (the drive as the rig's first boot left it)\n")
-        flashing.copy_to_drive(board, d)
-        return flashing.folder_image(d)
+        (Path(d) / circuitpy.CIRCUITPY_MARK).write_text("CircuitPython (the drive as the rig's first boot left it)\n")
+        circuitpy.copy_to_drive(board, d)
+        return circuitpy.folder_image(d)
 
 
 def _run_pico(args) -> int:
@@ -178,7 +178,7 @@ def _run_pico(args) -> int:
     if args.uf2 is not None and args.circuitpython:
         raise UserError("--uf2 is a MicroPython image: it goes without --circuitpython", exit_code=2)
     if args.circuitpython:
-        from ..board import flashing
+        from ..deploy import flashing
         board = args.board or str(flashing.load_board_config("circuitpython_pico")[0])
         drive = _circuitpy_drive(board, args.flash)
         firmware = "circuitpython"

@@ -4,10 +4,11 @@
 and the emulated Pico rig (stock MicroPython rp2 on an emulated RP2040 in the same robot), started from the host,
 opened like a serial board, with ground truth and fault injection on their control endpoint.
 
-- virtual.py: VirtualBoard, SimError, firmware_root, vboard_command
+- virtual.py: VirtualBoard, SimError, vboard_command (the firmware it runs: viperdrive.deploy.firmware)
 - pico.py: PicoRig, the images it needs, the pty relay
-- clockfile.py: the board time a rig publishes, for the commands that open it
-- registry.py: where a running rig says who it is (its control endpoint, clock file and process)
+
+Each publishes its board time and registers its port (viperdrive.boardtime); `--port sim` and
+`viperdrive.ports.open_board("sim")` start a private virtual board through VirtualBoard.
 """
 from .virtual import SimError, VirtualBoard
 

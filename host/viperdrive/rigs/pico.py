@@ -10,9 +10,9 @@ board's JSON lines (truth, fault, push, reset, stats) plus `pin`.
         rig.truth(); rig.fault("stall", wheel="left", on=True); rig.clock.now()   # chip seconds
 
 The emulator is slower than a real chip (docs/pico-rig.md gives the figures). The rig publishes the chip's time in
-its clock file (rigs.clockfile) and registers its link URL (and pty) with it (rigs.registry), so a command run
+its clock file (boardtime.clockfile) and registers its link URL (and pty) with it (boardtime.registry), so a command run
 against the rig, from this process or another shell, counts every timeout in chip time (`rig.clock`, or
-rigs.registry.clock_for(url)), and the chip does not run ahead of a host the machine does not run.
+boardtime.registry.clock_for(url)), and the chip does not run ahead of a host the machine does not run.
 """
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ import threading
 import time
 from pathlib import Path
 
+from ..boardtime import registry
+from ..deploy.firmware import firmware_root
 from ..errors import EXIT_USAGE, BadValue, UserError
-from . import registry
-from .virtual import SimError, VirtualBoard, firmware_root, robot_path
+from .virtual import SimError, VirtualBoard, robot_path
 
 UF2_NAME = "micropython-v1.28.0-RPI_PICO.uf2"
 CP_UF2_NAME = "circuitpython-10.2.1-raspberry_pi_pico.uf2"
@@ -257,7 +258,7 @@ class PicoRig(VirtualBoard):
         self.pty: str | None = None
         self._relay: PtyRelay | None = None
         # CircuitPython: its console (the REPL) is console_url, the link the data channel (url); drive: the
-        # CIRCUITPY drive's image (board.fatimage) a fresh flash starts with, as a user's copy left it
+        # CIRCUITPY drive's image (deploy.fatimage) a fresh flash starts with, as a user's copy left it
         self.firmware = firmware
         self.drive = drive
         # a MicroPython image written over the flash at every start, as a drag onto the RPI-RP2 drive writes it

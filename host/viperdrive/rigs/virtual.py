@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import executables, extras
+from ..boardtime import clockfile, registry
+from ..boardtime.clockfile import BoardTimeFile
+from ..deploy.firmware import firmware_root
 from ..errors import BadValue, PortError, UserError
-from . import clockfile, registry
-from .clockfile import BoardTimeFile
 
 START_TIMEOUT_S = 20.0      # a loaded CI machine compiles the firmware's viper code at start
 HEAPSIZE = "4M"
@@ -38,20 +39,6 @@ HEAPSIZE = "4M"
 
 class SimError(UserError):
     """The virtual board could not start, died, or refused a control request."""
-
-
-def firmware_root() -> Path:
-    """The folder holding mcu/ and sim/: the repo root in a checkout, viperdrive/firmware/ in an installed wheel
-    (pyproject.toml ships them there); VIPERDRIVE_ROOT overrides."""
-    env = os.environ.get("VIPERDRIVE_ROOT")
-    candidates = [Path(env)] if env else []
-    here = Path(__file__).resolve()
-    candidates += [here.parents[1] / "firmware", *here.parents]
-    for c in candidates:
-        if (c / "sim" / "vboard.py").is_file() and (c / "mcu").is_dir():
-            return c
-    raise SimError("cannot find the firmware and the virtual board (mcu/ and sim/vboard.py): reinstall viperdrive, "
-                   "run from a viperdrive checkout, or set VIPERDRIVE_ROOT to one")
 
 
 def micropython_exe() -> str:
@@ -135,8 +122,8 @@ class VirtualBoard:
     listen / control: "HOST:PORT" for the link and the control endpoint; None: 127.0.0.1 on a free port.
     board: the board config file (default mcu/boards/sim.json); params: the firmware's parameter file (default:
     a fresh one in a temporary folder, removed on close); seed: the noise seed (default: the robot file's).
-    `clock` is its board time (rigs.clockfile.BoardTimeFile): wait on it, and hand it to Board(clock=...). While it
-    runs it is registered (rigs.registry), so a command given only its URL finds that clock too.
+    `clock` is its board time (boardtime.clockfile.BoardTimeFile): wait on it, and hand it to Board(clock=...). While it
+    runs it is registered (boardtime.registry), so a command given only its URL finds that clock too.
     """
 
     ERROR_PREFIX = "vboard: error:"
@@ -367,5 +354,5 @@ class VirtualBoard:
         return self._ok({"cmd": "reset", "what": what})
 
 
-__all__ = ["VirtualBoard", "SimError", "firmware_root", "vboard_command", "startup_error", "die_with_parent",
+__all__ = ["VirtualBoard", "SimError", "vboard_command", "startup_error", "die_with_parent",
            "robot_path"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadValue
+from .firmware import firmware_root
 
 PROOF_LEVELS = ("emulated", "backend emulated", "compiled", "virtual")
 
@@ -47,7 +48,6 @@ SHIPPED: dict[str, ShippedBoard] = {b.name: b for b in (
 
 def boards_folder() -> Path:
     """Where the shipped configs are: the checkout's mcu/boards, or the wheel's copy of it."""
-    from ..rigs.virtual import firmware_root
     return firmware_root() / "mcu" / "boards"
 
 

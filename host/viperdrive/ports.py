@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""Port resolution for every board command: what `--port` means.
+"""Port resolution for every board command: what `--port` means, and the one place a port name becomes a Board.
 
     device path        /dev/ttyACM0, COM3: opened as is (a missing one is an error listing the ports that exist)
     pyserial URL       socket://host:port, rfc2217://host:port, loop://: opened as is
@@ -9,8 +9,11 @@
     sim                a private virtual board (the real firmware on the MicroPython unix port) for the command's
                        lifetime
 
+    with open_board("sim", config=config) as board:    # a Board that owns its private virtual board
+        board.activate()
+
     with resolve_port("auto") as port:      # -> ResolvedPort: .url for Board/Link, .virtual_board for "sim"
-        board = Board(port.url)
+        board = Board(port.url, clock=port.clock)
 
 list_serial_ports() describes every serial port with its USB vendor/product and a guess of the board type.
 """
@@ -20,12 +23,14 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import PortError, UserError
-from ..rigs.registry import clock_for
-from ..timebase import HOST_CLOCK, Clock
+from .boardtime.registry import clock_for
+from .errors import PortError, UserError
+from .timebase import HOST_CLOCK, Clock
 
 if TYPE_CHECKING:
-    from ..rigs.virtual import VirtualBoard
+    from .board.board import Board
+    from .rigs.virtual import VirtualBoard
+    from .robot.config import RobotConfig
 
 # USB vendor id -> (vendor, kind). kind "board": the MCU's own USB (a MicroPython/CircuitPython board);
 # "bridge": a USB-UART bridge chip, what ESP32 dev kits and many STM32/ESP8266 boards carry.
@@ -149,7 +154,8 @@ def choose_auto(ports: list[SerialPortInfo]) -> SerialPortInfo:
 @dataclass
 class ResolvedPort:
     """What a --port value turned into: url (for Board/Link), for "sim" the private virtual board, and the board's
-    time (`clock`: the host's for a real board; a virtual board's or an emulated Pico's, found in rigs.registry)."""
+    time (`clock`: the host's for a real board; a virtual board's or an emulated Pico's, found in
+    boardtime.registry)."""
     spec: str
     url: str
     description: str
@@ -201,7 +207,7 @@ def resolve_port(spec: str | None, baud: int = 115200, sim_options: dict | None 
     if spec is None or spec == "":
         spec = "auto"
     if spec == "sim":
-        from ..rigs.virtual import VirtualBoard
+        from .rigs.virtual import VirtualBoard
         vb = VirtualBoard(baud=baud, **(sim_options or {}))
         vb.start()
         assert vb.url is not None       # start() returns once the board listens
@@ -216,3 +222,21 @@ def resolve_port(spec: str | None, baud: int = 115200, sim_options: dict | None 
         present = list_serial_ports() if ports is None else ports
         raise PortError(f"port {spec} does not exist; serial ports present: {describe_ports(present)}")
     return ResolvedPort(spec, spec, spec, clock=clock_for(spec))
+
+
+def open_board(spec: str | None = None, baud: int | None = None, config: RobotConfig | None = None,
+               sim_options: dict | None = None, **options) -> Board:
+    """A Board for a --port value (None: the robot file's port, else "auto"): a device, a URL, "auto", or "sim", a
+    private virtual board started now and stopped when the Board is cleaned up (its `owns`). The Board is not
+    configured yet (`with open_board(...) as b:` or b.configure()). options: Board's (counts_per_rev, ...)."""
+    from .board.board import Board
+    from .robot.config import RobotConfig
+    config = config if config is not None else RobotConfig()
+    baud = int(baud if baud is not None else config.baud)
+    port = resolve_port(spec if spec is not None else config.port, baud, sim_options)
+    try:
+        options.setdefault("clock", port.clock)
+        return Board(port.url, baud=baud, config=config, owns=port, **options)
+    except BaseException:
+        port.close()
+        raise
