@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-# GENERATED FILE, do not edit: made by tools/gen_fixedstep.py from tools/fixedstep.py.in (edit the template,
+# GENERATED FILE, do not edit: made by tools/gen_fixedstep.py from tools/fixedstep/*.py.in (edit the template,
 # then run `python tools/gen_fixedstep.py`; tests/test_gen_fixedstep.py fails while this file and the tool's
-# output differ). The template's SX / CLAMP / GAIN macros are written out here, one copy per use, because a
-# viper-to-viper call costs more than the block (docs/firmware.md, "Control step: one function, generated").
+# output differ; a `# >> FILE:LINE` line says where the lines after it come from). The template's SX / CLAMP /
+# GAIN macros are written out here, one copy per use, because a viper-to-viper call costs more than the block
+# (docs/firmware.md, "Control step: one function, generated").
 # The control step in fixed point: the one place that names the scaling and the layout of the preallocated
 # arrays the step works on, and the @micropython.viper functions that run every control period.
 #
 # This module holds nothing but constants and viper code, so a port without the viper emitter (CircuitPython)
 # fails on exactly this import and control.py falls back to the float law in control_float.py.
 #
+# >> tools/fixedstep/layout.py.in:6
 # Fixed-point scaling (docs/firmware.md explains the ranges and why every product fits 32 bits):
 #   duty          Q16: 1.0 (100 % PWM) = DUTY_ONE = 65536. The hal takes Q15 (duty >> 1, clamped +-32767).
 #   integrator    Q28 (= Q16 << IQ): fine enough that ki*err*dt of 1 count/s still moves it.
@@ -233,6 +235,7 @@ TLM_STATUS = const(9)
 TLM_REC = const(10)
 
 
+# >> tools/fixedstep/requests.py.in:5
 @micropython.viper
 def requests(st_a, c_a):
     """Carry out the slow path's requests (G_REQ) at a period boundary: nothing stale survives an ENABLE."""
@@ -288,6 +291,7 @@ def requests(st_a, c_a):
     st[G_REQ] = 0
 
 
+# >> tools/fixedstep/fixedstep.py.in:24
 @micropython.viper
 def step(st_a, k_a, c_a, e_a, io_a):
     """One control period for both wheels. Allocation-free: ints and ptr32 over preallocated arrays only.
@@ -333,6 +337,7 @@ def step(st_a, k_a, c_a, e_a, io_a):
     if int(st[G_REQ]) != 0:
         requests(st_a, c_a)
     if int(st[M_TAIL]) != int(st[M_HEADN]) or int(st[M_CANCEL]) != 0:
+        # >> tools/fixedstep/moves.py.in:5
         # ---- the move engine (docs/firmware.md, "Moves"), written into the step: a viper call costs ~15 us on
         # an RP2040, a tenth of the period's budget at 1 kHz. It starts the next move when the axes allow,
         # advances each axis's trapezoid and stages the wheel speeds that follow both references (their speed
@@ -666,9 +671,11 @@ def step(st_a, k_a, c_a, e_a, io_a):
             st[G_CMD_NEW] = 1
             break
 
+    # >> tools/fixedstep/fixedstep.py.in:71
     kb = int(st[G_BANK]) * KB
     enabled = int(st[G_ENABLED])
 
+    # >> tools/fixedstep/intake.py.in:5
     # ---- command intake and deadman ----
     moved = 0
     if int(st[G_CMD_NEW]) != 0:
@@ -718,6 +725,7 @@ def step(st_a, k_a, c_a, e_a, io_a):
                 st[G_ENABLED] = 0
                 enabled = 0
 
+    # >> tools/fixedstep/setpoint.py.in:5
     # ---- gain bank: switch only here, at a period boundary, and remember to make it bumpless. The transfer
     # moves the integrator by the jump of the other terms since the last period, so a new setpoint taken in the
     # same period would count as part of that jump and be cancelled: the switch then waits one period (commands
@@ -766,6 +774,7 @@ def step(st_a, k_a, c_a, e_a, io_a):
     st[W_DSP] = dl
     st[WS + W_DSP] = dr
 
+    # >> tools/fixedstep/fixedstep.py.in:78
     hz = int(k[K_HZ])
     mask = int(k[K_MASK])
     half = int(k[K_HALF])
@@ -774,6 +783,7 @@ def step(st_a, k_a, c_a, e_a, io_a):
     w = 0
     while w < 2:
         b = w * WS
+        # >> tools/fixedstep/encoder.py.in:6
         # ---- encoder: wrap-safe delta at 16 or 32 bits; the direction sign is applied here, only here ----
         raw = int(c[w])
         d = (raw - int(st[b + W_PREV])) & mask
@@ -914,6 +924,7 @@ def step(st_a, k_a, c_a, e_a, io_a):
             v = 0                               # a stop the edges prove is a fact, not noise to filter
         st[b + W_VEL] = v
 
+        # >> tools/fixedstep/pid.py.in:6
         if enabled:
             sp = (int(st[b + W_SP]) ^ sb) - sb
             err = sp - v
@@ -1106,8 +1117,10 @@ def step(st_a, k_a, c_a, e_a, io_a):
             st[b + W_UNSAT] = 0
             st[b + W_DUTY] = 0
             st[b + W_VPREV] = v
+        # >> tools/fixedstep/fixedstep.py.in:89
         w += 1
 
+    # >> tools/fixedstep/checks.py.in:6
     # ---- encoder plausibility, one wheel per period (alternating: each at control_hz / 2) ----
     # A half-dead encoder: the loop drives the wheel faster to make up the lost counts, so speed and setpoint
     # agree. Measured moving as commanded (above stall_speed), but the duty beyond kS + deadband predicts more than
@@ -1190,6 +1203,7 @@ def step(st_a, k_a, c_a, e_a, io_a):
     st[G_STATUS] = status | int(st[G_XSTATUS])
 
 
+# >> tools/fixedstep/move_end_all.py.in:5
 @micropython.viper
 def move_end_all(st_a, why: int):
     """End every queued and running move with reason why (recorded in order), stop both profiles."""
@@ -1220,6 +1234,7 @@ def move_end_all(st_a, why: int):
         st[M_HVALID] = 0
 
 
+# >> tools/fixedstep/log.py.in:5
 @micropython.viper
 def log(st_a, buf_a, hdr_a):
     """Every G_TLM_DIV periods append one record to the telemetry ring (telemetry.Ring: buf, hdr = [head, mask]):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""mcu/fixedstep.py is tools/gen_fixedstep.py's output for tools/fixedstep.py.in, and the generator's macros compute
-what the template says they do.
+"""mcu/fixedstep.py is tools/gen_fixedstep.py's output for the template in tools/fixedstep/ (an outline and one file
+per mechanism), every line of it leads back to its template line, and the generator's macros compute what the
+template says they do.
 
 The checked-in file is what the board runs, so it is compared byte for byte (the way pbio checks its generated
 tables). The macros are checked with numbers: their expansions are executed by CPython, whose integers do not
@@ -43,7 +44,7 @@ def code_of(text: str) -> str:
 
 
 def test_checked_in_fixedstep_is_the_generators_output():
-    want = gen.generate(gen.TEMPLATE.read_text())
+    want = gen.generate(gen.TEMPLATE.read_text(), gen.TEMPLATE)
     have = gen.OUTPUT.read_text()
     assert have == want, "mcu/fixedstep.py is not the template's expansion: run python tools/gen_fixedstep.py"
 
@@ -62,14 +63,14 @@ def test_check_mode_passes_on_the_tree_and_names_the_fix_on_a_difference(tmp_pat
 def comments_of(text: str) -> Counter:
     """Every comment of text (full-line or trailing, from its #), with how often it occurs."""
     return Counter(line[line.index("#"):].rstrip() for line in text.splitlines()
-                   if "#" in line and not line.startswith("#@"))
+                   if "#" in line and not line.lstrip().startswith("#@"))
 
 
 def test_output_says_it_is_generated_and_keeps_every_template_comment():
     out = gen.OUTPUT.read_text()
-    tmpl = comments_of(gen.TEMPLATE.read_text())
+    tmpl = comments_of(gen.template_text())
     assert out.splitlines()[2].startswith("# GENERATED FILE, do not edit: made by tools/gen_fixedstep.py from "
-                                          "tools/fixedstep.py.in")   # after the SPDX lines
+                                          "tools/fixedstep/*.py.in")   # after the SPDX lines
     assert sum(tmpl.values()) > 150
     assert tmpl - comments_of(out) == Counter()
     assert "#@" not in out
@@ -78,7 +79,7 @@ def test_output_says_it_is_generated_and_keeps_every_template_comment():
 def test_every_gain_block_and_sign_extension_of_the_step_comes_from_a_macro():
     """The output's gain blocks (their `if sh >= 15:` test) and sign extensions are exactly as many as the
     template's GAIN and SX uses: none is a hand-written copy."""
-    tmpl = code_of(gen.TEMPLATE.read_text())
+    tmpl = code_of(gen.template_text())
     out = code_of(gen.OUTPUT.read_text())
     gains = len(re.findall(r"\bGAIN\(", tmpl))
     sxs = len(re.findall(r"\bSX\(", tmpl))
@@ -87,6 +88,60 @@ def test_every_gain_block_and_sign_extension_of_the_step_comes_from_a_macro():
     assert len(re.findall(r"\^ sb\) - sb", out)) == sxs
     assert "if sh >= 15:" not in tmpl and "^ sb) - sb" not in tmpl
     assert not re.search(r"\b(GAIN|SX|CLAMP)\(", out)
+
+
+MECHANISMS = ("layout", "requests", "moves", "intake", "setpoint", "encoder", "pid", "checks", "move_end_all", "log")
+
+
+def test_the_template_is_an_outline_and_one_file_per_mechanism():
+    """tools/fixedstep/fixedstep.py.in includes each mechanism's file once, in the order the step runs them; every
+    file in the folder is included (none is left behind), and the outline itself is short."""
+    outline = gen.TEMPLATE.read_text()
+    included = [m["name"] for m in gen.INCLUDE.finditer(outline)]
+    assert included == [f"{n}.py.in" for n in MECHANISMS]
+    assert sorted(p.name for p in gen.TEMPLATE.parent.glob("*.py.in")) == sorted(included + ["fixedstep.py.in"])
+    assert len(outline.splitlines()) < 120
+
+
+def test_every_line_of_the_output_leads_back_to_its_template_line():
+    """generate_with_origins() maps each output line to the template file and line it comes from (what --where
+    prints): the template line, expanded alone, holds the output line; a `# >> FILE:LINE` marker names the line that
+    follows it; every block is marked."""
+    text, origins = gen.generate_with_origins(gen.TEMPLATE.read_text(), gen.TEMPLATE)
+    out = text.splitlines()
+    assert len(origins) == len(out) and origins[:3] == [None] * 3
+    files: dict = {}
+    markers = 0
+    for k, (line, origin) in enumerate(zip(out, origins, strict=True)):
+        if origin is None:
+            continue
+        path, n = origin
+        src = files.setdefault(path, path.read_text().splitlines())[n - 1]
+        if line.lstrip().startswith(gen.MARKER):
+            markers += 1
+            assert line.strip() == f"{gen.MARKER}{path.relative_to(ROOT)}:{n}", line
+            assert src.strip() and origins[k + 1] == origin, (k, line)
+            continue
+        pieces = gen.expand_statement(src, n) or [src]
+        assert line.strip() in {gen.expand_sx(p, n).strip() for p in pieces}, (k + 1, line, path.name, n, src)
+    assert markers == len(MECHANISMS) + 4        # each block, and the outline each of the 4 times it resumes
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_fixedstep.py"), "--where", str(len(out))],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("tools/fixedstep/log.py.in:39"), proc.stdout
+
+
+def test_an_include_that_is_missing_or_includes_itself_is_an_error_naming_it(tmp_path):
+    outline = tmp_path / "fixedstep.py.in"
+    (tmp_path / "loop.py.in").write_text("x = 1\n#@include loop.py.in\n")
+    for text, why in (("#@include gone.py.in\n", "#@include gone.py.in: No such file"),
+                      ("a = 1\n#@include loop.py.in\n", "#@include loop.py.in includes itself")):
+        outline.write_text(text)
+        with pytest.raises(gen.TemplateError, match=re.escape(why)):
+            gen.generate(text, outline)
+    (tmp_path / "bad.py.in").write_text("#@ a mechanism\ndef f():\n    t = GAIN(err)\n")
+    with pytest.raises(gen.TemplateError, match="line 3: GAIN takes") as e:
+        gen.generate("#@include bad.py.in\n", outline)
+    assert e.value.path == tmp_path / "bad.py.in"
 
 
 def block(lines: list[str]):
@@ -177,7 +232,7 @@ def test_clamp_limits_both_ways_and_carries_a_trailing_comment():
 def test_end_move_records_the_end_after_the_last_three_and_frees_the_slot():
     """END_MOVE appends (id, reason) to the ring of the last four ends (MOVE_STATE), the count written after the
     entry, and frees the slot; run on a plain list standing in for the ptr32 state array."""
-    fx = {m[1]: int(m[2], 0) for m in re.finditer(r"^(\w+) = const\(([0-9xA-Fa-f]+)\)", gen.TEMPLATE.read_text(),
+    fx = {m[1]: int(m[2], 0) for m in re.finditer(r"^(\w+) = const\(([0-9xA-Fa-f]+)\)", gen.template_text(),
                                                   re.M)}
     names = {n: fx[n] for n in ("M_NENDS", "M_ENDS", "S_ID", "S_ST", "TMASK")}
     lines = gen.expand_statement("        END_MOVE(o, why)", 1)

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-"""mcu/fixedstep.py, generated from tools/fixedstep.py.in: the control step's repeated blocks written once.
+"""mcu/fixedstep.py, generated from the template in tools/fixedstep/: the control step's repeated blocks written
+once, and its mechanisms one file each.
 
     python tools/gen_fixedstep.py            # write mcu/fixedstep.py from the template
     python tools/gen_fixedstep.py --check    # exit 1, with a diff, if mcu/fixedstep.py is not the tool's output
     python tools/gen_fixedstep.py --stdout   # print the output
+    python tools/gen_fixedstep.py --where N  # the template file and line that mcu/fixedstep.py's line N comes from
 
 Why generated: the step runs every control period as one @micropython.viper function. A viper function calling
 another viper function goes through MicroPython's generic call path (arguments boxed into objects, looked up by
@@ -13,6 +15,14 @@ function, generated"). So the gain term (clamp + split multiply) is written out 
 the ptr32 sign extension at each of its loads. Written out by this tool from one definition, not pasted: the
 template says `tp = GAIN(err, K_P)`, the board runs the expansion. The output is plain MicroPython, exactly the
 file that is deployed (no templating at run time); the template's comments are carried over unchanged.
+
+Why one file per mechanism: the step is one function for speed, not for reading. tools/fixedstep/fixedstep.py.in
+is the module's outline (the step's locals, its statistics, its per-wheel loop), and each mechanism is a file of
+its own that the outline includes where it runs: layout (the fixed-point scaling and every array's layout),
+requests, moves, intake (command intake and the deadman), setpoint (gain bank, joint acceleration limit), encoder
+(count delta, speed, filter), pid, checks (plausibility, e-stop, faults, status), move_end_all, log. The output
+marks where each block starts (`# >> tools/fixedstep/moves.py.in:5`) and where the outline resumes, so a line of
+mcu/fixedstep.py (a traceback, a profile) leads back to the line to edit; --where N names it exactly.
 
 Template syntax: the template is the module as it will read, with these macros (nothing else is rewritten):
 
@@ -29,6 +39,9 @@ Template syntax: the template is the module as it will read, with these macros (
   END_MOVE(o, why)          statement: the move in queue slot o (the slot's offset in st) ends with reason why:
                             recorded in the ends ring (MOVE_STATE), its slot freed. Uses the local ne.
 
+  #@include NAME.py.in      a line of its own: the file NAME.py.in beside the outline written in here, each of its
+                            lines indented as the directive is (the file itself is written at indentation 0).
+
 A statement macro stands alone on its line (a trailing comment goes onto the first line of its expansion).
 A `#` starts a line's comment, where nothing is expanded (the template has no `#` inside a string).
 Lines starting with `#@` are comments of the template only and are dropped.
@@ -42,16 +55,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = ROOT / "tools" / "fixedstep.py.in"
+TEMPLATE = ROOT / "tools" / "fixedstep" / "fixedstep.py.in"
 OUTPUT = ROOT / "mcu" / "fixedstep.py"
 
 HEADER = """\
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
-# GENERATED FILE, do not edit: made by tools/gen_fixedstep.py from tools/fixedstep.py.in (edit the template,
+# GENERATED FILE, do not edit: made by tools/gen_fixedstep.py from tools/fixedstep/*.py.in (edit the template,
 # then run `python tools/gen_fixedstep.py`; tests/test_gen_fixedstep.py fails while this file and the tool's
-# output differ). The template's SX / CLAMP / GAIN macros are written out here, one copy per use, because a
-# viper-to-viper call costs more than the block (docs/firmware.md, "Control step: one function, generated").
+# output differ; a `# >> FILE:LINE` line says where the lines after it come from). The template's SX / CLAMP /
+# GAIN macros are written out here, one copy per use, because a viper-to-viper call costs more than the block
+# (docs/firmware.md, "Control step: one function, generated").
 """
 
 MACROS = ("SX", "CLAMP", "GAIN", "END_MOVE")
@@ -63,8 +77,66 @@ STATEMENT = re.compile(r"(?P<ind>[ ]*)(?:(?P<out>[A-Za-z_]\w*) = )?(?P<name>CLAM
 ASSIGN_TARGET = re.compile(r"[ ]*[A-Za-z_][\w\[\] +]*? (?:[-+|&^]|<<|>>)?= ")
 
 
+INCLUDE = re.compile(r"(?P<ind>[ ]*)#@include (?P<name>[A-Za-z0-9_]+\.py\.in)[ ]*")
+MARKER = "# >> "
+
+
 class TemplateError(ValueError):
-    """A malformed macro use; the message names the template line."""
+    """A malformed macro use or include; the message names the template line, `path` the file (None: the text given
+    to generate())."""
+
+    def __init__(self, message: str, path: Path | None = None):
+        super().__init__(message)
+        self.path = path
+
+
+def _where(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def template_lines(text: str, path: Path, ind: str = "", within: tuple[Path, ...] = ()) -> list[tuple[str, Path, int]]:
+    """The template's lines with every #@include written in, each with the file and line it comes from; a block's
+    start and the outline's resumption carry a marker line (`# >> FILE:LINE`) naming where the lines after it come
+    from. `#@` lines are dropped here."""
+    out: list[tuple[str, Path, int]] = []
+    resume = False      # a marker is owed before the outline's next line of text
+    for lineno, line in enumerate(text.splitlines(), 1):
+        inc = INCLUDE.fullmatch(line)
+        if inc is not None:
+            sub = path.parent / inc["name"]
+            if sub in within or sub == path:
+                raise TemplateError(f"line {lineno}: #@include {inc['name']} includes itself", path)
+            try:
+                sub_text = sub.read_text()
+            except OSError as e:
+                raise TemplateError(f"line {lineno}: #@include {inc['name']}: {e.strerror}", path) from None
+            block = template_lines(sub_text, sub, ind + inc["ind"], within + (path,))
+            first = next((n for _, p, n in block if p == sub), 1)
+            out.append((f"{ind}{inc['ind']}{MARKER}{_where(sub)}:{first}", sub, first))
+            out += block
+            resume = True
+            continue
+        if line.lstrip().startswith("#@"):
+            continue
+        if resume and line.strip():
+            lead = line[:len(line) - len(line.lstrip())]      # the marker stands where the outline resumes
+            out.append((f"{ind}{lead}{MARKER}{_where(path)}:{lineno}", path, lineno))
+            resume = False
+        out.append((f"{ind}{line}" if line.strip() else "", path, lineno))
+    return out
+
+
+def template_text() -> str:
+    """Every template file's text, the outline first and each included file once, in the order they are included
+    (what the tests count macros and comments in)."""
+    seen: list[Path] = []
+
+    def walk(p: Path) -> None:
+        seen.append(p)
+        for m in INCLUDE.finditer(p.read_text()):
+            walk(p.parent / m["name"])
+    walk(TEMPLATE)
+    return "".join(p.read_text() for p in seen)
 
 
 def _close(text: str, start: int, lineno: int) -> int:
@@ -188,20 +260,34 @@ def expand_statement(line: str, lineno: int) -> list[str] | None:
     return lines
 
 
-def generate(template: str) -> str:
-    """mcu/fixedstep.py's text for the template's text."""
-    out = [HEADER.rstrip("\n")]
-    for lineno, line in enumerate(template.splitlines(), 1):
-        if line.startswith("#@"):
-            continue
-        expanded = expand_statement(line, lineno)
-        for piece in expanded if expanded is not None else [line]:
-            piece = expand_sx(piece, lineno)
-            left = re.search(r"\b(%s)\(" % "|".join(MACROS), piece.split("#", 1)[0])
-            if left:
-                raise TemplateError(f"line {lineno}: {left[1]}(...) is a statement macro and stands on its own line")
-            out.append(piece)
-    return "\n".join(out) + "\n"
+def generate_with_origins(template: str, path: Path | None = None) -> tuple[str, list[tuple[Path, int] | None]]:
+    """(mcu/fixedstep.py's text, for each of its lines the template file and line it comes from; None: the tool's
+    header). `template`: the outline's text, read as the file `path` (default TEMPLATE: its includes are found
+    beside it)."""
+    where = path if path is not None else TEMPLATE
+    out = HEADER.rstrip("\n").splitlines()
+    origins: list[tuple[Path, int] | None] = [None] * len(out)
+    for line, src, lineno in template_lines(template, where):
+        try:
+            expanded = expand_statement(line, lineno)
+            for piece in expanded if expanded is not None else [line]:
+                piece = expand_sx(piece, lineno)
+                left = re.search(r"\b(%s)\(" % "|".join(MACROS), piece.split("#", 1)[0])
+                if left:
+                    raise TemplateError(f"line {lineno}: {left[1]}(...) is a statement macro and stands on its own "
+                                        f"line")
+                out.append(piece)
+                origins.append((src, lineno))
+        except TemplateError as e:
+            if e.path is None and (path is not None or src != where):
+                e.path = src
+            raise
+    return "\n".join(out) + "\n", origins
+
+
+def generate(template: str, path: Path | None = None) -> str:
+    """mcu/fixedstep.py's text for the template's text (see generate_with_origins)."""
+    return generate_with_origins(template, path)[0]
 
 
 def _shown(path: Path) -> str:
@@ -214,12 +300,21 @@ def main(argv: list[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if mcu/fixedstep.py differs from the output")
     mode.add_argument("--stdout", action="store_true", help="print the output instead of writing it")
+    mode.add_argument("--where", type=int, metavar="N", help="the template file and line of mcu/fixedstep.py's line N")
     a = ap.parse_args(argv)
     try:
-        text = generate(TEMPLATE.read_text())
+        text, origins = generate_with_origins(TEMPLATE.read_text(), TEMPLATE)
     except TemplateError as e:
-        print(f"{_shown(TEMPLATE)}: {e}", file=sys.stderr)
+        print(f"{_shown(e.path or TEMPLATE)}: {e}", file=sys.stderr)
         return 2
+    if a.where is not None:
+        if not 1 <= a.where <= len(origins):
+            print(f"{_shown(OUTPUT)} has lines 1..{len(origins)}, not {a.where}", file=sys.stderr)
+            return 2
+        origin = origins[a.where - 1]
+        print(f"{_shown(OUTPUT)}:{a.where}: " + (f"{_shown(origin[0])}:{origin[1]}" if origin is not None
+                                                  else "the tool's header (tools/gen_fixedstep.py, HEADER)"))
+        return 0
     if a.stdout:
         sys.stdout.write(text)
         return 0
