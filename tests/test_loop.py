@@ -21,7 +21,7 @@ class SimClock:
     def __init__(self):
         self.t = 100.0
 
-    def __call__(self):
+    def now(self):
         return self.t
 
     def sleep(self, s):
@@ -30,7 +30,7 @@ class SimClock:
 
 def test_absolute_deadlines_no_drift_and_overrun_skips():
     clock = SimClock()
-    loop = FixedRateLoop(100.0, spin=0.0, clock=clock, sleep=clock.sleep)
+    loop = FixedRateLoop(100.0, spin=0.0, clock=clock)
     starts = []
 
     def step(now, k):
@@ -48,11 +48,10 @@ def test_absolute_deadlines_no_drift_and_overrun_skips():
 
 def test_stop_by_return_value_and_duration():
     clock = SimClock()
-    loop = FixedRateLoop(50.0, spin=0.0, clock=clock, sleep=clock.sleep)
+    loop = FixedRateLoop(50.0, spin=0.0, clock=clock)
     assert loop.run(lambda now, k: k < 3)["cycles"] == 4
     clock2 = SimClock()
-    assert FixedRateLoop(50.0, spin=0.0, clock=clock2, sleep=clock2.sleep).run(lambda n, k: None,
-                                                                             duration_s=1.0)["cycles"] == 50
+    assert FixedRateLoop(50.0, spin=0.0, clock=clock2).run(lambda n, k: None, duration_s=1.0)["cycles"] == 50
     with pytest.raises(ValueError):
         FixedRateLoop(0.0)
 

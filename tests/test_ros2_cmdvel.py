@@ -29,10 +29,12 @@ LOCAL_ENV = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
 
 
 class FakeClock:
+    """A stand-in time (viperdrive.timebase.Clock's now()) the test moves by hand."""
+
     def __init__(self):
         self.t = 100.0
 
-    def __call__(self):
+    def now(self):
         return self.t
 
 

@@ -178,10 +178,12 @@ class StandInBoard:
 
 
 class Clock:
+    """A stand-in board time (viperdrive.timebase.Clock's now()) the test moves by hand."""
+
     def __init__(self):
         self.t = 1000.0
 
-    def __call__(self):
+    def now(self):
         return self.t
 
 

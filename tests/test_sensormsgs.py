@@ -125,9 +125,9 @@ def test_a_board_samples_log_time_is_its_own_stamp_whatever_the_speeds_say():
     the board ran at full speed) back through the board's speed now (0.67 on a loaded machine): two samples 40 ms
     apart came out 26.8 ms apart. A board that is a program stamps with its own time: exactly 40 ms, also across
     the u32 wrap of ticks_us; a stamp from another timeline falls back to the host time."""
-    from viperdrive.recording.mcap import SAMPLE_AGE_MAX_S, BoardLogClock, HostTimesOnBoard
+    from viperdrive.recording.mcap import SAMPLE_AGE_MAX_S, HostTimesOnBoard, LogClock
     board = _SlowBoard(4294.967296 + 0.5, speed=0.67)       # just past the u32 wrap of its ticks_us
-    clock = HostTimesOnBoard(BoardLogClock(board))
+    clock = HostTimesOnBoard(LogClock(board))
     now_us = int(board.t * 1e6)
     stamps = [now_us - 200_000 + 40_000 * k for k in range(5)]          # 40 ms apart, the oldest 200 ms ago
     ns = [clock.sample_ns(0.0, us % (1 << 32)) for us in stamps]

@@ -19,14 +19,13 @@ newer than it arrives; that part is the caller's (the bridge drops what was queu
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from viperdrive.shared import protocol as P
 
 from ..errors import LinkError, PortError, UserError, VersionMismatch
+from ..timebase import HOST_CLOCK, Clock
 from .board import FaultLatched
 from .records import fault_text
 
@@ -77,7 +76,7 @@ class Recovery:
     policy: str = "auto"
     activate: bool = True                   # take the board back active (False: a monitor, which only watches)
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("viperdrive.recovery"))
-    clock: Callable[[], float] = time.monotonic
+    clock: Clock = HOST_CLOCK               # what outages and retries are timed in (viperdrive.timebase)
     outage: Outage | None = None
     history: list[Recovered] = field(default_factory=list)
     _watchdog_clears: deque = field(default_factory=deque)
@@ -89,7 +88,7 @@ class Recovery:
     # ---- going away ----
     def lost(self, kind: str, reason: str, fault_code: int = 0) -> Outage:
         """The board went away now (`kind`: LINK, RESTART or FAULT). An outage already open keeps its start."""
-        now = self.clock()
+        now = self.clock.now()
         if kind == FAULT and fault_code == P.FAULT_WATCHDOG and self._watchdog_budget(now):
             kind = RESTART      # the board's record of its own reset, acknowledged while the budget allows
         o = self.outage
@@ -116,7 +115,7 @@ class Recovery:
         if o is not None and o.kind == FAULT:
             o.kind = RESTART
             o.fault_code = 0
-            o.next_try = self.clock()
+            o.next_try = self.clock.now()
             o.retry_delay_s = RETRY_FIRST_S
             self.log.info("fault cleared on request: taking the board back")
 
@@ -130,7 +129,7 @@ class Recovery:
     def poll(self) -> Recovered | None:
         """One attempt when one is due; the Recovered record when the board is back and active now."""
         o = self.outage
-        now = self.clock()
+        now = self.clock.now()
         if o is None or self.policy == "never" or not o.recoverable or now < o.next_try:
             return None
         o.attempts += 1
@@ -154,7 +153,7 @@ class Recovery:
         except UserError as e:          # anything else the board said (a NACK on ENABLE): not back yet
             self._retry_later(o, now, str(e))
             return None
-        back = self.clock()
+        back = self.clock.now()
         if clear and o.fault_code == P.FAULT_WATCHDOG:
             self._watchdog_clears.append(back)
         rec = Recovered(o.kind, o.reason, back - o.since, o.attempts, back)
@@ -174,16 +173,16 @@ class Recovery:
     def commanding(self) -> None:
         """The first command after the last recovery was executed now (for its Recovered record)."""
         if self.history and self.history[-1].commanding_s is None:
-            self.history[-1].commanding_s = self.clock() - self.history[-1].back_at
+            self.history[-1].commanding_s = self.clock.now() - self.history[-1].back_at
 
     def status(self) -> dict:
         o = self.outage
         d: dict = {"recover": self.policy, "recoveries": len(self.history)}
         if o is not None:
-            d.update(down_kind=o.kind, down_reason=o.reason, down_for_s=round(self.clock() - o.since, 3),
+            d.update(down_kind=o.kind, down_reason=o.reason, down_for_s=round(self.clock.now() - o.since, 3),
                      attempts=o.attempts, recoverable=o.recoverable and self.policy != "never")
             if o.recoverable and self.policy != "never":
-                d["next_try_in_s"] = round(max(0.0, o.next_try - self.clock()), 3)
+                d["next_try_in_s"] = round(max(0.0, o.next_try - self.clock.now()), 3)
         return d
 
 

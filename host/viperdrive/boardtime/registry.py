@@ -28,14 +28,14 @@ def _path(url: str) -> Path:
     return registry_dir() / (hashlib.sha1(url.encode()).hexdigest()[:16] + ".json")
 
 
-def register(url: str, control: str | None, clock: str | os.PathLike | None = None,
+def register(url: str, control: str | None, clock_path: str | os.PathLike | None = None,
              board_pid: int | None = None, kind: str = "virtual") -> Path:
     """Announce the board serving `url`: its control endpoint (HOST:PORT), its clock file and process."""
     d = registry_dir()
     d.mkdir(parents=True, exist_ok=True)
     p = _path(url)
     tmp = p.with_name(p.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"url": url, "control": control, "clock": None if clock is None else str(clock),
+    tmp.write_text(json.dumps({"url": url, "control": control, "clock": None if clock_path is None else str(clock_path),
                                "pid": os.getpid(), "board_pid": board_pid, "kind": kind}))
     tmp.replace(p)
     return p

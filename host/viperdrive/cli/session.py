@@ -17,7 +17,7 @@ from ..messages.sensors import sensor_statuses
 from ..motion.drive import DriveController
 from ..motion.loop import DriveLoop
 from ..motion.odometry import Odometry
-from ..recording.mcap import BoardLogClock, HostTimesOnBoard
+from ..recording.mcap import HostTimesOnBoard, LogClock
 from ..timebase import HOST_CLOCK
 from .boardopen import activate, fault_message
 from .livefilter import ODOM_TOPIC, start_live_filter
@@ -43,7 +43,7 @@ class DriveSession:
         self.recorder = recorder
         # a board that is a program (a virtual board, an emulated chip) runs on its own time: the recording and the
         # live filter both log on it, on one epoch, so a rate or a span read off the recording is the board's
-        self.log_clock = None if self.clock is HOST_CLOCK else BoardLogClock(self.clock)
+        self.log_clock = None if self.clock is HOST_CLOCK else LogClock(self.clock)
         if recorder is not None and self.log_clock is not None:
             recorder.use_clock(HostTimesOnBoard(self.log_clock))
         self.telemetry_hz = telemetry_hz

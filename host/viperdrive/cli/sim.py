@@ -77,7 +77,7 @@ def run(args) -> int:
     # its board time, published for the commands that open it (boardtime.registry: they find it by the URL)
     clock = clockfile.create(f"{tmp.name}/board.clock")
     cmd = vboard_command(listen=args.listen, control=args.control, baud=args.baud, robot=args.robot,
-                         board=args.board, params=params, seed=args.seed, repl=args.repl, clock=clock,
+                         board=args.board, params=params, seed=args.seed, repl=args.repl, clock_path=clock,
                          time_ratio=args.time_ratio)
     try:
         if args.repl:

@@ -17,32 +17,28 @@ import gc
 import math
 import os
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..stats import percentile
+from ..timebase import HOST_CLOCK, Clock
 
 if TYPE_CHECKING:
     from ..board.board import Board
     from ..board.records import BoardState
-    from ..timebase import Clock
     from .drive import DriveController
     from .odometry import Odometry
 
 
 class FixedRateLoop:
-    def __init__(self, rate_hz: float, spin: float = 0.0002, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Any] = time.sleep,
-                 history: int = 10000):
+    def __init__(self, rate_hz: float, spin: float = 0.0002, clock: Clock = HOST_CLOCK, history: int = 10000):
         if not (math.isfinite(rate_hz) and rate_hz > 0):
             raise ValueError(f"rate_hz must be > 0, got {rate_hz}")
         self.rate_hz = rate_hz
         self.period = 1.0 / rate_hz
         self.spin = spin            # s before a deadline to stop sleeping and poll the clock (sleep overshoots)
-        self.clock = clock
-        self.sleep = sleep
+        self.clock = clock          # what the deadlines are counted in (viperdrive.timebase: the board's time)
         self.cycles = 0
         self.overruns = 0           # steps that ended after the next deadline
         self.skipped = 0            # deadlines dropped because of overruns
@@ -51,21 +47,21 @@ class FixedRateLoop:
 
     def _wait_until(self, deadline: float) -> float:
         while True:
-            now = self.clock()
+            now = self.clock.now()
             left = deadline - now
             if left <= 0:
                 return now
             if left > self.spin:
-                self.sleep(left - self.spin)
+                self.clock.sleep(left - self.spin)
             elif self.spin:
-                self.sleep(0)       # yield while spinning the last fraction of a millisecond
+                self.clock.sleep(0)       # yield while spinning the last fraction of a millisecond
 
     def run(self, step: Callable[[float, int], Any], cycles: int | None = None, duration_s: float | None = None,
             stop: threading.Event | None = None) -> dict:
         """Call step(now, k) at each deadline until cycles/duration_s are done, stop (a threading.Event) is set or
         step returns False. Returns stats()."""
         period = self.period
-        t0 = self.clock()
+        t0 = self.clock.now()
         deadline = t0
         k = 0
         done = 0
@@ -79,7 +75,7 @@ class FixedRateLoop:
             now = self._wait_until(deadline)
             self._late.append(now - deadline)
             keep_going = step(now, k)
-            end = self.clock()
+            end = self.clock.now()
             self._exec.append(end - now)
             self.cycles += 1
             done += 1
@@ -141,7 +137,7 @@ class DriveLoop:
         self.odometry = odometry
         self.rate_hz = rate_hz if rate_hz is not None else controller.config.update_rate
         clock = clock if clock is not None else board.clock
-        self.loop = FixedRateLoop(self.rate_hz, clock=clock.now, sleep=clock.sleep)
+        self.loop = FixedRateLoop(self.rate_hz, clock=clock)
         self._epoch = board.epoch
         self.state: BoardState | None = None
 

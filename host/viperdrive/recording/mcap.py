@@ -45,6 +45,7 @@ from pathlib import Path
 from ..errors import EXIT_BAD_VALUE, BadValue, FuseError, UserError
 from ..messages import definitions as rosmsg_defs
 from ..messages import sensors as sensormsgs
+from ..timebase import HOST_CLOCK, Clock
 
 JOINT_STATE = rosmsg_defs.JOINT_STATE
 DIAGNOSTIC_ARRAY = rosmsg_defs.DIAGNOSTIC_ARRAY
@@ -84,51 +85,37 @@ def _cov(m) -> list[float]:
 
 
 class LogClock:
-    """The host's monotonic clock on a wall-clock epoch, in integer ns: the MCAP log time of a recording
+    """A time source (viperdrive.timebase.Clock: the host's for a real board, a board's own for a virtual board or an
+    emulated chip) as MCAP log time: integer ns on the wall-clock epoch of its start. The log time of a recording
     (McapRecorder.clock) and the arrival time of every input of the live filter (viperdrive.estimation.live), so a
-    live run and `fuse` on its recording see the same times."""
+    live run and `fuse` on its recording see the same times; on a board's time, the odometry the filter is fed,
+    stamped in board time, and the periods it fuses them in agree when the machine stalls the board.
 
-    def __init__(self, wall0_ns: int | None = None, mono0: float | None = None):
+    use_sim_time: no wall-clock epoch: ns(t) is the clock's time itself (ROS sim time, as a simulator's /clock starts
+    at 0), so every process that reads the board's clock agrees on the time of an instant (`viperdrive ros2
+    --sim-time`). wall0_ns, t0: the epoch (tests, a clock sharing another's)."""
+
+    def __init__(self, clock: Clock = HOST_CLOCK, use_sim_time: bool = False, wall0_ns: int | None = None,
+                 t0: float | None = None):
+        self.board = clock          # the time source (named for the board whose time it is, the host's or its own)
+        if use_sim_time:
+            wall0_ns, t0 = 0, 0.0
         self.wall0 = time.time_ns() if wall0_ns is None else int(wall0_ns)
-        self.mono0 = time.monotonic() if mono0 is None else float(mono0)
+        self.mono0 = clock.now() if t0 is None else float(t0)
 
-    def ns(self, mono: float | None = None) -> int:
-        mono = time.monotonic() if mono is None else mono
-        return self.wall0 + int(round((mono - self.mono0) * 1e9))
+    def ns(self, t: float | None = None) -> int:
+        """The log time of `t` (s on this clock; None: now)."""
+        t = self.board.now() if t is None else t
+        return self.wall0 + int(round((t - self.mono0) * 1e9))
 
     def seconds(self) -> float:
         """Now, in the seconds this clock counts (the host's monotonic; a board's time for a board's clock)."""
-        return time.monotonic()
+        return self.board.now()
 
     def sample_ns(self, mono: float, board_us: int | None = None) -> int:
         """The log time of a board sample: its host time (mono); a clock on a board's own time uses the board's
         stamp (board_us) where it can."""
         return self.ns(mono)
-
-
-class BoardLogClock(LogClock):
-    """A board's time (viperdrive.timebase.Clock) as a log clock: the wall-clock epoch at its start, board seconds
-    after it; ns(t) takes a board time. The live filter of a virtual board runs on it, so the odometry it is fed,
-    stamped in board time, and the periods it fuses them in agree when the machine stalls the board (on a real
-    board the board's time is the host's and this is LogClock).
-
-    use_sim_time: no wall-clock epoch: ns(t) is the board time itself (ROS sim time, as a simulator's /clock starts at
-    0), so every process that reads the board's clock agrees on the time of an instant (`viperdrive ros2
-    --sim-time`)."""
-
-    def __init__(self, clock, use_sim_time: bool = False):
-        self.board = clock
-        if use_sim_time:
-            super().__init__(0, 0.0)
-        else:
-            super().__init__(mono0=clock.now())
-
-    def ns(self, mono: float | None = None) -> int:
-        t = self.board.now() if mono is None else mono
-        return self.wall0 + int(round((t - self.mono0) * 1e9))
-
-    def seconds(self) -> float:
-        return self.board.now()
 
 
 SAMPLE_AGE_MAX_S = 5.0      # HostTimesOnBoard.sample_ns: a board stamp older than this is not trusted
@@ -137,14 +124,13 @@ SAMPLE_AGE_MAX_S = 5.0      # HostTimesOnBoard.sample_ns: a board stamp older th
 class HostTimesOnBoard(LogClock):
     """A recorder's clock for a board that is a program (a virtual board, an emulated chip): the host's monotonic
     times its callers hand it (a state's sample time, a command's) mapped onto the board's time, on the epoch of
-    `log` (the BoardLogClock the live filter of the same run uses). A rate or a span read off the recording is
-    then the board's, whatever speed it ran at (VIPERDRIVE_SIM_SPEED) and however busy the machine was. A host
-    time a few ms old maps through the board's measured speed (BoardTimeFile.speed)."""
+    `log` (the LogClock on the board's time that the live filter of the same run uses). A rate or a span read off the
+    recording is then the board's, whatever speed it ran at (VIPERDRIVE_SIM_SPEED) and however busy the machine
+    was. A host time a few ms old maps through the board's measured speed (BoardTimeFile.speed)."""
 
-    def __init__(self, log: BoardLogClock):
+    def __init__(self, log: LogClock):
         self.log = log
-        self.board = log.board
-        super().__init__(log.wall0, log.mono0)
+        super().__init__(log.board, wall0_ns=log.wall0, t0=log.mono0)
 
     def ns(self, mono: float | None = None) -> int:
         t = self.board.now()
@@ -175,7 +161,7 @@ class SetClock(LogClock):
     benchmarks: `replay`)."""
 
     def __init__(self, t: float = 0.0):
-        super().__init__(0, 0.0)
+        super().__init__(HOST_CLOCK, wall0_ns=0, t0=0.0)
         self.t = t
 
     def ns(self, mono=None) -> int:
@@ -646,5 +632,5 @@ def open_reader(path: Path):
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 
 
-__all__ = ["LogClock", "BoardLogClock", "SetClock", "OutputFile", "open_reader", "IndexedReader", "McapRecorder",
+__all__ = ["LogClock", "SetClock", "OutputFile", "open_reader", "IndexedReader", "McapRecorder",
            "McapDamage", "read_mcap", "read_mcap_partial", "guarded", "FLUSH_PERIOD_S"]

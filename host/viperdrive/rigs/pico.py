@@ -91,7 +91,7 @@ def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0",
                 robot: str | os.PathLike | None = None, board: str | os.PathLike | None = None,
                 seed: int | None = None, hold_repl_pin: bool = False, max_time_ratio: float | None = None,
                 pio: str | None = None, images: str | os.PathLike | None = None, quiet: bool = True,
-                sensors: dict[str, str] | None = None, clock: str | os.PathLike | None = None,
+                sensors: dict[str, str] | None = None, clock_path: str | os.PathLike | None = None,
                 firmware: str = "micropython", fat: str | os.PathLike | None = None,
                 console: str | None = None, uf2: str | os.PathLike | None = None) -> list[str]:
     """The node command line of the rig (sim/pico/rig.mjs) with these options. sensors: the rig's sensor wiring
@@ -120,8 +120,8 @@ def rig_command(*, flash: str | os.PathLike | None, listen: str = "127.0.0.1:0",
         if name not in SENSOR_OPTIONS:
             raise SimError(f"unknown rig sensor option {name!r} (one of {', '.join(SENSOR_OPTIONS)})")
         cmd += ["--" + name, str(value)]
-    if clock is not None:
-        cmd += ["--clock", str(Path(clock).resolve())]
+    if clock_path is not None:
+        cmd += ["--clock", str(Path(clock_path).resolve())]
     if firmware != "micropython":
         cmd += ["--firmware", firmware]
     if fat is not None:
@@ -282,7 +282,7 @@ class PicoRig(VirtualBoard):
         return rig_command(flash=flash, listen=self.listen, control=self.control_address, robot=robot,
                            board=self.board, seed=self.seed, hold_repl_pin=self.hold_repl_pin,
                            max_time_ratio=self.max_time_ratio, pio=self.pio, images=self.images, sensors=self.sensors,
-                           clock=self.clock_path, firmware=self.firmware, fat=fat,
+                           clock_path=self.clock_path, firmware=self.firmware, fat=fat,
                            console="127.0.0.1:0" if self.firmware == "circuitpython" else None, uf2=self.uf2)
 
     KIND = "pico"

@@ -72,7 +72,7 @@ def robot_path(robot: str | os.PathLike) -> Path:
 def vboard_command(*, listen: str = "127.0.0.1:0", control: str | None = "127.0.0.1:0", baud: int = 115200,
                    robot: str | os.PathLike | None = None, board: str | os.PathLike | None = None,
                    params: str | os.PathLike | None = None, seed: int | None = None, repl: bool = False,
-                   heapsize: str = HEAPSIZE, clock: str | os.PathLike | None = None,
+                   heapsize: str = HEAPSIZE, clock_path: str | os.PathLike | None = None,
                    time_ratio: float | None = None) -> list[str]:
     """The micropython command line that runs the virtual board with these options."""
     root = firmware_root()
@@ -90,8 +90,8 @@ def vboard_command(*, listen: str = "127.0.0.1:0", control: str | None = "127.0.
         cmd += ["--params", str(Path(params).resolve())]
     if seed is not None:
         cmd += ["--seed", str(int(seed))]
-    if clock is not None:
-        cmd += ["--clock", str(Path(clock).resolve())]
+    if clock_path is not None:
+        cmd += ["--clock", str(Path(clock_path).resolve())]
     if time_ratio is not None:
         cmd += ["--time-ratio", repr(float(time_ratio))]     # else VIPERDRIVE_SIM_SPEED from the environment
     if repl:
@@ -186,7 +186,7 @@ class VirtualBoard:
         assert self._tmp is not None        # made by start()
         params = self.params if self.params is not None else Path(self._tmp.name) / "params.json"
         return vboard_command(listen=self.listen, control=self.control_address, baud=self.baud, robot=robot,
-                              board=self.board, params=params, seed=self.seed, clock=self.clock_path)
+                              board=self.board, params=params, seed=self.seed, clock_path=self.clock_path)
 
     KIND = "virtual"
 

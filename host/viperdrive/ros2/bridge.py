@@ -169,8 +169,8 @@ class Ros2Bridge:
 
     def _log_clock(self):
         """The live filter's and the recording's clock: the host's on the wall epoch, or the board's (use_sim_time)."""
-        from ..recording.mcap import BoardLogClock, LogClock
-        return BoardLogClock(self.clock, use_sim_time=True) if self.use_sim_time else LogClock()
+        from ..recording.mcap import LogClock
+        return LogClock(self.clock, use_sim_time=self.use_sim_time)
 
     def _ros_minus_clock(self) -> float:
         """ROS time minus the loop's clock now: the wall minus the host's monotonic clock; 0 on sim time."""

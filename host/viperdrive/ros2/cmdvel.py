@@ -5,13 +5,13 @@ topic (stamped = "auto" picks the type the first publisher offers), every sample
 out-of-order stamps refused with a reason, publishers other than the allowed ones ignored (PublisherFilter), and
 the warnings about missing or wrong-typed publishers rate-limited (RateLimitedWarning)."""
 import logging
-import time
 
 from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsParticipant, BuiltinTopicDcpsPublication
 from cyclonedds.core import InstanceState, Policy
 from cyclonedds.sub import DataReader
 
 from ..errors import BadValue
+from ..timebase import HOST_CLOCK, Clock
 from . import msgs, qos
 from .node import RANGE_OFF, RosNode, dds_topic_name, delete_entity, take_valid
 
@@ -28,14 +28,14 @@ WARN_INTERVAL_S = 5.0           # a repeated warning (no publisher, wrong type) 
 class RateLimitedWarning:
     """log.warning(key, text) at most once per interval_s seconds per key (a state that persists is re-reported)."""
 
-    def __init__(self, interval_s: float = WARN_INTERVAL_S, clock=time.monotonic):
+    def __init__(self, interval_s: float = WARN_INTERVAL_S, clock: Clock = HOST_CLOCK):
         self.interval_s = interval_s
         self.clock = clock
         self._last: dict = {}
         self.count: dict = {}
 
     def __call__(self, key: str, text: str) -> bool:
-        now = self.clock()
+        now = self.clock.now()
         self.count[key] = self.count.get(key, 0) + 1
         last = self._last.get(key)
         if last is not None and now - last < self.interval_s:
