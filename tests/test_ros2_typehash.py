@@ -95,3 +95,31 @@ def test_changing_a_field_changes_the_hash():
     h = typehash.type_hash("geometry_msgs/msg/Vector3", lambda _: base)
     assert h != typehash.type_hash("geometry_msgs/msg/Vector3", lambda _: renamed)
     assert h != typehash.type_hash("geometry_msgs/msg/Vector3", lambda _: retyped)
+
+
+def _store_of_msg_texts(definitions: dict) -> object:
+    """A rosbags typestore of the MCAP definitions (viperdrive.messages.definitions: .msg text), parsed by rosbags."""
+    from rosbags.typesys import get_types_from_msg
+    store = get_typestore(Stores.EMPTY)
+    for name, text in definitions.items():
+        store.register(get_types_from_msg(text, name))
+    return store
+
+
+def test_the_two_homes_of_the_message_definitions_agree():
+    """The recordings' .msg text (viperdrive.messages.definitions) and the bridge's IDL structs (viperdrive.ros2.msgs)
+    describe every type they share field for field (name, type, array or sequence, bound), parsed independently
+    (rosbags reads the .msg text); a field changed in one home and not the other fails here."""
+    from viperdrive.messages import definitions
+    shared = sorted(set(definitions.DEFINITIONS) & set(msgs.TYPES_BY_ROS_NAME))
+    store = _store_of_msg_texts({n: definitions.DEFINITIONS[n] for n in shared})
+    compared = sorted(set(store.fielddefs) & set(msgs.TYPES_BY_ROS_NAME))
+    assert len(shared) >= 10 and len(compared) >= 20       # the top-level types and every type they use
+    describe = describe_rosbags(store)
+    differ = [n for n in compared if typehash.describe_msgs(n) != describe(n)]
+    assert not differ, f"the .msg text and the IDL struct differ for {differ}"
+    # the check has teeth: one field's type changed in the .msg text is found
+    odom = definitions.DEFINITIONS["nav_msgs/msg/Odometry"].replace("float64 x\n", "float32 x\n", 1)
+    bent = describe_rosbags(_store_of_msg_texts({"nav_msgs/msg/Odometry": odom}))
+    assert [n for n in ("geometry_msgs/msg/Point", "nav_msgs/msg/Odometry")
+            if typehash.describe_msgs(n) != bent(n)] == ["geometry_msgs/msg/Point"]
