@@ -63,7 +63,7 @@ def test_split_layout_cross_compiles_for_the_rp2040(tmp_path):
 
 def test_the_builder_refuses_a_loop_body_that_reads_more_of_the_step(tmp_path):
     src = (ROOT / "mcu" / "fixedstep.py").read_text()
-    first = "        b = w * WS\n        # ---- encoder"
+    first = "        b = w * WS\n        # >> tools/fixedstep/encoder.py.in"     # the wheel loop's first line
     bad = src.replace(first, first.replace("w * WS", "w * WS + bank * 0"), 1)
     assert bad != src
     with pytest.raises(ValueError, match=r"reads \['bank'\] from the step"):
