@@ -16,18 +16,21 @@ import json
 import signal
 import socket
 import threading
-import time
 
 import pytest
 from cli_helpers import run_cli
 from dashboard_helpers import Dash, Driver, Events, post
 
-from viperdrive.dashboard.core import DRIVE_TIMEOUT_S
-from viperdrive.timebase import wait_until
+from viperdrive.boardtime.clockfile import HOLD_RELEASE_S
+from viperdrive.dashboard.core import DRIVE_TIMEOUT_S, PAGE_HOLD_S
+from viperdrive.timebase import HOST_CLOCK, wait_until
 
 pytestmark = pytest.mark.board
 
 REST_RAD_S = 0.1        # a wheel slower than this is at rest
+# a page the machine does not run: host seconds without a command, longer than the page's deadman and its hold,
+# shorter than the hold's release (the stimulus of the test below, not a wait for anything)
+PAGE_STALL_S = 0.55
 
 
 def _params(sim, *names) -> dict:
@@ -146,7 +149,8 @@ def test_a_page_the_machine_did_not_run_for_a_moment_is_not_taken_for_a_stalled_
     speed = _steady(sim, driver)
     driver.stop_sending()
     t0 = sim.clock.now()
-    time.sleep(0.55)                # host time: the page does not run
+    assert PAGE_HOLD_S < DRIVE_TIMEOUT_S < PAGE_STALL_S < HOLD_RELEASE_S
+    HOST_CLOCK.sleep(PAGE_STALL_S)  # host time: the page does not run (the board's time is held by the page)
     ran = sim.clock.now() - t0
     driver.send_again()
     seen = _sample(sim, 0.5)
