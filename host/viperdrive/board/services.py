@@ -171,9 +171,12 @@ class BoardServices:
                 raise BadValue(f"sensor rate {rate_hz} Hz is above the board's sensor rate") from None
             raise
 
-    def sensor_readings(self) -> list[SensorReading]:
-        """SENSORS_DATA records received so far (drained, oldest first); latest_sensors keeps the newest."""
-        self._poll_other()
+    def sensor_readings(self, poll: bool = True) -> list[SensorReading]:
+        """SENSORS_DATA records received so far (drained, oldest first); latest_sensors keeps the newest. poll=False
+        takes only what read()/write() already took off the link (a loop that just read: no second read of the
+        port each cycle)."""
+        if poll:
+            self._poll_other()
         out = list(self._sensors)
         self._sensors.clear()
         return out

@@ -96,9 +96,11 @@ class Odometry:
         self._positions: tuple[float, float] | None = None     # rad, the last update's
         self._gyro: float | None = None
         q2 = max(self.left_per_count, self.right_per_count) ** 2 / 12.0
-        # the starting pose is known to one count's quantization, not exactly: P stays positive definite
-        self._p = np.diag([q2, q2, 2.0 * q2 / self.separation ** 2])
-        self._twist_cov = np.diag([q2, q2 / self.separation ** 2])
+        # the starting pose is known to one count's quantization, not exactly: P stays positive definite. The 3x3
+        # pose and 2x2 twist covariances are kept as their distinct entries in floats (p00 p01 p02 p11 p12 p22,
+        # t00 t01 t11): a loop updates them every cycle, and numpy's per-call cost is most of a 3x3 product
+        self._p = (q2, 0.0, 0.0, q2, 0.0, 2.0 * q2 / self.separation ** 2)
+        self._t = (q2, 0.0, q2 / self.separation ** 2)
 
     def rebase(self) -> None:
         """Forget the position baseline (after the board zeroed its encoders or was re-plugged); pose is kept."""
@@ -143,19 +145,29 @@ class Odometry:
         b = self.separation
         m = self.theta + dth / 2.0
         cm, sm = math.cos(m), math.sin(m)
-        f = np.array([[1.0, 0.0, -ds * sm], [0.0, 1.0, ds * cm], [0.0, 0.0, 1.0]])
         if gyro_var is None:
-            # inputs (sl, sr): x,y,theta Jacobian of the midpoint model
-            g = np.array([[0.5 * cm + ds * sm / (2 * b), 0.5 * cm - ds * sm / (2 * b)],
-                          [0.5 * sm - ds * cm / (2 * b), 0.5 * sm + ds * cm / (2 * b)],
-                          [-1.0 / b, 1.0 / b]])
-            q = (var_l, var_r)
+            # inputs (sl, sr): x,y,theta Jacobian G of the midpoint model
+            h = ds / (2.0 * b)
+            g00, g01 = 0.5 * cm + h * sm, 0.5 * cm - h * sm
+            g10, g11 = 0.5 * sm - h * cm, 0.5 * sm + h * cm
+            g20, g21 = -1.0 / b, 1.0 / b
+            q0, q1 = var_l, var_r
         else:
             # inputs (ds, dtheta): distance from the wheels, heading change from the gyro
-            g = np.array([[cm, -0.5 * ds * sm], [sm, 0.5 * ds * cm], [0.0, 1.0]])
-            q = ((var_l + var_r) / 4.0, gyro_var)
-        # G diag(q) G^T with the diagonal as a column scaling (same numbers, no 2x2 matrix built)
-        self._p = f @ self._p @ f.T + (g * q) @ g.T
+            g00, g01 = cm, -0.5 * ds * sm
+            g10, g11 = sm, 0.5 * ds * cm
+            g20, g21 = 0.0, 1.0
+            q0, q1 = (var_l + var_r) / 4.0, gyro_var
+        # P' = F P F^T + G diag(q) G^T, written out for F = [[1, 0, fa], [0, 1, fb], [0, 0, 1]] (the midpoint
+        # model's Jacobian in the pose) and a symmetric P
+        fa, fb = -ds * sm, ds * cm
+        p00, p01, p02, p11, p12, p22 = self._p
+        self._p = (p00 + 2.0 * fa * p02 + fa * fa * p22 + g00 * q0 * g00 + g01 * q1 * g01,
+                   p01 + fa * p12 + fb * p02 + fa * fb * p22 + g00 * q0 * g10 + g01 * q1 * g11,
+                   p02 + fa * p22 + g00 * q0 * g20 + g01 * q1 * g21,
+                   p11 + 2.0 * fb * p12 + fb * fb * p22 + g10 * q0 * g10 + g11 * q1 * g11,
+                   p12 + fb * p22 + g10 * q0 * g20 + g11 * q1 * g21,
+                   p22 + g20 * q0 * g20 + g21 * q1 * g21)
 
     def _set_twist(self, vel_l, vel_r, rl, rr):
         vl = vel_l * rl
@@ -167,8 +179,8 @@ class Odometry:
         quant = (q / n.velocity_window) ** 2 / 12.0
         var_l = (n.velocity_slip_ratio * vl) ** 2 + quant
         var_r = (n.velocity_slip_ratio * vr) ** 2 + quant
-        j = np.array([[0.5, 0.5], [-1.0 / b, 1.0 / b]])
-        self._twist_cov = (j * (var_l, var_r)) @ j.T
+        # J diag(var) J^T for J = [[0.5, 0.5], [-1/b, 1/b]]: (v, w) from the rim speeds
+        self._t = (0.25 * var_l + 0.25 * var_r, (var_r - var_l) / (2.0 * b), (var_l + var_r) / (b * b))
 
     # ---- outputs ----
     @property
@@ -182,25 +194,40 @@ class Odometry:
 
     @property
     def pose_covariance_xytheta(self) -> np.ndarray:
-        return self._p.copy()
+        p00, p01, p02, p11, p12, p22 = self._p
+        return np.array([[p00, p01, p02], [p01, p11, p12], [p02, p12, p22]])
 
     @property
     def pose_covariance(self) -> np.ndarray:
         """6x6 over (x, y, z, roll, pitch, yaw), row-major as in nav_msgs/Odometry."""
-        return _embed(self._p, (0, 1, 5), self._planar)
+        return np.array(self.pose_covariance_values()).reshape(6, 6)
 
     @property
     def twist_covariance(self) -> np.ndarray:
         """6x6 over (vx, vy, vz, wx, wy, wz) in base_link."""
-        return _embed(self._twist_cov, (0, 5), self._planar)
+        return np.array(self.twist_covariance_values()).reshape(6, 6)
 
+    def pose_covariance_values(self) -> list[float]:
+        """pose_covariance as 36 floats, row-major (nav_msgs/Odometry's array), without numpy."""
+        p00, p01, p02, p11, p12, p22 = self._p
+        z = self._planar
+        return [p00, p01, 0.0, 0.0, 0.0, p02,
+                p01, p11, 0.0, 0.0, 0.0, p12,
+                0.0, 0.0, z, 0.0, 0.0, 0.0,
+                0.0, 0.0, 0.0, z, 0.0, 0.0,
+                0.0, 0.0, 0.0, 0.0, z, 0.0,
+                p02, p12, 0.0, 0.0, 0.0, p22]
 
-def _embed(block: np.ndarray, index: tuple[int, ...], planar: float) -> np.ndarray:
-    out = np.diag([planar] * 6)
-    for i, a in enumerate(index):
-        for j, b in enumerate(index):
-            out[a, b] = block[i, j]
-    return out
+    def twist_covariance_values(self) -> list[float]:
+        """twist_covariance as 36 floats, row-major, without numpy."""
+        t00, t01, t11 = self._t
+        z = self._planar
+        return [t00, 0.0, 0.0, 0.0, 0.0, t01,
+                0.0, z, 0.0, 0.0, 0.0, 0.0,
+                0.0, 0.0, z, 0.0, 0.0, 0.0,
+                0.0, 0.0, 0.0, z, 0.0, 0.0,
+                0.0, 0.0, 0.0, 0.0, z, 0.0,
+                t01, 0.0, 0.0, 0.0, 0.0, t11]
 
 
 def lint_covariance(matrix: npt.ArrayLike, name: str = "covariance", huge: float = 1e3,

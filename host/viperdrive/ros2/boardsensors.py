@@ -46,13 +46,15 @@ class SensorStream:
         log.info("board sensors at %d Hz (asked %d): imu/data_raw in frame %s, battery_state", self.rate, self.hz,
                  self.topics.imu_frame)
 
-    def publish(self, stamp_of: Callable[[float], msgs.Time], board_diag: dict, status_bits: int) -> None:
+    def publish(self, stamp_of: Callable[[float], msgs.Time], board_diag: dict, status_bits: int,
+                poll: bool = True) -> None:
         """Every record received since the last tick; stamp_of(host monotonic s) -> its ROS time. Also while the
         board is down (its sensor task keeps streaming: the e-stop and the battery are what the graph needs to
-        see then). board_diag, status_bits: the board's last account, for battery_state's cutoff flag."""
+        see then). board_diag, status_bits: the board's last account, for battery_state's cutoff flag. poll: read
+        the port for them (False: the loop's read() this tick already took them off the link)."""
         if not self.rate:
             return
-        readings = self.board.sensor_readings()
+        readings = self.board.sensor_readings(poll=poll)
         if not readings:
             return
         cutoff = (board_diag.get("fault_code") == protocol.FAULT_BATTERY_LOW and bool(status_bits & protocol.ST_FAULT))

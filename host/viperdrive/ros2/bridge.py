@@ -293,8 +293,10 @@ class Ros2Bridge:
         self.clear_fault.serve()
         self.tick(now)
         self.topics.publish_clock(now)
+        # while the loop reads the board every tick its read() took the records off the link; while the board is
+        # down nothing reads it but this
         self.sensors.publish(lambda t: self.stamp(self._on_clock(t)), self.board_diag,
-                             getattr(self.last_state, "status", 0))
+                             getattr(self.last_state, "status", 0), poll=self.recovery.outage is not None)
         after = self.clock.now()
         alarm = getattr(self.last_state, "status", 0) & (protocol.ST_FAULT | protocol.ST_DEADMAN)
         if self.recovery.outage is None and (

@@ -34,14 +34,16 @@ def frame_with_prefix(prefix: str, frame: str) -> str:
     return f"{p}/{frame}" if p else frame
 
 
-def covariance(matrix, diagonal_override) -> list:
-    """36 floats row-major: the propagated 6x6, or diff_drive_controller's fixed diagonal when configured."""
+def covariance(values, diagonal_override) -> list:
+    """36 floats row-major: the propagated 6x6 (36 values, or 6 rows of 6), or diff_drive_controller's fixed
+    diagonal when configured."""
     if diagonal_override is not None:
         out = [0.0] * 36
         for i, v in enumerate(diagonal_override):
             out[i * 7] = float(v)
         return out
-    flat = [float(v) for row in matrix for v in row]
+    flat = [float(v) for row in values for v in row] if len(values) and not isinstance(values[0], (int, float)) else \
+        [float(v) for v in values]
     if len(flat) != 36:
         raise ValueError(f"covariance must be 6x6, got {len(flat)} values")
     return flat
@@ -99,8 +101,8 @@ class BridgeTopics:
         """odom (the odometry's pose, `twist`, their covariances or the configured diagonals), joint_states and,
         when `tf` and the writer exists, odom -> base_link; all with one stamp. Returns the odom message."""
         x, y, th = odometry.pose
-        pose_cov = covariance(odometry.pose_covariance, self.pose_cov_override)
-        twist_cov = covariance(odometry.twist_covariance, self.twist_cov_override)
+        pose_cov = covariance(odometry.pose_covariance_values(), self.pose_cov_override)
+        twist_cov = covariance(odometry.twist_covariance_values(), self.twist_cov_override)
         odom = msgs.odometry(stamp, self.odom_frame, self.base_frame, (x, y, th), twist, pose_cov, twist_cov)
         self.write(self.odom, odom, "odom")
         joints = msgs.JointState(header=msgs.Header(stamp=stamp, frame_id=""), name=[LEFT_JOINT, RIGHT_JOINT],
