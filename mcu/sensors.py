@@ -247,8 +247,14 @@ class Sensors:
             if self._still_us < self.still_us:
                 self._still_us += self.period_us
         else:
+            # moving: the window under way is dropped whole, its partial sums with its count (a window that kept
+            # them averaged them in with the next rest's 32 samples: a bias off by up to a quarter of itself)
             self._still_us = 0
             self._acc_n = 0
+            acc = self._acc
+            acc[0] = 0
+            acc[1] = 0
+            acc[2] = 0
             last[0] = pos[0]
             last[1] = pos[1]
         self.still = self._still_us >= self.still_us

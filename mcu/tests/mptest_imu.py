@@ -266,6 +266,28 @@ def test_bias_estimated_while_still_and_the_heading_uses_it():
     assert task.bias[2] == b
 
 
+def test_a_bias_window_cut_short_by_motion_leaves_nothing_in_the_next_one():
+    """A window of still samples that motion interrupts is dropped whole: the next window after the next rest
+    averages its own 32 samples only. (Its partial sum used to stay in the accumulator, so the first window after
+    a move counted up to 31 samples more than it divided by: with the part's 0.6 deg/s turn-on bias the estimate
+    jumped by up to a quarter of that, and a 2-turn calibration or a square on the gyro ended a degree off.)"""
+    task, hal, ctrl, p = _task("lsm6ds3")
+    bias = (0.004, -0.002, 0.0105)
+    _run(task, hal, p, 0.15 + 0.5 + 0.35, bias)        # start-up, still_ms, one window: the estimate exists
+    assert task.bias_valid and task.still
+    _run(task, hal, p, 0.2, bias)                       # 20 samples into the next window...
+
+    def move(i):
+        ctrl.pos[0] += 10
+        ctrl.pos[1] += 20
+    _run(task, hal, p, 0.5, (bias[0], bias[1], 1.0 + bias[2]), move)     # ...cut short by a turn
+    assert not task.still
+    _run(task, hal, p, 0.5 + 0.33, bias)                # still again: still_ms, then exactly one window
+    assert task.still
+    for i in range(3):
+        assert abs(task.bias[i] - bias[i] * 1e6) <= 310, (i, task.bias[i], bias[i] * 1e6)
+
+
 def test_still_tolerates_a_one_count_dither_and_not_two():
     """A resting encoder can sit on an edge and dither one count (the default virtual robot's edge jitter does):
     that is still, and the bias gets its estimate; two counts are motion."""
