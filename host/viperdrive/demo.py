@@ -52,6 +52,7 @@ EKF_PARAMS = {"ekf_filter_node": {"ros__parameters": {
     "odom0": "odom", "odom0_config": [False] * 6 + [True, True, False, False, False, True] + [False] * 3,
     "imu0": "imu", "imu0_config": [False] * 11 + [True] + [False] * 3}}}
 HEADING_GAIN = 2.0      # rad/s per rad of heading error while driving straight
+GYRO_REST_S = 2.0       # board s at rest before board moves (wait_gyro): more of the gyro's bias windows
 LAG_S = 0.06            # command -> wheel motion lag of the chain at 100 Hz (measured on the virtual board)
 
 
@@ -195,11 +196,18 @@ class PathRunner:
             if late > self.period:
                 self._next = now        # a long stall (GC, loaded machine): restart the schedule
 
-    def wait_gyro(self, seconds: float = 3.0) -> str:
-        """Hold still until the board's heading comes from its gyro (its bias is known after still_ms at rest), at
-        most `seconds` of board time: board moves turn on the board's heading. Its source at the end."""
-        t_end = self.board.clock.now() + seconds
-        while self.board.odometry().heading_source != "gyro" and self.board.clock.now() < t_end:
+    def wait_gyro(self, seconds: float = 3.0, rest_s: float = GYRO_REST_S) -> str:
+        """Hold still rest_s, then until the board's heading comes from its gyro (its bias is known after still_ms
+        at rest), at most `seconds` more, all in board time: board moves turn on the board's heading. Its source at
+        the end. At rest the board refines its gyro bias, a window of samples every 0.32 s after still_ms, and a
+        bias error integrates into the heading of everything driven after it: a robot that rests before it moves
+        starts with a better estimate (as a careful user lets it sit for a moment)."""
+        clock = self.board.clock
+        t_rest = clock.now() + rest_s
+        while clock.now() < t_rest:
+            self.cycle(0.0, 0.0)
+        t_end = clock.now() + seconds
+        while self.board.odometry().heading_source != "gyro" and clock.now() < t_end:
             self.cycle(0.0, 0.0)
         return self.board.odometry().heading_source
 
