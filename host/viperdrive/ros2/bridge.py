@@ -293,8 +293,7 @@ class Ros2Bridge:
         self.clear_fault.serve()
         self.tick(now)
         self.topics.publish_clock(now)
-        # while the loop reads the board every tick its read() took the records off the link; while the board is
-        # down nothing reads it but this
+        # the loop's read() took the records off the link; while the board is down nothing else reads it
         self.sensors.publish(lambda t: self.stamp(self._on_clock(t)), self.board_diag,
                              getattr(self.last_state, "status", 0), poll=self.recovery.outage is not None)
         after = self.clock.now()
