@@ -241,6 +241,9 @@ def bridge_b(tmp_path_factory):
     """--stamped auto, no namespace: for plain Twist, then stopped with SIGINT by the test."""
     b = Bridge(tmp_path_factory.mktemp("bridge_b"), "--stamped", "auto",
                robot_file=ROBOT_FILE.replace("tf_frame_prefix: robot_t", 'tf_frame_prefix: ""'))
+    # active before any test uses it: the Ctrl-C test, run first (alone, or first on its worker), interrupted a
+    # bridge still starting (exit 130 before "board active")
+    bridge_active(b)
     yield b
     b.stop()
 
