@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 """Plain CDR (XCDR1, little-endian: what ROS 2 over Cyclone DDS sends) for the messages the bridge publishes every
-cycle: nav_msgs/Odometry, tf2_msgs/TFMessage, sensor_msgs/JointState, Imu and BatteryState, written with struct
+cycle: nav_msgs/Odometry, tf2_msgs/TFMessage, sensor_msgs/JointState, Imu and BatteryState, and the once-a-second
+diagnostic_msgs/DiagnosticArray (a hundred strings: several ms in the serializer), written with struct
 in a few calls per message instead of cyclonedds' field-by-field Python serializer (207 us for one Odometry on a
 desktop x86, about 10 us here: bench/bench_ros2_cpu.py, docs/ros2.md "CPU").
 
@@ -126,9 +127,25 @@ def _battery(m: msgs.BatteryState) -> bytes:
     return bytes(o.buf)
 
 
+def _diagnostics(m: msgs.DiagnosticArray) -> bytes:
+    o = _Out()
+    o.header(m.header)
+    o.u32(len(m.status))
+    for st in m.status:
+        o.buf.append(st.level)      # uint8: 1-byte aligned
+        o.string(st.name)
+        o.string(st.message)
+        o.string(st.hardware_id)
+        o.u32(len(st.values))
+        for kv in st.values:
+            o.string(kv.key)
+            o.string(kv.value)
+    return bytes(o.buf)
+
+
 ENCODERS: dict[type, Callable[[Any], bytes]] = {
     msgs.Odometry: _odometry, msgs.TFMessage: _tf, msgs.JointState: _joint_state, msgs.Imu: _imu,
-    msgs.BatteryState: _battery,
+    msgs.BatteryState: _battery, msgs.DiagnosticArray: _diagnostics,
 }
 
 

@@ -89,7 +89,7 @@ class BridgeTopics:
     def write(self, writer, sample, what: str) -> None:
         """One sample; a failure is counted and warned about (rate-limited), not raised."""
         try:
-            cdr.write(writer, sample)       # odom, tf, joints, imu, battery: struct-built CDR
+            cdr.write(writer, sample)       # odom, tf, joints, imu, battery, diagnostics: struct-built CDR
             self.published[what] = self.published.get(what, 0) + 1
         except Exception as e:       # DDS timeout (a reader stuck with our reliable backlog): drop, count, go on
             self.dropped_writes += 1
