@@ -10,7 +10,7 @@ from board_responder import Responder
 
 from viperdrive.board import Board, count_delta, fault_text
 from viperdrive.board.link import Link
-from viperdrive.errors import BadValue, BoardFault, LinkLost, VersionMismatch
+from viperdrive.errors import BadValue, BoardFault, LinkLost, PortError, VersionMismatch
 from viperdrive.robot.config import RobotConfig
 from viperdrive.shared import params
 from viperdrive.shared import protocol as P
@@ -354,6 +354,8 @@ def test_board_sim_port_starts_private_virtual_board():
         board.activate()
         assert board.read().enabled
     assert not sim.alive
+    with pytest.raises(PortError, match="ended with its cleanup"):
+        board.configure()       # its virtual board is gone: said so, not a link error on a dead port
     for name in ("sim", "auto"):
         with pytest.raises(BadValue, match=rf"open_board\('{name}'"):
             Board(name, config=CFG).configure()

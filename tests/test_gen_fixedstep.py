@@ -130,6 +130,16 @@ def test_every_line_of_the_output_leads_back_to_its_template_line():
     assert proc.returncode == 0 and proc.stdout.strip().endswith("tools/fixedstep/log.py.in:39"), proc.stdout
 
 
+@pytest.mark.parametrize("n, said", [("0", "has lines 1.."), ("-3", "has lines 1.."), ("9" * 40, "has lines 1.."),
+                                     ("12.5", "invalid int"), ("nan", "invalid int"), ("", "invalid int")])
+def test_where_outside_the_output_is_one_line_and_exit_2(n, said):
+    """--where takes a line of mcu/fixedstep.py: no line, a huge one or not a number is one line and exit 2."""
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_fixedstep.py"), "--where", n],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == "", proc
+    assert said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
 def test_an_include_that_is_missing_or_includes_itself_is_an_error_naming_it(tmp_path):
     outline = tmp_path / "fixedstep.py.in"
     (tmp_path / "loop.py.in").write_text("x = 1\n#@include loop.py.in\n")

@@ -173,8 +173,10 @@ def test_helpers():
     assert frame_with_prefix("/robot1/", "base_link") == "robot1/base_link"
     assert ros_time_to_clock(msgs.Time(0, 0), 123.0) is None
     assert ros_time_to_clock(msgs.Time(1000, 500_000_000), 900.0) == pytest.approx(100.5)
-    cov = covariance([[i * 6 + j for j in range(6)] for i in range(6)], None)
+    cov = covariance(range(36), None)
     assert cov[7] == 7.0 and cov[35] == 35.0 and len(cov) == 36
+    with pytest.raises(ValueError, match="got 35"):
+        covariance([0.0] * 35, None)
     diag = covariance(None, [1, 2, 3, 4, 5, 6])
     assert [diag[i * 7] for i in range(6)] == [1, 2, 3, 4, 5, 6] and sum(diag) == 21
 

@@ -105,6 +105,7 @@ class Board(Braking):
         self.max_misses = int(options.get("max_misses", 5))
         self.link: Link | None = options.get("link")
         self._owned = options.get("owns")   # closed with this Board (cleanup)
+        self._ended = False                 # cleanup() closed what it owned: its port is gone for good
         self.info: BoardInfo | None = None
         self.active = False
         self.configured = False
@@ -144,6 +145,9 @@ class Board(Braking):
     # ---- lifecycle ----
     def configure(self) -> BoardInfo:
         """Open the port and check HELLO. VersionMismatch when the board speaks another protocol or table."""
+        if self._ended:
+            raise PortError(f"{self.port}: the virtual board this Board started ended with its cleanup(); open a "
+                            f"new one with viperdrive.ports.open_board(...)")
         if self.link is None:
             url = self.port
             if url in ("sim", "auto"):
@@ -511,6 +515,7 @@ class Board(Braking):
         if self._owned is not None:
             owned, self._owned = self._owned, None
             owned.close()       # what open_board started for this Board (a private virtual board) ends with it
+            self._ended = True
         self.configured = False
         self.active = False
 

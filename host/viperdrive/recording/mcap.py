@@ -97,7 +97,7 @@ class LogClock:
 
     def __init__(self, clock: Clock = HOST_CLOCK, use_sim_time: bool = False, wall0_ns: int | None = None,
                  t0: float | None = None):
-        self.board = clock          # the time source (named for the board whose time it is, the host's or its own)
+        self.source = clock         # the time source: the host's clock or a board's own
         if use_sim_time:
             wall0_ns, t0 = 0, 0.0
         self.wall0 = time.time_ns() if wall0_ns is None else int(wall0_ns)
@@ -105,12 +105,12 @@ class LogClock:
 
     def ns(self, t: float | None = None) -> int:
         """The log time of `t` (s on this clock; None: now)."""
-        t = self.board.now() if t is None else t
+        t = self.source.now() if t is None else t
         return self.wall0 + int(round((t - self.mono0) * 1e9))
 
     def seconds(self) -> float:
         """Now, in the seconds this clock counts (the host's monotonic; a board's time for a board's clock)."""
-        return self.board.now()
+        return self.source.now()
 
     def sample_ns(self, mono: float, board_us: int | None = None) -> int:
         """The log time of a board sample: its host time (mono); a clock on a board's own time uses the board's
@@ -130,16 +130,16 @@ class HostTimesOnBoard(LogClock):
 
     def __init__(self, log: LogClock):
         self.log = log
-        super().__init__(log.board, wall0_ns=log.wall0, t0=log.mono0)
+        super().__init__(log.source, wall0_ns=log.wall0, t0=log.mono0)
 
     def ns(self, mono: float | None = None) -> int:
-        t = self.board.now()
+        t = self.source.now()
         if mono is not None:
-            t -= (time.monotonic() - mono) * getattr(self.board, "speed", 1.0)
+            t -= (time.monotonic() - mono) * getattr(self.source, "speed", 1.0)
         return self.log.ns(t)
 
     def seconds(self) -> float:
-        return self.board.now()
+        return self.source.now()
 
     def sample_ns(self, mono: float, board_us: int | None = None) -> int:
         """A board sample stamped with the board's own time: its ticks_us (u32) is the board's clock (the virtual
@@ -149,7 +149,7 @@ class HostTimesOnBoard(LogClock):
         the future (another timeline: an emulated chip reset under its clock file) falls back to the host time."""
         if board_us is None:
             return self.ns(mono)
-        now_us = int(self.board.now() * 1e6)
+        now_us = int(self.source.now() * 1e6)
         age_us = (now_us - board_us) % (1 << 32)
         if age_us > SAMPLE_AGE_MAX_S * 1e6:
             return self.ns(mono)

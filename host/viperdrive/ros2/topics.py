@@ -35,17 +35,16 @@ def frame_with_prefix(prefix: str, frame: str) -> str:
 
 
 def covariance(values, diagonal_override) -> list:
-    """36 floats row-major: the propagated 6x6 (36 values, or 6 rows of 6), or diff_drive_controller's fixed
-    diagonal when configured."""
+    """36 floats row-major: the propagated 6x6's 36 values, or diff_drive_controller's fixed diagonal when
+    configured."""
     if diagonal_override is not None:
         out = [0.0] * 36
         for i, v in enumerate(diagonal_override):
             out[i * 7] = float(v)
         return out
-    flat = [float(v) for row in values for v in row] if len(values) and not isinstance(values[0], (int, float)) else \
-        [float(v) for v in values]
+    flat = [float(v) for v in values]
     if len(flat) != 36:
-        raise ValueError(f"covariance must be 6x6, got {len(flat)} values")
+        raise ValueError(f"covariance must be 36 values (6x6 row-major), got {len(flat)}")
     return flat
 
 
