@@ -146,14 +146,18 @@ def _first_flash(drive) -> dict[str, bytes]:
     return _snapshot(drive)
 
 
-def test_a_flash_onto_a_drive_without_room_leaves_the_old_firmware_intact(tmp_path):
-    """A real small drive (a 320 KiB tmpfs, as root; CI is root) holding a firmware and a user's data file that
-    leaves less room than the new firmware needs: refused before anything is written."""
-    mnt = tmp_path / "small"
+def _tmpfs(mnt: Path, kib: int) -> None:
     mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=320k", "tmpfs", str(mnt)], capture_output=True,
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(mnt)], capture_output=True,
                        text=True)
     assert r.returncode == 0, f"a test drive needs a tmpfs mount (root): {r.stderr}"
+
+
+def test_a_flash_onto_a_drive_without_room_leaves_the_old_firmware_intact(tmp_path):
+    """A real small drive (a 512 KiB tmpfs, as root; CI is root) holding a firmware and a user's data file that
+    leaves less room than the new firmware needs: refused before anything is written."""
+    mnt = tmp_path / "small"
+    _tmpfs(mnt, 512)
     try:
         drive = mounted_drive(mnt)
         old = _first_flash(drive)
@@ -167,6 +171,29 @@ def test_a_flash_onto_a_drive_without_room_leaves_the_old_firmware_intact(tmp_pa
         assert r.returncode == 1 and "bytes free" in r.stderr and "nothing was changed" in r.stderr
         assert "Traceback" not in r.stderr
         assert _snapshot(drive) == old
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_room_is_counted_in_the_drives_allocation_units_not_bytes(tmp_path):
+    """Each file takes whole allocation units (a FAT cluster, a tmpfs page): on a drive with room for the firmware's
+    bytes but not for its units, the flash is refused up front, not run out of room half-way (which the byte sum
+    let happen when the firmware grew by one module)."""
+    from viperdrive.deploy.circuitpy import DRIVE_SPARE, drive_files
+    sizes = [len(src.read_bytes()) for _, src in drive_files(ROOT / "mcu" / "boards" / "circuitpython_pico.json")]
+    in_bytes = sum(sizes) + 4096 + DRIVE_SPARE                  # 4096: the manifest, generously
+    in_pages = sum(-(-n // 4096) * 4096 for n in sizes) + 4096 + DRIVE_SPARE
+    kib = (in_bytes + in_pages) // 2 // 1024                     # between the two
+    assert in_bytes < kib * 1024 < in_pages, (in_bytes, kib, in_pages)
+    mnt = tmp_path / "tight"
+    _tmpfs(mnt, kib)
+    try:
+        drive = mounted_drive(mnt)
+        before = _snapshot(drive)
+        r = viperdrive("flash", "--board", "circuitpython_pico", "--drive", drive)
+        print(r.stderr.strip())
+        assert r.returncode == 1 and "bytes free" in r.stderr and "nothing was changed" in r.stderr, r.stderr
+        assert _snapshot(drive) == before
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
 

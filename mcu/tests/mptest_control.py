@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The viper control step (fixedstep.py via control.Controller) on the MicroPython unix port, against the float
-# reference of the same law (control_float.FloatLaw), with the hal test double (no plant: the tests set the
+# reference of the same law (floatlaw.FloatLaw), with the hal test double (no plant: the tests set the
 # encoder counters themselves).
 import random
 from array import array
@@ -9,7 +9,7 @@ from array import array
 import micropython
 
 import fakehal
-from viperdrive import control, control_float
+from viperdrive import control, floatlaw
 from viperdrive import fixedstep as fx
 from viperdrive.shared import params, protocol
 
@@ -40,7 +40,7 @@ def compare(hz, cpr, bits, ms, es, n, seed, edge=False, **kw):
     periods) is off unless asked for; test_discontinuous_terms_match_away_from_their_switch_points covers it."""
     kw.setdefault("ks", 0.0)
     hal, c = make(hz, cpr, bits, ms, es, edge=edge, **kw)
-    f = control_float.FloatLaw(hz, cpr, bits, ms, es, edge=edge)
+    f = floatlaw.FloatLaw(hz, cpr, bits, ms, es, edge=edge)
     f.configure(values(**kw))
     assert c.enable(True)
     f.enable([hal.counts[0], hal.counts[1]])
@@ -103,7 +103,7 @@ def test_discontinuous_terms_match_away_from_their_switch_points():
     # instants both implementations agree as closely as the continuous part
     kw = {"ks": 0.08, "deadband": 0.05, "ka": 0.02, "max_accel": 20.0}
     hal, c = make(**kw)
-    f = control_float.FloatLaw(500, 4096)
+    f = floatlaw.FloatLaw(500, 4096)
     f.configure(values(**kw))
     c.enable(True)
     f.enable([0, 0])
@@ -154,7 +154,7 @@ def test_antiwindup_leaves_saturation_quickly():
     print("with back-calculation: output leaves saturation %.3f s after release" % t_with)
     assert t_with < 0.5, t_with
 
-    f = control_float.FloatLaw(hz, 4096)
+    f = floatlaw.FloatLaw(hz, 4096)
     f.configure(values(**kw))
     f.g["aw"] = 0.0                 # the same PID without back-calculation
     f.enable([0, 0])
@@ -313,7 +313,7 @@ def test_deadman_disable_waits_for_the_ramp():
     hz = 500
     kw = dict(deadman_ms=500, deadman_disable_ms=100, max_accel=20.0, stall_speed=0.0, track_err_max=500.0)
     hal, c = make(hz=hz, **kw)
-    f = control_float.FloatLaw(hz, 4096, 32, (1, 1), (1, 1))
+    f = floatlaw.FloatLaw(hz, 4096, 32, (1, 1), (1, 1))
     f.configure(values(**kw))
     c.enable(True)
     f.enable([0, 0])
@@ -359,7 +359,7 @@ def _deadman_rest_run(motion, n_quiet, **kw):
     kw.setdefault("stall_speed", 0.0)
     kw.setdefault("track_err_max", 500.0)
     hal, c = make(hz=hz, **kw)
-    f = control_float.FloatLaw(hz, 4096, 32, (1, 1), (1, 1))
+    f = floatlaw.FloatLaw(hz, 4096, 32, (1, 1), (1, 1))
     f.configure(values(**kw))
     c.enable(True)
     f.enable([0, 0])
@@ -616,7 +616,7 @@ def test_setpoint_step_with_a_gain_change_in_the_same_period():
     gains, and the switch one period later is bumpless."""
     for law in ("viper", "float"):
         hal, c = make(max_accel=5000.0, ks=0.0)
-        f = control_float.FloatLaw(500, 4096, 32, (1, 1), (1, 1))
+        f = floatlaw.FloatLaw(500, 4096, 32, (1, 1), (1, 1))
         f.configure(values(max_accel=5000.0, ks=0.0))
         c.enable(True)
         f.enable([hal.counts[0], hal.counts[1]])

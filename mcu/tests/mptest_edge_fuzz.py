@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # SPDX-FileCopyrightText: 2026 The viperdrive contributors
 # The edge-timed speed estimate (fixedstep.step with a backend that times edges) fuzzed against the float law
-# (control_float.FloatLaw, the reference): random edge sequences made from a continuous wheel position (speeds from a
+# (floatlaw.FloatLaw, the reference): random edge sequences made from a continuous wheel position (speeds from a
 # crawl to 2e5 counts/s, reversals, stops long enough to forget the last edge, the 32-bit counter and the 2**30
 # ticks_us wrapping), plus a share of garbage edge times. For every period: the viper raw speed equals the float
 # one to a count/s, it is finite and within the speed range, and for honest edges it is never faster than the wheel
@@ -9,7 +9,7 @@
 import random
 
 import fakehal
-from viperdrive import control, control_float
+from viperdrive import control, floatlaw
 from viperdrive import fixedstep as fx
 from viperdrive.shared import params
 
@@ -70,7 +70,7 @@ def fuzz(n, seed, hz=1000, garbage=0.02):
     hal = fakehal.Board(cfg, counter_bits=32, edge=True)
     c = control.Controller(hal, cfg, _limits(hz))
     c.start()
-    law = control_float.FloatLaw(hz, 4096, 32, edge=True)
+    law = floatlaw.FloatLaw(hz, 4096, 32, edge=True)
     law.configure(_limits(hz))
     dt = 1000000 // hz
     # start near the wraps: the 32-bit counter and the 2**30 ticks

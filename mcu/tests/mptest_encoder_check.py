@@ -8,7 +8,7 @@ import math
 import sys
 
 import fakehal
-from viperdrive import boardcfg, control, control_float, fixedstep
+from viperdrive import boardcfg, control, fixedstep, floatlaw
 from viperdrive.shared import params, protocol
 
 _root = __file__[:__file__.find("mcu/tests/")].rstrip("/") or "."
@@ -137,7 +137,7 @@ class Viper:
 
 class Float:
     def __init__(self, p, vals, close, ms, es, edge=False):
-        self.law = control_float.FloatLaw(HZ, p.cpr, p.counter_bits, ms, es, edge=edge)
+        self.law = floatlaw.FloatLaw(HZ, p.cpr, p.counter_bits, ms, es, edge=edge)
         self.law.configure(vals)
         self.edge = edge
         self.now_us = 1000

@@ -7,6 +7,7 @@ import fakehal
 from viperdrive import app as app_mod
 from viperdrive import control, control_float
 from viperdrive.shared import protocol as P
+from viperdrive.shared.params import IRREGULAR_UP as P_IRREGULAR_UP
 
 CFG = {"control_hz": 500, "counts_per_rev": 4096, "name": "fake", "watchdog_ms": 500}
 
@@ -147,11 +148,11 @@ def test_a_soft_schedule_that_runs_late_measures_speed_over_the_real_span():
     assert raws[1] == 4 * 100 and raws[3] == 62 * 100, raws[:4]       # 2 ms: 4 counts; 31 ms: 62 counts (x hz)
 
 
-def _crawl(hal, a, spans, drop_every, seed):
-    """A wheel at a steady 660 counts/s (0.09 m/s on the Pico rig's robot) on a soft schedule's spans, both
-    wheels' edges timed; drop_every: lose each edge with probability 1/drop_every (0: none). -> the fault, the
-    periods run."""
-    period = 1000000 / 660
+def _crawl(hal, a, spans, drop_every, seed, rate=660, late=None):
+    """A wheel at a steady rate counts/s (660: 0.09 m/s on the Pico rig's robot) on a soft schedule's spans, both
+    wheels' edges timed; drop_every: lose each edge with probability 1/drop_every (0: none); late(k): the ticks_us
+    lags period k's tick meets (fakehal.Board.late), none by default. -> the fault, the periods run."""
+    period = 1000000 / rate
     t_edge = hal.now_us + period
     n = 0
     counted = list(hal.counts)
@@ -167,7 +168,9 @@ def _crawl(hal, a, spans, drop_every, seed):
             t_edge += period
         hal.now_us = end
         hal.counts[0], hal.counts[1] = counted
-        a.ctrl.set_velocity(660, 660)
+        a.ctrl.set_velocity(rate, rate)
+        if late is not None:
+            hal.late = late(n)
         hal.periodic()
         n += 1
         if a.ctrl.fault():
@@ -200,3 +203,59 @@ def test_edge_regularity_on_a_soft_schedule_takes_each_periods_span():
     fault, n = _crawl(hal, a, spans * 100, 2, seed)
     took = hal.now_us - t0
     assert fault in (P.FAULT_ENCODER_LEFT, P.FAULT_ENCODER_RIGHT) and took < 1000000, (fault, took)
+
+
+def _soft_float_app(cfg, edge):
+    saved = control.fx
+    control.fx = None
+    try:
+        hal = fakehal.Board(cfg, edge=edge)
+        hal.soft = True
+        a = app_mod.App(hal, cfg, params_path="/tmp/viperdrive-mptest-fallback-soft.json")
+    finally:
+        control.fx = saved
+    a.start()
+    assert a.enable(True)
+    return hal, a
+
+
+def test_a_collection_after_the_ticks_clock_read_moves_neither_span_nor_check():
+    """CircuitPython's clock allocates: a garbage collection after the tick's clock read dates it up to 15 ms
+    before the counts are taken (measured on the emulated Pico: 53 counts in a 10.2 ms span at 514 us per
+    count). The span of the counts must be the span between the moments they were taken (the edge backend's
+    per-wheel moments), or a healthy wheel's counts jump against it and latch FAULT_ENCODER: here the tick's clock
+    reads 15 ms old in one period of 4 at 1905 counts/s (8 rad/s on the Pico rig's robot) for 20 s, and the
+    speeds the step takes stay within one count of the true rate over the shortest span."""
+    cfg = dict(CFG, control_hz=100)
+    spans = (10000, 10000, 27000, 2700, 10000, 32700, 5000, 10000, 18000, 2000, 10000, 12000, 8000, 10000)
+    hal, a = _soft_float_app(cfg, True)
+    fault, n = _crawl(hal, a, spans * 143, 0, [7], rate=1905, late=lambda k: [15000] if k % 4 == 1 else [])
+    assert fault == 0 and n == len(spans) * 143, (fault, n)
+    law = a.ctrl.law
+    assert law.irr[0] < 2 * P_IRREGULAR_UP and law.irr[1] < 2 * P_IRREGULAR_UP, law.irr
+    assert abs(law.vel[0] - 1905) < 40 and abs(law.vel[1] - 1905) < 40, law.vel
+    # and the check still sees lost counts through the same lags: half the edges lost latches within a second
+    t0 = hal.now_us
+    fault, n = _crawl(hal, a, spans * 100, 2, [7], rate=1905, late=lambda k: [15000] if k % 4 == 1 else [])
+    assert fault in (P.FAULT_ENCODER_LEFT, P.FAULT_ENCODER_RIGHT) and hal.now_us - t0 < 1000000, (fault, n)
+
+
+def test_without_edge_times_a_late_clock_read_is_read_again():
+    """A soft schedule without edge times (rotaryio) times its counts by two clock reads around them, read again
+    when those are further apart than COUNT_WINDOW_US (a collection dated one of them early): a steady 2000
+    counts/s reads 2000 within one count over the shortest span, whichever read comes back late."""
+    cfg = dict(CFG, control_hz=100)
+    hal, a = _soft_float_app(cfg, False)
+    pos = 0.0
+    worst = 0.0
+    spans = (18000, 2000, 10000, 31000, 4000, 10000, 12000, 8000) * 6
+    for k, span in enumerate(spans):
+        hal.now_us += span
+        pos += 2000 * span / 1e6
+        hal.counts[0] = hal.counts[1] = int(pos)
+        # the tick's own read, then the bracket's first, then its second comes back 15 ms old
+        hal.late = ([15000], [0, 15000], [0, 0, 15000], [])[k % 4]
+        hal.periodic()
+        if k > 1:
+            worst = max(worst, abs(a.ctrl.law.raw[0] - 2000))
+    assert worst <= 1000000 / 2000 + 1, worst

@@ -168,6 +168,17 @@ def plan_drive(board_config: str | Path, drive: str | Path) -> DriveFlash:
                       manifest_firmware=ownership.manifest_firmware(manifest_text))
 
 
+def drive_bytes(root: Path, sizes: list[int]) -> int:
+    """What files of these sizes take on the drive at root: each a whole number of its allocation units (a FAT
+    cluster; a page on tmpfs), at least one. Summing the bytes alone counted a 40-file firmware up to a unit per
+    file short, and a flash the check let through ran out of room half-way."""
+    try:
+        unit = max(512, os.statvfs(root).f_frsize or 512)
+    except OSError:
+        unit = 4096
+    return sum(max(1, -(-n // unit)) * unit for n in sizes)
+
+
 def copy_to_drive(board_config: str | Path, drive: str | Path, force: bool = False, firmware: str = "",
                   shield=None) -> DriveFlash:
     """Copy the firmware for a CircuitPython board onto its mounted CIRCUITPY drive, keeping the user's files:
@@ -183,7 +194,7 @@ def copy_to_drive(board_config: str | Path, drive: str | Path, force: bool = Fal
     ownership.check(job.decision, f"--drive {job.root}", force)
     root, targets = job.root, job.targets
     manifest = ownership.make_manifest(targets, firmware)
-    need = sum(len(b) for b in targets.values()) + len(manifest) + DRIVE_SPARE
+    need = drive_bytes(root, [len(b) for b in targets.values()] + [len(manifest)]) + DRIVE_SPARE
     free = shutil.disk_usage(root).free
     if free < need:
         raise UserError(f"--drive {root}: {free:,} bytes free, the firmware needs {need:,}: nothing was changed. "
