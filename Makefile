@@ -103,9 +103,10 @@ CORES := $(shell n=$$(nproc 2>/dev/null || echo 2); read q p 2>/dev/null < /sys/
 	&& [ "$$q" != max ] && c=$$(( (q + p - 1) / p )) && [ $$c -lt $$n ] && n=$$c; echo $$n)
 PYTEST_WORKERS ?= $(shell echo $$(( $(CORES) + 1 )))
 TEST_GROUP ?=
+# --durations: every run ends with the 25 slowest tests (5 s or more), where the suite's time goes
 pytest: setup
 	$(VENV)/bin/pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup) \
-	  $(if $(TEST_GROUP),-m $(TEST_GROUP)) $(PYTEST_ARGS)
+	  --durations=25 --durations-min=5 $(if $(TEST_GROUP),-m $(TEST_GROUP)) $(PYTEST_ARGS)
 
 test: setup lint typecheck pytest
 
