@@ -10,11 +10,15 @@ joint_states, /tf, imu/data_raw, battery_state, /diagnostics, odometry/filtered)
 (docs/examples/ekf.yaml). Steady state: the process's CPU time (/proc/PID/stat, user + system) between WARMUP_S
 after the bridge says "board active" and WINDOW_S later; start-up is excluded.
 
-    python bench/bench_ros2_cpu.py [RUN ...]      # e.g. bridge bridge_ekf; default: every run
+    python bench/bench_ros2_cpu.py [RUN ...] [--socket]     # e.g. bridge bridge_ekf; default: every run
+
+A real board is a tty (/dev/ttyACM0), so the bridge runs on one: a pseudo-terminal relayed to the virtual board's
+socket by a process of its own (standing for the kernel's USB serial driver). --socket runs it on the virtual
+board's socket:// port instead (TCP on the loopback: more CPU in the host process). The floor runs on both.
 
 Prints, one line per run:
-  ros2_cpu run=... cpu_pct_of_core=... cpu_us_per_cycle=... ratio_to_floor=... window_s=...
-  ros2_cpu_floor cpu_pct_of_core=... cpu_us_per_cycle=... window_s=...
+  ros2_cpu_floor transport=tty|socket cpu_pct_of_core=... cpu_us_per_cycle=... window_s=...
+  ros2_cpu run=... cpu_pct_of_core=... cpu_us_per_cycle=... transport=... ratio_to_floor=... window_s=...
 A Raspberry Pi 4 runs Python several times slower per core than a desktop x86: the share there is a multiple of
 these figures (docs/ros2.md, "CPU")."""
 from __future__ import annotations
@@ -136,30 +140,75 @@ def bridge_run(name: str, url: str, env: dict, domain: int, ekf: bool, subscribe
             **({"messages_taken": taken} if taken is not None else {})}
 
 
-def main(only: list[str]) -> int:
-    """only: the names of the runs to make (all when empty); the floor always."""
+# a pseudo-terminal in front of the virtual board's socket, in a process of its own (it stands for the kernel's USB
+# serial driver: its CPU is not the host program's)
+RELAY = r'''
+import signal, sys, time
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+from viperdrive.rigs.pico import PtyRelay
+relay = PtyRelay(sys.argv[1])
+print(relay.path, flush=True)
+while True:
+    time.sleep(3600)
+'''
+
+
+def start_relay(url: str, env: dict) -> tuple[subprocess.Popen, str]:
+    p = subprocess.Popen([sys.executable, "-c", RELAY, url], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True, env=env)
+    path = p.stdout.readline().strip()
+    if not path.startswith("/dev/"):
+        raise SystemExit("bench_ros2_cpu: the pty relay did not start")
+    return p, path
+
+
+def floor_run(port: str, env: dict) -> tuple[float, str]:
+    r = subprocess.run([sys.executable, "-c", FLOOR, port, str(WARMUP_S), str(WINDOW_S)], capture_output=True,
+                       text=True, env=env, timeout=120)
+    if r.returncode != 0:
+        raise SystemExit(f"bench_ros2_cpu: the floor loop failed: {r.stderr[-2000:]}")
+    _, cpu, wall, cycles = r.stdout.split()
+    floor_us = float(cpu) / int(cycles) * 1e6
+    return floor_us, (f"cpu_pct_of_core={100 * float(cpu) / float(wall):.1f} cpu_us_per_cycle={floor_us:.0f} "
+                      f"cycles={cycles} window_s={float(wall):.1f}")
+
+
+def main(argv: list[str]) -> int:
+    """argv: the names of the runs to make (all when none); --socket: the bridge runs on the virtual board's
+    socket:// port instead of a tty. The floor runs on both."""
+    socket_port = "--socket" in argv
+    only = [a for a in argv if a != "--socket"]
     env = dict(os.environ, VIPERDRIVE_LOCKSTEP="0", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     env.pop("VIPERDRIVE_PORT", None)
-    sim, url = start_sim(env)
+    procs = []
     try:
-        r = subprocess.run([sys.executable, "-c", FLOOR, url, str(WARMUP_S), str(WINDOW_S)], capture_output=True,
-                           text=True, env=env, timeout=120)
-        if r.returncode != 0:
-            raise SystemExit(f"bench_ros2_cpu: the floor loop failed: {r.stderr[-2000:]}")
-        _, cpu, wall, cycles = r.stdout.split()
-        floor_us = float(cpu) / int(cycles) * 1e6
-        print(f"ros2_cpu_floor cpu_pct_of_core={100 * float(cpu) / float(wall):.1f} cpu_us_per_cycle={floor_us:.0f} "
-              f"cycles={cycles} window_s={float(wall):.1f}", flush=True)
+        # one virtual board per port: a virtual board serves one link client, and the relay is one
+        sim, url = start_sim(env)
+        procs.append(sim)
+        sim_tty, url_tty = start_sim(env)
+        procs.append(sim_tty)
+        relay, tty = start_relay(url_tty, env)
+        procs.insert(0, relay)
+        # a real board is a tty (/dev/ttyACM0): the figures that stand for a robot's computer are on one; the
+        # virtual board's socket costs the host more (TCP on the loopback), shown beside it
+        floors = {}
+        for transport, port in (("tty", tty), ("socket", url)):
+            floors[transport], text = floor_run(port, env)
+            print(f"ros2_cpu_floor transport={transport} {text}", flush=True)
+        transport = "socket" if socket_port else "tty"
+        port = url if socket_port else tty
         domain = random.SystemRandom().randint(100, 200)
         runs = (("bridge", False, False), ("bridge_subscribed", False, True), ("bridge_ekf", True, False),
                 ("bridge_ekf_subscribed", True, True))
         for name, ekf, subscribe in (r for r in runs if not only or r[0] in only):
-            d = bridge_run(name, url, env, domain, ekf, subscribe)
-            d["ratio_to_floor"] = round(d["cpu_us_per_cycle"] / floor_us, 1)
+            d = bridge_run(name, port, env, domain, ekf, subscribe)
+            d["transport"] = transport
+            d["ratio_to_floor"] = round(d["cpu_us_per_cycle"] / floors[transport], 1)
             print("ros2_cpu " + " ".join(f"{k}={v}" for k, v in d.items()), flush=True)
     finally:
-        sim.terminate()
-        sim.wait(timeout=30)
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=30)
     return 0
 
 
