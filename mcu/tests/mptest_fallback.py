@@ -178,31 +178,8 @@ def _crawl(hal, a, spans, drop_every, seed, rate=660, late=None):
     return a.ctrl.fault(), n
 
 
-def test_edge_regularity_on_a_soft_schedule_takes_each_periods_span():
-    """CircuitPython on the RP2040 times edges in PIO (hal/circuitpython.py), and its control step runs from the
-    slow loop: periods of 2.7-32.7 ms at a nominal 10 ms. The edge regularity check compares a period's counts
-    with the last period's: over unequal spans a healthy wheel's counts jump as much as lost counts make them
-    (a 30 ms period counts 3x a 10 ms one), so the last period's counts are scaled to this one's span. A steady
-    wheel over those spans stays quiet for 20 s; half its counts lost latches FAULT_ENCODER within a second."""
-    cfg = dict(CFG, control_hz=100)
-    spans = (10000, 10000, 27000, 2700, 10000, 32700, 5000, 10000, 18000, 2000, 10000, 12000, 8000, 10000)
-    saved = control.fx
-    control.fx = None
-    try:
-        hal = fakehal.Board(cfg, edge=True)
-        hal.soft = True
-        a = app_mod.App(hal, cfg, params_path="/tmp/viperdrive-mptest-fallback-soft.json")
-    finally:
-        control.fx = saved
-    a.start()
-    assert a.ctrl.law.use_edges and a.enable(True)
-    seed = [7]
-    fault, n = _crawl(hal, a, spans * 143, 0, seed)       # 20 s
-    assert fault == 0, (fault, n)
-    t0 = hal.now_us
-    fault, n = _crawl(hal, a, spans * 100, 2, seed)
-    took = hal.now_us - t0
-    assert fault in (P.FAULT_ENCODER_LEFT, P.FAULT_ENCODER_RIGHT) and took < 1000000, (fault, took)
+# a soft schedule's periods as the emulated Pico's CircuitPython ran them at a nominal 10 ms (us)
+SOFT_SPANS = (10000, 10000, 27000, 2700, 10000, 32700, 5000, 10000, 18000, 2000, 10000, 12000, 8000, 10000)
 
 
 def _soft_float_app(cfg, edge):
@@ -219,6 +196,25 @@ def _soft_float_app(cfg, edge):
     return hal, a
 
 
+def test_edge_regularity_on_a_soft_schedule_takes_each_periods_span():
+    """CircuitPython on the RP2040 times edges in PIO (hal/circuitpython.py), and its control step runs from the
+    slow loop: periods of 2.7-32.7 ms at a nominal 10 ms. The edge regularity check compares a period's counts
+    with the last period's: over unequal spans a healthy wheel's counts jump as much as lost counts make them
+    (a 30 ms period counts 3x a 10 ms one), so the last period's counts are scaled to this one's span. A steady
+    wheel over those spans stays quiet for 20 s; half its counts lost latches FAULT_ENCODER within a second."""
+    cfg = dict(CFG, control_hz=100)
+    spans = SOFT_SPANS
+    hal, a = _soft_float_app(cfg, True)
+    assert a.ctrl.law.use_edges
+    seed = [7]
+    fault, n = _crawl(hal, a, spans * 143, 0, seed)       # 20 s
+    assert fault == 0, (fault, n)
+    t0 = hal.now_us
+    fault, n = _crawl(hal, a, spans * 100, 2, seed)
+    took = hal.now_us - t0
+    assert fault in (P.FAULT_ENCODER_LEFT, P.FAULT_ENCODER_RIGHT) and took < 1000000, (fault, took)
+
+
 def test_a_collection_after_the_ticks_clock_read_moves_neither_span_nor_check():
     """CircuitPython's clock allocates: a garbage collection after the tick's clock read dates it up to 15 ms
     before the counts are taken (measured on the emulated Pico: 53 counts in a 10.2 ms span at 514 us per
@@ -227,7 +223,7 @@ def test_a_collection_after_the_ticks_clock_read_moves_neither_span_nor_check():
     reads 15 ms old in one period of 4 at 1905 counts/s (8 rad/s on the Pico rig's robot) for 20 s, and the
     speeds the step takes stay within one count of the true rate over the shortest span."""
     cfg = dict(CFG, control_hz=100)
-    spans = (10000, 10000, 27000, 2700, 10000, 32700, 5000, 10000, 18000, 2000, 10000, 12000, 8000, 10000)
+    spans = SOFT_SPANS
     hal, a = _soft_float_app(cfg, True)
     fault, n = _crawl(hal, a, spans * 143, 0, [7], rate=1905, late=lambda k: [15000] if k % 4 == 1 else [])
     assert fault == 0 and n == len(spans) * 143, (fault, n)
