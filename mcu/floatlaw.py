@@ -225,7 +225,8 @@ class FloatLaw:
         # on a soft schedule the span of an edge backend's counts is between the moments each wheel's were taken,
         # which the backend times to a fraction of an edge interval; not the tick's own clock read before them:
         # CircuitPython's clock allocates, and a garbage collection after that read (15 ms on the emulated Pico)
-        # moved the counts against the span, so a healthy wheel's counts jumped by half and latched FAULT_ENCODER
+        # moved the counts against the span (53 counts in a '10.2 ms' period at 514 us a count), so a healthy
+        # wheel's counts jumped against the last period's and latched FAULT_ENCODER
         timed = span_us > 0 and self.edge
         for w in range(2):
             sw = span_us

@@ -170,7 +170,7 @@ def plan_drive(board_config: str | Path, drive: str | Path) -> DriveFlash:
 
 def drive_bytes(root: Path, sizes: list[int]) -> int:
     """What files of these sizes take on the drive at root: each a whole number of its allocation units (a FAT
-    cluster; a page on tmpfs), at least one. Summing the bytes alone counted a 40-file firmware up to a unit per
+    cluster; a page on tmpfs), at least one. Summing the bytes alone counted the 26-file firmware up to a unit per
     file short, and a flash the check let through ran out of room half-way."""
     try:
         unit = max(512, os.statvfs(root).f_frsize or 512)
